@@ -1,1 +1,12 @@
-//! placeholder
+//! toolgate's shared vocabulary (see ARCHITECTURE.md, `toolgate-core`).
+//!
+//! Names of exposed tools and prompts, error helpers, and the MCP model types re-exported as
+//! [`mcp`]. Nothing in this crate does IO.
+
+pub mod error;
+pub mod name;
+
+/// The MCP wire types (rmcp's model), used qualified: `mcp::Tool`, `mcp::ErrorData`.
+pub use rmcp::model as mcp;
+
+pub use error::{BoxError, ErrorChain, cause_ref};

@@ -1,0 +1,344 @@
+//! The merged inventory: every upstream's tools, prompts, resources and templates under the
+//! names clients see, and the table back to `(upstream, original)`.
+//!
+//! Tools and prompts are exposed as `<prefix>__<name>` ([`toolgate_core::name`]). When two
+//! entries would get the same exposed name, the one from the upstream that sorts first keeps
+//! it and the other gets a stable hash-suffixed name; the collision is reported, never
+//! silently shadowed. Resource URIs are kept when unique; a URI (or URI template) offered by
+//! two upstreams is rewritten reversibly to `toolgate://<upstream>/<percent-encoded original>`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use toolgate_config::ToolFilter;
+use toolgate_core::mcp;
+use toolgate_core::name::{disambiguated_name, exposed_name};
+
+use crate::upstream::Catalog;
+
+/// Scheme of rewritten resource URIs.
+pub const REWRITTEN_SCHEME: &str = "toolgate://";
+
+/// Characters escaped in a rewritten URI: all but alphanumerics and the template braces, so
+/// that clients can still expand a rewritten template.
+const URI_ESCAPE: &AsciiSet = &NON_ALPHANUMERIC.remove(b'{').remove(b'}').remove(b'-').remove(b'_');
+
+/// Where an exposed name or URI leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The upstream's configured name.
+    pub upstream: Arc<str>,
+    /// The name or URI as the upstream knows it.
+    pub original: String,
+}
+
+/// Two entries wanted the same exposed name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collision {
+    /// `tool` or `prompt`.
+    pub kind: &'static str,
+    /// The contested name.
+    pub exposed: String,
+    /// Who kept it.
+    pub kept: Route,
+    /// Who did not, and the name it got instead (`None` when it could not be exposed at all).
+    pub other: Route,
+    /// The other's name instead.
+    pub renamed_to: Option<String>,
+}
+
+/// What one upstream contributes.
+#[derive(Debug, Clone, Copy)]
+pub struct Contribution<'a> {
+    /// The upstream's configured name.
+    pub upstream: &'a str,
+    /// Its prefix (empty = passthrough).
+    pub prefix: &'a str,
+    /// Which of its tools to expose.
+    pub filter: &'a ToolFilter,
+    /// What it offers.
+    pub catalog: &'a Catalog,
+}
+
+/// The merged view of all upstreams.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    tools: Vec<mcp::Tool>,
+    tool_routes: HashMap<String, Route>,
+    prompts: Vec<mcp::Prompt>,
+    prompt_routes: HashMap<String, Route>,
+    resources: Vec<mcp::Resource>,
+    resource_routes: HashMap<String, Route>,
+    templates: Vec<mcp::ResourceTemplate>,
+    template_routes: Vec<TemplateRoute>,
+    resource_upstreams: Vec<Arc<str>>,
+    collisions: Vec<Collision>,
+}
+
+#[derive(Debug)]
+struct TemplateRoute {
+    prefix: String,
+    suffix: String,
+    upstream: Arc<str>,
+}
+
+impl Inventory {
+    /// Merges `contributions`. The result does not depend on their order.
+    pub fn build<'a>(contributions: impl IntoIterator<Item = Contribution<'a>>) -> Inventory {
+        let mut contributions: Vec<_> = contributions.into_iter().collect();
+        contributions.sort_by(|a, b| a.upstream.cmp(b.upstream));
+        let mut inventory = Inventory::default();
+        let mut tools = Names::new("tool");
+        let mut prompts = Names::new("prompt");
+        for c in &contributions {
+            let upstream: Arc<str> = c.upstream.into();
+            let filter = CompiledFilter::new(c.filter);
+            for tool in c.catalog.tools.iter().filter(|t| filter.exposes(&t.name)) {
+                if let Some(exposed) = tools.claim(&upstream, c.prefix, &tool.name) {
+                    let mut tool = tool.clone();
+                    tool.name = exposed.into();
+                    inventory.tools.push(tool);
+                }
+            }
+            for prompt in &c.catalog.prompts {
+                if let Some(exposed) = prompts.claim(&upstream, c.prefix, &prompt.name) {
+                    let mut prompt = prompt.clone();
+                    prompt.name = exposed;
+                    inventory.prompts.push(prompt);
+                }
+            }
+            if !c.catalog.resources.is_empty() || !c.catalog.resource_templates.is_empty() {
+                inventory.resource_upstreams.push(upstream);
+            }
+        }
+        inventory.tool_routes = tools.routes;
+        inventory.prompt_routes = prompts.routes;
+        inventory.collisions = tools.collisions;
+        inventory.collisions.extend(prompts.collisions);
+        inventory.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        inventory.prompts.sort_by(|a, b| a.name.cmp(&b.name));
+        inventory.merge_resources(&contributions);
+        inventory
+    }
+
+    fn merge_resources(&mut self, contributions: &[Contribution<'_>]) {
+        let shared_uris = shared(contributions.iter().map(|c| {
+            c.catalog.resources.iter().map(|r| r.uri.as_str()).collect::<HashSet<_>>()
+        }));
+        let shared_templates = shared(contributions.iter().map(|c| {
+            c.catalog.resource_templates.iter().map(|t| t.uri_template.as_str()).collect()
+        }));
+        for c in contributions {
+            let upstream: Arc<str> = c.upstream.into();
+            for resource in &c.catalog.resources {
+                let mut resource = resource.clone();
+                let original = std::mem::take(&mut resource.uri);
+                resource.uri = if shared_uris.contains(original.as_str()) {
+                    rewrite_uri(c.upstream, &original)
+                } else {
+                    original.clone()
+                };
+                self.resource_routes
+                    .insert(resource.uri.clone(), Route { upstream: upstream.clone(), original });
+                self.resources.push(resource);
+            }
+            for template in &c.catalog.resource_templates {
+                let mut template = template.clone();
+                if shared_templates.contains(template.uri_template.as_str()) {
+                    template.uri_template = rewrite_uri(c.upstream, &template.uri_template);
+                } else {
+                    let (prefix, suffix) = literal_ends(&template.uri_template);
+                    self.template_routes.push(TemplateRoute {
+                        prefix: prefix.to_owned(),
+                        suffix: suffix.to_owned(),
+                        upstream: upstream.clone(),
+                    });
+                }
+                self.templates.push(template);
+            }
+        }
+        self.resources.sort_by(|a, b| a.uri.cmp(&b.uri));
+        // Longest literal prefix first, so the most specific template wins.
+        self.template_routes.sort_by(|a, b| b.prefix.len().cmp(&a.prefix.len()));
+    }
+
+    /// Exposed tools, sorted by name.
+    pub fn tools(&self) -> &[mcp::Tool] {
+        &self.tools
+    }
+
+    /// Exposed prompts, sorted by name.
+    pub fn prompts(&self) -> &[mcp::Prompt] {
+        &self.prompts
+    }
+
+    /// Exposed resources, sorted by URI.
+    pub fn resources(&self) -> &[mcp::Resource] {
+        &self.resources
+    }
+
+    /// Exposed resource templates.
+    pub fn resource_templates(&self) -> &[mcp::ResourceTemplate] {
+        &self.templates
+    }
+
+    /// Name collisions found while merging.
+    pub fn collisions(&self) -> &[Collision] {
+        &self.collisions
+    }
+
+    /// Where the exposed tool `name` leads.
+    pub fn tool_route(&self, name: &str) -> Option<&Route> {
+        self.tool_routes.get(name)
+    }
+
+    /// Where the exposed prompt `name` leads.
+    pub fn prompt_route(&self, name: &str) -> Option<&Route> {
+        self.prompt_routes.get(name)
+    }
+
+    /// Where a resource URI leads: a listed URI, a rewritten `toolgate://` URI, a URI that
+    /// matches a template, or the only upstream that offers resources at all.
+    pub fn resource_route(&self, uri: &str) -> Option<Route> {
+        if let Some(route) = self.resource_routes.get(uri) {
+            return Some(route.clone());
+        }
+        if let Some(route) = parse_rewritten_uri(uri) {
+            return self
+                .resource_upstreams
+                .iter()
+                .find(|u| u.as_ref() == route.upstream.as_ref())
+                .map(|upstream| Route { upstream: upstream.clone(), original: route.original });
+        }
+        if let Some(t) = self.template_routes.iter().find(|t| {
+            uri.len() >= t.prefix.len() + t.suffix.len()
+                && uri.starts_with(&t.prefix)
+                && uri.ends_with(&t.suffix)
+        }) {
+            return Some(Route { upstream: t.upstream.clone(), original: uri.to_owned() });
+        }
+        match self.resource_upstreams.as_slice() {
+            [only] => Some(Route { upstream: only.clone(), original: uri.to_owned() }),
+            _ => None,
+        }
+    }
+}
+
+/// Exposed names handed out so far, and the table back.
+struct Names {
+    kind: &'static str,
+    routes: HashMap<String, Route>,
+    collisions: Vec<Collision>,
+}
+
+impl Names {
+    fn new(kind: &'static str) -> Self {
+        Names { kind, routes: HashMap::new(), collisions: Vec::new() }
+    }
+
+    /// The exposed name for `name`, or `None` when it cannot be exposed.
+    fn claim(&mut self, upstream: &Arc<str>, prefix: &str, name: &str) -> Option<String> {
+        let route = Route { upstream: upstream.clone(), original: name.to_owned() };
+        let exposed = exposed_name(prefix, name);
+        let Some(kept) = self.routes.get(&exposed).cloned() else {
+            self.routes.insert(exposed.clone(), route);
+            return Some(exposed);
+        };
+        let alternative = disambiguated_name(&exposed, upstream, name);
+        let renamed_to = (!self.routes.contains_key(&alternative) && kept != route)
+            .then(|| alternative.clone());
+        if let Some(alternative) = &renamed_to {
+            self.routes.insert(alternative.clone(), route.clone());
+        }
+        tracing::warn!(
+            kind = self.kind,
+            exposed,
+            kept = %kept.upstream,
+            other = %upstream,
+            renamed_to = renamed_to.as_deref().unwrap_or("(not exposed)"),
+            "name collision"
+        );
+        self.collisions.push(Collision {
+            kind: self.kind,
+            exposed,
+            kept,
+            other: route,
+            renamed_to: renamed_to.clone(),
+        });
+        renamed_to
+    }
+}
+
+/// `allow_tools` / `deny_tools`, compiled once per merge.
+struct CompiledFilter {
+    allow: Option<GlobSet>,
+    deny: Option<GlobSet>,
+}
+
+impl CompiledFilter {
+    fn new(filter: &ToolFilter) -> Self {
+        CompiledFilter { allow: compile(&filter.allow), deny: compile(&filter.deny) }
+    }
+
+    fn exposes(&self, name: &str) -> bool {
+        self.allow.as_ref().is_none_or(|set| set.is_match(name))
+            && !self.deny.as_ref().is_some_and(|set| set.is_match(name))
+    }
+}
+
+fn compile(patterns: &[String]) -> Option<GlobSet> {
+    if patterns.is_empty() {
+        return None;
+    }
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        // The config loader already rejected patterns that do not compile.
+        if let Ok(glob) = Glob::new(pattern) {
+            builder.add(glob);
+        }
+    }
+    builder.build().ok()
+}
+
+/// The values that occur in more than one of `sets`.
+fn shared<'a>(sets: impl Iterator<Item = HashSet<&'a str>>) -> HashSet<&'a str> {
+    let mut seen = HashSet::new();
+    let mut shared = HashSet::new();
+    for set in sets {
+        for value in set {
+            if !seen.insert(value) {
+                shared.insert(value);
+            }
+        }
+    }
+    shared
+}
+
+/// `toolgate://<upstream>/<escaped original>`.
+pub fn rewrite_uri(upstream: &str, original: &str) -> String {
+    let upstream = utf8_percent_encode(upstream, URI_ESCAPE);
+    let original = utf8_percent_encode(original, URI_ESCAPE);
+    format!("{REWRITTEN_SCHEME}{upstream}/{original}")
+}
+
+/// The inverse of [`rewrite_uri`].
+pub fn parse_rewritten_uri(uri: &str) -> Option<Route> {
+    let rest = uri.strip_prefix(REWRITTEN_SCHEME)?;
+    let (upstream, original) = rest.split_once('/')?;
+    let upstream = percent_decode_str(upstream).decode_utf8().ok()?;
+    let original = percent_decode_str(original).decode_utf8().ok()?;
+    Some(Route { upstream: upstream.as_ref().into(), original: original.into_owned() })
+}
+
+/// The literal text before the first and after the last `{...}` of a URI template.
+fn literal_ends(template: &str) -> (&str, &str) {
+    match (template.find('{'), template.rfind('}')) {
+        (Some(open), Some(close)) if open < close => (&template[..open], &template[close + 1..]),
+        _ => (template, ""),
+    }
+}
+
+#[cfg(test)]
+mod tests;
