@@ -1,1 +1,138 @@
-//! placeholder
+//! toolgate configuration (see ARCHITECTURE.md, `toolgate-config`): reads `toolgate.toml` and
+//! the MCP client config dialects (Claude Desktop, Cursor, Claude Code, VS Code) into one
+//! validated [`Config`], reporting every problem at once with its path.
+//!
+//! ```
+//! use std::path::Path;
+//! use toolgate_config::{FixedEnvironment, Format, TransportConfig};
+//!
+//! let env = FixedEnvironment::new().with_var("HOME", "/home/ada");
+//! let text = r#"
+//!     [servers.files]
+//!     command = "npx"
+//!     args = ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}/notes"]
+//!     deny_tools = ["write_*"]
+//! "#;
+//! let config = toolgate_config::parse_str(text, Format::Toml, Path::new("/etc"), &env)?;
+//! let files = &config.servers[0];
+//! let TransportConfig::Stdio(stdio) = &files.transport else { unreachable!() };
+//! assert_eq!(stdio.args[2], "/home/ada/notes");
+//! assert!(!files.tools.matches("write_file"));
+//!
+//! let errors = toolgate_config::parse_str("[servers.x]\nurll = 1", Format::Toml, Path::new("/"), &env)
+//!     .unwrap_err();
+//! assert_eq!(errors.to_string().lines().count(), 2);
+//! # Ok::<(), toolgate_config::ConfigErrors>(())
+//! ```
+//!
+//! This crate reads files but never touches the network. Everything it reads from the process
+//! (variables, current and home directory) goes through an [`Environment`].
+
+mod check;
+mod client;
+mod discover;
+mod duration;
+mod env;
+mod error;
+mod filter;
+mod interpolate;
+mod jsonc;
+mod load;
+mod model;
+mod native;
+mod value;
+
+use std::path::{Path, PathBuf};
+
+pub use discover::{CONFIG_VAR, FILE_NAME};
+pub use env::{Environment, FixedEnvironment, SystemEnvironment};
+pub use error::{ConfigError, ConfigErrors};
+pub use filter::{CompiledToolFilter, FilterError};
+pub use model::*;
+
+/// The language of a configuration text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// `toolgate.toml`.
+    Toml,
+    /// An MCP client config: `{"mcpServers": ...}` or VS Code's `{"servers": ...}`. Comments
+    /// and trailing commas are accepted.
+    Json,
+}
+
+impl Format {
+    /// The format a file name says: `.toml`, or `.json` / `.jsonc`.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+        match extension.as_str() {
+            "toml" => Some(Format::Toml),
+            "json" | "jsonc" => Some(Format::Json),
+            _ => None,
+        }
+    }
+
+    /// The format a text looks like: JSON when it starts with `{`, else TOML.
+    pub fn sniff(text: &str) -> Format {
+        if text.trim_start().starts_with('{') { Format::Json } else { Format::Toml }
+    }
+}
+
+/// A configuration and the file it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The file, absolute.
+    pub path: PathBuf,
+    /// What it says.
+    pub config: Config,
+}
+
+/// Finds and loads the configuration of this process: see [`discover`] for where it looks, with
+/// the real environment. `Ok(None)` when there is no configuration file anywhere.
+pub fn load(explicit: Option<&Path>) -> Result<Option<Loaded>, ConfigErrors> {
+    load_with(explicit, &SystemEnvironment)
+}
+
+/// [`load`] in a given environment.
+pub fn load_with(
+    explicit: Option<&Path>,
+    env: &dyn Environment,
+) -> Result<Option<Loaded>, ConfigErrors> {
+    let Some(path) = discover(explicit, env)? else { return Ok(None) };
+    let config = load_file(&path, env)?;
+    Ok(Some(Loaded { path, config }))
+}
+
+/// Finds the configuration file, in this order:
+///
+/// 1. `explicit` (the `--config` option), which must exist;
+/// 2. the file named by `TOOLGATE_CONFIG` (when set and not empty), which must exist;
+/// 3. `toolgate.toml` in the current directory;
+/// 4. `toolgate/toolgate.toml` in `$XDG_CONFIG_HOME` (when absolute), else in `~/.config`.
+///
+/// Relative paths are relative to `env`'s current directory; the path returned is absolute
+/// when that is known. `Ok(None)` when steps 3 and 4 find nothing.
+pub fn discover(
+    explicit: Option<&Path>,
+    env: &dyn Environment,
+) -> Result<Option<PathBuf>, ConfigError> {
+    discover::discover(explicit, env)
+}
+
+/// Reads and checks one configuration file. Its format comes from its extension (`.toml`,
+/// `.json`), else from its first character. Relative paths inside it (`import`, `cwd`) are
+/// relative to its directory. The errors carry the file ([`ConfigErrors::file`]).
+pub fn load_file(path: &Path, env: &dyn Environment) -> Result<Config, ConfigErrors> {
+    load::load_file(path, env)
+}
+
+/// Checks a configuration given as text. Relative paths inside it (`import`, `cwd`) are
+/// relative to `base_dir`. Servers come out sorted by name.
+pub fn parse_str(
+    text: &str,
+    format: Format,
+    base_dir: &Path,
+    env: &dyn Environment,
+) -> Result<Config, ConfigErrors> {
+    load::parse_str(text, format, base_dir, env)
+}

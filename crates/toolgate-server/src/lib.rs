@@ -1,1 +1,14 @@
-//! placeholder
+//! toolgate's downstream MCP server (see ARCHITECTURE.md, `toolgate-server`).
+//!
+//! [`Gateway`] owns the upstreams and the inventory and dispatches requests by exposed name;
+//! [`GatewayHandler`] is the rmcp server over it; [`serve_stdio`] and [`serve_http`] put it on a
+//! transport. `error` is the one place where errors become MCP answers.
+
+mod error;
+mod gateway;
+mod handler;
+mod serve;
+
+pub use gateway::{FailedUpstream, Gateway, GatewayError};
+pub use handler::GatewayHandler;
+pub use serve::{HttpOptions, MCP_PATH, ServeError, http_router, serve_http, serve_stdio};

@@ -10,7 +10,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use toolgate_config::ToolFilter;
 use toolgate_core::mcp;
@@ -94,8 +93,11 @@ impl Inventory {
         let mut prompts = Names::new("prompt");
         for c in &contributions {
             let upstream: Arc<str> = c.upstream.into();
-            let filter = CompiledFilter::new(c.filter);
-            for tool in c.catalog.tools.iter().filter(|t| filter.exposes(&t.name)) {
+            // The config loader rejected patterns that do not compile; a filter that still
+            // fails hides everything rather than exposing what it meant to hide.
+            let filter = c.filter.compile().ok();
+            let exposes = |name: &str| filter.as_ref().is_some_and(|f| f.matches(name));
+            for tool in c.catalog.tools.iter().filter(|t| exposes(&t.name)) {
                 if let Some(exposed) = tools.claim(&upstream, c.prefix, &tool.name) {
                     let mut tool = tool.clone();
                     tool.name = exposed.into();
@@ -269,37 +271,6 @@ impl Names {
         });
         renamed_to
     }
-}
-
-/// `allow_tools` / `deny_tools`, compiled once per merge.
-struct CompiledFilter {
-    allow: Option<GlobSet>,
-    deny: Option<GlobSet>,
-}
-
-impl CompiledFilter {
-    fn new(filter: &ToolFilter) -> Self {
-        CompiledFilter { allow: compile(&filter.allow), deny: compile(&filter.deny) }
-    }
-
-    fn exposes(&self, name: &str) -> bool {
-        self.allow.as_ref().is_none_or(|set| set.is_match(name))
-            && !self.deny.as_ref().is_some_and(|set| set.is_match(name))
-    }
-}
-
-fn compile(patterns: &[String]) -> Option<GlobSet> {
-    if patterns.is_empty() {
-        return None;
-    }
-    let mut builder = GlobSetBuilder::new();
-    for pattern in patterns {
-        // The config loader already rejected patterns that do not compile.
-        if let Ok(glob) = Glob::new(pattern) {
-            builder.add(glob);
-        }
-    }
-    builder.build().ok()
 }
 
 /// The values that occur in more than one of `sets`.

@@ -1,0 +1,213 @@
+//! The MCP client config dialects, as a whole file or imported into `toolgate.toml`:
+//!
+//! - Claude Desktop, Cursor, Claude Code (`.mcp.json`): `{"mcpServers": {"name": {...}}}`, with
+//!   `command`/`args`/`env`/`cwd` or `url`/`headers` and an optional `type`
+//!   (`stdio`, `http`, `streamable-http`, `sse`).
+//! - VS Code (`.vscode/mcp.json`): `{"servers": {...}, "inputs": [...]}`, the same entries.
+//!
+//! `disabled`, a numeric `timeout` (milliseconds) and `disabledTools` are mapped; known
+//! client-only settings are ignored with a warning; other keys in a server entry are errors.
+//! Other top-level keys belong to the client application and are ignored with a warning.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::check::{Checker, Entry, Mode, optional};
+use crate::duration::parse_duration;
+use crate::error::key_path;
+use crate::model::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport, ServerConfig,
+    StdioConfig, ToolFilter, TransportConfig,
+};
+use crate::value::Value;
+
+/// Keys of a server entry that toolgate understands.
+const SERVER_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "type",
+    "disabled",
+    "timeout",
+    "disabledTools",
+];
+/// Keys of a server entry that only mean something to a client; ignored with a warning.
+const CLIENT_ONLY_KEYS: &[&str] = &[
+    "autoApprove",
+    "alwaysAllow",
+    "description",
+    "icon",
+    "envFile",
+    "dev",
+    "gallery",
+    "version",
+    "trust",
+    "transportType",
+];
+const STDIO_KEYS: &[&str] = &["args", "env", "cwd"];
+const HTTP_KEYS: &[&str] = &["headers"];
+const TYPES: &str = "stdio, http, streamable-http, sse";
+
+/// Checks a whole client config document.
+pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Vec<Entry> {
+    let Value::Table(entries) = root else {
+        cx.expected("", "an object at the top level", root);
+        return Vec::new();
+    };
+    let mut servers = Vec::new();
+    let mut found = false;
+    for (key, value) in entries {
+        match key.as_str() {
+            "mcpServers" | "servers" => {
+                found = true;
+                let Some(table) = cx.table(value, key) else { continue };
+                for (name, value) in table {
+                    servers.extend(check_server(cx, key, name, value));
+                }
+            }
+            "inputs" => cx.warn(
+                key,
+                "ignored (VS Code inputs cannot be prompted for; use environment variables)",
+            ),
+            _ => cx.warn(key, "ignored (not an MCP server setting)"),
+        }
+    }
+    if !found {
+        cx.warn("", "no mcpServers or servers object: no servers defined");
+    }
+    servers
+}
+
+fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -> Option<Entry> {
+    let path = key_path(parent, name);
+    let at = |key: &str| key_path(&path, key);
+    let name_ok = cx.server_name(name, &path);
+    let entries = cx.table(value, &path)?;
+    let mut fields = BTreeMap::new();
+    for (key, value) in entries {
+        if SERVER_KEYS.contains(&key.as_str()) {
+            fields.insert(key.as_str(), value);
+        } else if CLIENT_ONLY_KEYS.contains(&key.as_str()) {
+            let message = match key.as_str() {
+                "envFile" => "ignored (env files are not read; set the variables in env)",
+                _ => "ignored (client-only setting)",
+            };
+            cx.warn(&at(key), message);
+        } else {
+            cx.unknown_key(&at(key), key, SERVER_KEYS);
+        }
+    }
+
+    let mode = cx.mode(&path, &fields, STDIO_KEYS, HTTP_KEYS);
+    let http_transport =
+        optional(fields.get("type").copied(), |v| check_type(cx, v, &at("type"), mode));
+    let stdio = mode != Some(Mode::Http);
+    let http = mode != Some(Mode::Stdio);
+    let field = |key: &str, wanted: bool| fields.get(key).copied().filter(|_| wanted);
+
+    let command = field("command", true).map(|v| cx.command(v, &at("command")));
+    let args = optional(field("args", stdio), |v| cx.args(v, &at("args")));
+    let env = optional(field("env", stdio), |v| cx.env_vars(v, &at("env")));
+    let cwd = optional(field("cwd", stdio), |v| cx.cwd(v, &at("cwd")));
+    let url = field("url", true).map(|v| cx.url(v, &at("url")));
+    let headers = optional(field("headers", http), |v| cx.headers(v, &at("headers")));
+    let disabled = optional(field("disabled", true), |v| cx.boolean(v, &at("disabled")));
+    let timeout = optional(field("timeout", true), |v| timeout(cx, v, &at("timeout")));
+    let deny = optional(field("disabledTools", true), |v| {
+        cx.strings(v, &at("disabledTools"))
+            .map(|names| names.into_iter().map(globset::escape).collect::<Vec<_>>())
+    });
+    let prefix = cx.default_prefix(name, &path);
+
+    let transport = match mode? {
+        Mode::Stdio => TransportConfig::Stdio(StdioConfig {
+            command: command??,
+            args: args?.unwrap_or_default(),
+            env: env?.unwrap_or_default(),
+            env_remove: Vec::new(),
+            cwd: cwd?,
+        }),
+        Mode::Http => TransportConfig::Http(HttpConfig {
+            url: url??,
+            transport: http_transport?.flatten().unwrap_or_default(),
+            headers: headers?.unwrap_or_default(),
+        }),
+    };
+    let server = ServerConfig {
+        name: name_ok.then(|| name.to_owned())?,
+        transport,
+        prefix,
+        tools: ToolFilter { allow: Vec::new(), deny: deny?.unwrap_or_default() },
+        startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+        timeout: timeout?.unwrap_or(DEFAULT_CALL_TIMEOUT),
+        required: false,
+        enabled: !disabled?.unwrap_or(false),
+    };
+    Some(Entry { server, place: cx.place(&path) })
+}
+
+/// `type`, which must agree with `command` / `url` (`mode`, when known). `Some(None)` for
+/// `"stdio"`, which has no HTTP transport.
+fn check_type(
+    cx: &mut Checker<'_>,
+    value: &Value,
+    path: &str,
+    mode: Option<Mode>,
+) -> Option<Option<HttpTransport>> {
+    let text = cx.string(value, path)?;
+    let declared = match text {
+        "stdio" => (Mode::Stdio, None),
+        "http" | "streamable-http" => (Mode::Http, Some(HttpTransport::StreamableHttp)),
+        "sse" => (Mode::Http, Some(HttpTransport::Sse)),
+        _ => {
+            cx.error(path, format!("unknown type {text:?} (expected one of: {TYPES})"));
+            return None;
+        }
+    };
+    match (declared, mode) {
+        ((Mode::Stdio, _), Some(Mode::Http)) => {
+            cx.error(path, format!("type {text:?} needs command, but this server has url"));
+            None
+        }
+        ((Mode::Http, _), Some(Mode::Stdio)) => {
+            cx.error(path, format!("type {text:?} needs url, but this server has command"));
+            None
+        }
+        ((_, transport), _) => Some(transport),
+    }
+}
+
+/// `timeout`: a number of milliseconds, or a duration string.
+fn timeout(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Duration> {
+    match value {
+        Value::Integer(millis) => {
+            let Ok(millis) = u64::try_from(*millis) else {
+                cx.error(path, "must be greater than zero");
+                return None;
+            };
+            if (1..1000).contains(&millis) {
+                cx.warn(
+                    path,
+                    format_args!(
+                        "read as {millis} milliseconds; write \"{millis}s\" if seconds were meant"
+                    ),
+                );
+            }
+            cx.positive(Duration::from_millis(millis), path)
+        }
+        Value::String(text) => match parse_duration(text) {
+            Ok(duration) => cx.positive(duration, path),
+            Err(error) => {
+                cx.error(path, format!("invalid duration {text:?}: {error}"));
+                None
+            }
+        },
+        other => {
+            cx.expected(path, "a number of milliseconds", other);
+            None
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The validated configuration: plain data, built once, read everywhere.
+//!
+//! Nothing here parses or does IO; see the crate root for how a file becomes a [`Config`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default address of the streamable HTTP endpoint.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8931";
+/// Default time an upstream has to finish its MCP handshake.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time one upstream call may take.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A whole, validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Settings of the gateway itself.
+    pub gateway: GatewayConfig,
+    /// Upstream servers, sorted by name. Disabled servers are kept (with `enabled = false`)
+    /// so that `toolgate servers` can show them.
+    pub servers: Vec<ServerConfig>,
+    /// Non-fatal remarks found while loading (ignored client-only keys and the like).
+    pub warnings: Vec<String>,
+}
+
+/// `[gateway]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayConfig {
+    /// Address of the streamable HTTP endpoint (`/mcp`).
+    pub listen: SocketAddr,
+    /// Extra `Host` header values accepted besides the loopback names. Empty = loopback only.
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted by the HTTP endpoint. Empty = browsers' cross-origin requests
+    /// are refused; requests without `Origin` are accepted.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            listen: DEFAULT_LISTEN.parse().expect("DEFAULT_LISTEN must parse"),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+/// `[servers.<name>]`: one upstream MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// The key under `servers`. Non-empty, characters `[A-Za-z0-9_.-]`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// Prefix of its exposed names; defaults to `name`; empty means passthrough.
+    pub prefix: String,
+    /// Which of its tools are exposed.
+    pub tools: ToolFilter,
+    /// Time allowed for connect + handshake.
+    pub startup_timeout: Duration,
+    /// Time allowed for one call.
+    pub timeout: Duration,
+    /// When true, `serve` refuses to start without this server.
+    pub required: bool,
+    /// When false, the server is not started at all.
+    pub enabled: bool,
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransportConfig {
+    /// A child process speaking MCP on its stdin/stdout.
+    Stdio(StdioConfig),
+    /// A remote server over HTTP.
+    Http(HttpConfig),
+}
+
+impl TransportConfig {
+    /// Short name for logs and `toolgate servers`: `stdio`, `streamable-http`, `sse` or `auto`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TransportConfig::Stdio(_) => "stdio",
+            TransportConfig::Http(http) => http.transport.as_str(),
+        }
+    }
+}
+
+/// A child process upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StdioConfig {
+    /// Program to run (looked up on `PATH` when it has no `/`).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set in its environment (on top of the inherited ones).
+    pub env: BTreeMap<String, Secret>,
+    /// Names (or `*` globs) of inherited variables removed from its environment.
+    pub env_remove: Vec<String>,
+    /// Working directory; `None` = toolgate's own.
+    pub cwd: Option<PathBuf>,
+}
+
+/// A remote upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpConfig {
+    /// Endpoint URL (`http` or `https`).
+    pub url: url::Url,
+    /// Which HTTP transport to speak.
+    pub transport: HttpTransport,
+    /// Extra request headers (for example `Authorization`).
+    pub headers: BTreeMap<String, Secret>,
+}
+
+/// `transport = "..."` of an HTTP upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpTransport {
+    /// Try streamable HTTP, fall back to legacy HTTP+SSE by the spec's rule.
+    #[default]
+    Auto,
+    /// Streamable HTTP (2025-03-26 and later).
+    StreamableHttp,
+    /// Legacy HTTP+SSE (2024-11-05).
+    Sse,
+}
+
+impl HttpTransport {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpTransport::Auto => "auto",
+            HttpTransport::StreamableHttp => "streamable-http",
+            HttpTransport::Sse => "sse",
+        }
+    }
+}
+
+/// `allow_tools` / `deny_tools`, as written. A tool is exposed when it matches some `allow`
+/// pattern (or `allow` is empty) and no `deny` pattern. Patterns are globs (`*`, `?`, `[..]`),
+/// already checked to compile.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolFilter {
+    /// Globs of original tool names to expose; empty = all.
+    pub allow: Vec<String>,
+    /// Globs of original tool names to hide.
+    pub deny: Vec<String>,
+}
+
+/// A string that may hold a secret: `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}

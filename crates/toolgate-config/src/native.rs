@@ -1,0 +1,243 @@
+//! `toolgate.toml`, toolgate's own format: `import`, `[gateway]` and `[servers.<name>]`.
+
+use std::net::SocketAddr;
+
+use crate::check::{Checker, Entry, Mode, optional};
+use crate::error::{index_path, key_path};
+use crate::model::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, GatewayConfig, HttpConfig, HttpTransport,
+    ServerConfig, StdioConfig, ToolFilter, TransportConfig,
+};
+use crate::value::Value;
+
+const TOP_KEYS: &[&str] = &["import", "gateway", "servers"];
+const GATEWAY_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins"];
+const SERVER_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "env_remove",
+    "cwd",
+    "url",
+    "transport",
+    "headers",
+    "prefix",
+    "allow_tools",
+    "deny_tools",
+    "startup_timeout",
+    "timeout",
+    "required",
+    "enabled",
+];
+const STDIO_KEYS: &[&str] = &["args", "env", "env_remove", "cwd"];
+const HTTP_KEYS: &[&str] = &["transport", "headers"];
+
+/// What a `toolgate.toml` holds, once checked. Parts that failed are left at their defaults;
+/// the checker has the errors.
+#[derive(Debug, Default)]
+pub(crate) struct Document {
+    pub(crate) gateway: GatewayConfig,
+    pub(crate) servers: Vec<Entry>,
+    pub(crate) imports: Vec<Import>,
+}
+
+/// One `import` entry.
+#[derive(Debug)]
+pub(crate) struct Import {
+    /// `import[i]`
+    pub(crate) path: String,
+    /// The file as written (relative to the TOML file's directory).
+    pub(crate) file: String,
+}
+
+/// Checks a whole `toolgate.toml` document.
+pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
+    let mut document = Document::default();
+    let Some(entries) = cx.table(root, "") else { return document };
+    let fields = cx.known_keys(entries, "", TOP_KEYS);
+    if let Some(value) = fields.get("gateway")
+        && let Some(gateway) = check_gateway(cx, value)
+    {
+        document.gateway = gateway;
+    }
+    if let Some(value) = fields.get("servers")
+        && let Some(servers) = cx.table(value, "servers")
+    {
+        document.servers =
+            servers.iter().filter_map(|(name, value)| check_server(cx, name, value)).collect();
+    }
+    if let Some(value) = fields.get("import")
+        && let Some(files) = cx.strings(value, "import")
+    {
+        document.imports = files
+            .into_iter()
+            .enumerate()
+            .map(|(i, file)| Import { path: index_path("import", i), file: file.to_owned() })
+            .collect();
+    }
+    document
+}
+
+fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
+    let entries = cx.table(value, "gateway")?;
+    let fields = cx.known_keys(entries, "gateway", GATEWAY_KEYS);
+    let defaults = GatewayConfig::default();
+    let listen = match fields.get("listen") {
+        None => Some(defaults.listen),
+        Some(value) => listen(cx, value, "gateway.listen"),
+    };
+    let allowed_hosts = match fields.get("allowed_hosts") {
+        None => Some(defaults.allowed_hosts),
+        Some(value) => hosts(cx, value, "gateway.allowed_hosts"),
+    };
+    let allowed_origins = match fields.get("allowed_origins") {
+        None => Some(defaults.allowed_origins),
+        Some(value) => origins(cx, value, "gateway.allowed_origins"),
+    };
+    Some(GatewayConfig {
+        listen: listen?,
+        allowed_hosts: allowed_hosts?,
+        allowed_origins: allowed_origins?,
+    })
+}
+
+fn listen(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<SocketAddr> {
+    let text = cx.string(value, path)?;
+    match text.parse() {
+        Ok(addr) => Some(addr),
+        Err(_) => {
+            cx.error(
+                path,
+                format!(
+                    "invalid listen address {text:?} (expected IP:port, such as 127.0.0.1:8931)"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Host names (optionally with `:port`) accepted in the `Host` header.
+fn hosts(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Vec<String>> {
+    let hosts = cx.strings(value, path)?;
+    let mut ok = true;
+    for (i, host) in hosts.iter().enumerate() {
+        let valid = !host.is_empty()
+            && host.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']' | '_')
+            });
+        if !valid {
+            cx.error(
+                &index_path(path, i),
+                format!("invalid host {host:?} (expected a host name, optionally with :port)"),
+            );
+            ok = false;
+        }
+    }
+    ok.then(|| hosts.into_iter().map(str::to_owned).collect())
+}
+
+/// Origins (`scheme://host[:port]`) accepted in the `Origin` header.
+fn origins(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Vec<String>> {
+    let origins = cx.strings(value, path)?;
+    let mut out = Some(Vec::with_capacity(origins.len()));
+    for (i, origin) in origins.into_iter().enumerate() {
+        let trimmed = origin.strip_suffix('/').unwrap_or(origin);
+        let valid = url::Url::parse(trimmed).is_ok_and(|url| {
+            url.host().is_some()
+                && url.username().is_empty()
+                && url.password().is_none()
+                && url.path() == "/"
+                && url.query().is_none()
+                && url.fragment().is_none()
+        });
+        match (valid, &mut out) {
+            (true, Some(out)) => out.push(trimmed.to_owned()),
+            (true, None) => {}
+            (false, _) => {
+                cx.error(
+                    &index_path(path, i),
+                    format!("invalid origin {origin:?} (expected scheme://host[:port])"),
+                );
+                out = None;
+            }
+        }
+    }
+    out
+}
+
+fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry> {
+    let path = key_path("servers", name);
+    let name_ok = cx.server_name(name, &path);
+    let entries = cx.table(value, &path)?;
+    let fields = cx.known_keys(entries, &path, SERVER_KEYS);
+    let at = |key: &str| key_path(&path, key);
+
+    let mode = cx.mode(&path, &fields, STDIO_KEYS, HTTP_KEYS);
+    let stdio = mode != Some(Mode::Http);
+    let http = mode != Some(Mode::Stdio);
+    let field = |key: &str, wanted: bool| fields.get(key).copied().filter(|_| wanted);
+
+    let command = field("command", true).map(|v| cx.command(v, &at("command")));
+    let args = optional(field("args", stdio), |v| cx.args(v, &at("args")));
+    let env = optional(field("env", stdio), |v| cx.env_vars(v, &at("env")));
+    let env_remove = optional(field("env_remove", stdio), |v| cx.env_remove(v, &at("env_remove")));
+    let cwd = optional(field("cwd", stdio), |v| cx.cwd(v, &at("cwd")).map(Some));
+    let url = field("url", true).map(|v| cx.url(v, &at("url")));
+    let transport = optional(field("transport", http), |v| transport(cx, v, &at("transport")));
+    let headers = optional(field("headers", http), |v| cx.headers(v, &at("headers")));
+    let prefix = match fields.get("prefix") {
+        Some(value) => cx.prefix(value, &at("prefix")),
+        None => Some(cx.default_prefix(name, &path)),
+    };
+    let allow = optional(fields.get("allow_tools").copied(), |v| cx.globs(v, &at("allow_tools")));
+    let deny = optional(fields.get("deny_tools").copied(), |v| cx.globs(v, &at("deny_tools")));
+    let startup_timeout = optional(fields.get("startup_timeout").copied(), |v| {
+        cx.duration(v, &at("startup_timeout"))
+    })
+    .map(|d| d.unwrap_or(DEFAULT_STARTUP_TIMEOUT));
+    let timeout = optional(fields.get("timeout").copied(), |v| cx.duration(v, &at("timeout")))
+        .map(|d| d.unwrap_or(DEFAULT_CALL_TIMEOUT));
+    let required = optional(fields.get("required").copied(), |v| cx.boolean(v, &at("required")));
+    let enabled = optional(fields.get("enabled").copied(), |v| cx.boolean(v, &at("enabled")));
+
+    let transport = match mode? {
+        Mode::Stdio => TransportConfig::Stdio(StdioConfig {
+            command: command??,
+            args: args?.unwrap_or_default(),
+            env: env?.unwrap_or_default(),
+            env_remove: env_remove?.unwrap_or_default(),
+            cwd: cwd?.flatten(),
+        }),
+        Mode::Http => TransportConfig::Http(HttpConfig {
+            url: url??,
+            transport: transport?.unwrap_or_default(),
+            headers: headers?.unwrap_or_default(),
+        }),
+    };
+    let server = ServerConfig {
+        name: name_ok.then(|| name.to_owned())?,
+        transport,
+        prefix: prefix?,
+        tools: ToolFilter { allow: allow?.unwrap_or_default(), deny: deny?.unwrap_or_default() },
+        startup_timeout: startup_timeout?,
+        timeout: timeout?,
+        required: required?.unwrap_or(false),
+        enabled: enabled?.unwrap_or(true),
+    };
+    Some(Entry { server, place: cx.place(&path) })
+}
+
+fn transport(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<HttpTransport> {
+    let text = cx.string(value, path)?;
+    let transport = [HttpTransport::Auto, HttpTransport::StreamableHttp, HttpTransport::Sse]
+        .into_iter()
+        .find(|t| t.as_str() == text);
+    if transport.is_none() {
+        cx.error(
+            path,
+            format!("unknown transport {text:?} (expected one of: auto, streamable-http, sse)"),
+        );
+    }
+    transport
+}

@@ -1,0 +1,123 @@
+//! A parsed document as one plain tree for TOML and JSON, so that one walker checks both and
+//! reports every problem instead of stopping at the first.
+//!
+//! Syntax errors stop here, with their line and column.
+
+use crate::error::ConfigError;
+use crate::jsonc;
+
+/// Which language a document was written in; decides how types are named in messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Syntax {
+    Toml,
+    Json,
+}
+
+/// A node of a parsed document. Tables keep their keys in document order (TOML: sorted).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value {
+    Null,
+    Boolean(bool),
+    Integer(i64),
+    Float(f64),
+    String(String),
+    Datetime,
+    Array(Vec<Value>),
+    Table(Vec<(String, Value)>),
+}
+
+impl Value {
+    /// The name of this value's type, as a user of `syntax` would call it.
+    pub(crate) fn kind(&self, syntax: Syntax) -> &'static str {
+        match (self, syntax) {
+            (Value::Null, _) => "null",
+            (Value::Boolean(_), _) => "boolean",
+            (Value::Integer(_), Syntax::Toml) => "integer",
+            (Value::Float(_), Syntax::Toml) => "float",
+            (Value::Integer(_) | Value::Float(_), Syntax::Json) => "number",
+            (Value::String(_), _) => "string",
+            (Value::Datetime, _) => "datetime",
+            (Value::Array(_), _) => "array",
+            (Value::Table(_), Syntax::Toml) => "table",
+            (Value::Table(_), Syntax::Json) => "object",
+        }
+    }
+
+    fn from_toml(value: toml::Value) -> Value {
+        match value {
+            toml::Value::String(s) => Value::String(s),
+            toml::Value::Integer(i) => Value::Integer(i),
+            toml::Value::Float(f) => Value::Float(f),
+            toml::Value::Boolean(b) => Value::Boolean(b),
+            toml::Value::Datetime(_) => Value::Datetime,
+            toml::Value::Array(items) => {
+                Value::Array(items.into_iter().map(Value::from_toml).collect())
+            }
+            toml::Value::Table(table) => {
+                Value::Table(table.into_iter().map(|(k, v)| (k, Value::from_toml(v))).collect())
+            }
+        }
+    }
+
+    fn from_json(value: serde_json::Value) -> Value {
+        match value {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Boolean(b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Integer(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_json::Value::String(s) => Value::String(s),
+            serde_json::Value::Array(items) => {
+                Value::Array(items.into_iter().map(Value::from_json).collect())
+            }
+            serde_json::Value::Object(map) => {
+                Value::Table(map.into_iter().map(|(k, v)| (k, Value::from_json(v))).collect())
+            }
+        }
+    }
+}
+
+/// Parses TOML text; the error (with an empty path) gives line and column.
+pub(crate) fn parse_toml(text: &str) -> Result<Value, ConfigError> {
+    match text.parse::<toml::Table>() {
+        Ok(table) => Ok(Value::from_toml(toml::Value::Table(table))),
+        Err(error) => {
+            let (line, column) = line_column(text, error.span().map_or(0, |span| span.start));
+            let message = error.message().trim_end().trim_end_matches('.');
+            Err(ConfigError::new(
+                "",
+                format!("invalid TOML at line {line}, column {column}: {message}"),
+            ))
+        }
+    }
+}
+
+/// Parses JSON text, comments and trailing commas allowed; the error (with an empty path) gives
+/// line and column.
+pub(crate) fn parse_json(text: &str) -> Result<Value, ConfigError> {
+    match serde_json::from_str::<serde_json::Value>(&jsonc::strip(text)) {
+        Ok(value) => Ok(Value::from_json(value)),
+        Err(error) => {
+            let full = error.to_string();
+            let suffix = format!(" at line {} column {}", error.line(), error.column());
+            let message = full.strip_suffix(&suffix).unwrap_or(&full);
+            Err(ConfigError::new(
+                "",
+                format!(
+                    "invalid JSON at line {}, column {}: {message}",
+                    error.line(),
+                    error.column()
+                ),
+            ))
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of byte offset `at`.
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}

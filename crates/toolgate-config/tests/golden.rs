@@ -1,0 +1,176 @@
+//! Golden tests: every config in `tests/fixtures/valid` and `tests/fixtures/invalid` is loaded
+//! with a fixed environment and compared with the `<name>.expected` file beside it (a dump of
+//! the `Config`, or the full error list). `UPDATE_GOLDEN=1 cargo test -p toolgate-config`
+//! rewrites the expected files.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use toolgate_config::{
+    Config, FixedEnvironment, GatewayConfig, HttpConfig, Secret, ServerConfig, StdioConfig,
+    ToolFilter, TransportConfig,
+};
+
+/// Every value of a secret-looking variable contains this; no output may.
+const SECRET_MARK: &str = "SECRET";
+
+fn env() -> FixedEnvironment {
+    FixedEnvironment::new()
+        .with_var("HOME", "/home/ada")
+        .with_var("USER", "ada")
+        .with_var("EMPTY", "")
+        .with_var("MCP_HOST", "mcp.example.com")
+        .with_var("REMOTE_TOKEN", "SECRET-remote-token")
+        .with_var("GITHUB_PAT", "SECRET-github-pat")
+        .with_var("API_KEY", "SECRET-api-key")
+        .with_home_dir("/home/ada")
+        .with_current_dir("/nonexistent-cwd")
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures")
+}
+
+#[test]
+fn valid_fixtures() {
+    run("valid", |path| match toolgate_config::load_file(path, &env()) {
+        Ok(config) => {
+            let debug = format!("{config:?}");
+            assert!(!debug.contains(SECRET_MARK), "{}: Debug shows a secret", path.display());
+            Ok(dump(&config))
+        }
+        Err(errors) => Err(format!("{}: unexpected errors:\n{errors}", path.display())),
+    });
+}
+
+#[test]
+fn invalid_fixtures() {
+    run("invalid", |path| match toolgate_config::load_file(path, &env()) {
+        Ok(config) => Err(format!("{}: loaded but must fail:\n{}", path.display(), dump(&config))),
+        Err(errors) => {
+            assert_eq!(errors.file(), Some(path), "errors must name their file");
+            assert!(!errors.is_empty());
+            Ok(format!("{errors}\n"))
+        }
+    });
+}
+
+/// Checks every fixture in `fixtures/<dir>` (not its subfolders) with `output`.
+fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
+    let root = fixtures();
+    let dir = root.join(dir);
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
+    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
+        .expect("fixture dir must be readable")
+        .map(|entry| entry.expect("fixture entry must be readable").path())
+        .filter(|path| {
+            path.is_file()
+                && matches!(path.extension().and_then(|e| e.to_str()), Some("toml" | "json"))
+        })
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no fixtures in {}", dir.display());
+
+    let mut failures = Vec::new();
+    for path in &paths {
+        let actual = match output(path) {
+            Ok(actual) => actual.replace(&root.display().to_string(), "$FIXTURES"),
+            Err(failure) => {
+                failures.push(failure);
+                continue;
+            }
+        };
+        assert!(
+            !actual.contains(SECRET_MARK),
+            "{}: output shows a secret:\n{actual}",
+            path.display()
+        );
+        let expected_path = path.with_extension("expected");
+        if update {
+            fs::write(&expected_path, &actual).expect("expected file must be writable");
+            continue;
+        }
+        let expected = fs::read_to_string(&expected_path).unwrap_or_default();
+        if expected != actual {
+            failures.push(format!(
+                "{} differs from {} (UPDATE_GOLDEN=1 to accept):\n--- expected\n{expected}\n--- actual\n{actual}",
+                path.display(),
+                expected_path.display()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} fixtures failed:\n\n{}",
+        failures.len(),
+        paths.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// A stable, readable dump of a config. Destructures everything, so that a new field fails to
+/// compile here until it is dumped too.
+fn dump(config: &Config) -> String {
+    let Config { gateway, servers, warnings } = config;
+    let GatewayConfig { listen, allowed_hosts, allowed_origins } = gateway;
+    let mut out = String::new();
+    let w = &mut out;
+    line(w, 0, "gateway", "");
+    line(w, 1, "listen", listen);
+    line(w, 1, "allowed_hosts", format!("{allowed_hosts:?}"));
+    line(w, 1, "allowed_origins", format!("{allowed_origins:?}"));
+    line(w, 0, "servers", "");
+    for server in servers {
+        let ServerConfig {
+            name,
+            transport,
+            prefix,
+            tools,
+            startup_timeout,
+            timeout,
+            required,
+            enabled,
+        } = server;
+        line(w, 1, name, "");
+        line(w, 2, "transport", transport.kind());
+        match transport {
+            TransportConfig::Stdio(StdioConfig { command, args, env, env_remove, cwd }) => {
+                line(w, 2, "command", format!("{command:?}"));
+                line(w, 2, "args", format!("{args:?}"));
+                line(w, 2, "env", secrets(env));
+                line(w, 2, "env_remove", format!("{env_remove:?}"));
+                line(w, 2, "cwd", format!("{cwd:?}"));
+            }
+            TransportConfig::Http(HttpConfig { url, transport: _, headers }) => {
+                line(w, 2, "url", url);
+                line(w, 2, "headers", secrets(headers));
+            }
+        }
+        let ToolFilter { allow, deny } = tools;
+        line(w, 2, "prefix", format!("{prefix:?}"));
+        line(w, 2, "allow_tools", format!("{allow:?}"));
+        line(w, 2, "deny_tools", format!("{deny:?}"));
+        line(w, 2, "startup_timeout", format!("{startup_timeout:?}"));
+        line(w, 2, "timeout", format!("{timeout:?}"));
+        line(w, 2, "required", required);
+        line(w, 2, "enabled", enabled);
+    }
+    line(w, 0, "warnings", "");
+    for warning in warnings {
+        writeln!(w, "  - {warning}").expect("writing to a String must succeed");
+    }
+    out
+}
+
+fn line(out: &mut String, depth: usize, key: &str, value: impl std::fmt::Display) {
+    let value = value.to_string();
+    let sep = if value.is_empty() { ":" } else { ": " };
+    writeln!(out, "{:width$}{key}{sep}{value}", "", width = depth * 2)
+        .expect("writing to a String must succeed");
+}
+
+fn secrets(map: &std::collections::BTreeMap<String, Secret>) -> String {
+    let entries: Vec<String> = map.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    format!("{{{}}}", entries.join(", "))
+}

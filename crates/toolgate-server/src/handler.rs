@@ -1,0 +1,176 @@
+//! The downstream MCP server: rmcp's `ServerHandler` over the [`Gateway`].
+//!
+//! One handler value per downstream session (the HTTP transport makes one per session or per
+//! stateless request); they all share the gateway.
+
+use std::sync::Arc;
+
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use toolgate_core::mcp;
+
+use crate::error::{Answer, answer, to_mcp_error};
+use crate::gateway::Gateway;
+
+/// Serves the gateway's inventory to one downstream client.
+#[derive(Debug, Clone)]
+pub struct GatewayHandler {
+    gateway: Arc<Gateway>,
+}
+
+impl GatewayHandler {
+    /// A handler over `gateway`.
+    pub fn new(gateway: Arc<Gateway>) -> Self {
+        GatewayHandler { gateway }
+    }
+}
+
+/// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
+/// protocol's own `io.modelcontextprotocol/*` keys), to pass on untouched.
+fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObject> {
+    let mut object = meta.0.0.clone();
+    object.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
+    (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))
+}
+
+impl ServerHandler for GatewayHandler {
+    fn get_info(&self) -> mcp::ServerConfig {
+        let capabilities = mcp::ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_completions()
+            .build();
+        mcp::ServerConfig::new(capabilities)
+            .with_server_info(mcp::Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(instructions(&self.gateway))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<mcp::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<mcp::ListToolsResult, ErrorData> {
+        Ok(mcp::ListToolsResult::with_all_items(self.gateway.inventory().tools().to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        mut request: mcp::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<mcp::CallToolResponse, ErrorData> {
+        request.meta = forwarded_meta(&context.meta);
+        let result = tokio::select! {
+            result = self.gateway.call_tool(request) => result,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("request cancelled by the client", None));
+            }
+        };
+        match result {
+            Ok(result) => Ok(mcp::CallToolResponse::Complete(result)),
+            Err(error) => match answer(error) {
+                Answer::Error(error) => Err(error),
+                Answer::ToolError(message) => Ok(mcp::CallToolResponse::Complete(
+                    mcp::CallToolResult::error(vec![mcp::ContentBlock::text(message)]),
+                )),
+            },
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<mcp::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<mcp::ListPromptsResult, ErrorData> {
+        Ok(mcp::ListPromptsResult::with_all_items(self.gateway.inventory().prompts().to_vec()))
+    }
+
+    async fn get_prompt(
+        &self,
+        mut request: mcp::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<mcp::GetPromptResponse, ErrorData> {
+        request.meta = forwarded_meta(&context.meta);
+        let result = self.gateway.get_prompt(request).await.map_err(to_mcp_error)?;
+        Ok(mcp::GetPromptResponse::Complete(result))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<mcp::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<mcp::ListResourcesResult, ErrorData> {
+        Ok(mcp::ListResourcesResult::with_all_items(self.gateway.inventory().resources().to_vec()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<mcp::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<mcp::ListResourceTemplatesResult, ErrorData> {
+        let templates = self.gateway.inventory().resource_templates().to_vec();
+        Ok(mcp::ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        mut request: mcp::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<mcp::ReadResourceResponse, ErrorData> {
+        request.meta = forwarded_meta(&context.meta);
+        let result = self.gateway.read_resource(request).await.map_err(to_mcp_error)?;
+        Ok(mcp::ReadResourceResponse::Complete(result))
+    }
+
+    async fn complete(
+        &self,
+        mut request: mcp::CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<mcp::CompleteResult, ErrorData> {
+        request.meta = forwarded_meta(&context.meta);
+        self.gateway.complete(request).await.map_err(to_mcp_error)
+    }
+}
+
+/// What toolgate tells clients about itself: the upstreams' own instructions, by server.
+fn instructions(gateway: &Gateway) -> String {
+    let mut text = String::from(
+        "toolgate: tools, prompts and resources of several MCP servers. \
+         Tool and prompt names are <server>__<name>.",
+    );
+    for upstream in gateway.upstreams() {
+        if let Some(instructions) = &upstream.info().instructions {
+            text.push_str(&format!("\n\n## {}\n{instructions}", upstream.name()));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_passes_through_minus_this_hops_keys() {
+        let meta: mcp::RequestMetaObject = serde_json::from_value(serde_json::json!({
+            "progressToken": 7,
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "com.example/trace": {"id": "abc"},
+            "custom": 1
+        }))
+        .expect("valid meta");
+        let forwarded = forwarded_meta(&meta).expect("something is left");
+        let json = serde_json::to_value(&forwarded).expect("serializes");
+        assert_eq!(json, serde_json::json!({"com.example/trace": {"id": "abc"}, "custom": 1}));
+    }
+
+    #[test]
+    fn empty_meta_forwards_nothing() {
+        let meta: mcp::RequestMetaObject =
+            serde_json::from_value(serde_json::json!({"progressToken": "t"})).expect("valid");
+        assert!(forwarded_meta(&meta).is_none());
+    }
+}
