@@ -1,1 +1,96 @@
-fn main() {}
+//! The `toolgate` command line (see ARCHITECTURE.md, `toolgate`): parse arguments, load the
+//! config, build, run. Each subcommand lives in its own module under `commands/`.
+
+mod commands;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// An MCP gateway: one safe entry in front of all your MCP servers.
+///
+/// toolgate connects to the MCP servers in its config (child processes, streamable HTTP or
+/// legacy SSE), merges their tools, prompts and resources under `<server>__<name>` names, and
+/// serves them as one MCP server over stdio or streamable HTTP.
+///
+/// Config: `--config FILE`, else $TOOLGATE_CONFIG, else ./toolgate.toml, else
+/// ~/.config/toolgate/toolgate.toml. Claude Desktop / Cursor / VS Code JSON files work as they
+/// are. With no config at all, a built-in demo server is used.
+#[derive(Debug, Parser)]
+#[command(name = "toolgate", version, propagate_version = true, max_term_width = 100)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args, Clone)]
+struct GlobalArgs {
+    /// Config file (toolgate.toml, or a client's mcpServers / servers JSON).
+    #[arg(long, short = 'c', global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Log filter, as in RUST_LOG (for example `debug` or `toolgate=debug`). Logs go to stderr.
+    #[arg(long, global = true, value_name = "FILTER", env = "TOOLGATE_LOG")]
+    log: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the merged servers as one MCP server (streamable HTTP, or stdio with --stdio).
+    Serve(commands::serve::ServeArgs),
+    /// Connect, list the exposed tools with the server each comes from, and exit.
+    Tools(commands::tools::ToolsArgs),
+    /// Call one tool through the gateway and print its result.
+    Call(commands::call::CallArgs),
+    /// Connect and show each configured server: state, transport, protocol, tools, start-up time.
+    Servers(commands::servers::ServersArgs),
+    /// Work with the config file.
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
+    /// Run the built-in demo MCP server on stdio (what toolgate starts when no config exists).
+    #[command(hide = true)]
+    DemoServer(commands::demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("toolgate: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => commands::serve::run(&cli.global, args).await,
+            Command::Tools(args) => commands::tools::run(&cli.global, args).await,
+            Command::Call(args) => commands::call::run(&cli.global, args).await,
+            Command::Servers(args) => commands::servers::run(&cli.global, args).await,
+            Command::Config(command) => commands::config::run(&cli.global, command),
+            Command::DemoServer(args) => commands::demo::run(args).await,
+        }
+    });
+    // Children are ended by the commands themselves; don't wait for blocked stdin readers.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("toolgate: {error:#}");
+            setup::exit_code_for(&error)
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

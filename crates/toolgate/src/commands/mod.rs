@@ -1,0 +1,8 @@
+//! One module per subcommand.
+
+pub(crate) mod call;
+pub(crate) mod config;
+pub(crate) mod demo;
+pub(crate) mod serve;
+pub(crate) mod servers;
+pub(crate) mod tools;

@@ -1,0 +1,84 @@
+//! `toolgate serve`: the gateway as an MCP server on streamable HTTP or stdio.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+use toolgate_server::{HttpOptions, MCP_PATH};
+
+use crate::GlobalArgs;
+use crate::setup;
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve one MCP session on stdin/stdout (what Claude Desktop and similar clients launch).
+    #[arg(long)]
+    stdio: bool,
+    /// Address for streamable HTTP (overrides `[gateway] listen`; default 127.0.0.1:8931).
+    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+    listen: Option<SocketAddr>,
+}
+
+pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // stdout belongs to MCP in --stdio mode, and desktop clients show stderr: keep it quiet.
+    setup::init_logging(global, if args.stdio { "warn" } else { "info" });
+    let (config, source) = setup::load_config(global)?;
+    tracing::info!("{}", setup::describe(&source));
+    if args.stdio && matches!(source, setup::ConfigSource::Demo) {
+        tracing::warn!("{}", setup::describe(&source));
+    }
+    let gateway = setup::connect(&config).await?;
+    let inventory = gateway.inventory();
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    let served = if args.stdio {
+        tracing::info!(
+            tools = inventory.tools().len(),
+            servers = gateway.upstreams().len(),
+            "serving MCP on stdio"
+        );
+        toolgate_server::serve_stdio(gateway.clone(), shutdown).await.map_err(anyhow::Error::from)
+    } else {
+        let address = args.listen.unwrap_or(config.gateway.listen);
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on {address}"))?;
+        let bound = listener.local_addr().context("cannot read the bound address")?;
+        tracing::info!(
+            tools = inventory.tools().len(),
+            servers = gateway.upstreams().len(),
+            "serving MCP at http://{bound}{MCP_PATH}"
+        );
+        let options = HttpOptions {
+            allowed_hosts: config.gateway.allowed_hosts.clone(),
+            allowed_origins: config.gateway.allowed_origins.clone(),
+            max_body_bytes: None,
+        };
+        toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)
+            .await
+            .map_err(anyhow::Error::from)
+    };
+    gateway.shutdown().await;
+    served?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT or SIGTERM starts a graceful shutdown.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down");
+    shutdown.cancel();
+}

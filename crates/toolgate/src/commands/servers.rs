@@ -1,0 +1,81 @@
+//! `toolgate servers`: each configured server, connected or not, and how it is doing.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::GlobalArgs;
+use crate::setup;
+
+#[derive(Debug, Args)]
+pub(crate) struct ServersArgs {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Result<ExitCode> {
+    setup::init_logging(global, "error");
+    let (config, _) = setup::load_config(global)?;
+    // Unlike other commands, show failed required servers instead of refusing to go on.
+    let gateway = toolgate_server::Gateway::connect(&config.servers).await;
+    let mut rows = Vec::new();
+    for server in &config.servers {
+        let row = if !server.enabled {
+            serde_json::json!({"name": server.name, "state": "disabled",
+                "transport": server.transport.kind()})
+        } else if let Some(up) = gateway.upstreams().iter().find(|u| u.name() == server.name) {
+            let info = up.info();
+            serde_json::json!({
+                "name": server.name,
+                "state": "connected",
+                "transport": info.transport,
+                "protocol": info.protocol_version,
+                "server": info.server.as_ref().map(|s| format!("{} {}", s.name, s.version)),
+                "tools": up.catalog().tools.len(),
+                "prompts": up.catalog().prompts.len(),
+                "resources": up.catalog().resources.len(),
+                "startup_ms": info.startup.as_millis() as u64,
+            })
+        } else {
+            let reason = gateway.failed().iter().find(|f| f.name == server.name).map(|f| &f.reason);
+            serde_json::json!({"name": server.name, "state": "failed",
+                "transport": server.transport.kind(), "error": reason})
+        };
+        rows.push(row);
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "{:16} {:10} {:16} {:11} {:>5} {:>9}  SERVER",
+            "NAME", "STATE", "TRANSPORT", "PROTOCOL", "TOOLS", "STARTUP"
+        )?;
+        for row in &rows {
+            let text = |key: &str| row[key].as_str().unwrap_or("-").to_owned();
+            let startup = row["startup_ms"].as_u64().map(|ms| format!("{ms}ms"));
+            let detail = match row["state"].as_str() {
+                Some("failed") => text("error"),
+                _ => text("server"),
+            };
+            writeln!(
+                out,
+                "{:16} {:10} {:16} {:11} {:>5} {:>9}  {}",
+                text("name"),
+                text("state"),
+                text("transport"),
+                text("protocol"),
+                row["tools"].as_u64().map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+                startup.unwrap_or_else(|| "-".into()),
+                detail
+            )?;
+        }
+    }
+    gateway.shutdown().await;
+    let any_failed = rows.iter().any(|r| r["state"] == "failed");
+    Ok(if any_failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,128 @@
+//! What every subcommand does first: logging, config, connecting the gateway.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use toolgate_config::{Config, ServerConfig, StdioConfig, TransportConfig};
+use toolgate_server::Gateway;
+use tracing_subscriber::EnvFilter;
+
+use crate::GlobalArgs;
+
+/// Exit code for a bad config or bad usage (`EX_USAGE`).
+pub(crate) const EXIT_USAGE: u8 = 64;
+
+/// A config problem: exits with [`EXIT_USAGE`].
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration{}:\n{errors}", source_suffix(.path))]
+pub(crate) struct InvalidConfig {
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) errors: toolgate_config::ConfigErrors,
+}
+
+fn source_suffix(path: &Option<PathBuf>) -> String {
+    path.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default()
+}
+
+/// The exit code for an error that ended a command.
+pub(crate) fn exit_code_for(error: &anyhow::Error) -> ExitCode {
+    if error.chain().any(|cause| cause.downcast_ref::<InvalidConfig>().is_some()) {
+        ExitCode::from(EXIT_USAGE)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Sends logs to stderr, filtered by `--log` / `TOOLGATE_LOG`, else `RUST_LOG`, else `default`.
+/// By default rmcp's own logs are off: toolgate logs what they would say, with the server name.
+pub(crate) fn init_logging(global: &GlobalArgs, default: &str) {
+    let default = format!("{default},rmcp=off");
+    let filter = global
+        .log
+        .clone()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .unwrap_or_else(|| default.clone());
+    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(&default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
+
+/// Where the config came from.
+pub(crate) enum ConfigSource {
+    /// A file.
+    File(PathBuf),
+    /// Nothing was found: the built-in demo.
+    Demo,
+}
+
+/// Finds and loads the config, or falls back to the demo.
+pub(crate) fn load_config(global: &GlobalArgs) -> anyhow::Result<(Config, ConfigSource)> {
+    match toolgate_config::load(global.config.as_deref()) {
+        Ok(Some(loaded)) => {
+            for warning in &loaded.config.warnings {
+                tracing::warn!("{}: {warning}", loaded.path.display());
+            }
+            Ok((loaded.config, ConfigSource::File(loaded.path)))
+        }
+        Ok(None) => Ok((demo_config()?, ConfigSource::Demo)),
+        Err(errors) => Err(InvalidConfig { path: global.config.clone(), errors }.into()),
+    }
+}
+
+/// One upstream: this very binary running its built-in demo server.
+fn demo_config() -> anyhow::Result<Config> {
+    let exe = std::env::current_exe().context("cannot find toolgate's own executable")?;
+    let server = ServerConfig {
+        name: "demo".into(),
+        transport: TransportConfig::Stdio(StdioConfig {
+            command: exe.to_string_lossy().into_owned(),
+            args: vec!["demo-server".into()],
+            env: Default::default(),
+            env_remove: Vec::new(),
+            cwd: None,
+        }),
+        prefix: "demo".into(),
+        tools: Default::default(),
+        startup_timeout: Duration::from_secs(10),
+        timeout: toolgate_config::DEFAULT_CALL_TIMEOUT,
+        required: true,
+        enabled: true,
+    };
+    Ok(Config { gateway: Default::default(), servers: vec![server], warnings: Vec::new() })
+}
+
+/// Connects every enabled server. Fails when a `required` one did not come up.
+pub(crate) async fn connect(config: &Config) -> anyhow::Result<Arc<Gateway>> {
+    let gateway = Gateway::connect(&config.servers).await;
+    let required_failures: Vec<_> = gateway
+        .failed()
+        .iter()
+        .filter(|f| config.servers.iter().any(|s| s.name == f.name && s.required))
+        .collect();
+    if !required_failures.is_empty() {
+        gateway.shutdown().await;
+        let reasons: Vec<_> = required_failures
+            .iter()
+            .map(|f| format!("required server `{}` did not start: {}", f.name, f.reason))
+            .collect();
+        anyhow::bail!("{}", reasons.join("\n"));
+    }
+    Ok(Arc::new(gateway))
+}
+
+/// Where the config came from, for the first log line.
+pub(crate) fn describe(source: &ConfigSource) -> String {
+    match source {
+        ConfigSource::File(path) => format!("config {}", path.display()),
+        ConfigSource::Demo => "no config found ($TOOLGATE_CONFIG, ./toolgate.toml, \
+             ~/.config/toolgate/toolgate.toml): serving the built-in demo server"
+            .to_owned(),
+    }
+}

@@ -1,0 +1,131 @@
+//! The transport matrix: downstream {stdio, HTTP} × upstream {stdio, streamable HTTP, legacy
+//! SSE}, every cell running the same assertions.
+
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use serde_json::json;
+
+use crate::support::*;
+
+/// What every cell must show: list, call, error result, unknown tool, resource read, prompts.
+async fn standard_assertions(client: &Client) {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for expected in ["fx__echo", "fx__fail", "fx__test_simple_text", "fx__test_image_content"] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    assert!(names.iter().all(|n| toolgate_core::name::is_valid_exposed(n)), "{names:?}");
+
+    let echo = client
+        .call_tool(CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "hello"}))))
+        .await
+        .expect("echo call");
+    assert_eq!(first_text(&echo), "hello");
+    assert_ne!(echo.is_error, Some(true));
+
+    let failed = client
+        .call_tool(CallToolRequestParams::new("fx__fail").with_arguments(object(json!({"message": "boom"}))))
+        .await
+        .expect("a tool error is a result, not a protocol error");
+    assert_eq!(failed.is_error, Some(true));
+    assert!(first_text(&failed).contains("boom"));
+
+    let unknown = client.call_tool(CallToolRequestParams::new("fx__nope")).await;
+    let error = unknown.expect_err("unknown tools are protocol errors");
+    assert!(error.to_string().contains("fx__nope"), "{error}");
+
+    let resources = client.list_all_resources().await.expect("resources/list");
+    assert!(resources.iter().any(|r| r.uri == "test://static-text"), "{resources:?}");
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("test://static-text"))
+        .await
+        .expect("resources/read");
+    let contents = serde_json::to_value(&read.contents).expect("serializes");
+    assert_eq!(contents[0]["uri"], "test://static-text");
+    assert!(contents[0]["text"].as_str().is_some_and(|t| !t.is_empty()));
+
+    let templated = client
+        .read_resource(ReadResourceRequestParams::new("test://template/42/data"))
+        .await
+        .expect("a templated resource routes to its upstream");
+    assert!(serde_json::to_string(&templated).expect("json").contains("42"));
+
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    assert!(prompts.iter().any(|p| p.name == "fx__test_simple_prompt"), "{prompts:?}");
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("fx__test_simple_prompt"))
+        .await
+        .expect("prompts/get");
+    assert!(!prompt.messages.is_empty());
+}
+
+async fn upstream_config(transport: &str) -> (ConfigDir, Option<FixtureUpstream>) {
+    let fixture = match transport {
+        "stdio" => None,
+        other => Some(FixtureUpstream::start(other).await),
+    };
+    let url = fixture.as_ref().map(|f| f.url.as_str());
+    (ConfigDir::new(&fixture_server("fx", transport, url)), fixture)
+}
+
+async fn stdio_cell(upstream: &str) {
+    let (config, _fixture) = upstream_config(upstream).await;
+    let client = stdio_client(&config.path()).await;
+    standard_assertions(&client).await;
+    client.cancel().await.expect("client closes");
+}
+
+async fn http_cell(upstream: &str) {
+    let (config, _fixture) = upstream_config(upstream).await;
+    let gateway = HttpGateway::start(&config.path()).await;
+    let client = http_client(&gateway.url).await;
+    standard_assertions(&client).await;
+    client.cancel().await.expect("client closes");
+    assert!(gateway.terminate().await.success(), "toolgate exits cleanly on SIGTERM");
+}
+
+#[tokio::test]
+async fn stdio_to_stdio() {
+    stdio_cell("stdio").await;
+}
+
+#[tokio::test]
+async fn stdio_to_streamable_http() {
+    stdio_cell("http").await;
+}
+
+#[tokio::test]
+async fn stdio_to_legacy_sse() {
+    stdio_cell("sse").await;
+}
+
+#[tokio::test]
+async fn http_to_stdio() {
+    http_cell("stdio").await;
+}
+
+#[tokio::test]
+async fn http_to_streamable_http() {
+    http_cell("http").await;
+}
+
+#[tokio::test]
+async fn http_to_legacy_sse() {
+    http_cell("sse").await;
+}
+
+/// `transport = "auto"` (the default for URLs) finds both kinds of HTTP server.
+#[tokio::test]
+async fn auto_transport_detects_streamable_and_legacy() {
+    let http = FixtureUpstream::start("http").await;
+    let sse = FixtureUpstream::start("sse").await;
+    let config = ConfigDir::new(&format!(
+        "[servers.a]\nurl = {}\n[servers.b]\nurl = {}\n",
+        toml_str(&http.url),
+        toml_str(&sse.url)
+    ));
+    let output = run_toolgate(&["servers", "--json", "--config", &config.path().to_string_lossy()]).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(rows[0]["transport"], "streamable-http", "{rows}");
+    assert_eq!(rows[1]["transport"], "sse", "{rows}");
+}

@@ -1,0 +1,207 @@
+//! Starting toolgate and its upstreams as real processes, and talking to them.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// How long a process may take to say it is ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub type Client = RunningService<RoleClient, ()>;
+
+/// The `toolgate` binary under test.
+pub fn toolgate_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
+}
+
+/// A temporary folder holding a config file.
+pub struct ConfigDir {
+    dir: tempfile::TempDir,
+}
+
+impl ConfigDir {
+    /// Writes `toolgate.toml` with `text`.
+    pub fn new(text: &str) -> Self {
+        Self::with_file("toolgate.toml", text)
+    }
+
+    /// Writes `name` with `text`.
+    pub fn with_file(name: &str, text: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join(name), text).expect("write config");
+        ConfigDir { dir }
+    }
+
+    /// The config file's path.
+    pub fn path(&self) -> PathBuf {
+        let mut entries = std::fs::read_dir(self.dir.path()).expect("read dir");
+        entries.next().expect("one file").expect("entry").path()
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A TOML string literal.
+pub fn toml_str(text: &str) -> String {
+    format!("{text:?}")
+}
+
+/// A `[servers.NAME]` table for the fixture upstream over `transport`.
+pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String {
+    match transport {
+        "stdio" => format!(
+            "[servers.{name}]\ncommand = {}\nargs = [\"demo-server\"]\n",
+            toml_str(&toolgate_bin().to_string_lossy())
+        ),
+        "http" => format!(
+            "[servers.{name}]\nurl = {}\ntransport = \"streamable-http\"\n",
+            toml_str(url.expect("url"))
+        ),
+        "sse" => {
+            format!("[servers.{name}]\nurl = {}\ntransport = \"sse\"\n", toml_str(url.expect("url")))
+        }
+        other => panic!("unknown transport {other}"),
+    }
+}
+
+/// The fixture served by `toolgate demo-server` on HTTP or legacy SSE.
+pub struct FixtureUpstream {
+    child: Child,
+    pub url: String,
+}
+
+impl FixtureUpstream {
+    pub async fn start(transport: &str) -> Self {
+        let mut child = Command::new(toolgate_bin())
+            .args(["demo-server", "--transport", transport])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn fixture");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(READY_TIMEOUT, lines.next_line())
+            .await
+            .expect("fixture ready in time")
+            .expect("read stdout")
+            .expect("fixture printed its url");
+        let url = line.strip_prefix("listening ").expect("listening line").trim().to_owned();
+        FixtureUpstream { child, url }
+    }
+}
+
+/// `toolgate serve` on HTTP, on a free port.
+pub struct HttpGateway {
+    child: Child,
+    pub url: String,
+}
+
+impl HttpGateway {
+    pub async fn start(config: &Path) -> Self {
+        Self::start_with(config, &[]).await
+    }
+
+    pub async fn start_with(config: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(toolgate_bin())
+            .arg("serve")
+            .arg("--config")
+            .arg(config)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .env("TOOLGATE_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn toolgate serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let url = tokio::time::timeout(READY_TIMEOUT, async {
+            while let Some(line) = lines.next_line().await.expect("read stderr") {
+                eprintln!("[toolgate] {line}");
+                if let Some(at) = line.find("serving MCP at ") {
+                    let rest = &line[at + "serving MCP at ".len()..];
+                    return rest.split_whitespace().next().expect("url").to_owned();
+                }
+            }
+            panic!("toolgate exited before serving");
+        })
+        .await
+        .expect("toolgate ready in time");
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("[toolgate] {line}");
+            }
+        });
+        HttpGateway { child, url }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// SIGTERM, then the exit status.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.pid() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+        tokio::time::timeout(READY_TIMEOUT, self.child.wait())
+            .await
+            .expect("exits after SIGTERM")
+            .expect("wait")
+    }
+}
+
+/// An MCP client of an HTTP gateway.
+pub async fn http_client(url: &str) -> Client {
+    ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("client connects over HTTP")
+}
+
+/// An MCP client of `toolgate serve --stdio --config <config>`.
+pub async fn stdio_client(config: &Path) -> Client {
+    let mut command = Command::new(toolgate_bin());
+    command.args(["serve", "--stdio", "--config"]).arg(config);
+    let transport = TokioChildProcess::new(command).expect("spawn toolgate --stdio");
+    ().serve(transport).await.expect("client connects over stdio")
+}
+
+/// Runs `toolgate ARGS` to completion.
+pub async fn run_toolgate(args: &[&str]) -> std::process::Output {
+    run_toolgate_in(args, None).await
+}
+
+/// Runs `toolgate ARGS` in `cwd` to completion.
+pub async fn run_toolgate_in(args: &[&str], cwd: Option<&Path>) -> std::process::Output {
+    let mut command = Command::new(toolgate_bin());
+    command.args(args).stdin(Stdio::null()).env_remove("TOOLGATE_CONFIG");
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("toolgate finishes in time")
+        .expect("run toolgate")
+}
+
+/// The text of a tool result's first content block.
+pub fn first_text(result: &rmcp::model::CallToolResult) -> String {
+    let json = serde_json::to_value(&result.content[0]).expect("serializes");
+    json["text"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Arguments object from JSON.
+pub fn object(value: serde_json::Value) -> rmcp::model::JsonObject {
+    value.as_object().cloned().expect("a JSON object")
+}
