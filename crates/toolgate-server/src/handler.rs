@@ -33,6 +33,10 @@ fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObjec
     (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))
 }
 
+// Results relayed from an upstream of the handshake era carry no `resultType`; a 2026-07-28
+// client requires it, and rmcp strips it again for older clients. Every relayed result below is
+// therefore marked complete.
+
 impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> mcp::ServerConfig {
         let capabilities = mcp::ServerCapabilities::builder()
@@ -70,7 +74,10 @@ impl ServerHandler for GatewayHandler {
             }
         };
         match result {
-            Ok(result) => Ok(mcp::CallToolResponse::Complete(result)),
+            Ok(mut result) => {
+                result.result_type = Some(mcp::ResultType::COMPLETE);
+                Ok(mcp::CallToolResponse::Complete(result))
+            }
             Err(error) => match answer(error) {
                 Answer::Error(error) => Err(error),
                 Answer::ToolError(message) => Ok(mcp::CallToolResponse::Complete(
@@ -94,7 +101,8 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::GetPromptResponse, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        let result = self.gateway.get_prompt(request).await.map_err(to_mcp_error)?;
+        let mut result = self.gateway.get_prompt(request).await.map_err(to_mcp_error)?;
+        result.result_type = Some(mcp::ResultType::COMPLETE);
         Ok(mcp::GetPromptResponse::Complete(result))
     }
 
@@ -121,7 +129,8 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::ReadResourceResponse, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        let result = self.gateway.read_resource(request).await.map_err(to_mcp_error)?;
+        let mut result = self.gateway.read_resource(request).await.map_err(to_mcp_error)?;
+        result.result_type = Some(mcp::ResultType::COMPLETE);
         Ok(mcp::ReadResourceResponse::Complete(result))
     }
 
@@ -131,7 +140,9 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::CompleteResult, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        self.gateway.complete(request).await.map_err(to_mcp_error)
+        let mut result = self.gateway.complete(request).await.map_err(to_mcp_error)?;
+        result.result_type = Some(mcp::ResultType::COMPLETE);
+        Ok(result)
     }
 }
 

@@ -1,1 +1,59 @@
-//! placeholder
+//! toolgate's fixture MCP server, for tests, benchmarks and the `toolgate` binary's built-in
+//! demo upstream (see ARCHITECTURE.md, `toolgate-test`).
+//!
+//! - [`Fixture`]: the server handler: every fixture of the MCP conformance suite (so the suite
+//!   passes against it), plus `echo`, `large`, `slow`, `fail`, `crash`, `env_get`,
+//!   `spawn_child` and `stderr` for toolgate's own tests;
+//! - [`serve_stdio`], [`serve_http`], [`serve_sse`]: the fixture on each transport, the last
+//!   being the legacy HTTP+SSE transport rmcp no longer has;
+//! - [`FixtureProcess`], [`fixture_bin`]: the `toolgate-fixture` binary out of process.
+
+mod fixture;
+mod http;
+mod process;
+mod sse;
+mod stdio;
+mod tool;
+
+pub use fixture::{Fixture, FixtureEvent, FixtureOptions};
+pub use http::serve_http;
+pub use process::{FixtureProcess, fixture_bin};
+pub use sse::serve_sse;
+pub use stdio::serve_stdio;
+
+/// The transports the fixture speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum FixtureTransport {
+    /// Newline-delimited JSON-RPC on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP at `/mcp`.
+    Http,
+    /// Legacy HTTP+SSE (2024-11-05) at `/sse`.
+    Sse,
+}
+
+impl FixtureTransport {
+    /// The name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+            Self::Sse => "sse",
+        }
+    }
+
+    /// The path the transport serves, for the network ones.
+    pub fn path(self) -> Option<&'static str> {
+        match self {
+            Self::Stdio => None,
+            Self::Http => Some("/mcp"),
+            Self::Sse => Some("/sse"),
+        }
+    }
+}
+
+impl std::fmt::Display for FixtureTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

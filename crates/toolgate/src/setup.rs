@@ -37,13 +37,15 @@ pub(crate) fn exit_code_for(error: &anyhow::Error) -> ExitCode {
 }
 
 /// Sends logs to stderr, filtered by `--log` / `TOOLGATE_LOG`, else `RUST_LOG`, else `default`.
-/// By default rmcp's own logs are off: toolgate logs what they would say, with the server name.
+/// rmcp's own logs are limited to errors unless the filter names `rmcp`: toolgate logs what
+/// they would say, with the server name.
 pub(crate) fn init_logging(global: &GlobalArgs, default: &str) {
     let default = format!("{default},rmcp=off");
     let filter = global
         .log
         .clone()
         .or_else(|| std::env::var("RUST_LOG").ok())
+        .map(|filter| if filter.contains("rmcp") { filter } else { format!("{filter},rmcp=error") })
         .unwrap_or_else(|| default.clone());
     let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(&default));
     let _ = tracing_subscriber::fmt()

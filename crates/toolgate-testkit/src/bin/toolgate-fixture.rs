@@ -1,1 +1,161 @@
-fn main() {}
+//! `toolgate-fixture`: the fixture MCP server on stdio, streamable HTTP or legacy SSE.
+//!
+//! For http and sse it binds, prints exactly one line, `listening http://HOST:PORT/mcp` (or
+//! `/sse`), to stdout, and serves until SIGTERM or ctrl-c. Logs go to stderr (`RUST_LOG`,
+//! default `warn`).
+
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+use toolgate_testkit::{FixtureOptions, FixtureTransport};
+
+/// How long exiting waits for tasks still blocked (a stdin read, say).
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
+
+/// The toolgate fixture MCP server.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Transport to serve.
+    #[arg(long, value_enum)]
+    transport: FixtureTransport,
+    /// Port to listen on (http, sse); 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Address to listen on (http, sse).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Wait this long before accepting connections or reading the handshake (`500ms`, `2s`).
+    #[arg(long, value_parser = parse_duration, default_value = "0ms")]
+    startup_delay: Duration,
+    /// `serverInfo.name` to report.
+    #[arg(long, default_value = "toolgate-fixture")]
+    name: String,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).init();
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "failed to start the tokio runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(args));
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let opts = FixtureOptions {
+        name: args.name,
+        startup_delay: args.startup_delay,
+        ..FixtureOptions::default()
+    };
+    let shutdown = CancellationToken::new();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            terminated().await;
+            shutdown.cancel();
+        }
+    });
+
+    let Some(path) = args.transport.path() else {
+        return tokio::select! {
+            result = toolgate_testkit::serve_stdio(opts) => result,
+            () = shutdown.cancelled() => Ok(()),
+        };
+    };
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        .await
+        .with_context(|| format!("failed to bind {}:{}", args.host, args.port))?;
+    let addr = listener.local_addr().context("failed to read the bound address")?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening http://{addr}{path}")
+        .and_then(|()| stdout.flush())
+        .context("failed to print the listening line")?;
+    drop(stdout);
+
+    match args.transport {
+        FixtureTransport::Sse => toolgate_testkit::serve_sse(listener, shutdown, opts).await,
+        _ => toolgate_testkit::serve_http(listener, shutdown, opts).await,
+    }
+}
+
+/// Resolves on SIGTERM or ctrl-c.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                tokio::select! {
+                    _ = sigterm.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+                return;
+            }
+            Err(error) => tracing::warn!(%error, "cannot listen for SIGTERM"),
+        }
+    }
+    if let Err(error) = tokio::signal::ctrl_c().await {
+        tracing::warn!(%error, "cannot listen for ctrl-c");
+        std::future::pending::<()>().await;
+    }
+}
+
+/// `500ms`, `2s`, `1.5s`, `1m` or `0`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?}"))?;
+    let seconds = match unit.trim() {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "" if value == 0.0 => 0.0,
+        _ => return Err(format!("invalid duration {text:?}: use ms, s or m")),
+    };
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|error| format!("invalid duration {text:?}: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory as _;
+        Args::command().debug_assert();
+    }
+}

@@ -1,6 +1,9 @@
 //! End-to-end tests: the real `toolgate` binary, real processes, real transports, 127.0.0.1 only.
 
 mod cli;
+mod deps;
 mod failures;
 mod matrix;
+mod real_servers;
+mod sdk_clients;
 mod support;

@@ -1,0 +1,417 @@
+//! The fixture server: one rmcp [`ServerHandler`] with the conformance suite's resources,
+//! prompts, completion and logging, plus the tools in [`crate::tool`].
+//!
+//! One [`Fixture`] serves one MCP session; its log level and resource subscriptions are
+//! per session. Every transport builds a fresh one per connection with [`Fixture::new`].
+
+// Logging, sampling and `resources/subscribe` are SEP-2577-deprecated in rmcp, and the
+// conformance suite still exercises them.
+#![allow(deprecated)]
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model as mcp;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, tool_handler};
+use tokio::sync::mpsc;
+
+/// A 2×2 red PNG, base64.
+pub(crate) const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR42mP4z8AARAwQCgAf7gP9Y167WwAAAABJRU5ErkJggg==";
+/// Eight samples of 8 kHz 8-bit mono silence as a WAV file, base64.
+pub(crate) const WAV_BASE64: &str =
+    "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
+
+pub(crate) const STATIC_TEXT_URI: &str = "test://static-text";
+pub(crate) const STATIC_BINARY_URI: &str = "test://static-binary";
+pub(crate) const WATCHED_URI: &str = "test://watched-resource";
+pub(crate) const TEMPLATE_URI: &str = "test://template/{id}/data";
+
+/// How a fixture server presents itself and behaves at start-up.
+///
+/// ```
+/// # use std::time::Duration;
+/// let opts = toolgate_testkit::FixtureOptions {
+///     startup_delay: Duration::from_millis(500),
+///     ..Default::default()
+/// };
+/// # let _ = opts;
+/// ```
+#[derive(Clone, Debug)]
+pub struct FixtureOptions {
+    /// `serverInfo.name` in the `initialize` result.
+    pub name: String,
+    /// `serverInfo.version` in the `initialize` result.
+    pub version: String,
+    /// How long the server waits before it accepts its first connection (network
+    /// transports) or reads its handshake (stdio), for start-up benchmarks.
+    pub startup_delay: Duration,
+    /// Where in-process tests observe what the server did (see [`FixtureEvent`]).
+    pub events: Option<mpsc::UnboundedSender<FixtureEvent>>,
+}
+
+impl Default for FixtureOptions {
+    fn default() -> Self {
+        Self {
+            name: "toolgate-fixture".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            startup_delay: Duration::ZERO,
+            events: None,
+        }
+    }
+}
+
+/// Something the fixture did that a test cannot see on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FixtureEvent {
+    /// A client finished its handshake (`notifications/initialized`).
+    Initialized {
+        /// The client's `clientInfo.name`.
+        client: String,
+    },
+    /// A session's handler was dropped: its transport closed or the server shut down.
+    SessionEnded,
+    /// `slow` ran all of its steps.
+    SlowCompleted {
+        /// Steps requested (and run).
+        steps: u32,
+    },
+    /// `slow` saw its request cancelled and stopped early.
+    SlowCancelled {
+        /// Steps finished before the cancellation.
+        completed: u32,
+        /// Steps requested.
+        steps: u32,
+    },
+}
+
+/// The fixture MCP server handler (one per session).
+pub struct Fixture {
+    pub(crate) opts: Arc<FixtureOptions>,
+    session: Session,
+    pub(crate) tool_router: ToolRouter<Self>,
+}
+
+/// Per-session state.
+#[derive(Debug)]
+struct Session {
+    /// The least severe level the client wants to see; everything by default.
+    log_level: Mutex<mcp::LoggingLevel>,
+    subscriptions: Mutex<HashSet<String>>,
+}
+
+// === impl Fixture ===
+
+impl Fixture {
+    /// A fresh handler for one session.
+    pub fn new(opts: impl Into<Arc<FixtureOptions>>) -> Self {
+        Self {
+            opts: opts.into(),
+            session: Session {
+                log_level: Mutex::new(mcp::LoggingLevel::Debug),
+                subscriptions: Mutex::new(HashSet::new()),
+            },
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Reports `event` to the test that asked for events, if any.
+    pub(crate) fn emit(&self, event: FixtureEvent) {
+        if let Some(events) = &self.opts.events {
+            // The test may have stopped listening; that is its business.
+            let _ = events.send(event);
+        }
+    }
+
+    /// Sends a log notification if the session's level lets it through.
+    pub(crate) async fn log(&self, peer: &Peer<RoleServer>, level: mcp::LoggingLevel, text: &str) {
+        let threshold = *self.session.log_level.lock().unwrap_or_else(PoisonError::into_inner);
+        if severity(level) < severity(threshold) {
+            return;
+        }
+        let param = mcp::LoggingMessageNotificationParam::new(level, text.into())
+            .with_logger(self.opts.name.clone());
+        if let Err(error) = peer.notify_logging_message(param).await {
+            tracing::debug!(%error, "could not send a log notification");
+        }
+    }
+
+    fn is_subscribed(&self, uri: &str) -> bool {
+        self.session.subscriptions.lock().unwrap_or_else(PoisonError::into_inner).contains(uri)
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.emit(FixtureEvent::SessionEnded);
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> mcp::ServerConfig {
+        let capabilities = mcp::ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_logging()
+            .enable_completions()
+            .build();
+        mcp::ServerConfig::new(capabilities)
+            .with_server_info(mcp::Implementation::new(&self.opts.name, &self.opts.version))
+            .with_instructions(
+                "toolgate's fixture server: the MCP conformance fixtures plus echo, large, slow, \
+                 fail, crash, env_get, spawn_child and stderr.",
+            )
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        let client = cx.peer.peer_info().map(|info| info.client_info.name.clone());
+        self.emit(FixtureEvent::Initialized { client: client.unwrap_or_default() });
+    }
+
+    async fn set_level(
+        &self,
+        request: mcp::SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.session.log_level.lock().unwrap_or_else(PoisonError::into_inner) = request.level;
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<mcp::PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::ListResourcesResult, McpError> {
+        Ok(mcp::ListResourcesResult::with_all_items(vec![
+            mcp::Resource::new(STATIC_TEXT_URI, "static-text")
+                .with_description("A static text resource")
+                .with_mime_type("text/plain"),
+            mcp::Resource::new(STATIC_BINARY_URI, "static-binary")
+                .with_description("A static binary resource (a small PNG)")
+                .with_mime_type("image/png"),
+            mcp::Resource::new(WATCHED_URI, "watched-resource")
+                .with_description("A resource that supports subscriptions")
+                .with_mime_type("text/plain"),
+        ]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<mcp::PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::ListResourceTemplatesResult, McpError> {
+        Ok(mcp::ListResourceTemplatesResult::with_all_items(vec![
+            mcp::ResourceTemplate::new(TEMPLATE_URI, "template-data")
+                .with_description("JSON data for any id")
+                .with_mime_type("application/json"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: mcp::ReadResourceRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let contents = match uri.as_str() {
+            STATIC_TEXT_URI => mcp::ResourceContents::text(
+                "This is the content of the static text resource.",
+                &uri,
+            ),
+            STATIC_BINARY_URI => {
+                mcp::ResourceContents::blob(PNG_BASE64, &uri).with_mime_type("image/png")
+            }
+            WATCHED_URI => mcp::ResourceContents::text(
+                format!("Watched resource (subscribed: {}).", self.is_subscribed(WATCHED_URI)),
+                &uri,
+            ),
+            _ => match template_id(&uri) {
+                Some(id) => {
+                    let body = serde_json::json!({
+                        "id": id,
+                        "templateTest": true,
+                        "data": format!("Data for ID: {id}"),
+                    });
+                    mcp::ResourceContents::text(body.to_string(), &uri)
+                        .with_mime_type("application/json")
+                }
+                None => {
+                    return Err(McpError::resource_not_found(
+                        format!("no resource {uri}"),
+                        Some(serde_json::json!({ "uri": uri })),
+                    ));
+                }
+            },
+        };
+        Ok(mcp::ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: mcp::SubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: mcp::UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<mcp::PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::ListPromptsResult, McpError> {
+        let required = |name: &str, description: &str| {
+            mcp::PromptArgument::new(name).with_description(description).with_required(true)
+        };
+        Ok(mcp::ListPromptsResult::with_all_items(vec![
+            mcp::Prompt::new("test_simple_prompt", Some("A simple prompt without arguments"), None),
+            mcp::Prompt::new(
+                "test_prompt_with_arguments",
+                Some("A prompt with two required arguments"),
+                Some(vec![
+                    required("arg1", "First test argument"),
+                    required("arg2", "Second test argument"),
+                ]),
+            ),
+            mcp::Prompt::new(
+                "test_prompt_with_embedded_resource",
+                Some("A prompt that embeds a resource"),
+                Some(vec![required("resourceUri", "URI of the resource to embed")]),
+            ),
+            mcp::Prompt::new("test_prompt_with_image", Some("A prompt with an image"), None),
+        ]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: mcp::GetPromptRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::GetPromptResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let messages = match request.name.as_str() {
+            "test_simple_prompt" => {
+                vec![mcp::PromptMessage::new_text(
+                    mcp::Role::User,
+                    "This is a simple prompt for testing.",
+                )]
+            }
+            "test_prompt_with_arguments" => {
+                let arg1 = string_arg(&args, "arg1")?;
+                let arg2 = string_arg(&args, "arg2")?;
+                vec![mcp::PromptMessage::new_text(
+                    mcp::Role::User,
+                    format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"),
+                )]
+            }
+            "test_prompt_with_embedded_resource" => {
+                let uri = string_arg(&args, "resourceUri")?;
+                vec![
+                    mcp::PromptMessage::new(
+                        mcp::Role::User,
+                        mcp::ContentBlock::resource(mcp::ResourceContents::text(
+                            "Embedded resource content for testing.",
+                            uri,
+                        )),
+                    ),
+                    mcp::PromptMessage::new_text(
+                        mcp::Role::User,
+                        "Please process the embedded resource above.",
+                    ),
+                ]
+            }
+            "test_prompt_with_image" => vec![
+                mcp::PromptMessage::new(
+                    mcp::Role::User,
+                    mcp::ContentBlock::image(PNG_BASE64, "image/png"),
+                ),
+                mcp::PromptMessage::new_text(mcp::Role::User, "Please analyze the image above."),
+            ],
+            other => {
+                return Err(McpError::invalid_params(format!("no prompt named {other}"), None));
+            }
+        };
+        Ok(mcp::GetPromptResult::new(messages).into())
+    }
+
+    async fn complete(
+        &self,
+        request: mcp::CompleteRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::CompleteResult, McpError> {
+        let candidates: &[&str] = match (&request.r#ref, request.argument.name.as_str()) {
+            (mcp::Reference::Prompt(prompt), "arg1" | "arg2")
+                if prompt.name == "test_prompt_with_arguments" =>
+            {
+                &["paris", "park", "party", "test", "testing"]
+            }
+            (mcp::Reference::Resource(resource), "id") if resource.uri == TEMPLATE_URI => {
+                &["1", "2", "3", "123"]
+            }
+            _ => &[],
+        };
+        let prefix = request.argument.value.as_str();
+        let values: Vec<String> = candidates
+            .iter()
+            .filter(|candidate| candidate.starts_with(prefix))
+            .map(|candidate| (*candidate).to_owned())
+            .collect();
+        let completion = mcp::CompletionInfo::with_all_values(values)
+            .map_err(|message| McpError::internal_error(message, None))?;
+        Ok(mcp::CompleteResult::new(completion))
+    }
+}
+
+/// The `{id}` of a `test://template/{id}/data` URI.
+fn template_id(uri: &str) -> Option<&str> {
+    let id = uri.strip_prefix("test://template/")?.strip_suffix("/data")?;
+    (!id.is_empty() && !id.contains('/')).then_some(id)
+}
+
+fn string_arg<'a>(args: &'a mcp::JsonObject, name: &str) -> Result<&'a str, McpError> {
+    args.get(name)
+        .and_then(|value| value.as_str())
+        .ok_or_else(|| McpError::invalid_params(format!("missing string argument {name}"), None))
+}
+
+/// RFC 5424 order, least severe first.
+fn severity(level: mcp::LoggingLevel) -> u8 {
+    match level {
+        mcp::LoggingLevel::Debug => 0,
+        mcp::LoggingLevel::Info => 1,
+        mcp::LoggingLevel::Notice => 2,
+        mcp::LoggingLevel::Warning => 3,
+        mcp::LoggingLevel::Error => 4,
+        mcp::LoggingLevel::Critical => 5,
+        mcp::LoggingLevel::Alert => 6,
+        mcp::LoggingLevel::Emergency => 7,
+    }
+}
+
+#[cfg(test)]
+mod tests;

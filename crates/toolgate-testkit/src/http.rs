@@ -1,0 +1,43 @@
+//! The fixture on streamable HTTP: rmcp's `StreamableHttpService` with stateful sessions,
+//! mounted at `/mcp`.
+
+use std::sync::Arc;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::fixture::{Fixture, FixtureOptions};
+
+/// Serves `http://<listener>/mcp` until `shutdown` is cancelled.
+///
+/// Waits `opts.startup_delay` before accepting connections (they queue meanwhile).
+pub async fn serve_http(
+    listener: TcpListener,
+    shutdown: CancellationToken,
+    opts: FixtureOptions,
+) -> anyhow::Result<()> {
+    if !delay_start(&opts, &shutdown).await {
+        return Ok(());
+    }
+    let opts = Arc::new(opts);
+    let config =
+        StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(Fixture::new(opts.clone())),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    Ok(())
+}
+
+/// Sleeps `opts.startup_delay`; `false` if `shutdown` came first.
+pub(crate) async fn delay_start(opts: &FixtureOptions, shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        () = shutdown.cancelled() => false,
+        () = tokio::time::sleep(opts.startup_delay) => true,
+    }
+}

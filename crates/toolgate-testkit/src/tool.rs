@@ -1,0 +1,497 @@
+//! The fixture's tools: the conformance suite's `test_*` tools (with the exact texts its checks
+//! expect) and the tools toolgate's own tests and benchmarks drive.
+//!
+//! Tool failures are `isError` results, never JSON-RPC errors, except for a cancelled `slow`
+//! (whose response nobody reads).
+
+// Logging and sampling are SEP-2577-deprecated in rmcp, and the conformance suite still
+// exercises them.
+#![allow(deprecated)]
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model as mcp;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::fixture::{Fixture, FixtureEvent, PNG_BASE64, WAV_BASE64};
+
+/// The largest result `large` will build, in KiB (256 MiB).
+const MAX_LARGE_KB: u32 = 256 * 1024;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct EchoArgs {
+    /// The text to send back.
+    text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct LargeArgs {
+    /// Size of the text result in KiB (1024 bytes each).
+    kb: u32,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct SlowArgs {
+    /// Number of steps; progress is reported after each one.
+    steps: u32,
+    /// Length of one step in milliseconds.
+    #[serde(default = "default_step_ms")]
+    #[schemars(default = "default_step_ms")]
+    step_ms: u64,
+}
+
+fn default_step_ms() -> u64 {
+    200
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct FailArgs {
+    /// The error message to return.
+    message: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct CrashArgs {
+    /// The process exit code.
+    code: i32,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct EnvGetArgs {
+    /// The environment variable to read.
+    name: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct StderrArgs {
+    /// The line to write to stderr (without its newline).
+    line: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct SamplingArgs {
+    /// The prompt to send to the client's LLM.
+    prompt: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ElicitationArgs {
+    /// The message to show the user.
+    message: String,
+}
+
+// === impl Fixture ===
+
+#[tool_router(vis = "pub(crate)")]
+impl Fixture {
+    // --- tools for toolgate's tests and benchmarks ---
+
+    /// Returns `text` unchanged as one text block.
+    #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
+    async fn echo(&self, Parameters(args): Parameters<EchoArgs>) -> mcp::CallToolResult {
+        success(args.text)
+    }
+
+    /// Returns a text result of exactly `kb` × 1024 bytes.
+    #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
+    async fn large(&self, Parameters(args): Parameters<LargeArgs>) -> mcp::CallToolResult {
+        if args.kb > MAX_LARGE_KB {
+            return failure(format!("kb must be at most {MAX_LARGE_KB}"));
+        }
+        success("x".repeat(args.kb as usize * 1024))
+    }
+
+    /// Sleeps `steps` × `step_ms`, reporting progress after each step when asked to; stops
+    /// early when the request is cancelled. Returns `done <steps>`.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn slow(
+        &self,
+        Parameters(args): Parameters<SlowArgs>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::CallToolResult, McpError> {
+        let SlowArgs { steps, step_ms } = args;
+        let token = cx.meta.get_progress_token();
+        for step in 1..=steps {
+            tokio::select! {
+                biased;
+                () = cx.ct.cancelled() => {
+                    tracing::info!(completed = step - 1, steps, "slow: cancelled");
+                    self.emit(FixtureEvent::SlowCancelled { completed: step - 1, steps });
+                    return Err(McpError::internal_error("cancelled", None));
+                }
+                () = tokio::time::sleep(Duration::from_millis(step_ms)) => {}
+            }
+            if let Some(token) = &token {
+                let progress = mcp::ProgressNotificationParam::new(token.clone(), f64::from(step))
+                    .with_total(f64::from(steps));
+                if let Err(error) = cx.peer.notify_progress(progress).await {
+                    tracing::debug!(%error, "slow: could not send progress");
+                }
+            }
+        }
+        self.emit(FixtureEvent::SlowCompleted { steps });
+        Ok(success(format!("done {steps}")))
+    }
+
+    /// Returns an `isError` result carrying `message`.
+    #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
+    async fn fail(&self, Parameters(args): Parameters<FailArgs>) -> mcp::CallToolResult {
+        failure(args.message)
+    }
+
+    /// Exits the server process immediately with `code` (no response is sent).
+    #[tool(annotations(destructive_hint = true, open_world_hint = false))]
+    async fn crash(&self, Parameters(args): Parameters<CrashArgs>) -> mcp::CallToolResult {
+        tracing::warn!(code = args.code, "crash: exiting");
+        std::process::exit(args.code)
+    }
+
+    /// Returns the value of environment variable `name`, or `<unset>`.
+    #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
+    async fn env_get(&self, Parameters(args): Parameters<EnvGetArgs>) -> mcp::CallToolResult {
+        match std::env::var_os(&args.name) {
+            Some(value) => success(value.to_string_lossy()),
+            None => success("<unset>"),
+        }
+    }
+
+    /// Starts a long-lived grandchild process (`sleep 600`) and returns its pid.
+    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
+    async fn spawn_child(&self) -> mcp::CallToolResult {
+        // Null stdio so the grandchild holds none of our pipes open; the test checks its pid.
+        let spawned = std::process::Command::new("sleep")
+            .arg("600")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        match spawned {
+            // Deliberately not waited for: it must outlive this call.
+            Ok(child) => success(child.id().to_string()),
+            Err(error) => failure(format!("could not spawn `sleep 600`: {error}")),
+        }
+    }
+
+    /// Writes `line` to the server's stderr and returns `ok`.
+    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
+    async fn stderr(&self, Parameters(args): Parameters<StderrArgs>) -> mcp::CallToolResult {
+        let mut stderr = std::io::stderr().lock();
+        match writeln!(stderr, "{}", args.line).and_then(|()| stderr.flush()) {
+            Ok(()) => success("ok"),
+            Err(error) => failure(format!("could not write to stderr: {error}")),
+        }
+    }
+
+    // --- the conformance suite's tools ---
+
+    /// Returns simple text content.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn test_simple_text(&self) -> mcp::CallToolResult {
+        success("This is a simple text response for testing.")
+    }
+
+    /// Returns image content (a small PNG).
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn test_image_content(&self) -> mcp::CallToolResult {
+        mcp::CallToolResult::success(vec![mcp::ContentBlock::image(PNG_BASE64, "image/png")])
+    }
+
+    /// Returns audio content (a short WAV).
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn test_audio_content(&self) -> mcp::CallToolResult {
+        mcp::CallToolResult::success(vec![mcp::ContentBlock::audio(WAV_BASE64, "audio/wav")])
+    }
+
+    /// Returns an embedded text resource.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn test_embedded_resource(&self) -> mcp::CallToolResult {
+        mcp::CallToolResult::success(vec![mcp::ContentBlock::resource(
+            mcp::ResourceContents::text(
+                "This is an embedded resource content.",
+                "test://embedded-resource",
+            ),
+        )])
+    }
+
+    /// Returns text, image and embedded-resource content together.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn test_multiple_content_types(&self) -> mcp::CallToolResult {
+        mcp::CallToolResult::success(vec![
+            mcp::ContentBlock::text("Multiple content types test:"),
+            mcp::ContentBlock::image(PNG_BASE64, "image/png"),
+            mcp::ContentBlock::resource(
+                mcp::ResourceContents::text(
+                    r#"{"test":"data","value":123}"#,
+                    "test://mixed-content-resource",
+                )
+                .with_mime_type("application/json"),
+            ),
+        ])
+    }
+
+    /// Sends three info log notifications, 50 ms apart, while it runs.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn test_tool_with_logging(&self, cx: RequestContext<RoleServer>) -> mcp::CallToolResult {
+        let info = mcp::LoggingLevel::Info;
+        self.log(&cx.peer, info, "Tool execution started").await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.log(&cx.peer, info, "Tool processing data").await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.log(&cx.peer, info, "Tool execution completed").await;
+        success("Logging test completed")
+    }
+
+    /// Reports progress 0, 50 and 100 of 100, 50 ms apart, when the request has a token.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn test_tool_with_progress(&self, cx: RequestContext<RoleServer>) -> mcp::CallToolResult {
+        let token = cx.meta.get_progress_token();
+        for (index, progress) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+            if index > 0 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            if let Some(token) = &token {
+                let param =
+                    mcp::ProgressNotificationParam::new(token.clone(), progress).with_total(100.0);
+                if let Err(error) = cx.peer.notify_progress(param).await {
+                    tracing::debug!(%error, "could not send progress");
+                }
+            }
+        }
+        success("Progress test completed")
+    }
+
+    /// Declares an input schema using JSON Schema 2020-12 keywords (SEP-1613).
+    #[tool(
+        input_schema = json_schema_2020_12_input(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn json_schema_2020_12_tool(&self) -> mcp::CallToolResult {
+        success("JSON Schema 2020-12 tool called")
+    }
+
+    /// Always returns an `isError` result.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn test_error_handling(&self) -> mcp::CallToolResult {
+        failure("This tool intentionally returns an error for testing")
+    }
+
+    /// Asks the client's LLM to complete `prompt` (`sampling/createMessage`).
+    #[tool(annotations(read_only_hint = true))]
+    async fn test_sampling(
+        &self,
+        Parameters(args): Parameters<SamplingArgs>,
+        cx: RequestContext<RoleServer>,
+    ) -> mcp::CallToolResult {
+        if cx.client_capabilities().and_then(|caps| caps.sampling).is_none() {
+            return failure("the client does not support sampling");
+        }
+        let request = mcp::CreateMessageRequestParams::new(
+            vec![mcp::SamplingMessage::user_text(args.prompt)],
+            100,
+        );
+        match cx.peer.create_message(request).await {
+            Ok(result) => {
+                let text = result
+                    .message
+                    .content
+                    .first()
+                    .and_then(|block| block.as_text())
+                    .map(|text| text.text.clone());
+                success(format!("LLM response: {}", text.unwrap_or_default()))
+            }
+            Err(error) => failure(format!("sampling failed: {error}")),
+        }
+    }
+
+    /// Asks the user for a username and email (`elicitation/create`), showing `message`.
+    #[tool(annotations(read_only_hint = true))]
+    async fn test_elicitation(
+        &self,
+        Parameters(args): Parameters<ElicitationArgs>,
+        cx: RequestContext<RoleServer>,
+    ) -> mcp::CallToolResult {
+        let schema = user_schema();
+        match elicit(&cx, args.message, schema).await {
+            Ok(result) => success(format!("User response: {}", describe(&result))),
+            Err(message) => failure(message),
+        }
+    }
+
+    /// Elicits a form whose fields all have defaults (SEP-1034).
+    #[tool(annotations(read_only_hint = true))]
+    async fn test_elicitation_sep1034_defaults(
+        &self,
+        cx: RequestContext<RoleServer>,
+    ) -> mcp::CallToolResult {
+        let schema = sep1034_schema();
+        let message = "Please review these values (all have defaults)";
+        match elicit(&cx, message, schema).await {
+            Ok(result) => success(format!("Elicitation completed: {}", describe(&result))),
+            Err(message) => failure(message),
+        }
+    }
+
+    /// Elicits a form with every enum flavour (SEP-1330).
+    #[tool(annotations(read_only_hint = true))]
+    async fn test_elicitation_sep1330_enums(
+        &self,
+        cx: RequestContext<RoleServer>,
+    ) -> mcp::CallToolResult {
+        let schema = sep1330_schema();
+        match elicit(&cx, "Please choose some options", schema).await {
+            Ok(result) => success(format!("Elicitation completed: {}", describe(&result))),
+            Err(message) => failure(message),
+        }
+    }
+}
+
+/// `test_elicitation`'s form.
+fn user_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "username": { "type": "string", "description": "User's response" },
+            "email": { "type": "string", "description": "User's email address" },
+        },
+        "required": ["username", "email"],
+    })
+}
+
+/// `test_elicitation_sep1034_defaults`'s form: a default for every primitive type.
+fn sep1034_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "name": { "type": "string", "description": "Name", "default": "John Doe" },
+            "age": { "type": "integer", "description": "Age", "default": 30 },
+            "score": { "type": "number", "description": "Score", "default": 95.5 },
+            "status": {
+                "type": "string",
+                "description": "Status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": { "type": "boolean", "description": "Verified", "default": true },
+        },
+    })
+}
+
+/// `test_elicitation_sep1330_enums`'s form: every enum flavour.
+fn sep1330_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {
+                "type": "string",
+                "description": "Untitled single-select",
+                "enum": ["option1", "option2", "option3"],
+            },
+            "titledSingle": {
+                "type": "string",
+                "description": "Titled single-select",
+                "oneOf": [
+                    { "const": "value1", "title": "First Option" },
+                    { "const": "value2", "title": "Second Option" },
+                    { "const": "value3", "title": "Third Option" },
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "description": "Legacy titled enum",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {
+                "type": "array",
+                "description": "Untitled multi-select",
+                "items": { "type": "string", "enum": ["option1", "option2", "option3"] },
+            },
+            "titledMulti": {
+                "type": "array",
+                "description": "Titled multi-select",
+                "items": {
+                    "anyOf": [
+                        { "const": "value1", "title": "First Choice" },
+                        { "const": "value2", "title": "Second Choice" },
+                        { "const": "value3", "title": "Third Choice" },
+                    ],
+                },
+            },
+        },
+    })
+}
+
+/// The input schema of `json_schema_2020_12_tool`, exactly as the conformance suite expects.
+fn json_schema_2020_12_input() -> Arc<mcp::JsonObject> {
+    let schema = serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "type": "object",
+                "properties": {
+                    "street": { "type": "string" },
+                    "city": { "type": "string" },
+                },
+            },
+        },
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" },
+        },
+        "additionalProperties": false,
+    });
+    Arc::new(serde_json::from_value(schema).expect("a json! object literal must be an object"))
+}
+
+fn success(text: impl Into<String>) -> mcp::CallToolResult {
+    mcp::CallToolResult::success(vec![mcp::ContentBlock::text(text)])
+}
+
+fn failure(text: impl Into<String>) -> mcp::CallToolResult {
+    mcp::CallToolResult::error(vec![mcp::ContentBlock::text(text)])
+}
+
+/// Sends a form elicitation with `schema`; `Err` carries the message for an `isError` result.
+async fn elicit(
+    cx: &RequestContext<RoleServer>,
+    message: impl Into<String>,
+    schema: serde_json::Value,
+) -> Result<mcp::ElicitResult, String> {
+    if cx.client_capabilities().and_then(|caps| caps.elicitation).is_none() {
+        return Err("the client does not support elicitation".to_owned());
+    }
+    let requested_schema = match schema {
+        serde_json::Value::Object(object) => mcp::ElicitationSchema::from_json_schema(object)
+            .map_err(|error| format!("invalid elicitation schema: {error}"))?,
+        _ => return Err("elicitation schema must be an object".to_owned()),
+    };
+    let request = mcp::ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message.into(),
+        requested_schema,
+    };
+    cx.peer
+        .create_elicitation(request)
+        .await
+        .map_err(|error| format!("elicitation failed: {error}"))
+}
+
+/// `action=<action>, content=<json>`.
+fn describe(result: &mcp::ElicitResult) -> String {
+    let action = serde_json::to_value(&result.action)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{:?}", result.action));
+    let content = result.content.as_ref().map_or_else(|| "null".to_owned(), ToString::to_string);
+    format!("action={action}, content={content}")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+//! Where the test dependencies installed by `scripts/install-test-deps` are.
+//!
+//! `scripts/test` exports their paths; a bare `cargo test` finds them in `tests/deps/` of the
+//! repository. When they are missing the tests fail and say how to install them: a test that
+//! quietly skips proves nothing.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn require(path: PathBuf, what: &str) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{what} not found at {}: run scripts/install-test-deps (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+/// The npm install folder (holding `node_modules`).
+pub fn npm_dir() -> PathBuf {
+    let dir = std::env::var_os("TOOLGATE_TEST_NPM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("tests/deps/npm"));
+    require(dir.join("node_modules"), "the npm test dependencies");
+    dir
+}
+
+/// `node` for the npm servers and the TypeScript client.
+pub fn node() -> PathBuf {
+    std::env::var_os("TOOLGATE_TEST_NODE").map(PathBuf::from).unwrap_or_else(|| "node".into())
+}
+
+/// An npm package's bin script.
+pub fn npm_bin(name: &str) -> PathBuf {
+    require(npm_dir().join("node_modules/.bin").join(name), name)
+}
+
+/// The Python interpreter of the venv with the MCP Python SDK.
+pub fn python() -> PathBuf {
+    let python = std::env::var_os("TOOLGATE_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("tests/deps/python/venv/bin/python"));
+    require(python, "the Python MCP SDK venv")
+}
+
+/// A test client script under `tests/clients`.
+pub fn client_script(name: &str) -> PathBuf {
+    require(repo_root().join("tests/clients").join(name), name)
+}
+
+/// A port that was free a moment ago, for servers that only take a port number.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+/// `server-everything` (streamableHttp or sse) on a free port; it binds every interface, so
+/// only its 127.0.0.1 address is used.
+pub struct EverythingServer {
+    _child: Child,
+    pub url: String,
+}
+
+impl EverythingServer {
+    pub async fn start(mode: &str) -> Self {
+        let port = free_port();
+        let mut child = Command::new(node())
+            .arg(npm_bin("mcp-server-everything"))
+            .arg(mode)
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn server-everything");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let ready = format!("port {port}");
+        tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let line = tokio::select! {
+                    line = stdout.next_line() => line,
+                    line = stderr.next_line() => line,
+                };
+                match line.expect("read server output") {
+                    Some(line) if line.contains(&ready) => break,
+                    Some(_) => continue,
+                    None => panic!("server-everything exited before listening"),
+                }
+            }
+        })
+        .await
+        .expect("server-everything listening in time");
+        // Keep reading: node dies of EPIPE when it logs into a closed pipe.
+        tokio::spawn(async move {
+            while let Ok(Some(_)) = stdout.next_line().await {}
+        });
+        tokio::spawn(async move {
+            while let Ok(Some(_)) = stderr.next_line().await {}
+        });
+        let path = if mode == "sse" { "sse" } else { "mcp" };
+        EverythingServer { _child: child, url: format!("http://127.0.0.1:{port}/{path}") }
+    }
+}

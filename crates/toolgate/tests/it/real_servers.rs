@@ -1,0 +1,136 @@
+//! Upstreams nobody here wrote: the reference servers from the npm registry, over every
+//! transport they speak.
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use serde_json::json;
+
+use crate::deps::{self, EverythingServer};
+use crate::support::*;
+
+fn stdio_server(name: &str, bin: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut all_args = vec![deps::npm_bin(bin).to_string_lossy().into_owned()];
+    all_args.extend(args.iter().map(|a| a.to_string()));
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", toml_str(v))).collect();
+    format!(
+        "[servers.{name}]\ncommand = {}\nargs = {}\nenv = {{ {} }}\n",
+        toml_str(&deps::node().to_string_lossy()),
+        serde_json::to_string(&all_args).expect("json"),
+        env.join(", ")
+    )
+}
+
+/// What every server-everything mount must show.
+async fn everything_assertions(client: &Client, prefix: &str) {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let echo = format!("{prefix}__echo");
+    assert!(tools.iter().any(|t| t.name == echo), "{echo} missing: {tools:?}");
+    let result = client
+        .call_tool(CallToolRequestParams::new(echo).with_arguments(object(json!({"message": "hi"}))))
+        .await
+        .expect("echo");
+    assert_eq!(first_text(&result), "Echo: hi");
+    let sum = client
+        .call_tool(
+            CallToolRequestParams::new(format!("{prefix}__get-sum"))
+                .with_arguments(object(json!({"a": 2, "b": 5}))),
+        )
+        .await
+        .expect("get-sum");
+    assert!(first_text(&sum).contains('7'), "{sum:?}");
+    let resources = client.list_all_resources().await.expect("resources/list");
+    let first = resources.first().expect("server-everything lists resources");
+    let read = client
+        .read_resource(ReadResourceRequestParams::new(first.uri.clone()))
+        .await
+        .expect("resources/read");
+    assert!(!read.contents.is_empty());
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    assert!(prompts.iter().all(|p| p.name.starts_with(&format!("{prefix}__"))), "{prompts:?}");
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio() {
+    let config = ConfigDir::new(&stdio_server("ev", "mcp-server-everything", &["stdio"], &[]));
+    let client = stdio_client(&config.path()).await;
+    everything_assertions(&client, "ev").await;
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http() {
+    let server = EverythingServer::start("streamableHttp").await;
+    let config = ConfigDir::new(&format!("[servers.ev]\nurl = {}\n", toml_str(&server.url)));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let client = http_client(&gateway.url).await;
+    everything_assertions(&client, "ev").await;
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}
+
+#[tokio::test]
+async fn server_everything_over_legacy_sse() {
+    let server = EverythingServer::start("sse").await;
+    let config =
+        ConfigDir::new(&format!("[servers.ev]\nurl = {}\ntransport = \"sse\"\n", toml_str(&server.url)));
+    let client = stdio_client(&config.path()).await;
+    everything_assertions(&client, "ev").await;
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn server_filesystem_reads_files_and_deny_tools_hides_writes() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let root_path = root.path().canonicalize().expect("canonical");
+    std::fs::write(root_path.join("note.txt"), "hello from a file").expect("write");
+    let mut config = stdio_server(
+        "files",
+        "mcp-server-filesystem",
+        &[&root_path.to_string_lossy()],
+        &[],
+    );
+    config.push_str("deny_tools = [\"write_*\", \"move_file\", \"edit_file\"]\n");
+    let config = ConfigDir::new(&config);
+    let client = stdio_client(&config.path()).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.contains(&"files__read_text_file"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("write") || n.contains("move")), "{names:?}");
+    let path = root_path.join("note.txt").to_string_lossy().into_owned();
+    let read = client
+        .call_tool(
+            CallToolRequestParams::new("files__read_text_file").with_arguments(object(json!({"path": path}))),
+        )
+        .await
+        .expect("read_text_file");
+    assert!(first_text(&read).contains("hello from a file"), "{read:?}");
+    let hidden = client
+        .call_tool(CallToolRequestParams::new("files__write_file").with_arguments(object(json!({}))))
+        .await;
+    assert!(hidden.is_err(), "a denied tool cannot be called");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn server_memory_keeps_entities_across_calls() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("memory.jsonl");
+    let config = ConfigDir::new(&stdio_server(
+        "mem",
+        "mcp-server-memory",
+        &[],
+        &[("MEMORY_FILE_PATH", &file.to_string_lossy())],
+    ));
+    let client = stdio_client(&config.path()).await;
+    client
+        .call_tool(CallToolRequestParams::new("mem__create_entities").with_arguments(object(json!({
+            "entities": [{"name": "toolgate", "entityType": "project", "observations": ["a gateway"]}]
+        }))))
+        .await
+        .expect("create_entities");
+    let graph = client
+        .call_tool(CallToolRequestParams::new("mem__read_graph").with_arguments(object(json!({}))))
+        .await
+        .expect("read_graph");
+    assert!(first_text(&graph).contains("a gateway"), "{graph:?}");
+    client.cancel().await.expect("close");
+}

@@ -1,0 +1,126 @@
+//! Clients nobody here wrote, talking to toolgate: the official Python SDK (`mcp` 2.x, in its
+//! `legacy` and `auto` modes) and the TypeScript SDK v1, over stdio and streamable HTTP.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use crate::deps;
+use crate::support::*;
+
+fn script() -> Value {
+    json!([
+        {"op": "info"},
+        {"op": "list_tools"},
+        {"op": "call_tool", "name": "fx__echo", "arguments": {"text": "from an sdk"}},
+        {"op": "call_tool", "name": "fx__fail", "arguments": {"message": "expected"}},
+        {"op": "call_tool", "name": "fx__absent", "arguments": {}},
+        {"op": "read_resource", "uri": "test://static-text"},
+        {"op": "get_prompt", "name": "fx__test_prompt_with_arguments",
+         "arguments": {"arg1": "one", "arg2": "two"}},
+        {"op": "list_prompts"},
+        {"op": "ping"}
+    ])
+}
+
+/// Runs a client script against toolgate; `target` is the transport word and its arguments.
+async fn run_client(mut command: Command, mode: &str, target: &[&str]) -> Value {
+    command.args(["--mode", mode, "--timeout", "60", "--script"]).arg(script().to_string()).args(target);
+    let output = command.output().await.expect("run the SDK client");
+    assert!(
+        output.status.success(),
+        "client failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the client prints JSON")
+}
+
+fn check(report: &Value, expected_protocol: &[&str]) {
+    let steps = report["steps"].as_array().expect("steps");
+    let step = |i: usize| &steps[i];
+    assert_eq!(report["connected"], true, "{report}");
+    let protocol = report["protocolVersion"].as_str().unwrap_or_default();
+    assert!(expected_protocol.contains(&protocol), "protocol {protocol} in {report}");
+    let names = step(1)["names"].as_array().expect("tool names");
+    assert!(names.contains(&json!("fx__echo")), "{names:?}");
+    assert_eq!(step(2)["result"]["content"][0]["text"], "from an sdk", "{}", step(2));
+    assert_eq!(step(3)["result"]["isError"], true, "{}", step(3));
+    assert_eq!(step(4)["ok"], false, "an unknown tool is a protocol error: {}", step(4));
+    assert_eq!(step(4)["error"]["code"], -32602, "{}", step(4));
+    assert_eq!(step(5)["result"]["contents"][0]["uri"], "test://static-text", "{}", step(5));
+    let prompt = step(6)["result"]["messages"].to_string();
+    assert!(prompt.contains("one") && prompt.contains("two"), "{prompt}");
+    assert!(step(7)["names"].as_array().expect("prompts").contains(&json!("fx__test_simple_prompt")));
+    // `ping` was removed in 2026-07-28; a client of that era gets "method not found".
+    if protocol == "2026-07-28" {
+        assert_eq!(step(8)["error"]["code"], -32601, "{}", step(8));
+    } else {
+        assert_eq!(step(8)["ok"], true, "{}", step(8));
+    }
+}
+
+fn python_command() -> Command {
+    let mut command = Command::new(deps::python());
+    command.arg(deps::client_script("py_client.py"));
+    command
+}
+
+fn node_command() -> Command {
+    let mut command = Command::new(deps::node());
+    command.arg(deps::client_script("ts_client.mjs")).env("TOOLGATE_TEST_NPM_DIR", deps::npm_dir());
+    command
+}
+
+fn stdio_target(config: &Path) -> Vec<String> {
+    ["stdio", &toolgate_bin().to_string_lossy(), "serve", "--stdio", "--config", &config.to_string_lossy()]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+async fn python_over_stdio(mode: &str, protocols: &[&str]) {
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let target = stdio_target(&config.path());
+    let target: Vec<&str> = target.iter().map(String::as_str).collect();
+    check(&run_client(python_command(), mode, &target).await, protocols);
+}
+
+async fn python_over_http(mode: &str, protocols: &[&str]) {
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let gateway = HttpGateway::start(&config.path()).await;
+    check(&run_client(python_command(), mode, &["http", &gateway.url]).await, protocols);
+    assert!(gateway.terminate().await.success());
+}
+
+#[tokio::test]
+async fn python_sdk_legacy_over_stdio() {
+    python_over_stdio("legacy", &["2025-11-25"]).await;
+}
+
+#[tokio::test]
+async fn python_sdk_auto_over_stdio() {
+    python_over_stdio("auto", &["2026-07-28"]).await;
+}
+
+#[tokio::test]
+async fn python_sdk_legacy_over_http() {
+    python_over_http("legacy", &["2025-11-25"]).await;
+}
+
+#[tokio::test]
+async fn python_sdk_auto_over_http() {
+    python_over_http("auto", &["2026-07-28"]).await;
+}
+
+#[tokio::test]
+async fn typescript_sdk_over_stdio_and_http() {
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let target = stdio_target(&config.path());
+    let target: Vec<&str> = target.iter().map(String::as_str).collect();
+    check(&run_client(node_command(), "legacy", &target).await, &["2025-11-25"]);
+
+    let gateway = HttpGateway::start(&config.path()).await;
+    check(&run_client(node_command(), "legacy", &["http", &gateway.url]).await, &["2025-11-25"]);
+    assert!(gateway.terminate().await.success());
+}
