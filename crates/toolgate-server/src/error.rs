@@ -29,9 +29,16 @@ pub(crate) fn answer(error: GatewayError) -> Answer {
             format!("Resource not found: {uri}"),
             Some(serde_json::json!({ "uri": uri })),
         )),
-        GatewayError::Upstream(UpstreamError::Request {
-            source: ServiceError::McpError(error), ..
-        }) => Answer::Error(error),
+        GatewayError::Upstream(UpstreamError::Request { upstream, operation, source }) => {
+            match *source {
+                ServiceError::McpError(error) => Answer::Error(error),
+                other => {
+                    let error =
+                        UpstreamError::Request { upstream, operation, source: Box::new(other) };
+                    Answer::ToolError(toolgate_core::ErrorChain(&error).to_string())
+                }
+            }
+        }
         GatewayError::Upstream(error) => {
             Answer::ToolError(toolgate_core::ErrorChain(&error).to_string())
         }

@@ -193,11 +193,10 @@ fn merge(upstreams: &[Arc<Upstream>]) -> Inventory {
 }
 
 fn restore_uri(contents: &mut mcp::ResourceContents, original: &str, asked: &str) {
-    let uri = match contents {
-        mcp::ResourceContents::TextResourceContents { uri, .. }
-        | mcp::ResourceContents::BlobResourceContents { uri, .. } => uri,
-        #[allow(unreachable_patterns)]
-        _ => return,
+    let (mcp::ResourceContents::TextResourceContents { uri, .. }
+    | mcp::ResourceContents::BlobResourceContents { uri, .. }) = contents
+    else {
+        return;
     };
     if uri == original {
         *uri = asked.to_owned();

@@ -80,9 +80,11 @@ impl ServerHandler for GatewayHandler {
             }
             Err(error) => match answer(error) {
                 Answer::Error(error) => Err(error),
-                Answer::ToolError(message) => Ok(mcp::CallToolResponse::Complete(
-                    mcp::CallToolResult::error(vec![mcp::ContentBlock::text(message)]),
-                )),
+                Answer::ToolError(message) => {
+                    Ok(mcp::CallToolResponse::Complete(mcp::CallToolResult::error(vec![
+                        mcp::ContentBlock::text(message),
+                    ])))
+                }
             },
         }
     }

@@ -37,7 +37,7 @@ pub enum UpstreamError {
         upstream: String,
         operation: &'static str,
         #[source]
-        source: rmcp::ServiceError,
+        source: Box<rmcp::ServiceError>,
     },
     /// A request took longer than the server's `timeout`.
     #[error("upstream {upstream}: {operation} timed out after {}", humanize(*timeout))]

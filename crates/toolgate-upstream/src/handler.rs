@@ -4,8 +4,8 @@
 #![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingLevel, LoggingMessageNotificationParam,
-    ProtocolVersion,
+    ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
+    LoggingMessageNotificationParam, ProtocolVersion,
 };
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};

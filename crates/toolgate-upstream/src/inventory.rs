@@ -126,9 +126,10 @@ impl Inventory {
     }
 
     fn merge_resources(&mut self, contributions: &[Contribution<'_>]) {
-        let shared_uris = shared(contributions.iter().map(|c| {
-            c.catalog.resources.iter().map(|r| r.uri.as_str()).collect::<HashSet<_>>()
-        }));
+        let shared_uris =
+            shared(contributions.iter().map(|c| {
+                c.catalog.resources.iter().map(|r| r.uri.as_str()).collect::<HashSet<_>>()
+            }));
         let shared_templates = shared(contributions.iter().map(|c| {
             c.catalog.resource_templates.iter().map(|t| t.uri_template.as_str()).collect()
         }));
@@ -163,7 +164,7 @@ impl Inventory {
         }
         self.resources.sort_by(|a, b| a.uri.cmp(&b.uri));
         // Longest literal prefix first, so the most specific template wins.
-        self.template_routes.sort_by(|a, b| b.prefix.len().cmp(&a.prefix.len()));
+        self.template_routes.sort_by_key(|t| std::cmp::Reverse(t.prefix.len()));
     }
 
     /// Exposed tools, sorted by name.
@@ -249,8 +250,8 @@ impl Names {
             return Some(exposed);
         };
         let alternative = disambiguated_name(&exposed, upstream, name);
-        let renamed_to = (!self.routes.contains_key(&alternative) && kept != route)
-            .then(|| alternative.clone());
+        let renamed_to =
+            (!self.routes.contains_key(&alternative) && kept != route).then(|| alternative.clone());
         if let Some(alternative) = &renamed_to {
             self.routes.insert(alternative.clone(), route.clone());
         }

@@ -58,7 +58,11 @@ impl SseTransport {
             .send()
             .await?;
         if !response.status().is_success() {
-            return Err(SseError::Status { method: "GET", url: url.clone(), status: response.status() });
+            return Err(SseError::Status {
+                method: "GET",
+                url: url.clone(),
+                status: response.status(),
+            });
         }
         let content_type = response
             .headers()
@@ -127,7 +131,8 @@ impl Transport<RoleClient> for SseTransport {
         &mut self,
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), SseError>> + Send + 'static {
-        let request = self.http.post(self.endpoint.clone()).headers(self.headers.clone()).json(&item);
+        let request =
+            self.http.post(self.endpoint.clone()).headers(self.headers.clone()).json(&item);
         let url = self.endpoint.clone();
         async move {
             let response = request.send().await?;

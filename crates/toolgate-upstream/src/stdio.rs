@@ -104,7 +104,9 @@ impl StderrLog {
     }
 
     pub(crate) fn tail(&self) -> StderrTail {
-        StderrTail(self.0.lock().expect("stderr log lock must not be poisoned").iter().cloned().collect())
+        StderrTail(
+            self.0.lock().expect("stderr log lock must not be poisoned").iter().cloned().collect(),
+        )
     }
 }
 

@@ -61,7 +61,10 @@ pub struct Upstream {
 
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upstream").field("name", &self.config.name).field("info", &self.info).finish()
+        f.debug_struct("Upstream")
+            .field("name", &self.config.name)
+            .field("info", &self.info)
+            .finish()
     }
 }
 
@@ -88,18 +91,15 @@ impl Upstream {
         peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
         let peer_info = peer.peer_info();
         let remaining = config.startup_timeout.saturating_sub(started.elapsed());
-        let catalog = match tokio::time::timeout(remaining, list_catalog(&name, &peer)).await {
-            Ok(catalog) => catalog,
-            Err(_) => {
-                if let Some(group) = group {
-                    group.kill();
-                }
-                return Err(UpstreamError::StartupTimeout {
-                    upstream: name,
-                    timeout: config.startup_timeout,
-                    stderr: stderr.tail(),
-                });
+        let Ok(catalog) = tokio::time::timeout(remaining, list_catalog(&name, &peer)).await else {
+            if let Some(group) = group {
+                group.kill();
             }
+            return Err(UpstreamError::StartupTimeout {
+                upstream: name,
+                timeout: config.startup_timeout,
+                stderr: stderr.tail(),
+            });
         };
         let info = UpstreamInfo {
             protocol_version: peer_info
@@ -197,7 +197,7 @@ impl Upstream {
             Ok(Err(source)) => Err(UpstreamError::Request {
                 upstream: self.config.name.clone(),
                 operation,
-                source,
+                source: Box::new(source),
             }),
             Err(_) => Err(UpstreamError::Timeout {
                 upstream: self.config.name.clone(),
@@ -228,7 +228,9 @@ async fn connect_service(
         TransportConfig::Stdio(stdio) => {
             let child = stdio::spawn(name, stdio, stderr.clone())?;
             let group = child.group;
-            match handler.serve_with_lifecycle(child.transport, ClientLifecycleMode::Initialize).await
+            match handler
+                .serve_with_lifecycle(child.transport, ClientLifecycleMode::Initialize)
+                .await
             {
                 Ok(service) => Ok((service, "stdio", Some(group))),
                 Err(source) => {
@@ -260,7 +262,8 @@ async fn connect_http(
     let headers = header_map(name, config)?;
     match config.transport {
         HttpTransport::StreamableHttp => {
-            let service = connect_streamable(config, headers, handler).await.map_err(connect_error)?;
+            let service =
+                connect_streamable(config, headers, handler).await.map_err(connect_error)?;
             Ok((service, "streamable-http", None))
         }
         HttpTransport::Sse => {
@@ -319,7 +322,8 @@ fn header_map(
         .headers
         .iter()
         .map(|(name, value)| {
-            let bad = || UpstreamError::Header { upstream: upstream.to_owned(), name: name.clone() };
+            let bad =
+                || UpstreamError::Header { upstream: upstream.to_owned(), name: name.clone() };
             let header = HeaderName::try_from(name.as_str()).map_err(|_| bad())?;
             let mut value = HeaderValue::try_from(value.expose()).map_err(|_| bad())?;
             value.set_sensitive(true);
@@ -338,11 +342,8 @@ async fn list_catalog(upstream: &str, peer: &Peer<RoleClient>) -> Catalog {
     }
     if capabilities.resources.is_some() {
         catalog.resources = listed(upstream, "resources/list", peer.list_all_resources().await);
-        catalog.resource_templates = listed(
-            upstream,
-            "resources/templates/list",
-            peer.list_all_resource_templates().await,
-        );
+        catalog.resource_templates =
+            listed(upstream, "resources/templates/list", peer.list_all_resource_templates().await);
     }
     if capabilities.prompts.is_some() {
         catalog.prompts = listed(upstream, "prompts/list", peer.list_all_prompts().await);

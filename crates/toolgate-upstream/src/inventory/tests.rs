@@ -85,9 +85,14 @@ fn sanitizing_collisions_are_caught_too() {
 #[test]
 fn allow_and_deny_globs_filter_tools() {
     let a = catalog(&["read_file", "read_dir", "write_file", "move_file"]);
-    let filter = ToolFilter { allow: vec!["read_*".into(), "write_*".into()], deny: vec!["*_dir".into()] };
-    let inventory =
-        Inventory::build([Contribution { upstream: "fs", prefix: "fs", filter: &filter, catalog: &a }]);
+    let filter =
+        ToolFilter { allow: vec!["read_*".into(), "write_*".into()], deny: vec!["*_dir".into()] };
+    let inventory = Inventory::build([Contribution {
+        upstream: "fs",
+        prefix: "fs",
+        filter: &filter,
+        catalog: &a,
+    }]);
     assert_eq!(names(&inventory), ["fs__read_file", "fs__write_file"]);
     assert!(inventory.tool_route("fs__move_file").is_none(), "hidden tools are not callable");
 }
@@ -117,12 +122,18 @@ fn unique_resource_uris_are_kept_and_shared_ones_rewritten() {
         let route = inventory.resource_route(uri).expect("every listed uri routes");
         assert!(route.original == "file:///a" || route.original == "test://shared");
     }
-    assert_eq!(&*inventory.resource_route("toolgate://b/test%3A%2F%2Fshared").unwrap().upstream, "b");
+    assert_eq!(
+        &*inventory.resource_route("toolgate://b/test%3A%2F%2Fshared").unwrap().upstream,
+        "b"
+    );
 }
 
 #[test]
 fn template_uris_route_to_their_upstream() {
-    let a = Catalog { resource_templates: vec![template("test://template/{id}/data")], ..Catalog::default() };
+    let a = Catalog {
+        resource_templates: vec![template("test://template/{id}/data")],
+        ..Catalog::default()
+    };
     let b = Catalog { resource_templates: vec![template("file:///{path}")], ..Catalog::default() };
     let inventory = Inventory::build([part("a", "a", &a), part("b", "b", &b)]);
     let route = inventory.resource_route("test://template/42/data").expect("matches a template");

@@ -38,7 +38,8 @@ pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<E
     let (config, _) = setup::load_config(global)?;
     let gateway = setup::connect(&config).await?;
     let inventory = gateway.inventory();
-    let schema = inventory.tools().iter().find(|t| t.name == args.tool).map(|t| t.input_schema.clone());
+    let schema =
+        inventory.tools().iter().find(|t| t.name == args.tool).map(|t| t.input_schema.clone());
     let arguments = build_arguments(args.args.as_deref(), &args.pairs, schema.as_deref())?;
     let params = mcp::CallToolRequestParams::new(args.tool.clone()).with_arguments(arguments);
     let result = gateway.call_tool(params).await;
@@ -67,16 +68,17 @@ fn build_arguments(
     schema: Option<&Map<String, Value>>,
 ) -> anyhow::Result<Map<String, Value>> {
     let mut arguments = match json {
-        Some(text) => match serde_json::from_str::<Value>(text).context("--args is not valid JSON")? {
-            Value::Object(object) => object,
-            other => anyhow::bail!("--args must be a JSON object, not {other}"),
-        },
+        Some(text) => {
+            match serde_json::from_str::<Value>(text).context("--args is not valid JSON")? {
+                Value::Object(object) => object,
+                other => anyhow::bail!("--args must be a JSON object, not {other}"),
+            }
+        }
         None => Map::new(),
     };
     for pair in pairs {
-        let (key, raw) = pair
-            .split_once('=')
-            .with_context(|| format!("`{pair}` is not KEY=VALUE"))?;
+        let (key, raw) =
+            pair.split_once('=').with_context(|| format!("`{pair}` is not KEY=VALUE"))?;
         arguments.insert(key.to_owned(), typed_value(raw, property_type(schema, key)));
     }
     Ok(arguments)
@@ -95,7 +97,10 @@ fn typed_value(raw: &str, declared: Option<&str>) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
-fn print_content(out: &mut impl std::io::Write, result: &mcp::CallToolResult) -> std::io::Result<()> {
+fn print_content(
+    out: &mut impl std::io::Write,
+    result: &mcp::CallToolResult,
+) -> std::io::Result<()> {
     for block in &result.content {
         let json = serde_json::to_value(block).unwrap_or_default();
         match json["type"].as_str() {
@@ -112,14 +117,16 @@ fn print_content(out: &mut impl std::io::Write, result: &mcp::CallToolResult) ->
                 json["resource"]["uri"].as_str().unwrap_or("?"),
                 json["resource"]["text"].as_str().unwrap_or("(binary)")
             )?,
-            Some("resource_link") => writeln!(out, "[link {}]", json["uri"].as_str().unwrap_or("?"))?,
+            Some("resource_link") => {
+                writeln!(out, "[link {}]", json["uri"].as_str().unwrap_or("?"))?
+            }
             _ => writeln!(out, "{json}")?,
         }
     }
-    if result.content.is_empty() {
-        if let Some(structured) = &result.structured_content {
-            writeln!(out, "{structured}")?;
-        }
+    if result.content.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        writeln!(out, "{structured}")?;
     }
     Ok(())
 }
@@ -152,7 +159,8 @@ mod tests {
 
     #[test]
     fn json_args_and_pairs_merge() {
-        let args = build_arguments(Some(r#"{"a": 1, "b": 2}"#), &["b=3".into()], None).expect("valid");
+        let args =
+            build_arguments(Some(r#"{"a": 1, "b": 2}"#), &["b=3".into()], None).expect("valid");
         assert_eq!(Value::Object(args), json!({"a": 1, "b": 3}));
     }
 

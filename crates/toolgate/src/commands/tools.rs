@@ -43,7 +43,8 @@ pub(crate) async fn run(global: &GlobalArgs, args: ToolsArgs) -> anyhow::Result<
         writeln!(out, "{:width$}  {:12}  DESCRIPTION", "TOOL", "SERVER")?;
         for tool in inventory.tools() {
             let server = inventory.tool_route(&tool.name).map(|r| r.upstream.to_string());
-            let description = tool.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
+            let description =
+                tool.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
             writeln!(
                 out,
                 "{:width$}  {:12}  {}",

@@ -30,7 +30,8 @@ async fn tools_json_names_each_upstream() {
     let output = run_toolgate(&["tools", "--json", "--config", &path]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     let tools: Value = serde_json::from_slice(&output.stdout).expect("json");
-    let echo = tools.as_array().expect("array").iter().find(|t| t["name"] == "fx__echo").expect("echo");
+    let echo =
+        tools.as_array().expect("array").iter().find(|t| t["name"] == "fx__echo").expect("echo");
     assert_eq!(echo["server"], "fx");
     assert_eq!(echo["original"], "echo");
     assert!(echo["inputSchema"].is_object());
@@ -48,7 +49,16 @@ async fn call_prints_results_and_sets_the_exit_status() {
     assert!(ok.status.success(), "{}", stderr(&ok));
     assert_eq!(stdout(&ok).trim(), "42", "a string argument stays a string");
 
-    let json = run_toolgate(&["call", "fx__echo", "--args", r#"{"text":"hi"}"#, "--json", "--config", &path]).await;
+    let json = run_toolgate(&[
+        "call",
+        "fx__echo",
+        "--args",
+        r#"{"text":"hi"}"#,
+        "--json",
+        "--config",
+        &path,
+    ])
+    .await;
     let result: Value = serde_json::from_slice(&json.stdout).expect("json");
     assert_eq!(result["content"][0]["text"], "hi");
 
@@ -72,10 +82,12 @@ async fn servers_reports_state_transport_protocol_and_failures() {
          [servers.off]\ncommand = \"x\"\nenabled = false\n",
         fixture_server("fx", "stdio", None)
     ));
-    let output = run_toolgate(&["servers", "--json", "--config", &config.path().to_string_lossy()]).await;
+    let output =
+        run_toolgate(&["servers", "--json", "--config", &config.path().to_string_lossy()]).await;
     assert_eq!(output.status.code(), Some(1), "a failed server makes `servers` exit 1");
     let rows: Value = serde_json::from_slice(&output.stdout).expect("json");
-    let row = |name: &str| rows.as_array().unwrap().iter().find(|r| r["name"] == name).unwrap().clone();
+    let row =
+        |name: &str| rows.as_array().unwrap().iter().find(|r| r["name"] == name).unwrap().clone();
     assert_eq!(row("fx")["state"], "connected");
     assert_eq!(row("fx")["transport"], "stdio");
     assert!(row("fx")["protocol"].as_str().is_some_and(|p| p.starts_with("20")));
@@ -122,8 +134,14 @@ async fn claude_desktop_json_works_as_a_whole_config() {
         "mcpServers": { "fx": { "command": toolgate_bin(), "args": ["demo-server"] } }
     });
     let config = ConfigDir::with_file("claude_desktop_config.json", &json.to_string());
-    let output =
-        run_toolgate(&["call", "fx__echo", "text=from json", "--config", &config.path().to_string_lossy()]).await;
+    let output = run_toolgate(&[
+        "call",
+        "fx__echo",
+        "text=from json",
+        "--config",
+        &config.path().to_string_lossy(),
+    ])
+    .await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output).trim(), "from json");
 }

@@ -103,12 +103,8 @@ impl EverythingServer {
         .await
         .expect("server-everything listening in time");
         // Keep reading: node dies of EPIPE when it logs into a closed pipe.
-        tokio::spawn(async move {
-            while let Ok(Some(_)) = stdout.next_line().await {}
-        });
-        tokio::spawn(async move {
-            while let Ok(Some(_)) = stderr.next_line().await {}
-        });
+        tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
+        tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
         let path = if mode == "sse" { "sse" } else { "mcp" };
         EverythingServer { _child: child, url: format!("http://127.0.0.1:{port}/{path}") }
     }

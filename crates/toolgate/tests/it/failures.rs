@@ -13,7 +13,8 @@ async fn a_missing_required_server_stops_serve_with_its_name_and_cause() {
         "{}\n[servers.vital]\ncommand = \"/nonexistent/vital-server\"\nrequired = true\n",
         fixture_server("fx", "stdio", None)
     ));
-    let output = run_toolgate(&["serve", "--stdio", "--config", &config.path().to_string_lossy()]).await;
+    let output =
+        run_toolgate(&["serve", "--stdio", "--config", &config.path().to_string_lossy()]).await;
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("vital"), "{stderr}");
@@ -99,10 +100,8 @@ fn alive(pid: i32) -> bool {
 async fn stopping_toolgate_ends_the_whole_process_group_of_each_child() {
     let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
     let client = stdio_client(&config.path()).await;
-    let spawned = client
-        .call_tool(CallToolRequestParams::new("fx__spawn_child"))
-        .await
-        .expect("spawn_child");
+    let spawned =
+        client.call_tool(CallToolRequestParams::new("fx__spawn_child")).await.expect("spawn_child");
     let grandchild: i32 = first_text(&spawned).trim().parse().expect("a pid");
     assert!(alive(grandchild));
     client.cancel().await.expect("close: toolgate sees stdin close and exits");
@@ -165,7 +164,10 @@ async fn hostile_http_requests_are_refused_and_the_server_stays_healthy() {
 
     let client = http_client(&gateway.url).await;
     let echo = client
-        .call_tool(CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "still here"}))))
+        .call_tool(
+            CallToolRequestParams::new("fx__echo")
+                .with_arguments(object(json!({"text": "still here"}))),
+        )
         .await
         .expect("a normal call still works");
     assert_eq!(first_text(&echo), "still here");
@@ -177,7 +179,8 @@ async fn hostile_http_requests_are_refused_and_the_server_stays_healthy() {
 async fn unknown_meta_passes_through_untouched() {
     let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
     let client = stdio_client(&config.path()).await;
-    let mut params = CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "m"})));
+    let mut params =
+        CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "m"})));
     params.meta = Some(serde_json::from_value(json!({"com.example/trace": "t-1"})).expect("meta"));
     let result = client.call_tool(params).await.expect("call with _meta");
     assert_eq!(first_text(&result), "m");

@@ -16,14 +16,19 @@ async fn standard_assertions(client: &Client) {
     assert!(names.iter().all(|n| toolgate_core::name::is_valid_exposed(n)), "{names:?}");
 
     let echo = client
-        .call_tool(CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "hello"}))))
+        .call_tool(
+            CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "hello"}))),
+        )
         .await
         .expect("echo call");
     assert_eq!(first_text(&echo), "hello");
     assert_ne!(echo.is_error, Some(true));
 
     let failed = client
-        .call_tool(CallToolRequestParams::new("fx__fail").with_arguments(object(json!({"message": "boom"}))))
+        .call_tool(
+            CallToolRequestParams::new("fx__fail")
+                .with_arguments(object(json!({"message": "boom"}))),
+        )
         .await
         .expect("a tool error is a result, not a protocol error");
     assert_eq!(failed.is_error, Some(true));
@@ -123,9 +128,37 @@ async fn auto_transport_detects_streamable_and_legacy() {
         toml_str(&http.url),
         toml_str(&sse.url)
     ));
-    let output = run_toolgate(&["servers", "--json", "--config", &config.path().to_string_lossy()]).await;
+    let output =
+        run_toolgate(&["servers", "--json", "--config", &config.path().to_string_lossy()]).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
     assert_eq!(rows[0]["transport"], "streamable-http", "{rows}");
     assert_eq!(rows[1]["transport"], "sse", "{rows}");
+}
+
+/// Servers start concurrently: each of these three waits until all three have been started
+/// before it answers its handshake, so a gateway that started them one by one would never get
+/// past the first (it would time out).
+#[tokio::test]
+async fn upstreams_start_concurrently() {
+    let gate = tempfile::tempdir().expect("temp dir");
+    let gate_dir = gate.path().to_string_lossy().into_owned();
+    let mut config = String::new();
+    for name in ["one", "two", "three"] {
+        let script = format!(
+            "touch {gate_dir}/{name}; while [ $(ls {gate_dir} | wc -l) -lt 3 ]; do sleep 0.02; done; \
+             exec {} demo-server",
+            toolgate_bin().to_string_lossy()
+        );
+        config.push_str(&format!(
+            "[servers.{name}]\ncommand = \"sh\"\nargs = [\"-c\", {}]\nstartup_timeout = \"20s\"\nrequired = true\n\n",
+            toml_str(&script)
+        ));
+    }
+    let config = ConfigDir::new(&config);
+    let output =
+        run_toolgate(&["servers", "--json", "--config", &config.path().to_string_lossy()]).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stdout));
+    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert!(rows.as_array().expect("rows").iter().all(|r| r["state"] == "connected"), "{rows}");
 }

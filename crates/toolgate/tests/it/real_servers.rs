@@ -25,7 +25,9 @@ async fn everything_assertions(client: &Client, prefix: &str) {
     let echo = format!("{prefix}__echo");
     assert!(tools.iter().any(|t| t.name == echo), "{echo} missing: {tools:?}");
     let result = client
-        .call_tool(CallToolRequestParams::new(echo).with_arguments(object(json!({"message": "hi"}))))
+        .call_tool(
+            CallToolRequestParams::new(echo).with_arguments(object(json!({"message": "hi"}))),
+        )
         .await
         .expect("echo");
     assert_eq!(first_text(&result), "Echo: hi");
@@ -70,8 +72,10 @@ async fn server_everything_over_streamable_http() {
 #[tokio::test]
 async fn server_everything_over_legacy_sse() {
     let server = EverythingServer::start("sse").await;
-    let config =
-        ConfigDir::new(&format!("[servers.ev]\nurl = {}\ntransport = \"sse\"\n", toml_str(&server.url)));
+    let config = ConfigDir::new(&format!(
+        "[servers.ev]\nurl = {}\ntransport = \"sse\"\n",
+        toml_str(&server.url)
+    ));
     let client = stdio_client(&config.path()).await;
     everything_assertions(&client, "ev").await;
     client.cancel().await.expect("close");
@@ -82,12 +86,8 @@ async fn server_filesystem_reads_files_and_deny_tools_hides_writes() {
     let root = tempfile::tempdir().expect("temp dir");
     let root_path = root.path().canonicalize().expect("canonical");
     std::fs::write(root_path.join("note.txt"), "hello from a file").expect("write");
-    let mut config = stdio_server(
-        "files",
-        "mcp-server-filesystem",
-        &[&root_path.to_string_lossy()],
-        &[],
-    );
+    let mut config =
+        stdio_server("files", "mcp-server-filesystem", &[&root_path.to_string_lossy()], &[]);
     config.push_str("deny_tools = [\"write_*\", \"move_file\", \"edit_file\"]\n");
     let config = ConfigDir::new(&config);
     let client = stdio_client(&config.path()).await;
@@ -98,13 +98,16 @@ async fn server_filesystem_reads_files_and_deny_tools_hides_writes() {
     let path = root_path.join("note.txt").to_string_lossy().into_owned();
     let read = client
         .call_tool(
-            CallToolRequestParams::new("files__read_text_file").with_arguments(object(json!({"path": path}))),
+            CallToolRequestParams::new("files__read_text_file")
+                .with_arguments(object(json!({"path": path}))),
         )
         .await
         .expect("read_text_file");
     assert!(first_text(&read).contains("hello from a file"), "{read:?}");
     let hidden = client
-        .call_tool(CallToolRequestParams::new("files__write_file").with_arguments(object(json!({}))))
+        .call_tool(
+            CallToolRequestParams::new("files__write_file").with_arguments(object(json!({}))),
+        )
         .await;
     assert!(hidden.is_err(), "a denied tool cannot be called");
     client.cancel().await.expect("close");

@@ -20,13 +20,19 @@ fn script() -> Value {
         {"op": "get_prompt", "name": "fx__test_prompt_with_arguments",
          "arguments": {"arg1": "one", "arg2": "two"}},
         {"op": "list_prompts"},
-        {"op": "ping"}
+        {"op": "ping"},
+        {"op": "complete", "ref": {"type": "ref/prompt", "name": "fx__test_prompt_with_arguments"},
+         "argument": {"name": "arg1", "value": ""}},
+        {"op": "read_resource", "uri": "test://template/7/data"}
     ])
 }
 
 /// Runs a client script against toolgate; `target` is the transport word and its arguments.
 async fn run_client(mut command: Command, mode: &str, target: &[&str]) -> Value {
-    command.args(["--mode", mode, "--timeout", "60", "--script"]).arg(script().to_string()).args(target);
+    command
+        .args(["--mode", mode, "--timeout", "60", "--script"])
+        .arg(script().to_string())
+        .args(target);
     let output = command.output().await.expect("run the SDK client");
     assert!(
         output.status.success(),
@@ -52,7 +58,11 @@ fn check(report: &Value, expected_protocol: &[&str]) {
     assert_eq!(step(5)["result"]["contents"][0]["uri"], "test://static-text", "{}", step(5));
     let prompt = step(6)["result"]["messages"].to_string();
     assert!(prompt.contains("one") && prompt.contains("two"), "{prompt}");
-    assert!(step(7)["names"].as_array().expect("prompts").contains(&json!("fx__test_simple_prompt")));
+    assert!(
+        step(7)["names"].as_array().expect("prompts").contains(&json!("fx__test_simple_prompt"))
+    );
+    assert!(step(9)["result"]["completion"]["values"].is_array(), "{}", step(9));
+    assert!(step(10)["result"]["contents"].to_string().contains('7'), "{}", step(10));
     // `ping` was removed in 2026-07-28; a client of that era gets "method not found".
     if protocol == "2026-07-28" {
         assert_eq!(step(8)["error"]["code"], -32601, "{}", step(8));
@@ -74,9 +84,16 @@ fn node_command() -> Command {
 }
 
 fn stdio_target(config: &Path) -> Vec<String> {
-    ["stdio", &toolgate_bin().to_string_lossy(), "serve", "--stdio", "--config", &config.to_string_lossy()]
-        .map(str::to_owned)
-        .to_vec()
+    [
+        "stdio",
+        &toolgate_bin().to_string_lossy(),
+        "serve",
+        "--stdio",
+        "--config",
+        &config.to_string_lossy(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
 }
 
 async fn python_over_stdio(mode: &str, protocols: &[&str]) {

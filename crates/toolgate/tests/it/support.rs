@@ -69,7 +69,10 @@ pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String 
             toml_str(url.expect("url"))
         ),
         "sse" => {
-            format!("[servers.{name}]\nurl = {}\ntransport = \"sse\"\n", toml_str(url.expect("url")))
+            format!(
+                "[servers.{name}]\nurl = {}\ntransport = \"sse\"\n",
+                toml_str(url.expect("url"))
+            )
         }
         other => panic!("unknown transport {other}"),
     }
