@@ -161,6 +161,12 @@ impl Fixture {
         }
     }
 
+    /// Returns the request's `_meta` as JSON text (what a gateway passed through).
+    #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
+    async fn meta_echo(&self, cx: RequestContext<RoleServer>) -> mcp::CallToolResult {
+        success(serde_json::to_string(&cx.meta).unwrap_or_default())
+    }
+
     /// Starts a long-lived grandchild process (`sleep 600`) and returns its pid.
     #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
     async fn spawn_child(&self) -> mcp::CallToolResult {

@@ -134,6 +134,10 @@ async fn auto_transport_detects_streamable_and_legacy() {
     let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
     assert_eq!(rows[0]["transport"], "streamable-http", "{rows}");
     assert_eq!(rows[1]["transport"], "sse", "{rows}");
+    // The fixture speaks 2026-07-28, so the `Auto` probe settles on the sessionless era; the
+    // legacy SSE transport only knows the handshake era.
+    assert_eq!(rows[0]["protocol"], "2026-07-28", "{rows}");
+    assert_eq!(rows[1]["protocol"], "2025-11-25", "{rows}");
 }
 
 /// Servers start concurrently: each of these three waits until all three have been started

@@ -62,6 +62,12 @@ async fn server_everything_over_stdio() {
 async fn server_everything_over_streamable_http() {
     let server = EverythingServer::start("streamableHttp").await;
     let config = ConfigDir::new(&format!("[servers.ev]\nurl = {}\n", toml_str(&server.url)));
+    // A server of the handshake era: the `Auto` probe falls back to `initialize`.
+    let servers =
+        run_toolgate(&["servers", "--json", "--config", &config.path().to_string_lossy()]).await;
+    let rows: serde_json::Value = serde_json::from_slice(&servers.stdout).expect("json");
+    assert_eq!(rows[0]["protocol"], "2025-11-25", "{rows}");
+    assert_eq!(rows[0]["transport"], "streamable-http", "{rows}");
     let gateway = HttpGateway::start(&config.path()).await;
     let client = http_client(&gateway.url).await;
     everything_assertions(&client, "ev").await;
