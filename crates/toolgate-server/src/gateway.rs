@@ -4,12 +4,18 @@
 //! Every path to an upstream (the MCP server on stdio or HTTP, `toolgate call`) goes through
 //! these methods; the interceptor pipeline will sit here.
 
+#![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
+
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use toolgate_config::ServerConfig;
 use toolgate_core::mcp;
-use toolgate_upstream::{Connected, Contribution, Inventory, Route, Upstream, UpstreamError};
+use toolgate_upstream::{
+    CallOptions, Connected, Contribution, Inventory, Route, Upstream, UpstreamError, UpstreamEvent,
+};
+
+use crate::session::{Changed, Session, Sessions};
 
 /// Why the gateway could not serve a request.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +35,7 @@ pub enum GatewayError {
     Upstream(#[from] UpstreamError),
 }
 
-/// A server that was configured but is not connected.
+/// A server whose first connection attempt failed (it keeps retrying in the background).
 #[derive(Debug, Clone)]
 pub struct FailedUpstream {
     /// Its name.
@@ -38,18 +44,38 @@ pub struct FailedUpstream {
     pub reason: String,
 }
 
-/// Upstreams, inventory, and dispatch.
+/// Upstreams, inventory, sessions, and dispatch.
 #[derive(Debug)]
 pub struct Gateway {
     upstreams: HashMap<Arc<str>, Arc<Upstream>>,
     ordered: Vec<Arc<Upstream>>,
     failed: Vec<FailedUpstream>,
     inventory: RwLock<Arc<Inventory>>,
+    sessions: Sessions,
+    /// Downstream subscriptions per upstream resource: the upstream is subscribed once.
+    subscribers: Mutex<HashMap<(Arc<str>, String), usize>>,
+    /// The log level last sent to the upstreams.
+    upstream_log_level: Mutex<Option<mcp::LoggingLevel>>,
 }
 
 impl Gateway {
-    /// Builds the gateway over what [`toolgate_upstream::connect_all`] connected.
-    pub fn new(connected: Connected) -> Gateway {
+    /// Starts every enabled server in `servers`, waits for each one's first attempt, and
+    /// starts following their events.
+    pub async fn start(servers: &[ServerConfig]) -> Arc<Gateway> {
+        let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let connected = toolgate_upstream::connect_all(servers, Some(events)).await;
+        let gateway = Arc::new(Gateway::new(connected));
+        let weak = Arc::downgrade(&gateway);
+        tokio::spawn(async move {
+            while let Some(event) = receiver.recv().await {
+                let Some(gateway) = weak.upgrade() else { break };
+                gateway.on_event(event).await;
+            }
+        });
+        gateway
+    }
+
+    fn new(connected: Connected) -> Gateway {
         let failed = connected
             .failed
             .iter()
@@ -68,12 +94,10 @@ impl Gateway {
             ordered: connected.upstreams,
             failed,
             inventory: RwLock::new(inventory),
+            sessions: Sessions::default(),
+            subscribers: Mutex::default(),
+            upstream_log_level: Mutex::default(),
         }
-    }
-
-    /// Connects every enabled server in `servers` and builds the gateway.
-    pub async fn connect(servers: &[ServerConfig]) -> Gateway {
-        Gateway::new(toolgate_upstream::connect_all(servers).await)
     }
 
     /// The current inventory snapshot.
@@ -81,20 +105,26 @@ impl Gateway {
         self.inventory.read().expect("inventory lock must not be poisoned").clone()
     }
 
-    /// Connected upstreams, in config order.
+    /// Every enabled upstream, connected or not, in config order.
     pub fn upstreams(&self) -> &[Arc<Upstream>] {
         &self.ordered
     }
 
-    /// Configured servers that did not connect.
+    /// Servers whose first connection attempt failed.
     pub fn failed(&self) -> &[FailedUpstream] {
         &self.failed
+    }
+
+    /// The downstream sessions.
+    pub(crate) fn sessions(&self) -> &Sessions {
+        &self.sessions
     }
 
     /// `tools/call` by exposed name.
     pub async fn call_tool(
         &self,
         mut params: mcp::CallToolRequestParams,
+        options: &CallOptions,
     ) -> Result<mcp::CallToolResult, GatewayError> {
         let (upstream, route) = {
             let inventory = self.inventory();
@@ -104,13 +134,14 @@ impl Gateway {
             (self.upstream(route)?, route.clone())
         };
         params.name = route.original.into();
-        Ok(upstream.call_tool(params).await?)
+        Ok(upstream.call_tool(params, options).await?)
     }
 
     /// `prompts/get` by exposed name.
     pub async fn get_prompt(
         &self,
         mut params: mcp::GetPromptRequestParams,
+        options: &CallOptions,
     ) -> Result<mcp::GetPromptResult, GatewayError> {
         let inventory = self.inventory();
         let route = inventory
@@ -118,13 +149,14 @@ impl Gateway {
             .ok_or_else(|| GatewayError::UnknownPrompt(params.name.clone()))?;
         let upstream = self.upstream(route)?;
         params.name = route.original.clone();
-        Ok(upstream.get_prompt(params).await?)
+        Ok(upstream.get_prompt(params, options).await?)
     }
 
     /// `resources/read` by exposed URI. The contents keep the URI the caller asked for.
     pub async fn read_resource(
         &self,
         mut params: mcp::ReadResourceRequestParams,
+        options: &CallOptions,
     ) -> Result<mcp::ReadResourceResult, GatewayError> {
         let asked = params.uri.clone();
         let route = self
@@ -133,7 +165,7 @@ impl Gateway {
             .ok_or_else(|| GatewayError::UnknownResource(asked.clone()))?;
         let upstream = self.upstream(&route)?;
         params.uri = route.original.clone();
-        let mut result = upstream.read_resource(params).await?;
+        let mut result = upstream.read_resource(params, options).await?;
         if asked != route.original {
             for contents in &mut result.contents {
                 restore_uri(contents, &route.original, &asked);
@@ -146,6 +178,7 @@ impl Gateway {
     pub async fn complete(
         &self,
         mut params: mcp::CompleteRequestParams,
+        options: &CallOptions,
     ) -> Result<mcp::CompleteResult, GatewayError> {
         let inventory = self.inventory();
         let route = match &mut params.r#ref {
@@ -166,7 +199,91 @@ impl Gateway {
             }
             _ => return Ok(mcp::CompleteResult::default()),
         };
-        Ok(self.upstream(&route)?.complete(params).await?)
+        Ok(self.upstream(&route)?.complete(params, options).await?)
+    }
+
+    /// `resources/subscribe` from `session`; the upstream is subscribed on the first.
+    pub(crate) async fn subscribe(&self, session: &Session, uri: &str) -> Result<(), GatewayError> {
+        let route = self
+            .inventory()
+            .resource_route(uri)
+            .ok_or_else(|| GatewayError::UnknownResource(uri.to_owned()))?;
+        let upstream = self.upstream(&route)?;
+        if !session.subscribe(uri) {
+            return Ok(());
+        }
+        let first = {
+            let mut subscribers = self.subscribers.lock().expect("subscribers lock");
+            let count =
+                subscribers.entry((route.upstream.clone(), route.original.clone())).or_default();
+            *count += 1;
+            *count == 1
+        };
+        if first && supports_subscriptions(&upstream) {
+            upstream.subscribe(&route.original).await?;
+        }
+        Ok(())
+    }
+
+    /// `resources/unsubscribe` from `session`; the upstream is unsubscribed after the last.
+    pub(crate) async fn unsubscribe(
+        &self,
+        session: &Session,
+        uri: &str,
+    ) -> Result<(), GatewayError> {
+        if !session.unsubscribe(uri) {
+            return Ok(());
+        }
+        let Some(route) = self.inventory().resource_route(uri) else { return Ok(()) };
+        let last = {
+            let mut subscribers = self.subscribers.lock().expect("subscribers lock");
+            let key = (route.upstream.clone(), route.original.clone());
+            match subscribers.get_mut(&key) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                Some(_) => {
+                    subscribers.remove(&key);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last
+            && let Ok(upstream) = self.upstream(&route)
+            && supports_subscriptions(&upstream)
+        {
+            upstream.unsubscribe(&route.original).await?;
+        }
+        Ok(())
+    }
+
+    /// `logging/setLevel` from `session`: upstreams are asked for the most verbose level any
+    /// session wants; each session's own level filters what it is sent.
+    pub(crate) async fn set_log_level(&self, session: &Session, level: mcp::LoggingLevel) {
+        session.set_log_level(level);
+        self.sync_upstream_log_level(None).await;
+    }
+
+    async fn sync_upstream_log_level(&self, only: Option<&Upstream>) {
+        let Some(wanted) = self.sessions.most_verbose_level() else { return };
+        let changed = {
+            let mut current = self.upstream_log_level.lock().expect("log level lock");
+            let changed = *current != Some(wanted);
+            *current = Some(wanted);
+            changed
+        };
+        for upstream in &self.ordered {
+            let targeted = only.is_some_and(|u| std::ptr::eq(u, upstream.as_ref()));
+            if (changed || targeted)
+                && upstream.info().is_some_and(|i| i.capabilities.logging.is_some())
+            {
+                if let Err(error) = upstream.set_level(wanted).await {
+                    tracing::debug!(upstream = upstream.name(), %error, "logging/setLevel failed");
+                }
+            }
+        }
     }
 
     /// Ends every upstream connection and child process.
@@ -181,14 +298,102 @@ impl Gateway {
             })
         })
     }
+
+    // === events ===
+
+    async fn on_event(&self, event: UpstreamEvent) {
+        match event {
+            UpstreamEvent::Connected { upstream } => {
+                self.rebuild(Changed { tools: true, prompts: true, resources: true }).await;
+                if let Some(up) = self.upstreams.get(upstream.as_str()) {
+                    self.restore_subscriptions(up).await;
+                    if self.sessions.most_verbose_level().is_some() {
+                        self.sync_upstream_log_level(Some(up)).await;
+                    }
+                }
+            }
+            UpstreamEvent::Disconnected { .. } => {
+                self.rebuild(Changed { tools: true, prompts: true, resources: true }).await;
+            }
+            UpstreamEvent::CatalogChanged { lists, .. } => {
+                let changed = Changed {
+                    tools: lists.tools,
+                    prompts: lists.prompts,
+                    resources: lists.resources,
+                };
+                self.rebuild(changed).await;
+            }
+            UpstreamEvent::ResourceUpdated { upstream, uri } => {
+                let exposed = self.exposed_uri(&upstream, &uri);
+                self.sessions.notify_updated(&exposed).await;
+            }
+            UpstreamEvent::Log { upstream, params } => {
+                self.sessions.notify_log(&upstream, params).await;
+            }
+            _ => {}
+        }
+    }
+
+    /// Merges the catalogs again and tells sessions about the lists that actually changed.
+    async fn rebuild(&self, candidates: Changed) {
+        let fresh = Arc::new(merge(&self.ordered));
+        let old = std::mem::replace(
+            &mut *self.inventory.write().expect("inventory lock must not be poisoned"),
+            fresh.clone(),
+        );
+        let changed = Changed {
+            tools: candidates.tools && old.tools() != fresh.tools(),
+            prompts: candidates.prompts && old.prompts() != fresh.prompts(),
+            resources: candidates.resources
+                && (old.resources() != fresh.resources()
+                    || old.resource_templates() != fresh.resource_templates()),
+        };
+        self.sessions.notify_changed(changed).await;
+    }
+
+    /// The URI clients know for `uri` of `upstream` (rewritten when two upstreams share it).
+    fn exposed_uri(&self, upstream: &str, uri: &str) -> String {
+        match self.inventory().resource_route(uri) {
+            Some(route) if &*route.upstream == upstream => uri.to_owned(),
+            _ => toolgate_upstream::inventory::rewrite_uri(upstream, uri),
+        }
+    }
+
+    /// After a reconnection, subscribes the upstream again to what sessions follow.
+    async fn restore_subscriptions(&self, upstream: &Arc<Upstream>) {
+        if !supports_subscriptions(upstream) {
+            return;
+        }
+        let uris: Vec<String> = {
+            let subscribers = self.subscribers.lock().expect("subscribers lock");
+            subscribers
+                .keys()
+                .filter(|(name, _)| &**name == upstream.name())
+                .map(|(_, uri)| uri.clone())
+                .collect()
+        };
+        for uri in uris {
+            if let Err(error) = upstream.subscribe(&uri).await {
+                tracing::debug!(upstream = upstream.name(), %uri, %error, "re-subscribe failed");
+            }
+        }
+    }
+}
+
+fn supports_subscriptions(upstream: &Upstream) -> bool {
+    upstream
+        .info()
+        .and_then(|info| info.capabilities.resources)
+        .is_some_and(|resources| resources.subscribe == Some(true))
 }
 
 fn merge(upstreams: &[Arc<Upstream>]) -> Inventory {
-    Inventory::build(upstreams.iter().map(|u| Contribution {
+    let catalogs: Vec<_> = upstreams.iter().map(|u| u.catalog()).collect();
+    Inventory::build(upstreams.iter().zip(&catalogs).map(|(u, catalog)| Contribution {
         upstream: u.name(),
         prefix: &u.config().prefix,
         filter: &u.config().tools,
-        catalog: u.catalog(),
+        catalog,
     }))
 }
 

@@ -3,26 +3,44 @@
 //! One handler value per downstream session (the HTTP transport makes one per session or per
 //! stateless request); they all share the gateway.
 
-use std::sync::Arc;
+#![allow(deprecated)] // logging and subscriptions are legacy in 2026-07-28 but still spoken
+
+use std::sync::{Arc, OnceLock};
 
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use toolgate_core::mcp;
+use toolgate_upstream::CallOptions;
 
+use crate::caller::DownstreamCaller;
 use crate::error::{Answer, answer, to_mcp_error};
 use crate::gateway::Gateway;
+use crate::session::Session;
 
 /// Serves the gateway's inventory to one downstream client.
 #[derive(Debug, Clone)]
 pub struct GatewayHandler {
     gateway: Arc<Gateway>,
+    /// Set by `initialize`; requests of the stateless era have none.
+    session: Arc<OnceLock<Arc<Session>>>,
 }
 
 impl GatewayHandler {
     /// A handler over `gateway`.
     pub fn new(gateway: Arc<Gateway>) -> Self {
-        GatewayHandler { gateway }
+        GatewayHandler { gateway, session: Arc::default() }
     }
+
+    /// This session, or a throwaway one for a stateless request.
+    fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
+        self.session.get().cloned().unwrap_or_else(|| Arc::new(Session::new(context.peer.clone())))
+    }
+}
+
+/// How a downstream request is made upstream: on behalf of this client, cancelled with it.
+fn call_options(context: &RequestContext<RoleServer>) -> CallOptions {
+    let caller = DownstreamCaller::new(context.peer.clone(), context.meta.get_progress_token());
+    CallOptions { caller: Some(Arc::new(caller)), cancel: context.ct.clone() }
 }
 
 /// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
@@ -44,13 +62,53 @@ impl ServerHandler for GatewayHandler {
             .enable_tool_list_changed()
             .enable_resources()
             .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_prompts()
             .enable_prompts_list_changed()
             .enable_completions()
+            .enable_logging()
             .build();
         mcp::ServerConfig::new(capabilities)
             .with_server_info(mcp::Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
             .with_instructions(instructions(&self.gateway))
+    }
+
+    async fn initialize(
+        &self,
+        request: mcp::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<mcp::InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let session = Arc::new(Session::new(context.peer.clone()));
+        if self.session.set(session.clone()).is_ok() {
+            self.gateway.sessions().add(session);
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    async fn set_level(
+        &self,
+        request: mcp::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.gateway.set_log_level(&self.session(&context), request.level).await;
+        Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        request: mcp::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.gateway.subscribe(&self.session(&context), &request.uri).await.map_err(to_mcp_error)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: mcp::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.gateway.unsubscribe(&self.session(&context), &request.uri).await.map_err(to_mcp_error)
     }
 
     async fn list_tools(
@@ -67,12 +125,7 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::CallToolResponse, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        let result = tokio::select! {
-            result = self.gateway.call_tool(request) => result,
-            () = context.ct.cancelled() => {
-                return Err(ErrorData::internal_error("request cancelled by the client", None));
-            }
-        };
+        let result = self.gateway.call_tool(request, &call_options(&context)).await;
         match result {
             Ok(mut result) => {
                 result.result_type = Some(mcp::ResultType::COMPLETE);
@@ -103,7 +156,11 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::GetPromptResponse, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        let mut result = self.gateway.get_prompt(request).await.map_err(to_mcp_error)?;
+        let mut result = self
+            .gateway
+            .get_prompt(request, &call_options(&context))
+            .await
+            .map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);
         Ok(mcp::GetPromptResponse::Complete(result))
     }
@@ -131,7 +188,11 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::ReadResourceResponse, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        let mut result = self.gateway.read_resource(request).await.map_err(to_mcp_error)?;
+        let mut result = self
+            .gateway
+            .read_resource(request, &call_options(&context))
+            .await
+            .map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);
         Ok(mcp::ReadResourceResponse::Complete(result))
     }
@@ -142,7 +203,8 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::CompleteResult, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        let mut result = self.gateway.complete(request).await.map_err(to_mcp_error)?;
+        let mut result =
+            self.gateway.complete(request, &call_options(&context)).await.map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);
         Ok(result)
     }
@@ -155,7 +217,7 @@ fn instructions(gateway: &Gateway) -> String {
          Tool and prompt names are <server>__<name>.",
     );
     for upstream in gateway.upstreams() {
-        if let Some(instructions) = &upstream.info().instructions {
+        if let Some(instructions) = upstream.info().and_then(|info| info.instructions) {
             text.push_str(&format!("\n\n## {}\n{instructions}", upstream.name()));
         }
     }

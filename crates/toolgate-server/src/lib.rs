@@ -4,11 +4,14 @@
 //! [`GatewayHandler`] is the rmcp server over it; [`serve_stdio`] and [`serve_http`] put it on a
 //! transport. `error` is the one place where errors become MCP answers.
 
+mod caller;
 mod error;
 mod gateway;
 mod handler;
 mod serve;
+mod session;
 
 pub use gateway::{FailedUpstream, Gateway, GatewayError};
 pub use handler::GatewayHandler;
 pub use serve::{HttpOptions, MCP_PATH, ServeError, http_router, serve_http, serve_stdio};
+pub use session::{Session, Sessions};

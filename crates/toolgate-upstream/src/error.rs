@@ -39,9 +39,23 @@ pub enum UpstreamError {
         #[source]
         source: Box<rmcp::ServiceError>,
     },
-    /// A request took longer than the server's `timeout`.
-    #[error("upstream {upstream}: {operation} timed out after {}", humanize(*timeout))]
-    Timeout { upstream: String, operation: &'static str, timeout: Duration },
+    /// A request took longer than the server's `timeout` (without progress), or longer than
+    /// the hard maximum.
+    #[error("upstream {upstream}: {operation} `{target}` timed out after {}", humanize(*timeout))]
+    Timeout { upstream: String, operation: &'static str, target: String, timeout: Duration },
+    /// The caller gave up; the upstream was told.
+    #[error("upstream {upstream}: {operation} `{target}` cancelled by the client")]
+    Cancelled { upstream: String, operation: &'static str, target: String },
+    /// The connection was lost while the request was in flight.
+    #[error("upstream {upstream}: connection lost during {operation} `{target}`")]
+    ConnectionLost { upstream: String, operation: &'static str, target: String },
+    /// The server answered with something this request cannot use.
+    #[error("upstream {upstream}: unexpected answer to {operation} `{target}`: {detail}")]
+    Unexpected { upstream: String, operation: &'static str, target: String, detail: String },
+    /// The first connection attempt failed (the cause, flattened to text, is kept so that
+    /// every waiter can see it).
+    #[error("upstream {upstream}: {reason}")]
+    Failed { upstream: String, reason: String },
     /// The server is not connected (any more).
     #[error("upstream {upstream}: not connected")]
     Disconnected { upstream: String },
@@ -57,6 +71,10 @@ impl UpstreamError {
             | UpstreamError::Connect { upstream, .. }
             | UpstreamError::Request { upstream, .. }
             | UpstreamError::Timeout { upstream, .. }
+            | UpstreamError::Cancelled { upstream, .. }
+            | UpstreamError::ConnectionLost { upstream, .. }
+            | UpstreamError::Unexpected { upstream, .. }
+            | UpstreamError::Failed { upstream, .. }
             | UpstreamError::Disconnected { upstream } => upstream,
         }
     }

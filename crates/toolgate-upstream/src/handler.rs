@@ -1,53 +1,143 @@
 //! What toolgate tells an upstream about itself, and what it does with the upstream's
-//! notifications.
+//! notifications and requests.
 
-#![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
+#![allow(deprecated)] // logging, sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
-    LoggingMessageNotificationParam, ProtocolVersion,
-};
-use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient};
+use std::sync::Arc;
+
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+use toolgate_core::mcp;
+
+use crate::call::Caller;
+use crate::event::{ChangedLists, UpstreamEvent};
+use crate::upstream::Shared;
 
 /// The client side of one upstream connection.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct UpstreamHandler {
-    upstream: String,
+    shared: Arc<Shared>,
 }
 
 impl UpstreamHandler {
-    pub(crate) fn new(upstream: &str) -> Self {
-        UpstreamHandler { upstream: upstream.to_owned() }
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        UpstreamHandler { shared }
+    }
+
+    /// The caller of the call this server→client request belongs to. HTTP upstreams say which
+    /// of our requests' response stream carried it; on stdio the only call in flight is
+    /// assumed, and with several in flight nobody is.
+    fn caller_for(
+        &self,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<Arc<dyn Caller>, ErrorData> {
+        let calls = self.shared.calls();
+        let caller = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => calls.by_request(id),
+            _ => calls.only_caller(),
+        };
+        caller.ok_or_else(|| {
+            ErrorData::invalid_request(
+                "toolgate cannot tell which client call this request belongs to \
+                 (it arrived outside any single in-flight call)",
+                None,
+            )
+        })
+    }
+
+    async fn relist(&self, context: &NotificationContext<RoleClient>, lists: ChangedLists) {
+        self.shared.relist(&context.peer, lists).await;
     }
 }
 
 impl ClientHandler for UpstreamHandler {
-    fn get_info(&self) -> ClientConfig {
-        // Sampling, elicitation and roots are claimed only once they can be forwarded to the
-        // downstream client that made the call.
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
+    fn get_info(&self) -> mcp::ClientConfig {
+        // Sampling, elicitation and roots are forwarded to the client that made the call.
+        let mut capabilities = mcp::ClientCapabilities::default();
+        capabilities.sampling = Some(Default::default());
+        capabilities.elicitation = Some(Default::default());
+        capabilities.roots = Some(Default::default());
+        mcp::ClientConfig::new(
+            capabilities,
+            mcp::Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
         )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        .with_protocol_version(mcp::ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn create_message(
+        &self,
+        params: mcp::CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<mcp::CreateMessageResult, ErrorData> {
+        let caller = self.caller_for(&context)?;
+        tokio::select! {
+            result = caller.create_message(params) => result,
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled by the server", None)),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: mcp::ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<mcp::ElicitResult, ErrorData> {
+        let caller = self.caller_for(&context)?;
+        tokio::select! {
+            result = caller.create_elicitation(params) => result,
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled by the server", None)),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<mcp::ListRootsResult, ErrorData> {
+        let caller = self.caller_for(&context)?;
+        tokio::select! {
+            result = caller.list_roots() => result,
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled by the server", None)),
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: mcp::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let caller = self.shared.calls().by_token(&params.progress_token);
+        if let Some(caller) = caller {
+            caller.progress(params).await;
+        }
     }
 
     async fn on_logging_message(
         &self,
-        params: LoggingMessageNotificationParam,
+        params: mcp::LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let logger = params.logger.as_deref().unwrap_or("-");
-        let data = &params.data;
-        let upstream = &self.upstream;
-        match params.level {
-            LoggingLevel::Debug => tracing::debug!(%upstream, logger, %data, "upstream log"),
-            LoggingLevel::Info | LoggingLevel::Notice => {
-                tracing::info!(%upstream, logger, %data, "upstream log")
-            }
-            LoggingLevel::Warning => tracing::warn!(%upstream, logger, %data, "upstream log"),
-            _ => tracing::error!(%upstream, logger, %data, "upstream log"),
-        }
+        let upstream = self.shared.name.clone();
+        tracing::debug!(%upstream, logger = params.logger.as_deref().unwrap_or("-"), data = %params.data, "upstream log");
+        self.shared.emit(UpstreamEvent::Log { upstream, params });
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: mcp::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let upstream = self.shared.name.clone();
+        self.shared.emit(UpstreamEvent::ResourceUpdated { upstream, uri: params.uri });
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relist(&context, ChangedLists { tools: true, ..Default::default() }).await;
+    }
+
+    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relist(&context, ChangedLists { prompts: true, ..Default::default() }).await;
+    }
+
+    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.relist(&context, ChangedLists { resources: true, ..Default::default() }).await;
     }
 }

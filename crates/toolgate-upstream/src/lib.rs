@@ -5,7 +5,9 @@
 //! - [`connect_all`]: every configured server, concurrently, each with its own start-up timeout;
 //! - [`Inventory`]: what they offer, merged under the names clients see.
 
+mod call;
 mod error;
+mod event;
 mod handler;
 pub mod inventory;
 mod sse;
@@ -16,48 +18,31 @@ use std::sync::Arc;
 
 use toolgate_config::ServerConfig;
 
+pub use call::{CallOptions, Caller, unsupported};
 pub use error::{BothTransportsFailed, StderrTail, UpstreamError};
+pub use event::{ChangedLists, EventSender, UpstreamEvent};
 pub use inventory::{Collision, Contribution, Inventory, Route};
 pub use sse::{SseError, SseTransport};
-pub use upstream::{Catalog, Upstream, UpstreamInfo};
+pub use upstream::{Catalog, HARD_TIMEOUT_FACTOR, Upstream, UpstreamInfo};
 
 /// The outcome of starting every enabled server.
 #[derive(Debug, Default)]
 pub struct Connected {
-    /// Servers that are up, in config order.
+    /// Every enabled server, in config order, connected or not: those that failed keep
+    /// retrying in the background.
     pub upstreams: Vec<Arc<Upstream>>,
-    /// Servers that failed, with why.
+    /// Servers whose first attempt failed, with why.
     pub failed: Vec<UpstreamError>,
 }
 
-/// Connects to every enabled server at once. Start-up costs about the slowest server, not the
-/// sum; each server has its own `startup_timeout`.
-pub async fn connect_all(servers: &[ServerConfig]) -> Connected {
-    let attempts = servers.iter().filter(|s| s.enabled).map(|server| async move {
-        let result = Upstream::connect(server).await;
-        match &result {
-            Ok(up) => tracing::info!(
-                upstream = %server.name,
-                transport = up.info().transport,
-                protocol = %up.info().protocol_version,
-                tools = up.catalog().tools.len(),
-                startup_ms = up.info().startup.as_millis() as u64,
-                "upstream connected"
-            ),
-            Err(error) => tracing::warn!(
-                upstream = %server.name,
-                error = %toolgate_core::ErrorChain(error),
-                "upstream failed to start"
-            ),
-        }
-        result
-    });
-    let mut connected = Connected::default();
-    for result in futures::future::join_all(attempts).await {
-        match result {
-            Ok(upstream) => connected.upstreams.push(Arc::new(upstream)),
-            Err(error) => connected.failed.push(error),
-        }
-    }
-    connected
+/// Starts every enabled server at once and waits for each one's first attempt. Start-up costs
+/// about the slowest server, not the sum; each server has its own `startup_timeout`.
+pub async fn connect_all(servers: &[ServerConfig], events: Option<EventSender>) -> Connected {
+    let upstreams: Vec<_> = servers
+        .iter()
+        .filter(|s| s.enabled)
+        .map(|server| Upstream::start(server.clone(), events.clone()))
+        .collect();
+    let outcomes = futures::future::join_all(upstreams.iter().map(|u| u.ready())).await;
+    Connected { failed: outcomes.into_iter().filter_map(Result::err).collect(), upstreams }
 }

@@ -1,21 +1,31 @@
-//! One connected upstream server: its connection, what it offers, and calls to it.
+//! One upstream server: its supervised connection, what it offers, and requests to it.
 
-use std::future::Future;
+#![allow(deprecated)] // sampling, roots and logging are deprecated in 2026-07-28 (SEP-2577)
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue};
 use rmcp::model::ProtocolVersion;
-use rmcp::service::{ClientLifecycleMode, RunningService};
+use rmcp::service::{ClientLifecycleMode, PeerRequestOptions, QuitReason, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientCacheConfig, ClientServiceExt, Peer, RoleClient, ServiceError};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use toolgate_config::{HttpConfig, HttpTransport, ServerConfig, TransportConfig};
 use toolgate_core::{BoxError, mcp};
 
+use crate::call::{CallOptions, Caller};
 use crate::error::{BothTransportsFailed, StderrTail, UpstreamError};
+use crate::event::{ChangedLists, EventSender, UpstreamEvent};
 use crate::handler::UpstreamHandler;
 use crate::sse::SseTransport;
 use crate::stdio::{self, ProcessGroupHandle, StderrLog};
+
+#[cfg(test)]
+mod tests;
 
 type Service = RunningService<RoleClient, UpstreamHandler>;
 
@@ -49,77 +59,170 @@ pub struct Catalog {
     pub prompts: Vec<mcp::Prompt>,
 }
 
-/// A connected upstream server.
+/// One upstream server, supervised: it is connected in the background, reconnected with
+/// backoff when its process dies or its connection drops, and its catalog is empty while it is
+/// down.
 pub struct Upstream {
     config: ServerConfig,
-    peer: Peer<RoleClient>,
-    service: tokio::sync::Mutex<Option<Service>>,
-    group: Option<ProcessGroupHandle>,
-    info: UpstreamInfo,
-    catalog: Catalog,
+    shared: Arc<Shared>,
+    link: RwLock<Option<Arc<Link>>>,
+    last_error: Mutex<Option<String>>,
+    first_attempt: watch::Receiver<Option<Result<(), String>>>,
+    shutdown: CancellationToken,
+    stopped: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upstream")
-            .field("name", &self.config.name)
-            .field("info", &self.info)
-            .finish()
+        f.debug_struct("Upstream").field("name", &self.config.name).finish_non_exhaustive()
+    }
+}
+
+/// One live connection.
+struct Link {
+    peer: Peer<RoleClient>,
+    info: UpstreamInfo,
+    /// Cancelled when the connection has ended: requests in flight on it end at once.
+    lost: CancellationToken,
+    /// Cancelled by a request that found the transport broken: the supervisor reconnects.
+    reset: CancellationToken,
+}
+
+/// State shared with the connection's handler.
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    events: Option<EventSender>,
+    catalog: RwLock<Arc<Catalog>>,
+    calls: Mutex<CallTable>,
+}
+
+/// Requests in flight, by the ids and progress tokens the upstream sees.
+#[derive(Default)]
+pub(crate) struct CallTable {
+    by_request: HashMap<mcp::RequestId, Option<Arc<dyn Caller>>>,
+    by_token: HashMap<mcp::ProgressToken, Arc<dyn Caller>>,
+}
+
+impl CallTable {
+    pub(crate) fn by_request(&self, id: &mcp::RequestId) -> Option<Arc<dyn Caller>> {
+        self.by_request.get(id).cloned().flatten()
+    }
+
+    pub(crate) fn by_token(&self, token: &mcp::ProgressToken) -> Option<Arc<dyn Caller>> {
+        self.by_token.get(token).cloned()
+    }
+
+    /// The caller of the only request in flight, if exactly one is.
+    pub(crate) fn only_caller(&self) -> Option<Arc<dyn Caller>> {
+        match self.by_request.values().collect::<Vec<_>>().as_slice() {
+            [only] => (*only).clone(),
+            _ => None,
+        }
+    }
+}
+
+/// Removes a request from the call table when it ends, however it ends.
+struct InFlight<'a> {
+    shared: &'a Shared,
+    id: mcp::RequestId,
+    token: mcp::ProgressToken,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut calls = self.shared.calls();
+        calls.by_request.remove(&self.id);
+        calls.by_token.remove(&self.token);
+    }
+}
+
+impl Shared {
+    pub(crate) fn emit(&self, event: UpstreamEvent) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+
+    pub(crate) fn calls(&self) -> std::sync::MutexGuard<'_, CallTable> {
+        self.calls.lock().expect("call table lock must not be poisoned")
+    }
+
+    fn set_catalog(&self, catalog: Catalog) {
+        *self.catalog.write().expect("catalog lock must not be poisoned") = Arc::new(catalog);
+    }
+
+    /// Re-lists what changed and tells the gateway.
+    pub(crate) async fn relist(&self, peer: &Peer<RoleClient>, lists: ChangedLists) {
+        let mut catalog = Catalog::clone(&self.catalog.read().expect("catalog lock").clone());
+        let fresh = list_catalog(&self.name, peer, lists).await;
+        if lists.tools {
+            catalog.tools = fresh.tools;
+        }
+        if lists.prompts {
+            catalog.prompts = fresh.prompts;
+        }
+        if lists.resources {
+            catalog.resources = fresh.resources;
+            catalog.resource_templates = fresh.resource_templates;
+        }
+        self.set_catalog(catalog);
+        self.emit(UpstreamEvent::CatalogChanged { upstream: self.name.clone(), lists });
     }
 }
 
 impl Upstream {
-    /// Connects to the server `config` describes, completes the MCP handshake and lists what it
-    /// offers, all within its `startup_timeout`.
-    pub async fn connect(config: &ServerConfig) -> Result<Upstream, UpstreamError> {
-        let started = Instant::now();
-        let name = config.name.clone();
-        let stderr = StderrLog::default();
-        let connecting = connect_service(config, stderr.clone());
-        let (service, transport, group) =
-            match tokio::time::timeout(config.startup_timeout, connecting).await {
-                Ok(result) => result?,
-                Err(_) => {
-                    return Err(UpstreamError::StartupTimeout {
-                        upstream: name,
-                        timeout: config.startup_timeout,
-                        stderr: stderr.tail(),
-                    });
-                }
-            };
-        let peer = service.peer().clone();
-        peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
-        let peer_info = peer.peer_info();
-        let remaining = config.startup_timeout.saturating_sub(started.elapsed());
-        let Ok(catalog) = tokio::time::timeout(remaining, list_catalog(&name, &peer)).await else {
-            if let Some(group) = group {
-                group.kill();
+    /// Starts supervising the server `config` describes. Connection happens in the
+    /// background; [`Upstream::ready`] waits for the first attempt.
+    pub fn start(config: ServerConfig, events: Option<EventSender>) -> Arc<Upstream> {
+        let (first_tx, first_attempt) = watch::channel(None);
+        let upstream = Arc::new(Upstream {
+            shared: Arc::new(Shared {
+                name: config.name.clone(),
+                events,
+                catalog: RwLock::default(),
+                calls: Mutex::default(),
+            }),
+            config,
+            link: RwLock::new(None),
+            last_error: Mutex::new(None),
+            first_attempt,
+            shutdown: CancellationToken::new(),
+            stopped: tokio::sync::Mutex::new(None),
+        });
+        let task = tokio::spawn(upstream.clone().supervise(first_tx));
+        if let Ok(mut stopped) = upstream.stopped.try_lock() {
+            *stopped = Some(task);
+        }
+        upstream
+    }
+
+    /// Connects once, without an event stream: for one-shot uses such as tests and clients.
+    /// Fails with the reason of the first attempt; it is not retried.
+    pub async fn connect(config: &ServerConfig) -> Result<Arc<Upstream>, UpstreamError> {
+        let upstream = Upstream::start(config.clone(), None);
+        match upstream.ready().await {
+            Ok(()) => Ok(upstream),
+            Err(error) => {
+                upstream.shutdown().await;
+                Err(error)
             }
-            return Err(UpstreamError::StartupTimeout {
-                upstream: name,
-                timeout: config.startup_timeout,
-                stderr: stderr.tail(),
-            });
+        }
+    }
+
+    /// Waits for the outcome of the first connection attempt.
+    pub async fn ready(&self) -> Result<(), UpstreamError> {
+        let mut first = self.first_attempt.clone();
+        let outcome = match first.wait_for(Option::is_some).await {
+            Ok(outcome) => outcome.clone(),
+            Err(_) => Some(Err("the supervisor stopped".to_owned())),
         };
-        let info = UpstreamInfo {
-            protocol_version: peer_info
-                .as_ref()
-                .map(|i| i.protocol_version.to_string())
-                .unwrap_or_default(),
-            transport,
-            server: peer_info.as_ref().and_then(|i| i.server_info.clone()),
-            capabilities: peer_info.as_ref().map(|i| i.capabilities.clone()).unwrap_or_default(),
-            instructions: peer_info.as_ref().and_then(|i| i.instructions.clone()),
-            startup: started.elapsed(),
-        };
-        Ok(Upstream {
-            config: config.clone(),
-            peer,
-            service: tokio::sync::Mutex::new(Some(service)),
-            group,
-            info,
-            catalog,
-        })
+        match outcome {
+            Some(Ok(())) => Ok(()),
+            Some(Err(reason)) => {
+                Err(UpstreamError::Failed { upstream: self.config.name.clone(), reason })
+            }
+            None => Err(UpstreamError::Disconnected { upstream: self.config.name.clone() }),
+        }
     }
 
     /// The configured name.
@@ -132,87 +235,448 @@ impl Upstream {
         &self.config
     }
 
-    /// What it said about itself.
-    pub fn info(&self) -> &UpstreamInfo {
-        &self.info
+    /// What it said about itself when it last connected; `None` while it is down.
+    pub fn info(&self) -> Option<UpstreamInfo> {
+        self.current_link().map(|link| link.info.clone())
     }
 
-    /// What it offered when it connected.
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// Why it is down, when it is.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().expect("last error lock").clone()
+    }
+
+    /// Whether it is connected now.
+    pub fn is_connected(&self) -> bool {
+        self.current_link().is_some()
+    }
+
+    /// What it offers now (empty while it is down).
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.shared.catalog.read().expect("catalog lock must not be poisoned").clone()
     }
 
     /// `tools/call` with the original tool name.
     pub async fn call_tool(
         &self,
         params: mcp::CallToolRequestParams,
+        options: &CallOptions,
     ) -> Result<mcp::CallToolResult, UpstreamError> {
-        self.request("tools/call", self.peer.call_tool(params)).await
+        let target = params.name.to_string();
+        let mut params = params;
+        for _round in 0..MAX_INPUT_ROUNDS {
+            let request =
+                mcp::ClientRequest::CallToolRequest(mcp::CallToolRequest::new(params.clone()));
+            match self.send(request, "tools/call", &target, options).await? {
+                mcp::ServerResult::CallToolResult(result) => return Ok(result),
+                mcp::ServerResult::InputRequiredResult(input) => {
+                    let (responses, state) = self.answer_inputs(input, options).await;
+                    params.input_responses = Some(responses);
+                    params.request_state = state;
+                }
+                other => return Err(self.unexpected("tools/call", &target, &other)),
+            }
+        }
+        Err(self.too_many_rounds("tools/call", &target))
     }
 
     /// `resources/read` with the original URI.
     pub async fn read_resource(
         &self,
         params: mcp::ReadResourceRequestParams,
+        options: &CallOptions,
     ) -> Result<mcp::ReadResourceResult, UpstreamError> {
-        self.request("resources/read", self.peer.read_resource(params)).await
+        let target = params.uri.clone();
+        let mut params = params;
+        for _round in 0..MAX_INPUT_ROUNDS {
+            let request = mcp::ClientRequest::ReadResourceRequest(mcp::ReadResourceRequest::new(
+                params.clone(),
+            ));
+            match self.send(request, "resources/read", &target, options).await? {
+                mcp::ServerResult::ReadResourceResult(result) => return Ok(result),
+                mcp::ServerResult::InputRequiredResult(input) => {
+                    let (responses, state) = self.answer_inputs(input, options).await;
+                    params.input_responses = Some(responses);
+                    params.request_state = state;
+                }
+                other => return Err(self.unexpected("resources/read", &target, &other)),
+            }
+        }
+        Err(self.too_many_rounds("resources/read", &target))
     }
 
     /// `prompts/get` with the original prompt name.
     pub async fn get_prompt(
         &self,
         params: mcp::GetPromptRequestParams,
+        options: &CallOptions,
     ) -> Result<mcp::GetPromptResult, UpstreamError> {
-        self.request("prompts/get", self.peer.get_prompt(params)).await
+        let target = params.name.clone();
+        let mut params = params;
+        for _round in 0..MAX_INPUT_ROUNDS {
+            let request =
+                mcp::ClientRequest::GetPromptRequest(mcp::GetPromptRequest::new(params.clone()));
+            match self.send(request, "prompts/get", &target, options).await? {
+                mcp::ServerResult::GetPromptResult(result) => return Ok(result),
+                mcp::ServerResult::InputRequiredResult(input) => {
+                    let (responses, state) = self.answer_inputs(input, options).await;
+                    params.input_responses = Some(responses);
+                    params.request_state = state;
+                }
+                other => return Err(self.unexpected("prompts/get", &target, &other)),
+            }
+        }
+        Err(self.too_many_rounds("prompts/get", &target))
     }
 
     /// `completion/complete` with original names.
     pub async fn complete(
         &self,
         params: mcp::CompleteRequestParams,
+        options: &CallOptions,
     ) -> Result<mcp::CompleteResult, UpstreamError> {
-        self.request("completion/complete", self.peer.complete(params)).await
+        let request = mcp::ClientRequest::CompleteRequest(mcp::CompleteRequest::new(params));
+        match self.send(request, "completion/complete", "", options).await? {
+            mcp::ServerResult::CompleteResult(result) => Ok(result),
+            other => Err(self.unexpected("completion/complete", "", &other)),
+        }
     }
 
-    /// Ends the connection; a child process and everything it started are ended too.
+    /// `resources/subscribe` (handshake-era servers).
+    #[allow(deprecated)]
+    pub async fn subscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        let request = mcp::ClientRequest::SubscribeRequest(mcp::SubscribeRequest::new(
+            mcp::SubscribeRequestParams::new(uri),
+        ));
+        self.send(request, "resources/subscribe", uri, &CallOptions::default()).await.map(drop)
+    }
+
+    /// `resources/unsubscribe` (handshake-era servers).
+    #[allow(deprecated)]
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        let request = mcp::ClientRequest::UnsubscribeRequest(mcp::UnsubscribeRequest::new(
+            mcp::UnsubscribeRequestParams::new(uri),
+        ));
+        self.send(request, "resources/unsubscribe", uri, &CallOptions::default()).await.map(drop)
+    }
+
+    /// `logging/setLevel` (handshake-era servers).
+    #[allow(deprecated)]
+    pub async fn set_level(&self, level: mcp::LoggingLevel) -> Result<(), UpstreamError> {
+        let request = mcp::ClientRequest::SetLevelRequest(mcp::SetLevelRequest::new(
+            mcp::SetLevelRequestParams::new(level),
+        ));
+        self.send(request, "logging/setLevel", "", &CallOptions::default()).await.map(drop)
+    }
+
+    /// Stops supervising: ends the connection, and a child process and everything it started.
     pub async fn shutdown(&self) {
-        if let Some(service) = self.service.lock().await.take() {
-            let _ = service.cancel().await;
-        }
-        if let Some(group) = self.group {
-            group.kill();
+        self.shutdown.cancel();
+        if let Some(task) = self.stopped.lock().await.take() {
+            let _ = task.await;
         }
     }
 
-    async fn request<T>(
+    fn current_link(&self) -> Option<Arc<Link>> {
+        self.link.read().expect("link lock must not be poisoned").clone()
+    }
+
+    /// Sends one request on behalf of `options.caller`, with the server's timeout (reset by
+    /// progress, capped at [`HARD_TIMEOUT_FACTOR`] × timeout), forwarding cancellation.
+    async fn send(
+        &self,
+        request: mcp::ClientRequest,
+        operation: &'static str,
+        target: &str,
+        options: &CallOptions,
+    ) -> Result<mcp::ServerResult, UpstreamError> {
+        let name = &self.config.name;
+        let link = self
+            .current_link()
+            .ok_or_else(|| UpstreamError::Disconnected { upstream: name.clone() })?;
+        let timeout = self.config.timeout;
+        let request_options = PeerRequestOptions::with_timeout(timeout)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(timeout.saturating_mul(HARD_TIMEOUT_FACTOR));
+        let handle = match link.peer.send_request_with_option(request, request_options).await {
+            Ok(handle) => handle,
+            Err(source) => return Err(self.failed(&link, operation, source)),
+        };
+        let id = handle.id.clone();
+        let token = handle.progress_token.clone();
+        {
+            let mut calls = self.shared.calls();
+            calls.by_request.insert(id.clone(), options.caller.clone());
+            if let Some(caller) = &options.caller {
+                calls.by_token.insert(token.clone(), caller.clone());
+            }
+        }
+        let _in_flight = InFlight { shared: &self.shared, id: id.clone(), token };
+        let target = target.to_owned();
+        tokio::select! {
+            result = handle.await_response() => match result {
+                Ok(result) => Ok(result),
+                Err(ServiceError::Timeout { .. }) => Err(UpstreamError::Timeout {
+                    upstream: name.clone(), operation, target, timeout,
+                }),
+                Err(source) => Err(self.failed(&link, operation, source)),
+            },
+            () = options.cancel.cancelled() => {
+                let reason = Some("cancelled by the client".to_owned());
+                let _ = link.peer.notify_cancelled(mcp::CancelledNotificationParam::new(Some(id), reason)).await;
+                Err(UpstreamError::Cancelled { upstream: name.clone(), operation, target })
+            }
+            () = link.lost.cancelled() => Err(UpstreamError::ConnectionLost {
+                upstream: name.clone(), operation, target,
+            }),
+        }
+    }
+
+    /// A request failed: a broken transport makes the supervisor reconnect.
+    fn failed(&self, link: &Link, operation: &'static str, source: ServiceError) -> UpstreamError {
+        if matches!(source, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
+            link.reset.cancel();
+        }
+        UpstreamError::Request {
+            upstream: self.config.name.clone(),
+            operation,
+            source: Box::new(source),
+        }
+    }
+
+    fn unexpected(
         &self,
         operation: &'static str,
-        request: impl Future<Output = Result<T, ServiceError>>,
-    ) -> Result<T, UpstreamError> {
-        if self.peer.is_transport_closed() {
-            return Err(UpstreamError::Disconnected { upstream: self.config.name.clone() });
+        target: &str,
+        result: &mcp::ServerResult,
+    ) -> UpstreamError {
+        let detail = match result {
+            mcp::ServerResult::CreateTaskResult(_) => {
+                "a task (tasks are not supported yet)".to_owned()
+            }
+            other => format!("{other:?}").chars().take(200).collect(),
+        };
+        UpstreamError::Unexpected {
+            upstream: self.config.name.clone(),
+            operation,
+            target: target.to_owned(),
+            detail,
         }
-        match tokio::time::timeout(self.config.timeout, request).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(source)) => Err(UpstreamError::Request {
-                upstream: self.config.name.clone(),
-                operation,
-                source: Box::new(source),
-            }),
-            Err(_) => Err(UpstreamError::Timeout {
-                upstream: self.config.name.clone(),
-                operation,
-                timeout: self.config.timeout,
-            }),
+    }
+
+    fn too_many_rounds(&self, operation: &'static str, target: &str) -> UpstreamError {
+        UpstreamError::Unexpected {
+            upstream: self.config.name.clone(),
+            operation,
+            target: target.to_owned(),
+            detail: format!("still asking for input after {MAX_INPUT_ROUNDS} rounds"),
         }
+    }
+
+    /// Answers a 2026-07-28 `input_required` result by asking the caller, for the retry.
+    async fn answer_inputs(
+        &self,
+        input: mcp::InputRequiredResult,
+        options: &CallOptions,
+    ) -> (mcp::InputResponses, Option<String>) {
+        let mut responses = mcp::InputResponses::new();
+        for (key, request) in input.input_requests.unwrap_or_default() {
+            let answer = match (&options.caller, request) {
+                (None, _) => Err(crate::call::unsupported("requests for input")),
+                (Some(caller), mcp::InputRequest::Elicitation(request)) => caller
+                    .create_elicitation(request.params)
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
+                (Some(caller), mcp::InputRequest::CreateMessage(request)) => caller
+                    .create_message(request.params)
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
+                (Some(caller), mcp::InputRequest::ListRoots(_)) => {
+                    caller.list_roots().await.map(|r| serde_json::to_value(r).unwrap_or_default())
+                }
+                (Some(_), _) => Err(crate::call::unsupported("this kind of input request")),
+            };
+            let value = answer.unwrap_or_else(|error| {
+                serde_json::json!({ "error": { "code": error.code.0, "message": error.message } })
+            });
+            responses.insert(key, value);
+        }
+        (responses, input.request_state)
+    }
+
+    // === supervision ===
+
+    async fn supervise(self: Arc<Self>, first: watch::Sender<Option<Result<(), String>>>) {
+        let mut failures: u32 = 0;
+        loop {
+            let attempt = tokio::select! {
+                attempt = self.connect_once() => attempt,
+                () = self.shutdown.cancelled() => break,
+            };
+            match attempt {
+                Ok((service, link, group)) => {
+                    failures = 0;
+                    *self.last_error.lock().expect("last error lock") = None;
+                    *self.link.write().expect("link lock") = Some(link.clone());
+                    tracing::info!(
+                        upstream = %self.config.name,
+                        transport = link.info.transport,
+                        protocol = %link.info.protocol_version,
+                        tools = self.catalog().tools.len(),
+                        startup_ms = link.info.startup.as_millis() as u64,
+                        "upstream connected"
+                    );
+                    self.shared
+                        .emit(UpstreamEvent::Connected { upstream: self.config.name.clone() });
+                    first.send_replace(Some(Ok(())));
+                    let reason = self.run_until_lost(service, &link).await;
+                    link.lost.cancel();
+                    *self.link.write().expect("link lock") = None;
+                    self.shared.set_catalog(Catalog::default());
+                    if let Some(group) = group {
+                        group.kill();
+                    }
+                    if self.shutdown.is_cancelled() {
+                        break;
+                    }
+                    tracing::warn!(upstream = %self.config.name, %reason, "upstream connection lost; reconnecting");
+                    *self.last_error.lock().expect("last error lock") = Some(reason.clone());
+                    self.shared.emit(UpstreamEvent::Disconnected {
+                        upstream: self.config.name.clone(),
+                        reason,
+                    });
+                }
+                Err(error) => {
+                    let reason = toolgate_core::ErrorChain(&error).to_string();
+                    if failures == 0 {
+                        tracing::warn!(upstream = %self.config.name, error = %reason, "upstream failed to start");
+                    } else {
+                        tracing::debug!(upstream = %self.config.name, error = %reason, failures, "upstream still failing");
+                    }
+                    *self.last_error.lock().expect("last error lock") = Some(reason.clone());
+                    if first.borrow().is_none() {
+                        first.send_replace(Some(Err(reason.clone())));
+                        self.shared.emit(UpstreamEvent::Disconnected {
+                            upstream: self.config.name.clone(),
+                            reason,
+                        });
+                    }
+                    failures = failures.saturating_add(1);
+                }
+            }
+            let delay = backoff_delay(failures, random_u64());
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.shutdown.cancelled() => break,
+            }
+        }
+        if first.borrow().is_none() {
+            first.send_replace(Some(Err("stopped before connecting".to_owned())));
+        }
+    }
+
+    /// Waits until the connection ends by itself, a request found it broken, or shutdown.
+    async fn run_until_lost(&self, service: Service, link: &Link) -> String {
+        let stop = service.cancellation_token();
+        let waiting = service.waiting();
+        tokio::pin!(waiting);
+        tokio::select! {
+            quit = &mut waiting => return format!("the connection closed ({})", quit_reason(quit)),
+            () = self.shutdown.cancelled() => {}
+            () = link.reset.cancelled() => {}
+        }
+        stop.cancel();
+        let _ = tokio::time::timeout(CLOSE_GRACE, waiting).await;
+        "the transport broke".to_owned()
+    }
+
+    async fn connect_once(
+        &self,
+    ) -> Result<(Service, Arc<Link>, Option<ProcessGroupHandle>), UpstreamError> {
+        let config = &self.config;
+        let started = Instant::now();
+        let name = config.name.clone();
+        let stderr = StderrLog::default();
+        let handler = UpstreamHandler::new(self.shared.clone());
+        let connecting = connect_service(config, handler, stderr.clone());
+        let timed_out = || UpstreamError::StartupTimeout {
+            upstream: name.clone(),
+            timeout: config.startup_timeout,
+            stderr: stderr.tail(),
+        };
+        let Ok(connected) = tokio::time::timeout(config.startup_timeout, connecting).await else {
+            return Err(timed_out());
+        };
+        let (service, transport, group) = connected?;
+        let peer = service.peer().clone();
+        peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
+        let remaining = config.startup_timeout.saturating_sub(started.elapsed());
+        let listing = list_catalog(&name, &peer, ChangedLists::ALL);
+        let Ok(catalog) = tokio::time::timeout(remaining, listing).await else {
+            if let Some(group) = group {
+                group.kill();
+            }
+            return Err(timed_out());
+        };
+        self.shared.set_catalog(catalog);
+        let peer_info = peer.peer_info();
+        let info = UpstreamInfo {
+            protocol_version: peer_info
+                .as_ref()
+                .map(|i| i.protocol_version.to_string())
+                .unwrap_or_default(),
+            transport,
+            server: peer_info.as_ref().and_then(|i| i.server_info.clone()),
+            capabilities: peer_info.as_ref().map(|i| i.capabilities.clone()).unwrap_or_default(),
+            instructions: peer_info.as_ref().and_then(|i| i.instructions.clone()),
+            startup: started.elapsed(),
+        };
+        let link = Arc::new(Link {
+            peer,
+            info,
+            lost: CancellationToken::new(),
+            reset: CancellationToken::new(),
+        });
+        Ok((service, link, group))
     }
 }
 
 impl Drop for Upstream {
     fn drop(&mut self) {
-        if let Some(group) = self.group {
-            group.kill();
-        }
+        self.shutdown.cancel();
+    }
+}
+
+/// Rounds of `input_required` answered for one request before giving up.
+const MAX_INPUT_ROUNDS: usize = 10;
+/// A request may run this many times its `timeout` in all, however much progress it reports.
+pub const HARD_TIMEOUT_FACTOR: u32 = 10;
+/// Time a closing connection gets to end cleanly.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// First reconnection delay.
+const BACKOFF_BASE: Duration = Duration::from_millis(200);
+/// Longest reconnection delay.
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// The delay before reconnection attempt `failures` (0 = right after a lost connection):
+/// exponential from [`BACKOFF_BASE`], capped at [`BACKOFF_MAX`], with 50–100% jitter so that
+/// many gateways do not retry in step.
+pub(crate) fn backoff_delay(failures: u32, random: u64) -> Duration {
+    let exponential = BACKOFF_BASE.saturating_mul(1u32 << failures.min(16));
+    let capped = exponential.min(BACKOFF_MAX);
+    let jitter = 0.5 + (random % 1000) as f64 / 2000.0;
+    capped.mul_f64(jitter)
+}
+
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new().build_hasher().finish()
+}
+
+fn quit_reason(quit: Result<QuitReason, tokio::task::JoinError>) -> &'static str {
+    match quit {
+        Ok(QuitReason::Closed) => "closed by the server",
+        Ok(QuitReason::Cancelled) => "cancelled",
+        _ => "the connection task failed",
     }
 }
 
@@ -220,10 +684,10 @@ impl Drop for Upstream {
 
 async fn connect_service(
     config: &ServerConfig,
+    handler: UpstreamHandler,
     stderr: StderrLog,
 ) -> Result<(Service, &'static str, Option<ProcessGroupHandle>), UpstreamError> {
     let name = &config.name;
-    let handler = UpstreamHandler::new(name);
     match &config.transport {
         TransportConfig::Stdio(stdio) => {
             let child = stdio::spawn(name, stdio, stderr.clone())?;
@@ -332,20 +796,20 @@ fn header_map(
         .collect()
 }
 
-/// Lists everything the server's capabilities say it offers. A list that fails is logged and
-/// left empty: one broken list should not hide the rest of a server.
-async fn list_catalog(upstream: &str, peer: &Peer<RoleClient>) -> Catalog {
+/// Lists what `lists` names and the server's capabilities say it offers. A list that fails is
+/// logged and left empty: one broken list should not hide the rest of a server.
+async fn list_catalog(upstream: &str, peer: &Peer<RoleClient>, lists: ChangedLists) -> Catalog {
     let capabilities = peer.peer_info().map(|i| i.capabilities.clone()).unwrap_or_default();
     let mut catalog = Catalog::default();
-    if capabilities.tools.is_some() {
+    if lists.tools && capabilities.tools.is_some() {
         catalog.tools = listed(upstream, "tools/list", peer.list_all_tools().await);
     }
-    if capabilities.resources.is_some() {
+    if lists.resources && capabilities.resources.is_some() {
         catalog.resources = listed(upstream, "resources/list", peer.list_all_resources().await);
         catalog.resource_templates =
             listed(upstream, "resources/templates/list", peer.list_all_resource_templates().await);
     }
-    if capabilities.prompts.is_some() {
+    if lists.prompts && capabilities.prompts.is_some() {
         catalog.prompts = listed(upstream, "prompts/list", peer.list_all_prompts().await);
     }
     catalog

@@ -95,7 +95,8 @@ async fn every_page_of_every_list_is_fetched() {
         enabled: true,
     };
     let upstream = Upstream::connect(&config).await.expect("connects");
-    let tools: Vec<&str> = upstream.catalog().tools.iter().map(|t| t.name.as_ref()).collect();
+    let catalog = upstream.catalog();
+    let tools: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(tools.len(), TOOLS, "{tools:?}");
     assert_eq!(tools.last(), Some(&"tool_24"));
     assert_eq!(upstream.catalog().prompts.len(), 9);

@@ -102,7 +102,7 @@ fn demo_config() -> anyhow::Result<Config> {
 
 /// Connects every enabled server. Fails when a `required` one did not come up.
 pub(crate) async fn connect(config: &Config) -> anyhow::Result<Arc<Gateway>> {
-    let gateway = Gateway::connect(&config.servers).await;
+    let gateway = Gateway::start(&config.servers).await;
     let required_failures: Vec<_> = gateway
         .failed()
         .iter()
@@ -116,7 +116,7 @@ pub(crate) async fn connect(config: &Config) -> anyhow::Result<Arc<Gateway>> {
             .collect();
         anyhow::bail!("{}", reasons.join("\n"));
     }
-    Ok(Arc::new(gateway))
+    Ok(gateway)
 }
 
 /// Where the config came from, for the first log line.

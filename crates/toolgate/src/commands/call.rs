@@ -42,7 +42,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<E
         inventory.tools().iter().find(|t| t.name == args.tool).map(|t| t.input_schema.clone());
     let arguments = build_arguments(args.args.as_deref(), &args.pairs, schema.as_deref())?;
     let params = mcp::CallToolRequestParams::new(args.tool.clone()).with_arguments(arguments);
-    let result = gateway.call_tool(params).await;
+    let result = gateway.call_tool(params, &Default::default()).await;
     gateway.shutdown().await;
     let result = match result {
         Ok(result) => result,

@@ -19,14 +19,18 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
     setup::init_logging(global, "error");
     let (config, _) = setup::load_config(global)?;
     // Unlike other commands, show failed required servers instead of refusing to go on.
-    let gateway = toolgate_server::Gateway::connect(&config.servers).await;
+    let gateway = toolgate_server::Gateway::start(&config.servers).await;
     let mut rows = Vec::new();
     for server in &config.servers {
         let row = if !server.enabled {
             serde_json::json!({"name": server.name, "state": "disabled",
                 "transport": server.transport.kind()})
-        } else if let Some(up) = gateway.upstreams().iter().find(|u| u.name() == server.name) {
-            let info = up.info();
+        } else if let Some((up, info)) = gateway
+            .upstreams()
+            .iter()
+            .find(|u| u.name() == server.name)
+            .and_then(|u| Some((u, u.info()?)))
+        {
             serde_json::json!({
                 "name": server.name,
                 "state": "connected",

@@ -1,0 +1,159 @@
+//! Downstream sessions: who is connected, at what log level, subscribed to which resources.
+//! Notifications fan out from here.
+
+#![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use rmcp::{Peer, RoleServer};
+use toolgate_core::mcp;
+
+/// One downstream session of the handshake era (stdio, or HTTP with `Mcp-Session-Id`).
+#[derive(Debug)]
+pub struct Session {
+    peer: Peer<RoleServer>,
+    state: Mutex<SessionState>,
+}
+
+#[derive(Debug, Default)]
+struct SessionState {
+    log_level: Option<mcp::LoggingLevel>,
+    subscriptions: HashSet<String>,
+}
+
+impl Session {
+    pub(crate) fn new(peer: Peer<RoleServer>) -> Self {
+        Session { peer, state: Mutex::default() }
+    }
+
+    pub(crate) fn peer(&self) -> &Peer<RoleServer> {
+        &self.peer
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, SessionState> {
+        self.state.lock().expect("session lock must not be poisoned")
+    }
+
+    pub(crate) fn set_log_level(&self, level: mcp::LoggingLevel) {
+        self.state().log_level = Some(level);
+    }
+
+    pub(crate) fn log_level(&self) -> Option<mcp::LoggingLevel> {
+        self.state().log_level
+    }
+
+    /// Whether a message at `level` passes this session's `logging/setLevel`.
+    fn wants_log(&self, level: mcp::LoggingLevel) -> bool {
+        self.state().log_level.is_none_or(|min| severity(level) >= severity(min))
+    }
+
+    /// Records a subscription; `true` when it is new.
+    pub(crate) fn subscribe(&self, uri: &str) -> bool {
+        self.state().subscriptions.insert(uri.to_owned())
+    }
+
+    /// Drops a subscription; `true` when it existed.
+    pub(crate) fn unsubscribe(&self, uri: &str) -> bool {
+        self.state().subscriptions.remove(uri)
+    }
+
+    fn is_subscribed(&self, uri: &str) -> bool {
+        self.state().subscriptions.contains(uri)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed()
+    }
+}
+
+/// RFC 5424 order, least severe first.
+pub(crate) fn severity(level: mcp::LoggingLevel) -> u8 {
+    match level {
+        mcp::LoggingLevel::Debug => 0,
+        mcp::LoggingLevel::Info => 1,
+        mcp::LoggingLevel::Notice => 2,
+        mcp::LoggingLevel::Warning => 3,
+        mcp::LoggingLevel::Error => 4,
+        mcp::LoggingLevel::Critical => 5,
+        mcp::LoggingLevel::Alert => 6,
+        mcp::LoggingLevel::Emergency => 7,
+    }
+}
+
+/// Which lists changed, for `*/list_changed`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Changed {
+    pub(crate) tools: bool,
+    pub(crate) prompts: bool,
+    pub(crate) resources: bool,
+}
+
+/// Every live session.
+#[derive(Debug, Default)]
+pub struct Sessions {
+    sessions: Mutex<Vec<Arc<Session>>>,
+}
+
+impl Sessions {
+    pub(crate) fn add(&self, session: Arc<Session>) {
+        self.live().push(session);
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Session>>> {
+        let mut sessions = self.sessions.lock().expect("sessions lock must not be poisoned");
+        sessions.retain(|s| !s.is_closed());
+        sessions
+    }
+
+    /// A snapshot of the live sessions.
+    pub(crate) fn all(&self) -> Vec<Arc<Session>> {
+        self.live().clone()
+    }
+
+    /// The most verbose level any session asked for; `None` when none asked.
+    pub(crate) fn most_verbose_level(&self) -> Option<mcp::LoggingLevel> {
+        self.all().iter().filter_map(|s| s.log_level()).min_by_key(|l| severity(*l))
+    }
+
+    /// Sends the `list_changed` notifications for `changed` to every session.
+    pub(crate) async fn notify_changed(&self, changed: Changed) {
+        for session in self.all() {
+            let peer = session.peer();
+            if changed.tools {
+                let _ = peer.notify_tool_list_changed().await;
+            }
+            if changed.prompts {
+                let _ = peer.notify_prompt_list_changed().await;
+            }
+            if changed.resources {
+                let _ = peer.notify_resource_list_changed().await;
+            }
+        }
+    }
+
+    /// `notifications/resources/updated` to the sessions subscribed to `uri`.
+    pub(crate) async fn notify_updated(&self, uri: &str) {
+        for session in self.all().iter().filter(|s| s.is_subscribed(uri)) {
+            let params = mcp::ResourceUpdatedNotificationParam::new(uri);
+            let _ = session.peer().notify_resource_updated(params).await;
+        }
+    }
+
+    /// An upstream's log message, its logger prefixed with the upstream name, to every session
+    /// whose level lets it through.
+    pub(crate) async fn notify_log(
+        &self,
+        upstream: &str,
+        params: mcp::LoggingMessageNotificationParam,
+    ) {
+        let mut params = params;
+        params.logger = Some(match params.logger.take() {
+            Some(logger) => format!("{upstream}/{logger}"),
+            None => upstream.to_owned(),
+        });
+        for session in self.all().iter().filter(|s| s.wants_log(params.level)) {
+            let _ = session.peer().notify_logging_message(params.clone()).await;
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! The party that made a call, as the upstream layer sees it.
+//!
+//! While an upstream serves a request it may report progress or ask the client something
+//! (`sampling/createMessage`, `elicitation/create`, `roots/list`). Those go to the [`Caller`]
+//! given with the request, never to anyone else: the downstream session that made the call,
+//! the agent, or a test.
+
+#![allow(deprecated)] // sampling, roots and logging are deprecated in 2026-07-28 (SEP-2577)
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::mcp;
+
+/// Who made a call: receives its progress and answers the upstream's questions while it runs.
+///
+/// Every method has a default that declines, so a caller implements only what it can do.
+pub trait Caller: Send + Sync + 'static {
+    /// Progress of the call. `params.progress_token` is the upstream's token; the caller puts
+    /// its own in its place before passing it on.
+    fn progress(&self, params: mcp::ProgressNotificationParam) -> BoxFuture<'static, ()> {
+        let _ = params;
+        Box::pin(async {})
+    }
+
+    /// `sampling/createMessage` from the upstream.
+    fn create_message(
+        &self,
+        params: mcp::CreateMessageRequestParams,
+    ) -> BoxFuture<'static, Result<mcp::CreateMessageResult, mcp::ErrorData>> {
+        let _ = params;
+        Box::pin(async { Err(unsupported("sampling/createMessage")) })
+    }
+
+    /// `elicitation/create` from the upstream.
+    fn create_elicitation(
+        &self,
+        params: mcp::ElicitRequestParams,
+    ) -> BoxFuture<'static, Result<mcp::ElicitResult, mcp::ErrorData>> {
+        let _ = params;
+        Box::pin(async { Err(unsupported("elicitation/create")) })
+    }
+
+    /// `roots/list` from the upstream.
+    fn list_roots(&self) -> BoxFuture<'static, Result<mcp::ListRootsResult, mcp::ErrorData>> {
+        Box::pin(async { Err(unsupported("roots/list")) })
+    }
+}
+
+/// The error an upstream gets when the caller cannot answer `method`.
+pub fn unsupported(method: &str) -> mcp::ErrorData {
+    mcp::ErrorData::new(
+        mcp::ErrorCode::METHOD_NOT_FOUND,
+        format!("the client that made this call does not support {method}"),
+        None,
+    )
+}
+
+/// How a request is made: on whose behalf, and until when.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Who made it; `None` = nobody who can answer questions (the upstream gets an error).
+    pub caller: Option<Arc<dyn Caller>>,
+    /// Cancelled when the caller gives up; the upstream is then sent `notifications/cancelled`.
+    pub cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions").field("caller", &self.caller.is_some()).finish()
+    }
+}
