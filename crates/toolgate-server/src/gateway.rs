@@ -56,6 +56,24 @@ pub struct Gateway {
     subscribers: Mutex<HashMap<(Arc<str>, String), usize>>,
     /// The log level last sent to the upstreams.
     upstream_log_level: Mutex<Option<mcp::LoggingLevel>>,
+    /// Requests being relayed now, for a graceful shutdown.
+    in_flight: tokio::sync::watch::Sender<usize>,
+}
+
+/// Counts a request as in flight until dropped.
+struct InFlightGuard<'a>(&'a tokio::sync::watch::Sender<usize>);
+
+impl<'a> InFlightGuard<'a> {
+    fn new(counter: &'a tokio::sync::watch::Sender<usize>) -> Self {
+        counter.send_modify(|n| *n += 1);
+        InFlightGuard(counter)
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
 }
 
 impl Gateway {
@@ -97,6 +115,7 @@ impl Gateway {
             sessions: Sessions::default(),
             subscribers: Mutex::default(),
             upstream_log_level: Mutex::default(),
+            in_flight: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -126,6 +145,7 @@ impl Gateway {
         mut params: mcp::CallToolRequestParams,
         options: &CallOptions,
     ) -> Result<mcp::CallToolResult, GatewayError> {
+        let _in_flight = InFlightGuard::new(&self.in_flight);
         let (upstream, route) = {
             let inventory = self.inventory();
             let route = inventory
@@ -143,6 +163,7 @@ impl Gateway {
         mut params: mcp::GetPromptRequestParams,
         options: &CallOptions,
     ) -> Result<mcp::GetPromptResult, GatewayError> {
+        let _in_flight = InFlightGuard::new(&self.in_flight);
         let inventory = self.inventory();
         let route = inventory
             .prompt_route(&params.name)
@@ -158,6 +179,7 @@ impl Gateway {
         mut params: mcp::ReadResourceRequestParams,
         options: &CallOptions,
     ) -> Result<mcp::ReadResourceResult, GatewayError> {
+        let _in_flight = InFlightGuard::new(&self.in_flight);
         let asked = params.uri.clone();
         let route = self
             .inventory()
@@ -180,6 +202,7 @@ impl Gateway {
         mut params: mcp::CompleteRequestParams,
         options: &CallOptions,
     ) -> Result<mcp::CompleteResult, GatewayError> {
+        let _in_flight = InFlightGuard::new(&self.in_flight);
         let inventory = self.inventory();
         let route = match &mut params.r#ref {
             mcp::Reference::Prompt(prompt) => {
@@ -278,12 +301,19 @@ impl Gateway {
             let targeted = only.is_some_and(|u| std::ptr::eq(u, upstream.as_ref()));
             if (changed || targeted)
                 && upstream.info().is_some_and(|i| i.capabilities.logging.is_some())
+                && let Err(error) = upstream.set_level(wanted).await
             {
-                if let Err(error) = upstream.set_level(wanted).await {
-                    tracing::debug!(upstream = upstream.name(), %error, "logging/setLevel failed");
-                }
+                tracing::debug!(upstream = upstream.name(), %error, "logging/setLevel failed");
             }
         }
+    }
+
+    /// Waits until no request is being relayed, or `grace` has passed. Returns how many
+    /// were still running.
+    pub async fn drain(&self, grace: std::time::Duration) -> usize {
+        let mut in_flight = self.in_flight.subscribe();
+        let _ = tokio::time::timeout(grace, in_flight.wait_for(|n| *n == 0)).await;
+        *in_flight.borrow()
     }
 
     /// Ends every upstream connection and child process.

@@ -13,5 +13,8 @@ mod session;
 
 pub use gateway::{FailedUpstream, Gateway, GatewayError};
 pub use handler::GatewayHandler;
-pub use serve::{HttpOptions, MCP_PATH, ServeError, http_router, serve_http, serve_stdio};
+pub use serve::{
+    DEFAULT_GRACE, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router, serve_http,
+    serve_stdio,
+};
 pub use session::{Session, Sessions};

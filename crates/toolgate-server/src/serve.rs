@@ -33,7 +33,7 @@ pub enum ServeError {
 }
 
 /// Options of the HTTP endpoint.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// Extra accepted `Host` values.
     pub allowed_hosts: Vec<String>,
@@ -41,6 +41,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Largest accepted request body; `None` = rmcp's default (4 MiB).
     pub max_body_bytes: Option<usize>,
+    /// On shutdown, how long requests in flight may take to finish.
+    pub grace: std::time::Duration,
 }
 
 /// Serves one MCP session on stdin/stdout until the client closes stdin or `shutdown` fires.
@@ -83,14 +85,49 @@ pub fn http_router(
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
 }
 
-/// Serves streamable HTTP on `listener` until `shutdown` fires.
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: None,
+            grace: DEFAULT_GRACE,
+        }
+    }
+}
+
+/// Time the last answers get to reach their clients before sessions close on shutdown.
+pub const RESPONSE_FLUSH: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Default time in-flight requests get to finish on shutdown.
+pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves streamable HTTP on `listener` until `shutdown` fires. Then it stops accepting
+/// connections, lets requests in flight finish for up to `options.grace`, and closes every
+/// session.
 pub async fn serve_http(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     options: &HttpOptions,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    let app = http_router(gateway, options, shutdown.child_token());
+    let sessions = CancellationToken::new();
+    let app = http_router(gateway.clone(), options, sessions.clone());
+    let grace = options.grace;
+    let closing = shutdown.clone();
+    tokio::spawn(async move {
+        closing.cancelled().await;
+        let left = gateway.drain(grace).await;
+        if left > 0 {
+            tracing::warn!(
+                requests = left,
+                "shutdown grace period over; ending requests in flight"
+            );
+        }
+        // The last answers were handed to their sessions; give them a moment to be written.
+        tokio::time::sleep(RESPONSE_FLUSH).await;
+        sessions.cancel();
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await

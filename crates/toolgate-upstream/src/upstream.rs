@@ -617,6 +617,16 @@ impl Upstream {
             }
             return Err(timed_out());
         };
+        if peer.is_transport_closed() {
+            if let Some(group) = group {
+                group.kill();
+            }
+            return Err(UpstreamError::Connect {
+                upstream: name.clone(),
+                stderr: stderr.tail(),
+                source: "the connection closed while listing its catalog".into(),
+            });
+        }
         self.shared.set_catalog(catalog);
         let peer_info = peer.peer_info();
         let info = UpstreamInfo {
@@ -817,7 +827,10 @@ async fn list_catalog(upstream: &str, peer: &Peer<RoleClient>, lists: ChangedLis
 
 fn listed<T>(upstream: &str, what: &str, result: Result<Vec<T>, ServiceError>) -> Vec<T> {
     result.unwrap_or_else(|error| {
-        tracing::warn!(upstream, %error, "{what} failed; treating it as empty");
+        // A closed transport is reported by the caller as a failed connection.
+        if !matches!(error, ServiceError::TransportClosed) {
+            tracing::warn!(upstream, %error, "{what} failed; treating it as empty");
+        }
         Vec::new()
     })
 }

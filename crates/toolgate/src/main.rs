@@ -72,7 +72,7 @@ fn main() -> ExitCode {
             Command::Call(args) => commands::call::run(&cli.global, args).await,
             Command::Servers(args) => commands::servers::run(&cli.global, args).await,
             Command::Config(command) => commands::config::run(&cli.global, command),
-            Command::DemoServer(args) => commands::demo::run(args).await,
+            Command::DemoServer(args) => commands::demo::run(&cli.global, args).await,
         }
     });
     // Children are ended by the commands themselves; don't wait for blocked stdin readers.

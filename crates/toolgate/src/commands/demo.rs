@@ -10,6 +10,8 @@ use clap::{Args, ValueEnum};
 use tokio_util::sync::CancellationToken;
 use toolgate_testkit::FixtureOptions;
 
+use crate::GlobalArgs;
+
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
     /// Transport to serve.
@@ -27,7 +29,8 @@ enum DemoTransport {
     Sse,
 }
 
-pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> {
+    crate::setup::init_logging(global, "warn");
     let options = FixtureOptions::default();
     if let DemoTransport::Stdio = args.transport {
         toolgate_testkit::serve_stdio(options).await?;

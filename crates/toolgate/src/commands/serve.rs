@@ -39,7 +39,17 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             servers = gateway.upstreams().len(),
             "serving MCP on stdio"
         );
-        toolgate_server::serve_stdio(gateway.clone(), shutdown).await.map_err(anyhow::Error::from)
+        // A signal ends the session once requests in flight are done (or the grace is over);
+        // stdin closing ends it at once.
+        let session = CancellationToken::new();
+        let (draining, stop) = (gateway.clone(), session.clone());
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            draining.drain(toolgate_server::DEFAULT_GRACE).await;
+            tokio::time::sleep(toolgate_server::RESPONSE_FLUSH).await;
+            stop.cancel();
+        });
+        toolgate_server::serve_stdio(gateway.clone(), session).await.map_err(anyhow::Error::from)
     } else {
         let address = args.listen.unwrap_or(config.gateway.listen);
         let listener = tokio::net::TcpListener::bind(address)
@@ -54,7 +64,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
         let options = HttpOptions {
             allowed_hosts: config.gateway.allowed_hosts.clone(),
             allowed_origins: config.gateway.allowed_origins.clone(),
-            max_body_bytes: None,
+            ..Default::default()
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)
             .await

@@ -5,5 +5,7 @@ mod deps;
 mod failures;
 mod matrix;
 mod real_servers;
+mod recorder;
 mod sdk_clients;
+mod supervision;
 mod support;
