@@ -3,6 +3,7 @@
 mod cli;
 mod deps;
 mod failures;
+mod fidelity;
 mod matrix;
 mod real_servers;
 mod recorder;

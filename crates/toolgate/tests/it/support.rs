@@ -109,6 +109,7 @@ impl FixtureUpstream {
 pub struct HttpGateway {
     child: Child,
     pub url: String,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpGateway {
@@ -144,12 +145,33 @@ impl HttpGateway {
         })
         .await
         .expect("toolgate ready in time");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = log.clone();
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 eprintln!("[toolgate] {line}");
+                sink.lock().expect("log lock").push(line);
             }
         });
-        HttpGateway { child, url }
+        HttpGateway { child, url, log }
+    }
+
+    /// Waits (bounded) for a log line containing every one of `parts`.
+    pub async fn wait_for_log(&self, parts: &[&str]) -> String {
+        for _ in 0..400 {
+            let found = self
+                .log
+                .lock()
+                .expect("log lock")
+                .iter()
+                .find(|line| parts.iter().all(|p| line.contains(p)))
+                .cloned();
+            if let Some(line) = found {
+                return line;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no log line with {parts:?}");
     }
 
     pub fn pid(&self) -> u32 {
