@@ -225,14 +225,19 @@ impl Gateway {
         Ok(self.upstream(&route)?.complete(params, options).await?)
     }
 
-    /// `resources/subscribe` from `session`; the upstream is subscribed on the first.
-    pub(crate) async fn subscribe(&self, session: &Session, uri: &str) -> Result<(), GatewayError> {
+    /// `resources/subscribe` from `session` (or from a `subscriptions/listen` stream, which
+    /// has none); the upstream is subscribed on the first.
+    pub(crate) async fn subscribe(
+        &self,
+        session: Option<&Session>,
+        uri: &str,
+    ) -> Result<(), GatewayError> {
         let route = self
             .inventory()
             .resource_route(uri)
             .ok_or_else(|| GatewayError::UnknownResource(uri.to_owned()))?;
         let upstream = self.upstream(&route)?;
-        if !session.subscribe(uri) {
+        if session.is_some_and(|s| !s.subscribe(uri)) {
             return Ok(());
         }
         let first = {
@@ -248,13 +253,14 @@ impl Gateway {
         Ok(())
     }
 
-    /// `resources/unsubscribe` from `session`; the upstream is unsubscribed after the last.
+    /// `resources/unsubscribe` from `session` (or a listen stream); the upstream is
+    /// unsubscribed after the last.
     pub(crate) async fn unsubscribe(
         &self,
-        session: &Session,
+        session: Option<&Session>,
         uri: &str,
     ) -> Result<(), GatewayError> {
-        if !session.unsubscribe(uri) {
+        if session.is_some_and(|s| !s.unsubscribe(uri)) {
             return Ok(());
         }
         let Some(route) = self.inventory().resource_route(uri) else { return Ok(()) };

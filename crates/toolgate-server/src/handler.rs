@@ -100,7 +100,10 @@ impl ServerHandler for GatewayHandler {
         request: mcp::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.gateway.subscribe(&self.session(&context), &request.uri).await.map_err(to_mcp_error)
+        self.gateway
+            .subscribe(Some(&self.session(&context)), &request.uri)
+            .await
+            .map_err(to_mcp_error)
     }
 
     async fn unsubscribe(
@@ -108,7 +111,35 @@ impl ServerHandler for GatewayHandler {
         request: mcp::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.gateway.unsubscribe(&self.session(&context), &request.uri).await.map_err(to_mcp_error)
+        self.gateway
+            .unsubscribe(Some(&self.session(&context)), &request.uri)
+            .await
+            .map_err(to_mcp_error)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &mcp::SubscriptionFilter,
+    ) -> Option<mcp::SubscriptionFilter> {
+        // Everything is offered; rmcp narrows it to what `get_info` advertises.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        // A 2026-07-28 client's notification stream: list changes, and updates of the
+        // resources it named, for as long as it stays open.
+        let mut uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        uris.sort();
+        uris.dedup();
+        for uri in &uris {
+            self.gateway.subscribe(None, uri).await.map_err(to_mcp_error)?;
+        }
+        self.gateway.sessions().add_listener(context.sink().clone());
+        context.cancelled().await;
+        for uri in &uris {
+            let _ = self.gateway.unsubscribe(None, uri).await;
+        }
+        Ok(())
     }
 
     async fn list_tools(

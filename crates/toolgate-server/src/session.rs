@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use rmcp::service::{SubscriptionSendError, SubscriptionSink};
 use rmcp::{Peer, RoleServer};
 use toolgate_core::mcp;
 
@@ -89,10 +90,11 @@ pub(crate) struct Changed {
     pub(crate) resources: bool,
 }
 
-/// Every live session.
+/// Every live session, and the `subscriptions/listen` streams of 2026-07-28 clients.
 #[derive(Debug, Default)]
 pub struct Sessions {
     sessions: Mutex<Vec<Arc<Session>>>,
+    listeners: Mutex<Vec<SubscriptionSink>>,
 }
 
 impl Sessions {
@@ -104,6 +106,22 @@ impl Sessions {
         let mut sessions = self.sessions.lock().expect("sessions lock must not be poisoned");
         sessions.retain(|s| !s.is_closed());
         sessions
+    }
+
+    /// Adds a `subscriptions/listen` stream; it is dropped when a send finds it closed.
+    pub(crate) fn add_listener(&self, sink: SubscriptionSink) {
+        self.listeners.lock().expect("listeners lock must not be poisoned").push(sink);
+    }
+
+    fn listeners(&self) -> Vec<SubscriptionSink> {
+        self.listeners.lock().expect("listeners lock must not be poisoned").clone()
+    }
+
+    fn drop_closed_listeners(&self, closed: &[mcp::RequestId]) {
+        if !closed.is_empty() {
+            let mut listeners = self.listeners.lock().expect("listeners lock must not be poisoned");
+            listeners.retain(|l| !closed.contains(l.id()));
+        }
     }
 
     /// A snapshot of the live sessions.
@@ -130,6 +148,23 @@ impl Sessions {
                 let _ = peer.notify_resource_list_changed().await;
             }
         }
+        let mut closed = Vec::new();
+        for listener in self.listeners() {
+            let mut results = Vec::new();
+            if changed.tools {
+                results.push(listener.notify_tool_list_changed().await);
+            }
+            if changed.prompts {
+                results.push(listener.notify_prompt_list_changed().await);
+            }
+            if changed.resources {
+                results.push(listener.notify_resource_list_changed().await);
+            }
+            if results.iter().any(|r| matches!(r, Err(SubscriptionSendError::SubscriptionClosed))) {
+                closed.push(listener.id().clone());
+            }
+        }
+        self.drop_closed_listeners(&closed);
     }
 
     /// `notifications/resources/updated` to the sessions subscribed to `uri`.
@@ -138,6 +173,16 @@ impl Sessions {
             let params = mcp::ResourceUpdatedNotificationParam::new(uri);
             let _ = session.peer().notify_resource_updated(params).await;
         }
+        let mut closed = Vec::new();
+        for listener in self.listeners() {
+            // The sink sends only URIs its filter accepted.
+            if let Err(SubscriptionSendError::SubscriptionClosed) =
+                listener.notify_resource_updated(uri).await
+            {
+                closed.push(listener.id().clone());
+            }
+        }
+        self.drop_closed_listeners(&closed);
     }
 
     /// An upstream's log message, its logger prefixed with the upstream name, to every session

@@ -70,6 +70,10 @@ pub struct Upstream {
     first_attempt: watch::Receiver<Option<Result<(), String>>>,
     shutdown: CancellationToken,
     stopped: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Resources subscribed to; on 2026-07-28 connections they are part of the listen filter.
+    subscribed: Mutex<std::collections::BTreeSet<String>>,
+    /// Wakes the listen loop to reopen its stream with a new filter.
+    refilter: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -82,6 +86,8 @@ impl std::fmt::Debug for Upstream {
 struct Link {
     peer: Peer<RoleClient>,
     info: UpstreamInfo,
+    /// Protocol 2026-07-28: notifications come only on `subscriptions/listen` streams.
+    modern: bool,
     /// Cancelled when the connection has ended: requests in flight on it end at once.
     lost: CancellationToken,
     /// Cancelled by a request that found the transport broken: the supervisor reconnects.
@@ -188,6 +194,8 @@ impl Upstream {
             first_attempt,
             shutdown: CancellationToken::new(),
             stopped: tokio::sync::Mutex::new(None),
+            subscribed: Mutex::default(),
+            refilter: tokio::sync::Notify::new(),
         });
         let task = tokio::spawn(upstream.clone().supervise(first_tx));
         if let Ok(mut stopped) = upstream.stopped.try_lock() {
@@ -341,18 +349,27 @@ impl Upstream {
         }
     }
 
-    /// `resources/subscribe` (handshake-era servers).
-    #[allow(deprecated)]
+    /// Follows updates of `uri`: `resources/subscribe` on handshake-era connections, the
+    /// `subscriptions/listen` filter on 2026-07-28 ones.
     pub async fn subscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        self.subscribed.lock().expect("subscribed lock").insert(uri.to_owned());
+        if self.current_link().is_some_and(|link| link.modern) {
+            self.refilter.notify_waiters();
+            return Ok(());
+        }
         let request = mcp::ClientRequest::SubscribeRequest(mcp::SubscribeRequest::new(
             mcp::SubscribeRequestParams::new(uri),
         ));
         self.send(request, "resources/subscribe", uri, &CallOptions::default()).await.map(drop)
     }
 
-    /// `resources/unsubscribe` (handshake-era servers).
-    #[allow(deprecated)]
+    /// Stops following updates of `uri`.
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        self.subscribed.lock().expect("subscribed lock").remove(uri);
+        if self.current_link().is_some_and(|link| link.modern) {
+            self.refilter.notify_waiters();
+            return Ok(());
+        }
         let request = mcp::ClientRequest::UnsubscribeRequest(mcp::UnsubscribeRequest::new(
             mcp::UnsubscribeRequestParams::new(uri),
         ));
@@ -528,6 +545,9 @@ impl Upstream {
                     self.shared
                         .emit(UpstreamEvent::Connected { upstream: self.config.name.clone() });
                     first.send_replace(Some(Ok(())));
+                    if link.modern {
+                        tokio::spawn(self.clone().listen(link.clone()));
+                    }
                     let reason = self.run_until_lost(service, &link).await;
                     link.lost.cancel();
                     *self.link.write().expect("link lock") = None;
@@ -589,6 +609,72 @@ impl Upstream {
         "the transport broke".to_owned()
     }
 
+    /// On a 2026-07-28 connection, keeps a `subscriptions/listen` stream open for list changes
+    /// and the subscribed resources, reopening it when the subscriptions change.
+    async fn listen(self: Arc<Self>, link: Arc<Link>) {
+        let capabilities = &link.info.capabilities;
+        loop {
+            let mut filter = mcp::SubscriptionFilter::new();
+            filter.tools_list_changed = capabilities.tools.as_ref().and_then(|c| c.list_changed);
+            filter.prompts_list_changed =
+                capabilities.prompts.as_ref().and_then(|c| c.list_changed);
+            filter.resources_list_changed =
+                capabilities.resources.as_ref().and_then(|c| c.list_changed);
+            let uris: Vec<String> =
+                self.subscribed.lock().expect("subscribed lock").iter().cloned().collect();
+            if !uris.is_empty() {
+                filter.resource_subscriptions = Some(uris);
+            }
+            let refiltered = self.refilter.notified();
+            tokio::pin!(refiltered);
+            let mut subscription = tokio::select! {
+                opened = link.peer.listen(filter) => match opened {
+                    Ok(subscription) => subscription,
+                    Err(error) => {
+                        tracing::debug!(upstream = %self.config.name, %error, "subscriptions/listen failed");
+                        return;
+                    }
+                },
+                () = link.lost.cancelled() => return,
+            };
+            loop {
+                tokio::select! {
+                    next = subscription.next() => match next {
+                        Ok(Some(notification)) => self.on_listened(&link, notification).await,
+                        _ => return,
+                    },
+                    () = &mut refiltered => {
+                        let _ = subscription.cancel().await;
+                        break;
+                    }
+                    () = link.lost.cancelled() => return,
+                }
+            }
+        }
+    }
+
+    async fn on_listened(&self, link: &Link, notification: mcp::ServerNotification) {
+        let lists = match notification {
+            mcp::ServerNotification::ToolListChangedNotification(_) => {
+                ChangedLists { tools: true, ..Default::default() }
+            }
+            mcp::ServerNotification::PromptListChangedNotification(_) => {
+                ChangedLists { prompts: true, ..Default::default() }
+            }
+            mcp::ServerNotification::ResourceListChangedNotification(_) => {
+                ChangedLists { resources: true, ..Default::default() }
+            }
+            mcp::ServerNotification::ResourceUpdatedNotification(updated) => {
+                let upstream = self.config.name.clone();
+                self.shared
+                    .emit(UpstreamEvent::ResourceUpdated { upstream, uri: updated.params.uri });
+                return;
+            }
+            _ => return,
+        };
+        self.shared.relist(&link.peer, lists).await;
+    }
+
     async fn connect_once(
         &self,
     ) -> Result<(Service, Arc<Link>, Option<ProcessGroupHandle>), UpstreamError> {
@@ -640,9 +726,11 @@ impl Upstream {
             instructions: peer_info.as_ref().and_then(|i| i.instructions.clone()),
             startup: started.elapsed(),
         };
+        let modern = info.protocol_version == mcp::ProtocolVersion::V_2026_07_28.to_string();
         let link = Arc::new(Link {
             peer,
             info,
+            modern,
             lost: CancellationToken::new(),
             reset: CancellationToken::new(),
         });

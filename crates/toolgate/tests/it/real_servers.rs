@@ -39,7 +39,16 @@ async fn everything_assertions(client: &Client, prefix: &str) {
         .await
         .expect("get-sum");
     assert!(first_text(&sum).contains('7'), "{sum:?}");
-    let resources = client.list_all_resources().await.expect("resources/list");
+    // server-everything registers some resources after its handshake and then announces
+    // them with `list_changed`, which toolgate follows: under load, wait for them (bounded).
+    let mut resources = client.list_all_resources().await.expect("resources/list");
+    for _ in 0..100 {
+        if !resources.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        resources = client.list_all_resources().await.expect("resources/list");
+    }
     let first = resources.first().expect("server-everything lists resources");
     let read = client
         .read_resource(ReadResourceRequestParams::new(first.uri.clone()))
