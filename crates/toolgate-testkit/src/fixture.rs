@@ -1,22 +1,31 @@
 //! The fixture server: one rmcp [`ServerHandler`] with the conformance suite's resources,
 //! prompts, completion and logging, plus the tools in [`crate::tool`].
 //!
-//! One [`Fixture`] serves one MCP session; its log level and resource subscriptions are
-//! per session. Every transport builds a fresh one per connection with [`Fixture::new`].
+//! One [`Fixture`] serves one MCP session (on a 2026-07-28 streamable HTTP connection, one
+//! request: that era has no sessions); its log level is per session. What outlives a session,
+//! or must reach other sessions (`dynamic_tool`, resource subscriptions, `subscriptions/listen`
+//! streams), is in the [`FixtureHub`] the server's fixtures share.
+//!
+//! Both protocol eras are served: `resources/subscribe` for handshake-era clients,
+//! `subscriptions/listen` for 2026-07-28 ones (rmcp refuses each in the other era).
 
 // Logging, sampling and `resources/subscribe` are SEP-2577-deprecated in rmcp, and the
 // conformance suite still exercises them.
 #![allow(deprecated)]
 
-use std::collections::HashSet;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model as mcp;
-use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, tool_handler};
-use tokio::sync::mpsc;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::hub::{FixtureHub, HubEvent};
+use crate::tool::DYNAMIC_TOOL;
 
 /// A 2×2 red PNG, base64.
 pub(crate) const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR42mP4z8AARAwQCgAf7gP9Y167WwAAAABJRU5ErkJggg==";
@@ -72,7 +81,9 @@ pub enum FixtureEvent {
         /// The client's `clientInfo.name`.
         client: String,
     },
-    /// A session's handler was dropped: its transport closed or the server shut down.
+    /// A session's handler was dropped: its transport closed or the server shut down. (rmcp's
+    /// streamable HTTP service also builds short-lived handlers, e.g. one per 2026-07-28
+    /// request, and each reports this when dropped.)
     SessionEnded,
     /// `slow` ran all of its steps.
     SlowCompleted {
@@ -91,6 +102,9 @@ pub enum FixtureEvent {
 /// The fixture MCP server handler (one per session).
 pub struct Fixture {
     pub(crate) opts: Arc<FixtureOptions>,
+    pub(crate) hub: FixtureHub,
+    /// This handler's key in the hub.
+    pub(crate) session_id: u64,
     session: Session,
     pub(crate) tool_router: ToolRouter<Self>,
 }
@@ -100,19 +114,29 @@ pub struct Fixture {
 struct Session {
     /// The least severe level the client wants to see; everything by default.
     log_level: Mutex<mcp::LoggingLevel>,
-    subscriptions: Mutex<HashSet<String>>,
+    /// Hub receivers taken when a `subscriptions/listen` filter was accepted, i.e. before the
+    /// acknowledgment went out, so that its stream misses no change made after the client
+    /// saw the acknowledgment. [`ServerHandler::listen`] takes the oldest.
+    listen_receivers: Mutex<VecDeque<broadcast::Receiver<HubEvent>>>,
 }
 
 // === impl Fixture ===
 
 impl Fixture {
-    /// A fresh handler for one session.
+    /// A fresh handler for a server with one session (it gets a hub of its own).
     pub fn new(opts: impl Into<Arc<FixtureOptions>>) -> Self {
+        Self::with_hub(opts, FixtureHub::new())
+    }
+
+    /// A fresh handler for one session of a server whose sessions share `hub`.
+    pub fn with_hub(opts: impl Into<Arc<FixtureOptions>>, hub: FixtureHub) -> Self {
         Self {
             opts: opts.into(),
+            session_id: hub.next_session_id(),
+            hub,
             session: Session {
                 log_level: Mutex::new(mcp::LoggingLevel::Debug),
-                subscriptions: Mutex::new(HashSet::new()),
+                listen_receivers: Mutex::default(),
             },
             tool_router: Self::tool_router(),
         }
@@ -140,17 +164,26 @@ impl Fixture {
     }
 
     fn is_subscribed(&self, uri: &str) -> bool {
-        self.session.subscriptions.lock().unwrap_or_else(PoisonError::into_inner).contains(uri)
+        self.hub.is_subscribed(self.session_id, uri)
+    }
+
+    /// Whether the tool list currently shows `name`.
+    fn is_listed(&self, name: &str) -> bool {
+        name != DYNAMIC_TOOL || self.hub.dynamic_tool_enabled()
+    }
+
+    fn listen_receiver(&self) -> Option<broadcast::Receiver<HubEvent>> {
+        self.session.listen_receivers.lock().unwrap_or_else(PoisonError::into_inner).pop_front()
     }
 }
 
 impl Drop for Fixture {
     fn drop(&mut self) {
+        self.hub.remove_session(self.session_id);
         self.emit(FixtureEvent::SessionEnded);
     }
 }
 
-#[tool_handler(router = self.tool_router)]
 impl ServerHandler for Fixture {
     fn get_info(&self) -> mcp::ServerConfig {
         let capabilities = mcp::ServerCapabilities::builder()
@@ -168,13 +201,46 @@ impl ServerHandler for Fixture {
             .with_server_info(mcp::Implementation::new(&self.opts.name, &self.opts.version))
             .with_instructions(
                 "toolgate's fixture server: the MCP conformance fixtures plus echo, large, slow, \
-                 fail, crash, env_get, spawn_child and stderr.",
+                 fail, crash, env_get, meta_echo, spawn_child, stderr, toggle_tool and \
+                 touch_resource.",
             )
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        self.hub.register_peer(self.session_id, &cx.peer);
         let client = cx.peer.peer_info().map(|info| info.client_info.name.clone());
         self.emit(FixtureEvent::Initialized { client: client.unwrap_or_default() });
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<mcp::PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::ListToolsResult, McpError> {
+        let tools =
+            self.tool_router.list_all().into_iter().filter(|tool| self.is_listed(&tool.name));
+        let mut result = mcp::ListToolsResult::with_all_items(tools.collect());
+        if crate::input::is_modern(&cx) {
+            // The list changes at runtime: never cache it, and it is the same for everyone.
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(mcp::CacheScope::Public);
+        }
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<mcp::Tool> {
+        self.is_listed(name).then(|| self.tool_router.get(name).cloned()).flatten()
+    }
+
+    async fn call_tool(
+        &self,
+        request: mcp::CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::CallToolResponse, McpError> {
+        if !self.is_listed(&request.name) {
+            return Err(McpError::invalid_params("tool not found", None));
+        }
+        self.tool_router.call(ToolCallContext::new(self, request, cx)).await
     }
 
     async fn set_level(
@@ -258,13 +324,9 @@ impl ServerHandler for Fixture {
     async fn subscribe(
         &self,
         request: mcp::SubscribeRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.session
-            .subscriptions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(request.uri);
+        self.hub.subscribe(self.session_id, &cx.peer, request.uri);
         Ok(())
     }
 
@@ -273,12 +335,71 @@ impl ServerHandler for Fixture {
         request: mcp::UnsubscribeRequestParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        self.hub.unsubscribe(self.session_id, &request.uri);
+        Ok(())
+    }
+
+    /// Every list_changed kind, and updates for any URI the fixture can read. (rmcp calls
+    /// this only for 2026-07-28 requests, then acknowledges, then calls [`Self::listen`].)
+    fn accepted_subscription_filter(
+        &self,
+        requested: &mcp::SubscriptionFilter,
+    ) -> Option<mcp::SubscriptionFilter> {
+        let mut accepted = mcp::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        accepted.resource_subscriptions = requested
+            .resource_subscriptions
+            .as_ref()
+            .map(|uris| uris.iter().filter(|uri| is_known_resource(uri)).cloned().collect());
         self.session
-            .subscriptions
+            .listen_receivers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&request.uri);
-        Ok(())
+            .push_back(self.hub.follow());
+        Some(accepted)
+    }
+
+    /// Relays hub changes the acknowledged filter covers until the client cancels (or the
+    /// server shuts down, which closes the stream). Prompts and the resource list never
+    /// change here, so those kinds are accepted but stay quiet.
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), McpError> {
+        let mut events = self.listen_receiver().unwrap_or_else(|| self.hub.follow());
+        let sink = cx.sink();
+        loop {
+            let event = tokio::select! {
+                () = cx.cancelled() => return Ok(()),
+                event = events.recv() => event,
+            };
+            let sent = match event {
+                Ok(HubEvent::ToolsChanged) if cx.accepted().tools_list_changed == Some(true) => {
+                    sink.notify_tool_list_changed().await
+                }
+                Ok(HubEvent::ResourceUpdated(uri))
+                    if cx
+                        .accepted()
+                        .resource_subscriptions
+                        .as_ref()
+                        .is_some_and(|uris| uris.contains(&uri)) =>
+                {
+                    sink.notify_resource_updated(uri).await
+                }
+                Ok(_) => Ok(()),
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    // Changes were lost: report everything the filter covers as changed, so
+                    // the client re-reads rather than goes stale.
+                    tracing::warn!(missed, "a listen stream fell behind the fixture's changes");
+                    report_everything(&cx).await
+                }
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+            };
+            if let Err(error) = sent {
+                tracing::debug!(%error, "listen stream closed");
+                return Ok(());
+            }
+        }
     }
 
     async fn list_prompts(
@@ -385,6 +506,24 @@ impl ServerHandler for Fixture {
             .map_err(|message| McpError::internal_error(message, None))?;
         Ok(mcp::CompleteResult::new(completion))
     }
+}
+
+/// Sends every notification `cx`'s filter covers and the fixture can emit.
+async fn report_everything(
+    cx: &SubscriptionContext,
+) -> Result<(), rmcp::service::SubscriptionSendError> {
+    if cx.accepted().tools_list_changed == Some(true) {
+        cx.sink().notify_tool_list_changed().await?;
+    }
+    for uri in cx.accepted().resource_subscriptions.iter().flatten() {
+        cx.sink().notify_resource_updated(uri.clone()).await?;
+    }
+    Ok(())
+}
+
+/// Whether `resources/read` serves `uri`.
+fn is_known_resource(uri: &str) -> bool {
+    matches!(uri, STATIC_TEXT_URI | STATIC_BINARY_URI | WATCHED_URI) || template_id(uri).is_some()
 }
 
 /// The `{id}` of a `test://template/{id}/data` URI.

@@ -1,5 +1,8 @@
 //! The fixture on streamable HTTP: rmcp's `StreamableHttpService` with stateful sessions,
 //! mounted at `/mcp`.
+//!
+//! rmcp builds a [`Fixture`] per handshake-era session and per 2026-07-28 request (that era
+//! is stateless); all of them share one [`FixtureHub`].
 
 use std::sync::Arc;
 
@@ -9,6 +12,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::fixture::{Fixture, FixtureOptions};
+use crate::hub::FixtureHub;
 
 /// Serves `http://<listener>/mcp` until `shutdown` is cancelled.
 ///
@@ -22,10 +26,11 @@ pub async fn serve_http(
         return Ok(());
     }
     let opts = Arc::new(opts);
+    let hub = FixtureHub::new();
     let config =
         StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
     let service = StreamableHttpService::new(
-        move || Ok(Fixture::new(opts.clone())),
+        move || Ok(Fixture::with_hub(opts.clone(), hub.clone())),
         LocalSessionManager::default().into(),
         config,
     );

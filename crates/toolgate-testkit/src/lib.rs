@@ -3,13 +3,19 @@
 //!
 //! - [`Fixture`]: the server handler: every fixture of the MCP conformance suite (so the suite
 //!   passes against it), plus `echo`, `large`, `slow`, `fail`, `crash`, `env_get`,
-//!   `spawn_child` and `stderr` for toolgate's own tests;
+//!   `meta_echo`, `spawn_child` and `stderr` for toolgate's own tests, and `toggle_tool` /
+//!   `touch_resource` to make it send change notifications. It speaks both protocol eras:
+//!   2025-11-25 sessions (server→client requests, `resources/subscribe`) and 2026-07-28
+//!   (MRTR `input_required` rounds, `subscriptions/listen`);
+//! - [`FixtureHub`]: what the sessions of one server share (`dynamic_tool`, subscribers);
 //! - [`serve_stdio`], [`serve_http`], [`serve_sse`]: the fixture on each transport, the last
 //!   being the legacy HTTP+SSE transport rmcp no longer has;
 //! - [`FixtureProcess`], [`fixture_bin`]: the `toolgate-fixture` binary out of process.
 
 mod fixture;
 mod http;
+mod hub;
+mod input;
 mod process;
 mod sse;
 mod stdio;
@@ -17,6 +23,7 @@ mod tool;
 
 pub use fixture::{Fixture, FixtureEvent, FixtureOptions};
 pub use http::serve_http;
+pub use hub::FixtureHub;
 pub use process::{FixtureProcess, fixture_bin};
 pub use sse::serve_sse;
 pub use stdio::serve_stdio;

@@ -8,7 +8,7 @@
 //! - Closing the GET ends the session.
 //!
 //! Each session runs its own [`Fixture`] over a pair of channels (rmcp takes any
-//! `(Sink, Stream)` pair as a transport).
+//! `(Sink, Stream)` pair as a transport); the sessions share one [`FixtureHub`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::fixture::{Fixture, FixtureOptions};
 use crate::http::delay_start;
+use crate::hub::FixtureHub;
 
 /// Messages buffered per direction and session.
 const CHANNEL_CAPACITY: usize = 64;
@@ -46,6 +47,7 @@ pub async fn serve_sse(
     }
     let state = Arc::new(Shared {
         opts: Arc::new(opts),
+        hub: FixtureHub::new(),
         sessions: Mutex::default(),
         shutdown: shutdown.clone(),
     });
@@ -60,6 +62,7 @@ pub async fn serve_sse(
 /// State shared by every request.
 struct Shared {
     opts: Arc<FixtureOptions>,
+    hub: FixtureHub,
     /// Live sessions: where their client→server messages go.
     sessions: Mutex<HashMap<String, mpsc::Sender<mcp::ClientJsonRpcMessage>>>,
     shutdown: CancellationToken,
@@ -98,7 +101,7 @@ async fn open_session(
     shared.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), to_server);
 
     let ct = shared.shutdown.child_token();
-    let fixture = Fixture::new(shared.opts.clone());
+    let fixture = Fixture::with_hub(shared.opts.clone(), shared.hub.clone());
     tokio::spawn(run_session(fixture, to_client, from_client, ct.clone(), id.clone()));
     tracing::debug!(session = %id, "sse session opened");
 

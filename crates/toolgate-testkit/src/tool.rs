@@ -2,7 +2,15 @@
 //! expect) and the tools toolgate's own tests and benchmarks drive.
 //!
 //! Tool failures are `isError` results, never JSON-RPC errors, except for a cancelled `slow`
-//! (whose response nobody reads).
+//! (whose response nobody reads) and a 2026-07-28 retry whose `requestState` does not verify
+//! (`-32602`).
+//!
+//! The sampling and elicitation tools ask the client through [`crate::input`]: a
+//! server→client request on handshake-era connections, an MRTR round on 2026-07-28 ones;
+//! either way the client's answer makes the same result.
+//!
+//! `toggle_tool` and `touch_resource` are test hooks for change notifications; they act on
+//! the server's [`FixtureHub`](crate::FixtureHub), so every session sees their effect.
 
 // Logging and sampling are SEP-2577-deprecated in rmcp, and the conformance suite still
 // exercises them.
@@ -12,6 +20,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model as mcp;
 use rmcp::service::RequestContext;
@@ -20,6 +29,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::fixture::{Fixture, FixtureEvent, PNG_BASE64, WAV_BASE64};
+use crate::input::{self, Asked, Retry};
+
+/// The tool `toggle_tool` adds to and removes from the list.
+pub(crate) const DYNAMIC_TOOL: &str = "dynamic_tool";
 
 /// The largest result `large` will build, in KiB (256 MiB).
 const MAX_LARGE_KB: u32 = 256 * 1024;
@@ -84,6 +97,19 @@ pub(crate) struct SamplingArgs {
 pub(crate) struct ElicitationArgs {
     /// The message to show the user.
     message: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ToggleArgs {
+    /// Show (`true`) or hide (`false`) `dynamic_tool`; flips it when absent.
+    #[serde(default)]
+    enabled: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct TouchArgs {
+    /// The resource to report as updated.
+    uri: String,
 }
 
 // === impl Fixture ===
@@ -292,27 +318,26 @@ impl Fixture {
     async fn test_sampling(
         &self,
         Parameters(args): Parameters<SamplingArgs>,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
         cx: RequestContext<RoleServer>,
-    ) -> mcp::CallToolResult {
+    ) -> Result<mcp::CallToolResponse, McpError> {
         if cx.client_capabilities().and_then(|caps| caps.sampling).is_none() {
-            return failure("the client does not support sampling");
+            return Ok(failure("the client does not support sampling").into());
         }
         let request = mcp::CreateMessageRequestParams::new(
             vec![mcp::SamplingMessage::user_text(args.prompt)],
             100,
         );
-        match cx.peer.create_message(request).await {
-            Ok(result) => {
-                let text = result
-                    .message
-                    .content
-                    .first()
-                    .and_then(|block| block.as_text())
-                    .map(|text| text.text.clone());
-                success(format!("LLM response: {}", text.unwrap_or_default()))
-            }
-            Err(error) => failure(format!("sampling failed: {error}")),
-        }
+        let retry = Retry { state, responses };
+        let result = match input::sample(&self.hub, &cx, retry, "test_sampling", request).await? {
+            Asked::Answered(result) => result,
+            Asked::InputRequired(result) => return Ok(result.into()),
+            Asked::Failed(message) => return Ok(failure(message).into()),
+        };
+        let text = result.message.content.first().and_then(|block| block.as_text());
+        let text = text.map(|text| text.text.as_str()).unwrap_or_default();
+        Ok(success(format!("LLM response: {text}")).into())
     }
 
     /// Asks the user for a username and email (`elicitation/create`), showing `message`.
@@ -320,40 +345,128 @@ impl Fixture {
     async fn test_elicitation(
         &self,
         Parameters(args): Parameters<ElicitationArgs>,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
         cx: RequestContext<RoleServer>,
-    ) -> mcp::CallToolResult {
-        let schema = user_schema();
-        match elicit(&cx, args.message, schema).await {
-            Ok(result) => success(format!("User response: {}", describe(&result))),
-            Err(message) => failure(message),
-        }
+    ) -> Result<mcp::CallToolResponse, McpError> {
+        let form = Form { tool: "test_elicitation", message: args.message, schema: user_schema() };
+        let retry = Retry { state, responses };
+        self.elicit(&cx, retry, form, "User response").await
     }
 
     /// Elicits a form whose fields all have defaults (SEP-1034).
     #[tool(annotations(read_only_hint = true))]
     async fn test_elicitation_sep1034_defaults(
         &self,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
         cx: RequestContext<RoleServer>,
-    ) -> mcp::CallToolResult {
-        let schema = sep1034_schema();
-        let message = "Please review these values (all have defaults)";
-        match elicit(&cx, message, schema).await {
-            Ok(result) => success(format!("Elicitation completed: {}", describe(&result))),
-            Err(message) => failure(message),
-        }
+    ) -> Result<mcp::CallToolResponse, McpError> {
+        let form = Form {
+            tool: "test_elicitation_sep1034_defaults",
+            message: "Please review these values (all have defaults)".to_owned(),
+            schema: sep1034_schema(),
+        };
+        let retry = Retry { state, responses };
+        self.elicit(&cx, retry, form, "Elicitation completed").await
     }
 
     /// Elicits a form with every enum flavour (SEP-1330).
     #[tool(annotations(read_only_hint = true))]
     async fn test_elicitation_sep1330_enums(
         &self,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::CallToolResponse, McpError> {
+        let form = Form {
+            tool: "test_elicitation_sep1330_enums",
+            message: "Please choose some options".to_owned(),
+            schema: sep1330_schema(),
+        };
+        let retry = Retry { state, responses };
+        self.elicit(&cx, retry, form, "Elicitation completed").await
+    }
+
+    // --- test hooks for change notifications ---
+
+    /// Adds `dynamic_tool` to the tool list or removes it (every session sees the same list)
+    /// and, when the list changed, sends `notifications/tools/list_changed` to every
+    /// handshake-era session and every 2026-07-28 `subscriptions/listen` stream that asked
+    /// for it. Returns `dynamic_tool enabled` or `dynamic_tool disabled`.
+    #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
+    async fn toggle_tool(
+        &self,
+        Parameters(args): Parameters<ToggleArgs>,
         cx: RequestContext<RoleServer>,
     ) -> mcp::CallToolResult {
-        let schema = sep1330_schema();
-        match elicit(&cx, "Please choose some options", schema).await {
-            Ok(result) => success(format!("Elicitation completed: {}", describe(&result))),
-            Err(message) => failure(message),
+        if !input::is_modern(&cx) {
+            // The caller hears about it even if its session never sent `initialized`.
+            self.hub.register_peer(self.session_id, &cx.peer);
         }
+        let (enabled, changed) = self.hub.set_dynamic_tool(args.enabled);
+        if changed {
+            self.hub.tools_changed().await;
+        }
+        success(format!("{DYNAMIC_TOOL} {}", if enabled { "enabled" } else { "disabled" }))
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to every handshake-era session
+    /// subscribed to it (`resources/subscribe`) and every 2026-07-28 listen stream whose
+    /// filter names it. Returns `touched <uri>`.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn touch_resource(&self, Parameters(args): Parameters<TouchArgs>) -> mcp::CallToolResult {
+        self.hub.resource_updated(&args.uri).await;
+        success(format!("touched {}", args.uri))
+    }
+
+    /// Listed only while `toggle_tool` has it enabled. Returns `dynamic tool called`.
+    #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
+    async fn dynamic_tool(&self) -> mcp::CallToolResult {
+        success("dynamic tool called")
+    }
+}
+
+/// A form elicitation one of the `test_elicitation*` tools makes.
+struct Form {
+    tool: &'static str,
+    message: String,
+    schema: serde_json::Value,
+}
+
+impl Fixture {
+    /// Elicits `form` in whatever way the era allows; the result is `<label>: <describe>`.
+    async fn elicit(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        retry: Retry,
+        form: Form,
+        label: &str,
+    ) -> Result<mcp::CallToolResponse, McpError> {
+        if cx.client_capabilities().and_then(|caps| caps.elicitation).is_none() {
+            return Ok(failure("the client does not support elicitation").into());
+        }
+        let requested_schema = match form.schema {
+            serde_json::Value::Object(object) => {
+                match mcp::ElicitationSchema::from_json_schema(object) {
+                    Ok(schema) => schema,
+                    Err(error) => {
+                        return Ok(failure(format!("invalid elicitation schema: {error}")).into());
+                    }
+                }
+            }
+            _ => return Ok(failure("elicitation schema must be an object").into()),
+        };
+        let request = mcp::ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: form.message,
+            requested_schema,
+        };
+        Ok(match input::elicit(&self.hub, cx, retry, form.tool, request).await? {
+            Asked::Answered(result) => success(format!("{label}: {}", describe(&result))).into(),
+            Asked::InputRequired(result) => result.into(),
+            Asked::Failed(message) => failure(message).into(),
+        })
     }
 }
 
@@ -462,31 +575,6 @@ fn success(text: impl Into<String>) -> mcp::CallToolResult {
 
 fn failure(text: impl Into<String>) -> mcp::CallToolResult {
     mcp::CallToolResult::error(vec![mcp::ContentBlock::text(text)])
-}
-
-/// Sends a form elicitation with `schema`; `Err` carries the message for an `isError` result.
-async fn elicit(
-    cx: &RequestContext<RoleServer>,
-    message: impl Into<String>,
-    schema: serde_json::Value,
-) -> Result<mcp::ElicitResult, String> {
-    if cx.client_capabilities().and_then(|caps| caps.elicitation).is_none() {
-        return Err("the client does not support elicitation".to_owned());
-    }
-    let requested_schema = match schema {
-        serde_json::Value::Object(object) => mcp::ElicitationSchema::from_json_schema(object)
-            .map_err(|error| format!("invalid elicitation schema: {error}"))?,
-        _ => return Err("elicitation schema must be an object".to_owned()),
-    };
-    let request = mcp::ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: message.into(),
-        requested_schema,
-    };
-    cx.peer
-        .create_elicitation(request)
-        .await
-        .map_err(|error| format!("elicitation failed: {error}"))
 }
 
 /// `action=<action>, content=<json>`.

@@ -8,7 +8,7 @@ use toolgate_testkit::{FixtureOptions, serve_http};
 use crate::support;
 
 /// Starts the server on 127.0.0.1:0; returns its URL and the server task.
-async fn start(
+pub(crate) async fn start(
     opts: FixtureOptions,
     shutdown: CancellationToken,
 ) -> (String, tokio::task::JoinHandle<anyhow::Result<()>>) {

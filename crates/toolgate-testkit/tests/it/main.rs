@@ -6,6 +6,8 @@
 #![allow(deprecated)]
 
 mod http;
+mod modern;
+mod notifications;
 mod process;
 mod sse;
 mod stdio;

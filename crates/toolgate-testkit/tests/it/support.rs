@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use rmcp::model as mcp;
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
-use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, ServiceExt as _};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt as _, ErrorData as McpError, RoleClient,
+    ServiceExt as _,
+};
 use tokio::sync::mpsc;
 use toolgate_testkit::{FixtureEvent, FixtureOptions};
 
@@ -17,6 +20,7 @@ pub(crate) type Client = RunningService<RoleClient, TestClient>;
 pub(crate) struct TestClient {
     progress: mpsc::UnboundedSender<mcp::ProgressNotificationParam>,
     logs: mpsc::UnboundedSender<mcp::LoggingMessageNotificationParam>,
+    changes: mpsc::UnboundedSender<Change>,
 }
 
 /// What the server sent the [`TestClient`] and the fixture reported.
@@ -24,16 +28,34 @@ pub(crate) struct Observed {
     pub(crate) progress: mpsc::UnboundedReceiver<mcp::ProgressNotificationParam>,
     pub(crate) logs: mpsc::UnboundedReceiver<mcp::LoggingMessageNotificationParam>,
     pub(crate) events: mpsc::UnboundedReceiver<FixtureEvent>,
+    /// Handshake-era change notifications (2026-07-28 ones arrive on a listen stream).
+    pub(crate) changes: mpsc::UnboundedReceiver<Change>,
+}
+
+/// A change notification a [`TestClient`] received through its handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    ToolsListChanged,
+    ResourceUpdated(String),
 }
 
 /// Fixture options that report events, the client, and where to watch both.
 pub(crate) fn setup() -> (FixtureOptions, TestClient, Observed) {
     let (events_tx, events) = mpsc::unbounded_channel();
+    let opts = FixtureOptions { events: Some(events_tx), ..FixtureOptions::default() };
+    let (client, mut observed) = client();
+    observed.events = events;
+    (opts, client, observed)
+}
+
+/// Another client, with its own observations (whose `events` never yield).
+pub(crate) fn client() -> (TestClient, Observed) {
     let (progress_tx, progress) = mpsc::unbounded_channel();
     let (logs_tx, logs) = mpsc::unbounded_channel();
-    let opts = FixtureOptions { events: Some(events_tx), ..FixtureOptions::default() };
-    let client = TestClient { progress: progress_tx, logs: logs_tx };
-    (opts, client, Observed { progress, logs, events })
+    let (changes_tx, changes) = mpsc::unbounded_channel();
+    let client = TestClient { progress: progress_tx, logs: logs_tx, changes: changes_tx };
+    let events = mpsc::unbounded_channel().1;
+    (client, Observed { progress, logs, events, changes })
 }
 
 impl ClientHandler for TestClient {
@@ -58,6 +80,18 @@ impl ClientHandler for TestClient {
         _cx: NotificationContext<RoleClient>,
     ) {
         let _ = self.logs.send(params);
+    }
+
+    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(Change::ToolsListChanged);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: mcp::ResourceUpdatedNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.changes.send(Change::ResourceUpdated(params.uri));
     }
 
     async fn create_message(
@@ -88,6 +122,25 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     client.serve(transport).await.expect("the client must complete the handshake")
+}
+
+/// Connects `client` over `transport` as a 2026-07-28 client (`server/discover`, no
+/// `initialize`).
+pub(crate) async fn connect_modern<T, E, A>(client: TestClient, transport: T) -> Client
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![mcp::ProtocolVersion::V_2026_07_28],
+    };
+    let connected = client.serve_with_lifecycle(transport, lifecycle);
+    within("discover", connected).await.expect("the client must discover the server")
+}
+
+/// The next change notification the client's handler saw.
+pub(crate) async fn next_change(observed: &mut Observed) -> Change {
+    within("a change notification", observed.changes.recv()).await.expect("channel open")
 }
 
 /// Awaits `future`, failing the test after [`PATIENCE`].
@@ -167,9 +220,13 @@ async fn lists(client: &Client) {
         "test_elicitation",
         "test_elicitation_sep1034_defaults",
         "test_elicitation_sep1330_enums",
+        "meta_echo",
+        "toggle_tool",
+        "touch_resource",
     ] {
         assert!(names.contains(&expected), "{expected} missing from {names:?}");
     }
+    assert!(!names.contains(&"dynamic_tool"), "dynamic_tool is listed only once toggled");
     for tool in &tools {
         assert!(tool.description.is_some(), "{} has no description", tool.name);
         assert_eq!(tool.input_schema.get("type"), Some(&serde_json::json!("object")));
@@ -242,7 +299,8 @@ async fn tools(client: &Client) {
     }
 }
 
-async fn server_requests(client: &Client) {
+/// The sampling and elicitation tools, whichever way the era makes them ask.
+pub(crate) async fn server_requests(client: &Client) {
     let sampled = call(client, "test_sampling", serde_json::json!({ "prompt": "hi" })).await;
     assert_eq!(only_text(&sampled), "LLM response: sampled");
 

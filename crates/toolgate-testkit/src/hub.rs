@@ -1,0 +1,184 @@
+//! State shared by every session of one fixture server: what toolgate's tests change through
+//! `toggle_tool` and `touch_resource`, and who hears about it.
+//!
+//! A [`Fixture`](crate::Fixture) serves one session, and on a 2026-07-28 streamable HTTP
+//! connection one *request* (there are no sessions in that era), so anything that must be
+//! visible across requests and sessions lives here instead, behind an `Arc`:
+//!
+//! - whether the extra tool `dynamic_tool` is listed (process-wide, like a real server whose
+//!   catalog changed: every session sees the same list);
+//! - the handshake-era sessions (their peer and `resources/subscribe` set), so a change
+//!   reaches every one of them, not just the caller's;
+//! - a broadcast channel that every open `subscriptions/listen` stream (2026-07-28) follows;
+//! - the key that seals MRTR `requestState` (see [`crate::input`]).
+//!
+//! Every transport makes one hub per server ([`serve_http`](crate::serve_http) and
+//! [`serve_sse`](crate::serve_sse) share it between their sessions); [`Fixture::new`]
+//! makes a private one, which is right for a single stdio session.
+//!
+//! [`Fixture::new`]: crate::Fixture::new
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model as mcp;
+use rmcp::{Peer, RoleServer};
+use tokio::sync::broadcast;
+
+use crate::input::StateSeal;
+
+/// Changes buffered per `subscriptions/listen` stream before it lags.
+const EVENT_CAPACITY: usize = 256;
+
+/// The state every session of one fixture server shares (cheap to clone: an `Arc`).
+///
+/// Pass the same hub to every [`Fixture::with_hub`](crate::Fixture::with_hub) of a server
+/// that serves several sessions in process.
+#[derive(Clone, Debug, Default)]
+pub struct FixtureHub {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dynamic_tool: AtomicBool,
+    next_session: AtomicU64,
+    /// Handshake-era sessions that finished their handshake or subscribed to something.
+    sessions: Mutex<HashMap<u64, LegacySession>>,
+    /// What open `subscriptions/listen` streams follow.
+    events: broadcast::Sender<HubEvent>,
+    seal: StateSeal,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Self {
+            dynamic_tool: AtomicBool::new(false),
+            next_session: AtomicU64::new(0),
+            sessions: Mutex::default(),
+            events: broadcast::channel(EVENT_CAPACITY).0,
+            seal: StateSeal::new(),
+        }
+    }
+}
+
+/// One handshake-era session, as far as notifications go.
+#[derive(Debug, Default)]
+struct LegacySession {
+    peer: Option<Peer<RoleServer>>,
+    subscriptions: HashSet<String>,
+}
+
+/// A change that `subscriptions/listen` streams may have to report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum HubEvent {
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// `notifications/resources/updated` for this URI.
+    ResourceUpdated(String),
+}
+
+// === impl FixtureHub ===
+
+impl FixtureHub {
+    /// A hub with `dynamic_tool` hidden and nobody listening.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A fresh id for a [`Fixture`](crate::Fixture), the key of its session entry.
+    pub(crate) fn next_session_id(&self) -> u64 {
+        self.inner.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn seal(&self) -> &StateSeal {
+        &self.inner.seal
+    }
+
+    pub(crate) fn dynamic_tool_enabled(&self) -> bool {
+        self.inner.dynamic_tool.load(Ordering::SeqCst)
+    }
+
+    /// Shows (`Some(true)`) or hides (`Some(false)`) `dynamic_tool`, or flips it (`None`).
+    /// Returns whether it is now shown and whether that changed the tool list.
+    pub(crate) fn set_dynamic_tool(&self, enabled: Option<bool>) -> (bool, bool) {
+        let flag = &self.inner.dynamic_tool;
+        match enabled {
+            Some(enabled) => (enabled, flag.swap(enabled, Ordering::SeqCst) != enabled),
+            None => (!flag.fetch_xor(true, Ordering::SeqCst), true),
+        }
+    }
+
+    /// Records that handshake-era session `id` talks through `peer`.
+    pub(crate) fn register_peer(&self, id: u64, peer: &Peer<RoleServer>) {
+        let mut sessions = self.sessions();
+        let session = sessions.entry(id).or_default();
+        if session.peer.is_none() {
+            session.peer = Some(peer.clone());
+        }
+    }
+
+    /// Forgets session `id` (its handler was dropped).
+    pub(crate) fn remove_session(&self, id: u64) {
+        self.sessions().remove(&id);
+    }
+
+    /// `resources/subscribe` from handshake-era session `id`.
+    pub(crate) fn subscribe(&self, id: u64, peer: &Peer<RoleServer>, uri: String) {
+        let mut sessions = self.sessions();
+        let session = sessions.entry(id).or_default();
+        session.peer.get_or_insert_with(|| peer.clone());
+        session.subscriptions.insert(uri);
+    }
+
+    /// `resources/unsubscribe` from handshake-era session `id`.
+    pub(crate) fn unsubscribe(&self, id: u64, uri: &str) {
+        if let Some(session) = self.sessions().get_mut(&id) {
+            session.subscriptions.remove(uri);
+        }
+    }
+
+    pub(crate) fn is_subscribed(&self, id: u64, uri: &str) -> bool {
+        self.sessions().get(&id).is_some_and(|session| session.subscriptions.contains(uri))
+    }
+
+    /// A receiver for every change from now on, for one `subscriptions/listen` stream.
+    pub(crate) fn follow(&self) -> broadcast::Receiver<HubEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Tells every handshake-era session and every listen stream that the tool list changed.
+    pub(crate) async fn tools_changed(&self) {
+        let peers: Vec<_> = self.sessions().values().filter_map(|s| s.peer.clone()).collect();
+        for peer in peers {
+            if let Err(error) = peer.notify_tool_list_changed().await {
+                tracing::debug!(%error, "could not send tools/list_changed to a session");
+            }
+        }
+        // No receiver means no listen stream is open: nothing to do.
+        let _ = self.inner.events.send(HubEvent::ToolsChanged);
+    }
+
+    /// Tells the handshake-era sessions subscribed to `uri`, and every listen stream (each
+    /// checks its own filter), that the resource changed.
+    pub(crate) async fn resource_updated(&self, uri: &str) {
+        let peers: Vec<_> = self
+            .sessions()
+            .values()
+            .filter(|session| session.subscriptions.contains(uri))
+            .filter_map(|session| session.peer.clone())
+            .collect();
+        for peer in peers {
+            let param = mcp::ResourceUpdatedNotificationParam::new(uri);
+            if let Err(error) = peer.notify_resource_updated(param).await {
+                tracing::debug!(%error, uri, "could not send resources/updated to a session");
+            }
+        }
+        let _ = self.inner.events.send(HubEvent::ResourceUpdated(uri.to_owned()));
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<u64, LegacySession>> {
+        self.inner.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
