@@ -117,3 +117,97 @@ async fn an_upstream_asking_a_client_without_the_capability_gets_a_clear_error()
     assert!(text.contains("sampling"), "{text}");
     client.cancel().await.expect("close");
 }
+
+/// `list_changed` and `resources/updated` from an upstream of either era reach the client:
+/// the tool list follows, and only subscribers hear about a resource.
+async fn notifications_follow(upstream: &str) {
+    let fixture = match upstream {
+        "stdio" => None,
+        other => Some(FixtureUpstream::start(other).await),
+    };
+    let config =
+        ConfigDir::new(&fixture_server("fx", upstream, fixture.as_ref().map(|f| f.url.as_str())));
+    let (client, mut notes, _pid) = recording_stdio_client(&config.path()).await;
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.iter().map(|t| t.name.to_string()).collect()
+    };
+    assert!(
+        !names(client.list_all_tools().await.expect("list")).contains(&"fx__dynamic_tool".into())
+    );
+    client.call_tool(call("fx__toggle_tool", json!({"enabled": true}))).await.expect("toggle");
+    notes.next_matching(|n| matches!(n, Note::ToolsChanged).then_some(())).await;
+    let tools = names(client.list_all_tools().await.expect("list"));
+    assert!(tools.contains(&"fx__dynamic_tool".into()), "{tools:?}");
+    let dynamic = client.call_tool(call("fx__dynamic_tool", json!({}))).await.expect("call it");
+    assert_eq!(first_text(&dynamic), "dynamic tool called");
+
+    let watched = "test://watched-resource";
+    client.subscribe(rmcp::model::SubscribeRequestParams::new(watched)).await.expect("subscribe");
+    // An update of another resource is not for this client; the watched one is.
+    client
+        .call_tool(call("fx__touch_resource", json!({"uri": "test://static-text"})))
+        .await
+        .expect("touch");
+    client.call_tool(call("fx__touch_resource", json!({"uri": watched}))).await.expect("touch");
+    let updated = notes
+        .next_matching(|n| match n {
+            Note::Updated(uri) => Some(uri.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(updated, watched);
+    client.call_tool(call("fx__toggle_tool", json!({"enabled": false}))).await.expect("toggle");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn notifications_follow_a_handshake_era_upstream() {
+    notifications_follow("stdio").await;
+}
+
+#[tokio::test]
+async fn notifications_follow_a_2026_07_28_upstream() {
+    notifications_follow("http").await;
+}
+
+#[tokio::test]
+async fn a_2026_07_28_client_hears_changes_on_its_listen_stream() {
+    use rmcp::ClientServiceExt;
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::ClientLifecycleMode;
+
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let lifecycle =
+        ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(gateway.url.as_str());
+    let client = ().serve_with_lifecycle(transport, lifecycle).await.expect("discover");
+    let watched = "test://watched-resource";
+    let mut filter = SubscriptionFilter::new();
+    filter.tools_list_changed = Some(true);
+    filter.resource_subscriptions = Some(vec![watched.to_owned()]);
+    let mut stream = client.listen(filter).await.expect("subscriptions/listen");
+    client.call_tool(call("fx__toggle_tool", json!({"enabled": true}))).await.expect("toggle");
+    let changed = next_notification(&mut stream).await;
+    assert!(matches!(changed, ServerNotification::ToolListChangedNotification(_)), "{changed:?}");
+    client.call_tool(call("fx__touch_resource", json!({"uri": watched}))).await.expect("touch");
+    match next_notification(&mut stream).await {
+        ServerNotification::ResourceUpdatedNotification(updated) => {
+            assert_eq!(updated.params.uri, watched)
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let _ = stream.cancel().await;
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}
+
+async fn next_notification(
+    stream: &mut rmcp::service::Subscription,
+) -> rmcp::model::ServerNotification {
+    tokio::time::timeout(Duration::from_secs(20), stream.next())
+        .await
+        .expect("a notification in time")
+        .expect("stream healthy")
+        .expect("stream open")
+}
