@@ -150,8 +150,10 @@ impl Gateway {
             let inventory = self.inventory();
             let route = inventory
                 .tool_route(&params.name)
+                .cloned()
+                .or_else(|| inventory.unlisted_tool_route(&params.name))
                 .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
-            (self.upstream(route)?, route.clone())
+            (self.upstream(&route)?, route)
         };
         params.name = route.original.into();
         Ok(upstream.call_tool(params, options).await?)
@@ -167,8 +169,10 @@ impl Gateway {
         let inventory = self.inventory();
         let route = inventory
             .prompt_route(&params.name)
+            .cloned()
+            .or_else(|| inventory.unlisted_prompt_route(&params.name))
             .ok_or_else(|| GatewayError::UnknownPrompt(params.name.clone()))?;
-        let upstream = self.upstream(route)?;
+        let upstream = self.upstream(&route)?;
         params.name = route.original.clone();
         Ok(upstream.get_prompt(params, options).await?)
     }
@@ -209,6 +213,7 @@ impl Gateway {
                 let route = inventory
                     .prompt_route(&prompt.name)
                     .cloned()
+                    .or_else(|| inventory.unlisted_prompt_route(&prompt.name))
                     .ok_or_else(|| GatewayError::UnknownPrompt(prompt.name.clone()))?;
                 prompt.name = route.original.clone();
                 route

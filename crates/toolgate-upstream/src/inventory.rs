@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
-use toolgate_config::ToolFilter;
+use toolgate_config::{CompiledToolFilter, ToolFilter};
 use toolgate_core::mcp;
 use toolgate_core::name::{disambiguated_name, exposed_name};
 
@@ -73,7 +73,16 @@ pub struct Inventory {
     templates: Vec<mcp::ResourceTemplate>,
     template_routes: Vec<TemplateRoute>,
     resource_upstreams: Vec<Arc<str>>,
+    passthrough: Option<Passthrough>,
     collisions: Vec<Collision>,
+}
+
+/// The only upstream without a prefix, if there is exactly one: names nobody lists may still
+/// be its own (a tool it did not list, or one it does not know and should answer for itself).
+#[derive(Debug)]
+struct Passthrough {
+    upstream: Arc<str>,
+    filter: CompiledToolFilter,
 }
 
 #[derive(Debug)]
@@ -114,6 +123,14 @@ impl Inventory {
             if !c.catalog.resources.is_empty() || !c.catalog.resource_templates.is_empty() {
                 inventory.resource_upstreams.push(upstream);
             }
+        }
+        let mut passthrough = contributions.iter().filter(|c| c.prefix.is_empty());
+        if let (Some(only), None) = (passthrough.next(), passthrough.next()) {
+            inventory.passthrough = only
+                .filter
+                .compile()
+                .ok()
+                .map(|filter| Passthrough { upstream: only.upstream.into(), filter });
         }
         inventory.tool_routes = tools.routes;
         inventory.prompt_routes = prompts.routes;
@@ -195,6 +212,23 @@ impl Inventory {
     /// Where the exposed tool `name` leads.
     pub fn tool_route(&self, name: &str) -> Option<&Route> {
         self.tool_routes.get(name)
+    }
+
+    /// Where a tool name that no upstream lists leads: to the only passthrough upstream
+    /// (empty prefix), when its tool filter admits the name, so that it answers as it would
+    /// to a direct client. `None` when there is no such upstream, or when the name is listed.
+    pub fn unlisted_tool_route(&self, name: &str) -> Option<Route> {
+        let passthrough = self.passthrough.as_ref()?;
+        (!self.tool_routes.contains_key(name) && passthrough.filter.matches(name))
+            .then(|| Route { upstream: passthrough.upstream.clone(), original: name.to_owned() })
+    }
+
+    /// Where a prompt name that no upstream lists leads: to the only passthrough upstream, as
+    /// for [`unlisted_tool_route`](Self::unlisted_tool_route).
+    pub fn unlisted_prompt_route(&self, name: &str) -> Option<Route> {
+        let passthrough = self.passthrough.as_ref()?;
+        (!self.prompt_routes.contains_key(name))
+            .then(|| Route { upstream: passthrough.upstream.clone(), original: name.to_owned() })
     }
 
     /// Where the exposed prompt `name` leads.

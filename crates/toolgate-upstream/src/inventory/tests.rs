@@ -168,3 +168,30 @@ fn rewritten_uris_round_trip() {
         assert_eq!((&*route.upstream, route.original.as_str()), (upstream, original));
     }
 }
+
+#[test]
+fn unlisted_names_go_to_the_only_passthrough_upstream_within_its_filter() {
+    let fs = catalog(&["read_file", "move_file"]);
+    let gh = catalog(&["issue"]);
+    let filter = ToolFilter { allow: Vec::new(), deny: vec!["move_*".into()] };
+    let inventory = Inventory::build([
+        Contribution { upstream: "fs", prefix: "", filter: &filter, catalog: &fs },
+        part("gh", "gh", &gh),
+    ]);
+    let route = inventory.unlisted_tool_route("not_listed").expect("to the passthrough");
+    assert_eq!((&*route.upstream, route.original.as_str()), ("fs", "not_listed"));
+    assert!(inventory.unlisted_tool_route("move_file").is_none(), "denied stays denied");
+    assert!(inventory.unlisted_tool_route("read_file").is_none(), "listed names route exactly");
+    assert!(inventory.unlisted_tool_route("gh__issue").is_none(), "listed names route exactly");
+    assert_eq!(&*inventory.unlisted_prompt_route("any").expect("prompt").upstream, "fs");
+}
+
+#[test]
+fn unlisted_names_are_unknown_without_exactly_one_passthrough_upstream() {
+    let a = catalog(&["echo"]);
+    let prefixed = Inventory::build([part("a", "a", &a)]);
+    assert!(prefixed.unlisted_tool_route("echo").is_none());
+    assert!(prefixed.unlisted_prompt_route("echo").is_none());
+    let two = Inventory::build([part("a", "", &a), part("b", "", &a)]);
+    assert!(two.unlisted_tool_route("other").is_none(), "ambiguous: no guessing");
+}
