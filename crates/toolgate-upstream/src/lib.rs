@@ -9,6 +9,7 @@ mod call;
 mod error;
 mod event;
 mod handler;
+mod http_client;
 pub mod inventory;
 mod sse;
 mod stdio;

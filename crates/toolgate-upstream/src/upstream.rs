@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderName, HeaderValue};
 use rmcp::model::ProtocolVersion;
-use rmcp::service::{ClientLifecycleMode, PeerRequestOptions, QuitReason, RunningService};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, PeerRequestOptions, QuitReason, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientCacheConfig, ClientServiceExt, Peer, RoleClient, ServiceError};
@@ -21,6 +23,7 @@ use crate::call::{CallOptions, Caller};
 use crate::error::{BothTransportsFailed, StderrTail, UpstreamError};
 use crate::event::{ChangedLists, EventSender, UpstreamEvent};
 use crate::handler::UpstreamHandler;
+use crate::http_client::SessionAwareClient;
 use crate::sse::SseTransport;
 use crate::stdio::{self, ProcessGroupHandle, StderrLog};
 
@@ -566,7 +569,10 @@ impl Upstream {
                     });
                 }
                 Err(error) => {
-                    let reason = toolgate_core::ErrorChain(&error).to_string();
+                    // `UpstreamError::Failed` names the upstream itself.
+                    let chain = toolgate_core::ErrorChain(&error).to_string();
+                    let own_name = format!("upstream {}: ", self.config.name);
+                    let reason = chain.strip_prefix(&own_name).unwrap_or(&chain).to_owned();
                     if failures == 0 {
                         tracing::warn!(upstream = %self.config.name, error = %reason, "upstream failed to start");
                     } else {
@@ -855,16 +861,28 @@ async fn connect_streamable(
     headers: Vec<(HeaderName, HeaderValue)>,
     handler: UpstreamHandler,
 ) -> Result<Service, BoxError> {
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
-            .custom_headers(headers.into_iter().collect())
-            .reinit_on_expired_session(true),
-    );
+    let transport = || {
+        StreamableHttpClientTransport::with_client(
+            SessionAwareClient::new(),
+            StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
+                .custom_headers(headers.iter().cloned().collect())
+                .reinit_on_expired_session(true),
+        )
+    };
     let lifecycle = ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     };
-    Ok(handler.serve_with_lifecycle(transport, lifecycle).await?)
+    match handler.clone().serve_with_lifecycle(transport(), lifecycle).await {
+        // rmcp falls back to `initialize` when `server/discover` is refused, but not when a
+        // server of the older era answers it with a result of the wrong shape (some answer any
+        // unknown request with `{}`). Such a server speaks `initialize`: ask again that way.
+        Err(ClientInitializeError::ExpectedInitResult(Some(answer))) => {
+            tracing::debug!(url = %config.url, ?answer, "server/discover answered oddly; using initialize");
+            Ok(handler.serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize).await?)
+        }
+        connected => Ok(connected?),
+    }
 }
 
 async fn connect_sse(

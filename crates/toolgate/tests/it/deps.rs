@@ -67,13 +67,17 @@ pub fn free_port() -> u16 {
 /// `server-everything` (streamableHttp or sse) on a free port; it binds every interface, so
 /// only its 127.0.0.1 address is used.
 pub struct EverythingServer {
-    _child: Child,
+    child: Child,
     pub url: String,
+    pub port: u16,
 }
 
 impl EverythingServer {
     pub async fn start(mode: &str) -> Self {
-        let port = free_port();
+        Self::start_on(mode, free_port()).await
+    }
+
+    pub async fn start_on(mode: &str, port: u16) -> Self {
         let mut child = Command::new(node())
             .arg(npm_bin("mcp-server-everything"))
             .arg(mode)
@@ -106,6 +110,11 @@ impl EverythingServer {
         tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
         tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
         let path = if mode == "sse" { "sse" } else { "mcp" };
-        EverythingServer { _child: child, url: format!("http://127.0.0.1:{port}/{path}") }
+        EverythingServer { child, url: format!("http://127.0.0.1:{port}/{path}"), port }
+    }
+
+    /// Stops it (SIGKILL) and waits until it is gone.
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
     }
 }

@@ -152,3 +152,29 @@ async fn server_memory_keeps_entities_across_calls() {
     assert!(first_text(&graph).contains("a gateway"), "{graph:?}");
     client.cancel().await.expect("close");
 }
+
+/// A handshake-era HTTP server restarts and forgets its sessions (`server-everything` then
+/// answers 400 "No valid session ID provided", not the 404 the spec asks for): the next call
+/// through toolgate re-initialises the session and succeeds, with no error in between.
+#[tokio::test]
+async fn an_expired_upstream_http_session_is_reinitialised() {
+    let server = EverythingServer::start("streamableHttp").await;
+    let port = server.port;
+    let config = ConfigDir::new(&format!("[servers.ev]\nurl = {}\n", toml_str(&server.url)));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let client = http_client(&gateway.url).await;
+    let echo = |text: &'static str| {
+        client.call_tool(
+            CallToolRequestParams::new("ev__echo").with_arguments(object(json!({"message": text}))),
+        )
+    };
+    assert_eq!(first_text(&echo("before").await.expect("echo")), "Echo: before");
+    server.kill().await;
+    let _restarted = EverythingServer::start_on("streamableHttp", port).await;
+    let after = echo("after").await.expect("echo after the restart");
+    assert_eq!(after.is_error, None, "{after:?}");
+    assert_eq!(first_text(&after), "Echo: after");
+    assert_eq!(first_text(&echo("again").await.expect("echo")), "Echo: again");
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}
