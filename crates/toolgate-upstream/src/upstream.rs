@@ -102,6 +102,10 @@ pub(crate) struct Shared {
     pub(crate) name: String,
     events: Option<EventSender>,
     catalog: RwLock<Arc<Catalog>>,
+    /// Held while listing and storing the catalog: rmcp handles each `list_changed` in a task
+    /// of its own, and one may arrive during the first listing; unserialised, a slower listing
+    /// would overwrite a newer one with what it read before the change.
+    listing: tokio::sync::Mutex<()>,
     calls: Mutex<CallTable>,
 }
 
@@ -162,6 +166,7 @@ impl Shared {
 
     /// Re-lists what changed and tells the gateway.
     pub(crate) async fn relist(&self, peer: &Peer<RoleClient>, lists: ChangedLists) {
+        let _listing = self.listing.lock().await;
         let mut catalog = Catalog::clone(&self.catalog.read().expect("catalog lock").clone());
         let fresh = list_catalog(&self.name, peer, lists).await;
         if lists.tools {
@@ -173,6 +178,10 @@ impl Shared {
         if lists.resources {
             catalog.resources = fresh.resources;
             catalog.resource_templates = fresh.resource_templates;
+        }
+        if peer.is_transport_closed() {
+            // That connection is gone; its catalog was already dropped.
+            return;
         }
         self.set_catalog(catalog);
         self.emit(UpstreamEvent::CatalogChanged { upstream: self.name.clone(), lists });
@@ -189,6 +198,7 @@ impl Upstream {
                 name: config.name.clone(),
                 events,
                 catalog: RwLock::default(),
+                listing: tokio::sync::Mutex::default(),
                 calls: Mutex::default(),
             }),
             config,
@@ -702,6 +712,9 @@ impl Upstream {
         let peer = service.peer().clone();
         peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
         let remaining = config.startup_timeout.saturating_sub(started.elapsed());
+        // Held until the catalog is stored: a `list_changed` that arrives meanwhile re-lists
+        // after this listing, not before it.
+        let _listing = self.shared.listing.lock().await;
         let listing = list_catalog(&name, &peer, ChangedLists::ALL);
         let Ok(catalog) = tokio::time::timeout(remaining, listing).await else {
             if let Some(group) = group {
