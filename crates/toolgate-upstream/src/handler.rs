@@ -5,12 +5,17 @@
 
 use std::sync::Arc;
 
-use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
-use rmcp::{ClientHandler, ErrorData, RoleClient};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, InboundStreamOrigin, NotificationContext,
+    RequestContext, RunningService,
+};
+use rmcp::transport::IntoTransport;
+use rmcp::{ClientHandler, ClientServiceExt, ErrorData, RoleClient};
 use toolgate_core::mcp;
 
 use crate::call::Caller;
 use crate::event::{ChangedLists, UpstreamEvent};
+use crate::progress::ProgressCounting;
 use crate::upstream::Shared;
 
 /// The client side of one upstream connection.
@@ -43,6 +48,21 @@ impl UpstreamHandler {
                 None,
             )
         })
+    }
+
+    /// Runs this handler over `transport`, counting each call's progress as it is read (see
+    /// [`crate::progress`]).
+    pub(crate) async fn serve<T, E, A>(
+        self,
+        transport: T,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<RunningService<RoleClient, Self>, ClientInitializeError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let counting = ProgressCounting::new(transport.into_transport(), self.shared.clone());
+        self.serve_with_lifecycle(counting, lifecycle).await
     }
 
     async fn relist(&self, context: &NotificationContext<RoleClient>, lists: ChangedLists) {
@@ -104,9 +124,10 @@ impl ClientHandler for UpstreamHandler {
         params: mcp::ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let caller = self.shared.calls().by_token(&params.progress_token);
-        if let Some(caller) = caller {
+        let route = self.shared.calls().by_token(&params.progress_token);
+        if let Some((caller, ledger)) = route {
             caller.progress(params).await;
+            ledger.forwarded_one();
         }
     }
 

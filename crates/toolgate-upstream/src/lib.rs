@@ -11,6 +11,7 @@ mod event;
 mod handler;
 mod http_client;
 pub mod inventory;
+mod progress;
 mod sse;
 mod stdio;
 mod upstream;

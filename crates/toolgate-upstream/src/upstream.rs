@@ -13,7 +13,7 @@ use rmcp::service::{
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientCacheConfig, ClientServiceExt, Peer, RoleClient, ServiceError};
+use rmcp::{ClientCacheConfig, Peer, RoleClient, ServiceError};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use toolgate_config::{HttpConfig, HttpTransport, ServerConfig, TransportConfig};
@@ -24,6 +24,7 @@ use crate::error::{BothTransportsFailed, StderrTail, UpstreamError};
 use crate::event::{ChangedLists, EventSender, UpstreamEvent};
 use crate::handler::UpstreamHandler;
 use crate::http_client::SessionAwareClient;
+use crate::progress::ProgressLedger;
 use crate::sse::SseTransport;
 use crate::stdio::{self, ProcessGroupHandle, StderrLog};
 
@@ -113,7 +114,7 @@ pub(crate) struct Shared {
 #[derive(Default)]
 pub(crate) struct CallTable {
     by_request: HashMap<mcp::RequestId, Option<Arc<dyn Caller>>>,
-    by_token: HashMap<mcp::ProgressToken, Arc<dyn Caller>>,
+    by_token: HashMap<mcp::ProgressToken, (Arc<dyn Caller>, Arc<ProgressLedger>)>,
 }
 
 impl CallTable {
@@ -121,8 +122,16 @@ impl CallTable {
         self.by_request.get(id).cloned().flatten()
     }
 
-    pub(crate) fn by_token(&self, token: &mcp::ProgressToken) -> Option<Arc<dyn Caller>> {
+    /// The caller whose call has this progress token, and that call's progress ledger.
+    pub(crate) fn by_token(
+        &self,
+        token: &mcp::ProgressToken,
+    ) -> Option<(Arc<dyn Caller>, Arc<ProgressLedger>)> {
         self.by_token.get(token).cloned()
+    }
+
+    pub(crate) fn ledger(&self, token: &mcp::ProgressToken) -> Option<Arc<ProgressLedger>> {
+        self.by_token.get(token).map(|(_, ledger)| ledger.clone())
     }
 
     /// The caller of the only request in flight, if exactly one is.
@@ -433,18 +442,24 @@ impl Upstream {
         };
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
+        let ledger = options.caller.as_ref().map(|_| Arc::new(ProgressLedger::default()));
         {
             let mut calls = self.shared.calls();
             calls.by_request.insert(id.clone(), options.caller.clone());
-            if let Some(caller) = &options.caller {
-                calls.by_token.insert(token.clone(), caller.clone());
+            if let (Some(caller), Some(ledger)) = (&options.caller, &ledger) {
+                calls.by_token.insert(token.clone(), (caller.clone(), ledger.clone()));
             }
         }
         let _in_flight = InFlight { shared: &self.shared, id: id.clone(), token };
         let target = target.to_owned();
         tokio::select! {
             result = handle.await_response() => match result {
-                Ok(result) => Ok(result),
+                Ok(result) => {
+                    if let Some(ledger) = &ledger {
+                        ledger.caught_up().await;
+                    }
+                    Ok(result)
+                }
                 Err(ServiceError::Timeout { .. }) => Err(UpstreamError::Timeout {
                     upstream: name.clone(), operation, target, timeout,
                 }),
@@ -809,10 +824,7 @@ async fn connect_service(
         TransportConfig::Stdio(stdio) => {
             let child = stdio::spawn(name, stdio, stderr.clone())?;
             let group = child.group;
-            match handler
-                .serve_with_lifecycle(child.transport, ClientLifecycleMode::Initialize)
-                .await
-            {
+            match handler.serve(child.transport, ClientLifecycleMode::Initialize).await {
                 Ok(service) => Ok((service, "stdio", Some(group))),
                 Err(source) => {
                     // Give the child a moment to finish writing why it failed.
@@ -886,13 +898,13 @@ async fn connect_streamable(
         preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     };
-    match handler.clone().serve_with_lifecycle(transport(), lifecycle).await {
+    match handler.clone().serve(transport(), lifecycle).await {
         // rmcp falls back to `initialize` when `server/discover` is refused, but not when a
         // server of the older era answers it with a result of the wrong shape (some answer any
         // unknown request with `{}`). Such a server speaks `initialize`: ask again that way.
         Err(ClientInitializeError::ExpectedInitResult(Some(answer))) => {
             tracing::debug!(url = %config.url, ?answer, "server/discover answered oddly; using initialize");
-            Ok(handler.serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize).await?)
+            Ok(handler.serve(transport(), ClientLifecycleMode::Initialize).await?)
         }
         connected => Ok(connected?),
     }
@@ -904,7 +916,7 @@ async fn connect_sse(
     handler: UpstreamHandler,
 ) -> Result<Service, BoxError> {
     let transport = SseTransport::connect(&config.url, headers.into_iter().collect()).await?;
-    Ok(handler.serve_with_lifecycle(transport, ClientLifecycleMode::Initialize).await?)
+    Ok(handler.serve(transport, ClientLifecycleMode::Initialize).await?)
 }
 
 fn header_map(
