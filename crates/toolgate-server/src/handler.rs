@@ -239,6 +239,14 @@ impl ServerHandler for GatewayHandler {
         result.result_type = Some(mcp::ResultType::COMPLETE);
         Ok(result)
     }
+
+    async fn on_custom_request(
+        &self,
+        request: mcp::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<mcp::CustomResult, ErrorData> {
+        Err(crate::jsonrpc::unrecognised_request(&request.method, request.params.as_ref()))
+    }
 }
 
 /// What toolgate tells clients about itself: the upstreams' own instructions, by server.

@@ -8,11 +8,14 @@ mod caller;
 mod error;
 mod gateway;
 mod handler;
+mod jsonrpc;
+mod line_transport;
 mod serve;
 mod session;
 
 pub use gateway::{FailedUpstream, Gateway, GatewayError};
 pub use handler::GatewayHandler;
+pub use jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 pub use serve::{
     DEFAULT_GRACE, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router, serve_http,
     serve_stdio,

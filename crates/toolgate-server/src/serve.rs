@@ -11,6 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::gateway::Gateway;
 use crate::handler::GatewayHandler;
+use crate::jsonrpc::{self, DEFAULT_MAX_MESSAGE_BYTES};
+use crate::line_transport::LineTransport;
 
 /// Path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -39,7 +41,7 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Extra accepted `Origin` values.
     pub allowed_origins: Vec<String>,
-    /// Largest accepted request body; `None` = rmcp's default (4 MiB).
+    /// Largest accepted request body; `None` = [`DEFAULT_MAX_MESSAGE_BYTES`] (4 MiB).
     pub max_body_bytes: Option<usize>,
     /// On shutdown, how long requests in flight may take to finish.
     pub grace: std::time::Duration,
@@ -51,7 +53,10 @@ pub async fn serve_stdio(
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let running = GatewayHandler::new(gateway)
-        .serve_with_ct(rmcp::transport::stdio(), shutdown)
+        .serve_with_ct(
+            LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), DEFAULT_MAX_MESSAGE_BYTES),
+            shutdown,
+        )
         .await
         .map_err(|e| ServeError::Stdio(Box::new(e)))?;
     running.waiting().await.map_err(|e| ServeError::Stdio(Box::new(e)))?;
@@ -72,16 +77,18 @@ pub fn http_router(
         .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_cancellation_token(shutdown);
-    if let Some(bytes) = options.max_body_bytes {
-        config = config.with_max_request_body_bytes(bytes);
-    }
+    let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+    config = config.with_max_request_body_bytes(limit);
     let service = StreamableHttpService::new(
         move || Ok(GatewayHandler::new(gateway.clone())),
         Arc::new(LocalSessionManager::default()),
         config,
     );
+    let checked = axum::Router::new().fallback_service(service).layer(axum::middleware::from_fn(
+        move |request, next| jsonrpc::check_posted_message(limit, request, next),
+    ));
     axum::Router::new()
-        .nest_service(MCP_PATH, service)
+        .nest_service(MCP_PATH, checked)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
 }
 

@@ -632,12 +632,24 @@ impl Upstream {
         tokio::pin!(waiting);
         tokio::select! {
             quit = &mut waiting => return format!("the connection closed ({})", quit_reason(quit)),
-            () = self.shutdown.cancelled() => {}
+            () = self.shutdown.cancelled() => self.cancel_in_flight(link).await,
             () = link.reset.cancelled() => {}
         }
         stop.cancel();
         let _ = tokio::time::timeout(CLOSE_GRACE, waiting).await;
         "the transport broke".to_owned()
+    }
+
+    /// Asks the server to stop what it is still doing for us, so that it can end as soon as
+    /// its input closes (a server busy with a request may otherwise finish it first).
+    async fn cancel_in_flight(&self, link: &Link) {
+        let ids: Vec<mcp::RequestId> = self.shared.calls().by_request.keys().cloned().collect();
+        for id in ids {
+            let reason = Some("toolgate is shutting down".to_owned());
+            let cancelled = mcp::CancelledNotificationParam::new(Some(id), reason);
+            let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, link.peer.notify_cancelled(cancelled))
+                .await;
+        }
     }
 
     /// On a 2026-07-28 connection, keeps a `subscriptions/listen` stream open for list changes
@@ -782,6 +794,8 @@ impl Drop for Upstream {
 const MAX_INPUT_ROUNDS: usize = 10;
 /// A request may run this many times its `timeout` in all, however much progress it reports.
 pub const HARD_TIMEOUT_FACTOR: u32 = 10;
+/// Time one cancellation may take to send on shutdown.
+const CANCEL_SEND_LIMIT: Duration = Duration::from_millis(250);
 /// Time a closing connection gets to end cleanly.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// First reconnection delay.

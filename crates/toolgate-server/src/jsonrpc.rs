@@ -1,0 +1,182 @@
+//! Checking what a downstream client sends before rmcp sees it, so that bad input gets the
+//! precise JSON-RPC answer: `-32700` for text that is not JSON, `-32600` for JSON that is not
+//! a JSON-RPC message, `-32602` for a known method with parameters of the wrong shape, and
+//! `-32601` for a method nobody serves. rmcp alone drops some of these silently or answers
+//! them without an `id`.
+
+#![allow(deprecated)] // legacy-era request types are still served
+
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+use toolgate_core::mcp;
+
+/// The largest message accepted, on stdio and (unless configured) over HTTP: rmcp's default.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// A message refused before it reached the server, and the error answer it gets.
+#[derive(Debug, Clone)]
+pub(crate) struct Rejection {
+    /// The request's id when one could be read, else `null` (as JSON-RPC asks).
+    pub id: Value,
+    pub code: mcp::ErrorCode,
+    pub message: String,
+}
+
+impl Rejection {
+    fn new(id: Value, code: mcp::ErrorCode, message: String) -> Rejection {
+        Rejection { id, code, message }
+    }
+
+    /// Text that is too long to be read as one message.
+    pub(crate) fn too_large(limit: usize) -> Rejection {
+        Rejection::new(
+            Value::Null,
+            mcp::ErrorCode::INVALID_REQUEST,
+            format!("Invalid request: message larger than {limit} bytes"),
+        )
+    }
+
+    /// The JSON-RPC error response.
+    pub(crate) fn to_json(&self) -> Value {
+        let error = mcp::ErrorData::new(self.code, self.message.clone(), None);
+        json!({ "jsonrpc": "2.0", "id": self.id, "error": error })
+    }
+}
+
+/// Reads one message, or says precisely why it is not one.
+pub(crate) fn parse_message(bytes: &[u8]) -> Result<mcp::ClientJsonRpcMessage, Rejection> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|error| {
+        Rejection::new(Value::Null, mcp::ErrorCode::PARSE_ERROR, format!("Parse error: {error}"))
+    })?;
+    let invalid = |id: Value, why: &str| {
+        Rejection::new(id, mcp::ErrorCode::INVALID_REQUEST, format!("Invalid request: {why}"))
+    };
+    let Value::Object(object) = &value else {
+        let why = if value.is_array() {
+            "batches are not part of MCP; send one message at a time"
+        } else {
+            "a message is a JSON object"
+        };
+        return Err(invalid(Value::Null, why));
+    };
+    // Only a string or number id can be echoed back.
+    let id = object.get("id").filter(|id| id.is_string() || id.is_number()).cloned();
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid(id.unwrap_or(Value::Null), "`jsonrpc` must be \"2.0\""));
+    }
+    match serde_json::from_value::<mcp::ClientJsonRpcMessage>(value.clone()) {
+        Ok(message) => Ok(message),
+        Err(error) => {
+            let method = object.get("method").and_then(Value::as_str);
+            match (id, method) {
+                // A request that names its id and method but cannot be read: its parameters
+                // (any method rmcp does not know parses, with parameters of any object shape).
+                (Some(id), Some(method)) => {
+                    let problem = params_problem(method, object.get("params"))
+                        .unwrap_or_else(|| "parameters must be an object".to_owned());
+                    Err(Rejection::new(
+                        id,
+                        mcp::ErrorCode::INVALID_PARAMS,
+                        format!("Invalid params for `{method}`: {problem}"),
+                    ))
+                }
+                (id, _) => Err(invalid(id.unwrap_or(Value::Null), &error.to_string())),
+            }
+        }
+    }
+}
+
+/// Over HTTP: a JSON body POSTed to the MCP endpoint is read (up to `limit` bytes) and
+/// checked before rmcp sees it; what is not a message gets its JSON-RPC error with status 400,
+/// a body over the limit 413. Other requests pass untouched (rmcp answers a wrong content
+/// type, a bad `Host` or `Origin`, or an unknown session itself).
+pub(crate) async fn check_posted_message(
+    limit: usize,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let is_json = request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if request.method() != http::Method::POST || !is_json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes =
+        match http_body_util::BodyExt::collect(http_body_util::Limited::new(body, limit)).await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+                return refused(http::StatusCode::PAYLOAD_TOO_LARGE, &Rejection::too_large(limit));
+            }
+            Err(error) => {
+                // The client went away or sent a broken body: nobody is left to read an answer.
+                tracing::debug!(%error, "reading a request body failed");
+                return http::StatusCode::BAD_REQUEST.into_response();
+            }
+        };
+    if let Err(rejection) = parse_message(&bytes) {
+        tracing::debug!(code = rejection.code.0, message = %rejection.message, "refused client input");
+        return refused(http::StatusCode::BAD_REQUEST, &rejection);
+    }
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await
+}
+
+fn refused(status: http::StatusCode, rejection: &Rejection) -> axum::response::Response {
+    (status, axum::Json(rejection.to_json())).into_response()
+}
+
+/// The answer to a request rmcp did not recognise: `-32602` when it is a method the gateway
+/// serves whose parameters did not fit (rmcp passes those on as custom requests), else
+/// `-32601`.
+pub(crate) fn unrecognised_request(method: &str, params: Option<&Value>) -> mcp::ErrorData {
+    match params_problem(method, params) {
+        Some(problem) => mcp::ErrorData::invalid_params(
+            format!("Invalid params for `{method}`: {problem}"),
+            None,
+        ),
+        None => mcp::ErrorData::new(
+            mcp::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+            Some(json!({ "method": method })),
+        ),
+    }
+}
+
+/// Why `params` do not fit `method`, for the methods the gateway serves; `None` for others.
+fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
+    let request = json!({ "method": method, "params": params.cloned().unwrap_or(json!({})) });
+    macro_rules! check {
+        ($($method:literal => $request:ty),* $(,)?) => {
+            match method {
+                $($method => Some(
+                    serde_json::from_value::<$request>(request)
+                        .err()
+                        .map_or_else(|| "parameters of the wrong shape".to_owned(), |e| e.to_string()),
+                ),)*
+                _ => None,
+            }
+        };
+    }
+    check! {
+        "initialize" => mcp::InitializeRequest,
+        "server/discover" => mcp::DiscoverRequest,
+        "ping" => mcp::PingRequest,
+        "completion/complete" => mcp::CompleteRequest,
+        "logging/setLevel" => mcp::SetLevelRequest,
+        "prompts/get" => mcp::GetPromptRequest,
+        "prompts/list" => mcp::ListPromptsRequest,
+        "resources/list" => mcp::ListResourcesRequest,
+        "resources/templates/list" => mcp::ListResourceTemplatesRequest,
+        "resources/read" => mcp::ReadResourceRequest,
+        "resources/subscribe" => mcp::SubscribeRequest,
+        "resources/unsubscribe" => mcp::UnsubscribeRequest,
+        "subscriptions/listen" => mcp::SubscriptionsListenRequest,
+        "tools/call" => mcp::CallToolRequest,
+        "tools/list" => mcp::ListToolsRequest,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,61 @@
+use super::*;
+
+fn rejected(text: &str) -> Rejection {
+    parse_message(text.as_bytes()).expect_err(text)
+}
+
+#[test]
+fn text_that_is_not_json_is_a_parse_error_with_a_null_id() {
+    let rejection = rejected("{not json");
+    assert_eq!(rejection.code, mcp::ErrorCode::PARSE_ERROR);
+    assert_eq!(rejection.to_json()["id"], Value::Null);
+    assert!(rejection.to_json().as_object().expect("object").contains_key("id"));
+}
+
+#[test]
+fn json_that_is_not_json_rpc_is_an_invalid_request() {
+    for text in [r#"{"hello":"world"}"#, "[1,2]", "42", r#"{"id":3,"method":"ping"}"#] {
+        let rejection = rejected(text);
+        assert_eq!(rejection.code, mcp::ErrorCode::INVALID_REQUEST, "{text}");
+    }
+    // The id is echoed when it can be read.
+    assert_eq!(rejected(r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#).id, json!(3));
+    assert_eq!(rejected(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#).id, Value::Null);
+}
+
+#[test]
+fn a_request_with_unreadable_params_is_invalid_params_with_its_id() {
+    let rejection = rejected(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":"x"}"#);
+    assert_eq!(rejection.code, mcp::ErrorCode::INVALID_PARAMS);
+    assert_eq!(rejection.id, json!("a"));
+    assert!(rejection.message.contains("tools/call"), "{}", rejection.message);
+    assert!(rejection.message.contains("invalid type"), "{}", rejection.message);
+    let rejection = rejected(r#"{"jsonrpc":"2.0","id":1,"method":"vendor/x","params":"x"}"#);
+    assert_eq!(rejection.code, mcp::ErrorCode::INVALID_PARAMS);
+    assert!(rejection.message.contains("must be an object"), "{}", rejection.message);
+}
+
+#[test]
+fn well_formed_messages_pass() {
+    for text in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"vendor/unknown","params":{"a":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":9,"result":{}}"#,
+    ] {
+        assert!(parse_message(text.as_bytes()).is_ok(), "{text}");
+    }
+}
+
+#[test]
+fn known_methods_with_bad_params_are_invalid_params_and_others_not_found() {
+    let error = unrecognised_request("tools/call", Some(&json!({"name": 5})));
+    assert_eq!(error.code, mcp::ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("invalid type"), "{}", error.message);
+    let error = unrecognised_request("resources/read", None);
+    assert_eq!(error.code, mcp::ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("uri"), "{}", error.message);
+    let error = unrecognised_request("nope/nope", Some(&json!({})));
+    assert_eq!(error.code, mcp::ErrorCode::METHOD_NOT_FOUND);
+    assert_eq!(error.message, "Method not found: nope/nope");
+}

@@ -1,0 +1,198 @@
+//! Newline-delimited JSON-RPC over a byte reader and writer (stdin and stdout): the stdio
+//! transport. Unlike rmcp's own, it answers bad input (see [`crate::jsonrpc`]) instead of
+//! dropping it: text that is not JSON, JSON that is not JSON-RPC, and lines longer than the
+//! limit, whose rest is skipped up to the next newline.
+//!
+//! A reader task turns lines into messages and a writer task owns the output, so receiving is
+//! cancel-safe and answers to bad input interleave with the server's own whole lines.
+
+use std::future::Future;
+use std::io;
+
+use rmcp::RoleServer;
+use rmcp::transport::Transport;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use toolgate_core::mcp;
+
+use crate::jsonrpc::{Rejection, parse_message};
+
+/// Messages read ahead of the server.
+const READ_AHEAD: usize = 64;
+
+/// The stdio transport over any reader and writer.
+#[derive(Debug)]
+pub(crate) struct LineTransport {
+    incoming: mpsc::Receiver<mcp::ClientJsonRpcMessage>,
+    outgoing: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    reader: JoinHandle<()>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl LineTransport {
+    /// Reads messages of at most `max_message` bytes from `read`, writes to `write`.
+    pub(crate) fn new<R, W>(read: R, write: W, max_message: usize) -> LineTransport
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (incoming_tx, incoming) = mpsc::channel(READ_AHEAD);
+        let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_messages(
+            BufReader::new(read),
+            max_message,
+            incoming_tx,
+            outgoing.clone(),
+        ));
+        let writer = tokio::spawn(write_lines(write, outgoing_rx));
+        LineTransport { incoming, outgoing: Some(outgoing), reader, writer: Some(writer) }
+    }
+}
+
+impl Transport<RoleServer> for LineTransport {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: mcp::ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
+        let sent = match (&self.outgoing, serde_json::to_vec(&item)) {
+            (Some(outgoing), Ok(line)) => outgoing
+                .send(line)
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed")),
+            (None, _) => {
+                Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed"))
+            }
+            (_, Err(error)) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
+        };
+        std::future::ready(sent)
+    }
+
+    async fn receive(&mut self) -> Option<mcp::ClientJsonRpcMessage> {
+        self.incoming.recv().await
+    }
+
+    /// Stops reading and waits until everything sent has been written.
+    async fn close(&mut self) -> Result<(), io::Error> {
+        self.reader.abort();
+        let _ = (&mut self.reader).await;
+        self.outgoing = None;
+        if let Some(writer) = self.writer.take() {
+            writer.await.map_err(io::Error::other)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LineTransport {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+async fn read_messages<R: AsyncBufRead + Unpin>(
+    mut read: R,
+    max_message: usize,
+    messages: mpsc::Sender<mcp::ClientJsonRpcMessage>,
+    answers: mpsc::UnboundedSender<Vec<u8>>,
+) {
+    let mut line = Vec::new();
+    loop {
+        let outcome = match read_line(&mut read, &mut line, max_message).await {
+            Ok(Line::Whole) if line.trim_ascii().is_empty() => continue,
+            Ok(Line::Whole) => parse_message(&line),
+            Ok(Line::TooLong) => Err(Rejection::too_large(max_message)),
+            Ok(Line::End) => return,
+            Err(error) => {
+                tracing::warn!(%error, "reading the client's input failed; closing");
+                return;
+            }
+        };
+        match outcome {
+            Ok(message) => {
+                if messages.send(message).await.is_err() {
+                    return;
+                }
+            }
+            Err(rejection) => {
+                tracing::debug!(code = rejection.code.0, message = %rejection.message, "refused client input");
+                let answer =
+                    serde_json::to_vec(&rejection.to_json()).expect("JSON values serialize");
+                if answers.send(answer).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// What [`read_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// A line (without its newline) is in the buffer; a last line may lack the newline.
+    Whole,
+    /// A line longer than the limit was skipped.
+    TooLong,
+    /// The input ended.
+    End,
+}
+
+/// Reads one line into `line`, keeping at most `max` bytes of it in memory.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    read: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Line> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = read.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::End,
+                (false, false) => Line::Whole,
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let take = newline.map_or(available.len(), |at| at + 1);
+        let content = &available[..newline.unwrap_or(available.len())];
+        if !too_long {
+            if line.len() + content.len() > max {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(content);
+            }
+        }
+        read.consume(take);
+        if newline.is_some() {
+            return Ok(if too_long { Line::TooLong } else { Line::Whole });
+        }
+    }
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut write: W,
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+) {
+    while let Some(mut line) = lines.recv().await {
+        line.push(b'\n');
+        if let Err(error) = write.write_all(&line).await {
+            tracing::debug!(%error, "the client's output closed");
+            return;
+        }
+        // Flush once the queue is drained, not after every line of a burst.
+        if lines.is_empty()
+            && let Err(error) = write.flush().await
+        {
+            tracing::debug!(%error, "the client's output closed");
+            return;
+        }
+    }
+    let _ = write.flush().await;
+}
+
+#[cfg(test)]
+mod tests;
