@@ -35,6 +35,9 @@ pub enum GatewayError {
     Upstream(#[from] UpstreamError),
 }
 
+/// How often sessions that closed are looked for (they are also looked for on every event).
+const SESSION_SWEEP: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A server whose first connection attempt failed (it keeps retrying in the background).
 #[derive(Debug, Clone)]
 pub struct FailedUpstream {
@@ -85,12 +88,33 @@ impl Gateway {
         let gateway = Arc::new(Gateway::new(connected));
         let weak = Arc::downgrade(&gateway);
         tokio::spawn(async move {
-            while let Some(event) = receiver.recv().await {
+            let mut sweep = tokio::time::interval(SESSION_SWEEP);
+            sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                let event = tokio::select! {
+                    event = receiver.recv() => event,
+                    _ = sweep.tick() => None,
+                };
                 let Some(gateway) = weak.upgrade() else { break };
-                gateway.on_event(event).await;
+                match event {
+                    Some(event) => gateway.on_event(event).await,
+                    None if receiver.is_closed() => break,
+                    None => {}
+                }
+                gateway.release_closed_sessions().await;
             }
         });
         gateway
+    }
+
+    /// Releases what sessions that have closed held: their resource subscriptions (the
+    /// upstream is unsubscribed after the last subscriber goes).
+    async fn release_closed_sessions(&self) {
+        for uri in self.sessions.take_released() {
+            if let Err(error) = self.unsubscribe(None, &uri).await {
+                tracing::debug!(%uri, %error, "releasing a closed session's subscription failed");
+            }
+        }
     }
 
     fn new(connected: Connected) -> Gateway {

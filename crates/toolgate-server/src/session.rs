@@ -95,6 +95,8 @@ pub(crate) struct Changed {
 pub struct Sessions {
     sessions: Mutex<Vec<Arc<Session>>>,
     listeners: Mutex<Vec<SubscriptionSink>>,
+    /// Subscriptions of sessions that closed, for the gateway to release.
+    released: Mutex<Vec<String>>,
 }
 
 impl Sessions {
@@ -104,8 +106,24 @@ impl Sessions {
 
     fn live(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Session>>> {
         let mut sessions = self.sessions.lock().expect("sessions lock must not be poisoned");
-        sessions.retain(|s| !s.is_closed());
+        let mut released = Vec::new();
+        sessions.retain(|s| {
+            let closed = s.is_closed();
+            if closed {
+                released.extend(s.state().subscriptions.drain());
+            }
+            !closed
+        });
+        if !released.is_empty() {
+            self.released.lock().expect("released lock must not be poisoned").extend(released);
+        }
         sessions
+    }
+
+    /// The subscriptions of sessions found closed since the last call.
+    pub(crate) fn take_released(&self) -> Vec<String> {
+        drop(self.live());
+        std::mem::take(&mut *self.released.lock().expect("released lock must not be poisoned"))
     }
 
     /// Adds a `subscriptions/listen` stream; it is dropped when a send finds it closed.

@@ -162,13 +162,16 @@ impl FixtureHub {
 
     /// Tells the handshake-era sessions subscribed to `uri`, and every listen stream (each
     /// checks its own filter), that the resource changed.
-    pub(crate) async fn resource_updated(&self, uri: &str) {
+    /// Tells the sessions subscribed to `uri`; returns how many handshake-era sessions that
+    /// was (listen streams are not counted).
+    pub(crate) async fn resource_updated(&self, uri: &str) -> usize {
         let peers: Vec<_> = self
             .sessions()
             .values()
             .filter(|session| session.subscriptions.contains(uri))
             .filter_map(|session| session.peer.clone())
             .collect();
+        let subscribed = peers.len();
         for peer in peers {
             let param = mcp::ResourceUpdatedNotificationParam::new(uri);
             if let Err(error) = peer.notify_resource_updated(param).await {
@@ -176,6 +179,7 @@ impl FixtureHub {
             }
         }
         let _ = self.inner.events.send(HubEvent::ResourceUpdated(uri.to_owned()));
+        subscribed
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<u64, LegacySession>> {

@@ -413,11 +413,12 @@ impl Fixture {
 
     /// Sends `notifications/resources/updated` for `uri` to every handshake-era session
     /// subscribed to it (`resources/subscribe`) and every 2026-07-28 listen stream whose
-    /// filter names it. Returns `touched <uri>`.
+    /// filter names it. Returns `touched <uri> (<n> subscribed sessions)`, counting the
+    /// handshake-era sessions.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn touch_resource(&self, Parameters(args): Parameters<TouchArgs>) -> mcp::CallToolResult {
-        self.hub.resource_updated(&args.uri).await;
-        success(format!("touched {}", args.uri))
+        let subscribed = self.hub.resource_updated(&args.uri).await;
+        success(format!("touched {} ({subscribed} subscribed sessions)", args.uri))
     }
 
     /// Listed only while `toggle_tool` has it enabled. Returns `dynamic tool called`.

@@ -211,3 +211,34 @@ async fn next_notification(
         .expect("stream healthy")
         .expect("stream open")
 }
+
+/// A session that ends without unsubscribing does not keep the upstream subscribed.
+#[tokio::test]
+async fn a_closed_session_releases_its_upstream_subscriptions() {
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let watched = "test://watched-resource";
+    let leaving = http_client(&gateway.url).await;
+    leaving.subscribe(rmcp::model::SubscribeRequestParams::new(watched)).await.expect("subscribe");
+    leaving.cancel().await.expect("close");
+    let staying = http_client(&gateway.url).await;
+    let touch = || async {
+        let touched = staying
+            .call_tool(call("fx__touch_resource", json!({"uri": watched})))
+            .await
+            .expect("touch");
+        first_text(&touched)
+    };
+    // toolgate notices the closed session on its next event (this touch's update, at the
+    // latest) and then unsubscribes upstream.
+    let mut text = touch().await;
+    for _ in 0..100 {
+        if text.contains("(0 subscribed") {
+            break;
+        }
+        text = touch().await;
+    }
+    assert!(text.contains("(0 subscribed"), "the upstream is still subscribed: {text}");
+    staying.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}
