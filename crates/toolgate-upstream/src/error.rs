@@ -39,10 +39,20 @@ pub enum UpstreamError {
         #[source]
         source: Box<rmcp::ServiceError>,
     },
-    /// A request took longer than the server's `timeout` (without progress), or longer than
-    /// the hard maximum.
-    #[error("upstream {upstream}: {operation} `{target}` timed out after {}", humanize(*timeout))]
-    Timeout { upstream: String, operation: &'static str, target: String, timeout: Duration },
+    /// A request went `timeout` without an answer or progress, or (`in_all`) reached the
+    /// hard maximum however much progress it reported. The upstream was sent a cancellation.
+    #[error(
+        "upstream {upstream}: {operation} `{target}` timed out after {}{}",
+        humanize(*timeout),
+        if *in_all { " in all (the limit however much progress it reports)" } else { " without progress" }
+    )]
+    Timeout {
+        upstream: String,
+        operation: &'static str,
+        target: String,
+        timeout: Duration,
+        in_all: bool,
+    },
     /// The caller gave up; the upstream was told.
     #[error("upstream {upstream}: {operation} `{target}` cancelled by the client")]
     Cancelled { upstream: String, operation: &'static str, target: String },

@@ -460,8 +460,9 @@ impl Upstream {
                     }
                     Ok(result)
                 }
-                Err(ServiceError::Timeout { .. }) => Err(UpstreamError::Timeout {
-                    upstream: name.clone(), operation, target, timeout,
+                // rmcp says which limit it was, and has told the upstream.
+                Err(ServiceError::Timeout { timeout: limit }) => Err(UpstreamError::Timeout {
+                    upstream: name.clone(), operation, target, timeout: limit, in_all: limit != timeout,
                 }),
                 Err(source) => Err(self.failed(&link, operation, source)),
             },

@@ -5,7 +5,6 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -361,17 +360,4 @@ async fn post_raw(url: &str, body: Vec<u8>) -> (u16, Value) {
     let status = response.status().as_u16();
     let text = response.text().await.expect("body");
     (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("JSON ({e}): {text}")))
-}
-
-async fn assert_http_healthy(url: &str) {
-    let client = http_client(url).await;
-    let echo = client
-        .call_tool(
-            CallToolRequestParams::new("fx__echo")
-                .with_arguments(object(json!({"text": "still here"}))),
-        )
-        .await
-        .expect("a normal call still works");
-    assert_eq!(first_text(&echo), "still here");
-    client.cancel().await.expect("close");
 }

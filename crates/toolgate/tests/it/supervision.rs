@@ -211,3 +211,25 @@ async fn an_upstream_timeout_names_the_tool_and_the_timeout() {
     assert_eq!(first_text(&patient), "done 6");
     client.cancel().await.expect("close");
 }
+
+#[tokio::test]
+async fn progress_cannot_keep_a_call_alive_past_the_hard_maximum() {
+    let config =
+        ConfigDir::new(&format!("{}timeout = \"300ms\"\n", fixture_server("fx", "stdio", None)));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let (client, _notes) = recording_http_client(&gateway.url).await;
+    // Progress every 100ms for 60s: only the hard maximum (10 x 300ms) ends it.
+    let started = std::time::Instant::now();
+    let result = client
+        .call_tool(call("fx__slow", json!({"steps": 600, "step_ms": 100})))
+        .await
+        .expect("a timeout is a tool error result");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert_eq!(result.is_error, Some(true));
+    let text = first_text(&result);
+    assert!(text.contains("`slow`") && text.contains("3s in all"), "{text}");
+    // The upstream was told to stop.
+    gateway.wait_for_log(&["slow: cancelled", "fx"]).await;
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}

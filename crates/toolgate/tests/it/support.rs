@@ -230,3 +230,17 @@ pub fn first_text(result: &rmcp::model::CallToolResult) -> String {
 pub fn object(value: serde_json::Value) -> rmcp::model::JsonObject {
     value.as_object().cloned().expect("a JSON object")
 }
+
+/// A normal call of the fixture's `fx__echo` over HTTP, which must succeed.
+pub async fn assert_http_healthy(url: &str) {
+    let client = http_client(url).await;
+    let echo = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("fx__echo")
+                .with_arguments(object(serde_json::json!({"text": "still here"}))),
+        )
+        .await
+        .expect("a normal call still works");
+    assert_eq!(first_text(&echo), "still here");
+    client.cancel().await.expect("close");
+}
