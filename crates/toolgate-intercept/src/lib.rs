@@ -1,0 +1,25 @@
+//! The interceptor contract and the [`Pipeline`] that runs it (see ARCHITECTURE.md,
+//! `toolgate-intercept`).
+//!
+//! Shaped on the MCP interceptors proposal (SEP-2624), so that remote interceptor servers can
+//! be plugged in later: an interceptor declares the [`Hook`]s it handles (events × phase), its
+//! [`InterceptorType`] (validation or mutation), its [`Mode`] (active or audit), whether it
+//! fails open, its priority and timeout, and which servers and tools it applies to. What it
+//! decides is a value, an [`Outcome`]: continue (possibly with a rewritten [`Message`]), refuse
+//! with a reason, or answer in the upstream's place.
+//!
+//! This crate knows nothing about transports or about any particular interceptor.
+
+mod context;
+mod descriptor;
+mod message;
+mod outcome;
+mod pipeline;
+
+pub use context::{CallContext, Principal, Target};
+pub use descriptor::{
+    DEFAULT_TIMEOUT, Descriptor, DescriptorError, Hook, InterceptorType, Mode, Phase,
+};
+pub use message::{Event, Message};
+pub use outcome::{Decision, DecisionKind, InterceptError, Outcome, Refusal};
+pub use pipeline::{DuplicateName, Interceptor, Pipeline, Stopped};

@@ -1,0 +1,80 @@
+//! What passes through the pipeline: the interception event a message belongs to, and the
+//! message itself, in names the caller sees (tool names are exposed names; the [`Target`]
+//! in the context says which upstream and original name they stand for).
+//!
+//! [`Target`]: crate::Target
+
+use toolgate_core::mcp;
+
+/// The SEP-2624 interception events toolgate raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// `tools/list`: the response phase carries the merged tool list.
+    ToolsList,
+    /// `tools/call`.
+    ToolsCall,
+    /// `prompts/list`.
+    PromptsList,
+    /// `prompts/get`.
+    PromptsGet,
+    /// `resources/list`.
+    ResourcesList,
+    /// `resources/read`.
+    ResourcesRead,
+}
+
+impl Event {
+    /// Every event, in a fixed order.
+    pub const ALL: [Event; 6] = [
+        Event::ToolsList,
+        Event::ToolsCall,
+        Event::PromptsList,
+        Event::PromptsGet,
+        Event::ResourcesList,
+        Event::ResourcesRead,
+    ];
+
+    /// The method name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::ToolsList => "tools/list",
+            Event::ToolsCall => "tools/call",
+            Event::PromptsList => "prompts/list",
+            Event::PromptsGet => "prompts/get",
+            Event::ResourcesList => "resources/list",
+            Event::ResourcesRead => "resources/read",
+        }
+    }
+}
+
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One message at one hook.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Message {
+    /// A `tools/call` request.
+    CallTool(mcp::CallToolRequestParams),
+    /// Its result.
+    ToolResult(mcp::CallToolResult),
+    /// The tools a caller is shown.
+    Tools(Vec<mcp::Tool>),
+    /// A `prompts/get` request.
+    GetPrompt(mcp::GetPromptRequestParams),
+    /// Its result.
+    Prompt(mcp::GetPromptResult),
+    /// The prompts a caller is shown.
+    Prompts(Vec<mcp::Prompt>),
+    /// A `resources/read` request.
+    ReadResource(mcp::ReadResourceRequestParams),
+    /// Its result.
+    Resource(mcp::ReadResourceResult),
+    /// The resources a caller is shown.
+    Resources(Vec<mcp::Resource>),
+    /// A request without parameters (a list request).
+    Empty,
+}

@@ -1,0 +1,223 @@
+//! The [`Pipeline`]: the configured interceptors, ordered and run with SEP-2624's semantics.
+//!
+//! - Request phase: mutators by priority (lower first, ties in config order), then
+//!   validators in the same order. Response phase: validators, then mutators.
+//! - A refusal stops the phase; an answer (request phase) skips the upstream.
+//! - `audit` interceptors run and are recorded, and change nothing.
+//! - An interceptor that fails or exceeds its timeout lets the message through when it is
+//!   `fail_open`, and refuses it otherwise; either way the failure is a [`Decision`].
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio::time::Instant;
+
+use crate::context::CallContext;
+use crate::descriptor::{Descriptor, InterceptorType, Mode, Phase};
+use crate::message::{Event, Message};
+use crate::outcome::{Decision, DecisionKind, InterceptError, Outcome, Refusal};
+
+/// One interceptor: a descriptor and a decision.
+pub trait Interceptor: Send + Sync + 'static {
+    /// What it is and where it runs.
+    fn descriptor(&self) -> &Descriptor;
+
+    /// Decides about `message` (`event` at `phase`). Only called where the descriptor applies.
+    fn intercept<'a>(
+        &'a self,
+        event: Event,
+        phase: Phase,
+        message: &'a Message,
+        ctx: &'a mut CallContext,
+    ) -> BoxFuture<'a, Result<Outcome, InterceptError>>;
+}
+
+/// Why a request did not reach the upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stopped {
+    /// An interceptor refused it (or failed closed).
+    Refused(Refusal),
+    /// An interceptor answered it.
+    Answered(Message),
+}
+
+/// The ordered chain.
+#[derive(Clone, Default)]
+pub struct Pipeline {
+    /// In config order.
+    chain: Vec<Arc<dyn Interceptor>>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.chain.iter().map(|i| &i.descriptor().name)).finish()
+    }
+}
+
+/// Two interceptors with one name.
+#[derive(Debug, thiserror::Error)]
+#[error("two interceptors are named {0:?}; give one a `name`")]
+pub struct DuplicateName(pub String);
+
+impl Pipeline {
+    /// A pipeline of `chain`, in config order. Names must be unique.
+    pub fn new(chain: Vec<Arc<dyn Interceptor>>) -> Result<Pipeline, DuplicateName> {
+        let mut seen = std::collections::HashSet::new();
+        for interceptor in &chain {
+            let name = &interceptor.descriptor().name;
+            if !seen.insert(name.clone()) {
+                return Err(DuplicateName(name.clone()));
+            }
+        }
+        Ok(Pipeline { chain })
+    }
+
+    /// The interceptors in config order.
+    pub fn descriptors(&self) -> impl Iterator<Item = &Descriptor> {
+        self.chain.iter().map(|i| i.descriptor())
+    }
+
+    /// Whether nothing is configured.
+    pub fn is_empty(&self) -> bool {
+        self.chain.is_empty()
+    }
+
+    /// The interceptors of `phase` in the order they run.
+    pub fn run_order(&self, phase: Phase) -> Vec<&Descriptor> {
+        self.ordered(phase).into_iter().map(|i| i.descriptor()).collect()
+    }
+
+    fn ordered(&self, phase: Phase) -> Vec<&Arc<dyn Interceptor>> {
+        let of_type = |wanted: InterceptorType| {
+            let mut these: Vec<(usize, &Arc<dyn Interceptor>)> = self
+                .chain
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.descriptor().interceptor_type == wanted)
+                .collect();
+            these.sort_by_key(|(index, i)| (i.descriptor().priority, *index));
+            these.into_iter().map(|(_, i)| i)
+        };
+        let (first, then) = match phase {
+            Phase::Request => (InterceptorType::Mutation, InterceptorType::Validation),
+            Phase::Response => (InterceptorType::Validation, InterceptorType::Mutation),
+        };
+        of_type(first).chain(of_type(then)).collect()
+    }
+
+    /// Runs the request phase: the message to send upstream, or why there is none.
+    pub async fn request(
+        &self,
+        event: Event,
+        message: Message,
+        ctx: &mut CallContext,
+    ) -> Result<Message, Stopped> {
+        let mut message = message;
+        for interceptor in self.ordered(Phase::Request) {
+            match run_one(interceptor.as_ref(), event, Phase::Request, &message, ctx).await {
+                Outcome::Continue => {}
+                Outcome::Rewrite(rewritten) => message = rewritten,
+                Outcome::Refuse(refusal) => return Err(Stopped::Refused(refusal)),
+                Outcome::Answer(answer) => return Err(Stopped::Answered(answer)),
+            }
+        }
+        Ok(message)
+    }
+
+    /// Runs the response phase: the message for the caller, or why it may not have it.
+    pub async fn response(
+        &self,
+        event: Event,
+        message: Message,
+        ctx: &mut CallContext,
+    ) -> Result<Message, Refusal> {
+        let mut message = message;
+        for interceptor in self.ordered(Phase::Response) {
+            match run_one(interceptor.as_ref(), event, Phase::Response, &message, ctx).await {
+                Outcome::Continue => {}
+                Outcome::Rewrite(rewritten) => message = rewritten,
+                Outcome::Refuse(refusal) => return Err(refusal),
+                Outcome::Answer(_) => {
+                    unreachable!("run_one turns a response-phase answer into a failure")
+                }
+            }
+        }
+        Ok(message)
+    }
+}
+
+/// Runs one interceptor where it applies, applying its mode, type, timeout and failure
+/// policy; records the decision. The outcome returned is what the pipeline must do.
+async fn run_one(
+    interceptor: &dyn Interceptor,
+    event: Event,
+    phase: Phase,
+    message: &Message,
+    ctx: &mut CallContext,
+) -> Outcome {
+    let descriptor = interceptor.descriptor();
+    let (server, tool) = ctx.server_and_tool();
+    if !descriptor.applies(event, phase, server, tool) {
+        return Outcome::Continue;
+    }
+    let started = Instant::now();
+    let decided =
+        tokio::time::timeout(descriptor.timeout, interceptor.intercept(event, phase, message, ctx))
+            .await;
+    let decided = match decided {
+        Err(_) => Err(format!("did not decide within {:?}", descriptor.timeout)),
+        Ok(Err(error)) => Err(error.to_string()),
+        Ok(Ok(outcome)) => allowed(descriptor, phase, outcome),
+    };
+    let (kind, outcome) = match decided {
+        Err(error) => {
+            tracing::warn!(interceptor = %descriptor.name, %event, %error, "interceptor failed");
+            let let_through = descriptor.fail_open || descriptor.mode == Mode::Audit;
+            let outcome = if let_through {
+                Outcome::Continue
+            } else {
+                Outcome::Refuse(Refusal {
+                    interceptor: descriptor.name.clone(),
+                    reason: format!("the interceptor failed ({error}), and it fails closed"),
+                })
+            };
+            (DecisionKind::Failed { error, let_through }, outcome)
+        }
+        Ok(outcome) => {
+            let kind = match &outcome {
+                Outcome::Continue => DecisionKind::Continued,
+                Outcome::Rewrite(_) => DecisionKind::Rewrote,
+                Outcome::Refuse(refusal) => DecisionKind::Refused(refusal.reason.clone()),
+                Outcome::Answer(_) => DecisionKind::Answered,
+            };
+            match descriptor.mode {
+                Mode::Active => (kind, outcome),
+                Mode::Audit => (DecisionKind::WouldHave(Box::new(kind)), Outcome::Continue),
+            }
+        }
+    };
+    ctx.decisions.push(Decision {
+        interceptor: descriptor.name.clone(),
+        event,
+        phase,
+        kind,
+        duration: started.elapsed(),
+    });
+    outcome
+}
+
+/// An outcome the interceptor's type and the phase permit, or why not.
+fn allowed(descriptor: &Descriptor, phase: Phase, outcome: Outcome) -> Result<Outcome, String> {
+    match (&outcome, descriptor.interceptor_type, phase) {
+        (Outcome::Rewrite(_) | Outcome::Answer(_), InterceptorType::Validation, _) => {
+            Err("a validation interceptor tried to change the message".to_owned())
+        }
+        (Outcome::Answer(_), _, Phase::Response) => {
+            Err("an interceptor tried to answer in the response phase".to_owned())
+        }
+        _ => Ok(outcome),
+    }
+}
+
+#[cfg(test)]
+mod tests;
