@@ -23,8 +23,36 @@ pub struct Config {
     /// Upstream servers, sorted by name. Disabled servers are kept (with `enabled = false`)
     /// so that `toolgate servers` can show them.
     pub servers: Vec<ServerConfig>,
+    /// `[[pipeline]]`: the interceptors, in config order.
+    pub pipeline: Vec<InterceptorConfig>,
     /// Non-fatal remarks found while loading (ignored client-only keys and the like).
     pub warnings: Vec<String>,
+}
+
+/// One `[[pipeline]]` entry: the settings every interceptor has, and the rest of its table
+/// (its own options, checked by whoever builds that `kind`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InterceptorConfig {
+    /// Where it is in the file (`pipeline[2]`), for error messages.
+    pub path: String,
+    /// Which built-in.
+    pub kind: String,
+    /// Its name in refusals and the audit log; defaults to `kind` (unique in the pipeline).
+    pub name: Option<String>,
+    /// `audit`: record what it would do and change nothing.
+    pub audit: Option<bool>,
+    /// On its own failure: let the message through (`true`) or refuse it. Default: the kind's.
+    pub fail_open: Option<bool>,
+    /// Lower runs first; ties keep config order.
+    pub priority: i32,
+    /// Longest one invocation may take.
+    pub timeout: Option<Duration>,
+    /// Only for these servers (globs); empty = all.
+    pub servers: Vec<String>,
+    /// Only for these tools (globs on the upstream's own names); empty = all.
+    pub tools: Vec<String>,
+    /// Every other key of the table.
+    pub options: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `[gateway]`

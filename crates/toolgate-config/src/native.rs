@@ -6,11 +6,11 @@ use crate::check::{Checker, Entry, Mode, optional};
 use crate::error::{index_path, key_path};
 use crate::model::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, GatewayConfig, HttpConfig, HttpTransport,
-    ServerConfig, StdioConfig, ToolFilter, TransportConfig,
+    InterceptorConfig, ServerConfig, StdioConfig, ToolFilter, TransportConfig,
 };
 use crate::value::Value;
 
-const TOP_KEYS: &[&str] = &["import", "gateway", "servers"];
+const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline"];
 const GATEWAY_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins"];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -39,6 +39,7 @@ pub(crate) struct Document {
     pub(crate) gateway: GatewayConfig,
     pub(crate) servers: Vec<Entry>,
     pub(crate) imports: Vec<Import>,
+    pub(crate) pipeline: Vec<InterceptorConfig>,
 }
 
 /// One `import` entry.
@@ -66,6 +67,9 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         document.servers =
             servers.iter().filter_map(|(name, value)| check_server(cx, name, value)).collect();
     }
+    if let Some(value) = fields.get("pipeline") {
+        document.pipeline = check_pipeline(cx, value);
+    }
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")
     {
@@ -77,6 +81,83 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
     }
     document
 }
+
+/// `[[pipeline]]`: each entry's common settings are checked here; the rest are the kind's
+/// options, checked when the interceptor is built.
+fn check_pipeline(cx: &mut Checker<'_>, value: &Value) -> Vec<InterceptorConfig> {
+    let Value::Array(items) = value else {
+        cx.expected("pipeline", "an array of tables ([[pipeline]])", value);
+        return Vec::new();
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| check_interceptor(cx, &index_path("pipeline", i), item))
+        .collect()
+}
+
+fn check_interceptor(cx: &mut Checker<'_>, path: &str, value: &Value) -> Option<InterceptorConfig> {
+    let entries = cx.table(value, path)?;
+    let at = |key: &str| key_path(path, key);
+    let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let kind = match get("kind") {
+        Some(value) => cx.string(value, &at("kind")).map(str::to_owned),
+        None => {
+            cx.error(path, "missing `kind` (which interceptor this is, such as \"policy\")");
+            None
+        }
+    };
+    let name = optional(get("name"), |v| cx.string(v, &at("name")).map(str::to_owned));
+    let audit = optional(get("mode"), |v| match cx.string(v, &at("mode"))? {
+        "active" => Some(false),
+        "audit" => Some(true),
+        other => {
+            cx.error(
+                &at("mode"),
+                format!("unknown mode {other:?}: expected \"active\" or \"audit\""),
+            );
+            None
+        }
+    });
+    let fail_open = optional(get("fail_open"), |v| cx.boolean(v, &at("fail_open")));
+    let priority = optional(get("priority"), |v| match v {
+        Value::Integer(n) => match i32::try_from(*n) {
+            Ok(n) => Some(n),
+            Err(_) => {
+                cx.error(&at("priority"), "out of range");
+                None
+            }
+        },
+        other => {
+            cx.expected(&at("priority"), "an integer", other);
+            None
+        }
+    });
+    let timeout = optional(get("timeout"), |v| cx.duration(v, &at("timeout")));
+    let servers = optional(get("servers"), |v| cx.globs(v, &at("servers")));
+    let tools = optional(get("tools"), |v| cx.globs(v, &at("tools")));
+    let options = entries
+        .iter()
+        .filter(|(key, _)| !INTERCEPTOR_KEYS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.to_json()))
+        .collect();
+    Some(InterceptorConfig {
+        path: path.to_owned(),
+        kind: kind?,
+        name: name?,
+        audit: audit?,
+        fail_open: fail_open?,
+        priority: priority?.unwrap_or(0),
+        timeout: timeout?,
+        servers: servers?.unwrap_or_default(),
+        tools: tools?.unwrap_or_default(),
+        options,
+    })
+}
+
+/// Keys every `[[pipeline]]` entry has; the others are the kind's options.
+const INTERCEPTOR_KEYS: &[&str] =
+    &["kind", "name", "mode", "fail_open", "priority", "timeout", "servers", "tools"];
 
 fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
     let entries = cx.table(value, "gateway")?;

@@ -27,6 +27,25 @@ pub(crate) enum Value {
 }
 
 impl Value {
+    /// As JSON (a TOML datetime, which config never uses, becomes null).
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Null | Value::Datetime => serde_json::Value::Null,
+            Value::Boolean(b) => (*b).into(),
+            Value::Integer(n) => (*n).into(),
+            Value::Float(x) => {
+                serde_json::Number::from_f64(*x).map_or(serde_json::Value::Null, Into::into)
+            }
+            Value::String(s) => s.clone().into(),
+            Value::Array(items) => items.iter().map(Value::to_json).collect(),
+            Value::Table(entries) => entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+        }
+    }
+
     /// The name of this value's type, as a user of `syntax` would call it.
     pub(crate) fn kind(&self, syntax: Syntax) -> &'static str {
         match (self, syntax) {

@@ -8,8 +8,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use toolgate_config::{
-    Config, FixedEnvironment, GatewayConfig, HttpConfig, Secret, ServerConfig, StdioConfig,
-    ToolFilter, TransportConfig,
+    Config, FixedEnvironment, GatewayConfig, HttpConfig, InterceptorConfig, Secret, ServerConfig,
+    StdioConfig, ToolFilter, TransportConfig,
 };
 
 /// Every value of a secret-looking variable contains this; no output may.
@@ -112,7 +112,7 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// A stable, readable dump of a config. Destructures everything, so that a new field fails to
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
-    let Config { gateway, servers, warnings } = config;
+    let Config { gateway, servers, pipeline, warnings } = config;
     let GatewayConfig { listen, allowed_hosts, allowed_origins } = gateway;
     let mut out = String::new();
     let w = &mut out;
@@ -155,6 +155,33 @@ fn dump(config: &Config) -> String {
         line(w, 2, "timeout", format!("{timeout:?}"));
         line(w, 2, "required", required);
         line(w, 2, "enabled", enabled);
+    }
+    if !pipeline.is_empty() {
+        line(w, 0, "pipeline", "");
+    }
+    for entry in pipeline {
+        let InterceptorConfig {
+            path,
+            kind,
+            name,
+            audit,
+            fail_open,
+            priority,
+            timeout,
+            servers,
+            tools,
+            options,
+        } = entry;
+        line(w, 1, path, "");
+        line(w, 2, "kind", kind);
+        line(w, 2, "name", format!("{name:?}"));
+        line(w, 2, "audit", format!("{audit:?}"));
+        line(w, 2, "fail_open", format!("{fail_open:?}"));
+        line(w, 2, "priority", priority);
+        line(w, 2, "timeout", format!("{timeout:?}"));
+        line(w, 2, "servers", format!("{servers:?}"));
+        line(w, 2, "tools", format!("{tools:?}"));
+        line(w, 2, "options", serde_json::Value::Object(options.clone()));
     }
     line(w, 0, "warnings", "");
     for warning in warnings {

@@ -97,7 +97,12 @@ fn demo_config() -> anyhow::Result<Config> {
         required: true,
         enabled: true,
     };
-    Ok(Config { gateway: Default::default(), servers: vec![server], warnings: Vec::new() })
+    Ok(Config {
+        gateway: Default::default(),
+        servers: vec![server],
+        pipeline: Vec::new(),
+        warnings: Vec::new(),
+    })
 }
 
 /// Connects every enabled server. Fails when a `required` one did not come up.
