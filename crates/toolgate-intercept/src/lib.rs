@@ -20,6 +20,6 @@ pub use context::{CallContext, Principal, Target};
 pub use descriptor::{
     DEFAULT_TIMEOUT, Descriptor, DescriptorError, Hook, InterceptorType, Mode, Phase,
 };
-pub use message::{Event, Message};
+pub use message::{Event, Listed, Message};
 pub use outcome::{Decision, DecisionKind, InterceptError, Outcome, Refusal};
 pub use pipeline::{DuplicateName, Interceptor, Pipeline, Stopped};

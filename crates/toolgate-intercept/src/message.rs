@@ -53,6 +53,17 @@ impl std::fmt::Display for Event {
     }
 }
 
+/// One entry of a list a caller is shown, with the upstream it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed<T> {
+    /// The upstream's configured name.
+    pub server: String,
+    /// The name as the upstream knows it.
+    pub original: String,
+    /// The entry as the caller sees it (exposed name).
+    pub item: T,
+}
+
 /// One message at one hook.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -62,13 +73,13 @@ pub enum Message {
     /// Its result.
     ToolResult(mcp::CallToolResult),
     /// The tools a caller is shown.
-    Tools(Vec<mcp::Tool>),
+    Tools(Vec<Listed<mcp::Tool>>),
     /// A `prompts/get` request.
     GetPrompt(mcp::GetPromptRequestParams),
     /// Its result.
     Prompt(mcp::GetPromptResult),
     /// The prompts a caller is shown.
-    Prompts(Vec<mcp::Prompt>),
+    Prompts(Vec<Listed<mcp::Prompt>>),
     /// A `resources/read` request.
     ReadResource(mcp::ReadResourceRequestParams),
     /// Its result.

@@ -1,0 +1,91 @@
+//! Reading a kind's options from its `[[pipeline]]` table, with errors that name the field.
+
+use serde_json::{Map, Value};
+
+/// A problem with one option, at its path (`pipeline[0].rules[2].decision`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct OptionError {
+    /// Where.
+    pub path: String,
+    /// What is wrong, and what was expected.
+    pub message: String,
+}
+
+impl OptionError {
+    pub(crate) fn new(path: &str, message: impl Into<String>) -> OptionError {
+        OptionError { path: path.to_owned(), message: message.into() }
+    }
+}
+
+/// A table of options being read; collects every error.
+pub(crate) struct Options<'a> {
+    path: String,
+    map: &'a Map<String, Value>,
+    pub(crate) errors: Vec<OptionError>,
+}
+
+impl<'a> Options<'a> {
+    pub(crate) fn new(path: impl Into<String>, map: &'a Map<String, Value>) -> Options<'a> {
+        Options { path: path.into(), map, errors: Vec::new() }
+    }
+
+    pub(crate) fn at(&self, key: &str) -> String {
+        format!("{}.{key}", self.path)
+    }
+
+    pub(crate) fn error(&mut self, path: &str, message: impl Into<String>) {
+        self.errors.push(OptionError::new(path, message));
+    }
+
+    /// Reports keys not in `known`.
+    pub(crate) fn only(&mut self, known: &[&str]) {
+        for key in self.map.keys() {
+            if !known.contains(&key.as_str()) {
+                let path = self.at(key);
+                self.error(
+                    &path,
+                    format!("unknown option (expected one of: {})", known.join(", ")),
+                );
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key)
+    }
+
+    pub(crate) fn string(&mut self, key: &str) -> Option<&'a str> {
+        let value = self.get(key)?;
+        let text = value.as_str();
+        if text.is_none() {
+            let path = self.at(key);
+            self.error(&path, format!("expected a string, found {value}"));
+        }
+        text
+    }
+
+    pub(crate) fn strings(&mut self, key: &str) -> Vec<String> {
+        match self.get(key) {
+            None => Vec::new(),
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
+                items.iter().filter_map(Value::as_str).map(str::to_owned).collect()
+            }
+            Some(other) => {
+                let path = self.at(key);
+                self.error(&path, format!("expected an array of strings, found {other}"));
+                Vec::new()
+            }
+        }
+    }
+
+    pub(crate) fn table(&mut self, key: &str) -> Option<&'a Map<String, Value>> {
+        let value = self.get(key)?;
+        let table = value.as_object();
+        if table.is_none() {
+            let path = self.at(key);
+            self.error(&path, format!("expected a table, found {value}"));
+        }
+        table
+    }
+}

@@ -1,0 +1,557 @@
+//! `policy`: the firewall. Rules match servers and tools (globs), argument values and tool
+//! annotations, and decide `allow`, `deny` or `ask`, with a reason.
+//!
+//! ```toml
+//! [[pipeline]]
+//! kind = "policy"
+//! default = "allow"                      # allow | deny | ask (default: allow)
+//! trust = { scratch = "sandboxed" }      # per server: trusted | standard | untrusted | sandboxed
+//! rules = [
+//!   { tools = ["delete_*"], decision = "deny", reason = "nothing is deleted from here" },
+//!   { tools = ["run"], when = { path = "cmd", matches = "^rm " }, decision = "deny" },
+//!   { servers = ["github"], annotations = { read_only = false }, decision = "ask" },
+//! ]
+//! ```
+//!
+//! Evaluation: the first matching rule that names tools, else the first matching rule that
+//! does not, else `default`. Then the server's trust: `trusted` turns the default into
+//! `allow`; `untrusted` makes an allowed destructive call `ask`; `sandboxed` allows only
+//! tools annotated read-only. A refusal names this interceptor and the rule that decided.
+//! `tools/list` hides the tools a call to which would be denied whatever its arguments.
+//!
+//! `ask` is answered by the `approval` interceptor; until it is configured, `ask` refuses
+//! with a reason saying so.
+
+use std::collections::BTreeMap;
+
+use futures::future::BoxFuture;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use regex::Regex;
+use serde_json::{Map, Value};
+use toolgate_config::InterceptorConfig;
+use toolgate_core::mcp;
+use toolgate_intercept::{
+    CallContext, Descriptor, Event, Hook, InterceptError, Interceptor, InterceptorType, Message,
+    Outcome, Phase, Refusal,
+};
+
+use crate::options::{OptionError, Options};
+
+/// The config `kind`.
+pub const KIND: &str = "policy";
+
+/// What a rule decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The call goes ahead.
+    Allow,
+    /// The call is refused.
+    Deny,
+    /// A person must approve the call.
+    Ask,
+}
+
+/// How far a server is trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Trust {
+    /// Its calls are allowed unless a rule says otherwise.
+    Trusted,
+    /// Rules and the default decide.
+    #[default]
+    Standard,
+    /// As standard, but destructive calls need approval.
+    Untrusted,
+    /// Only read-only tools.
+    Sandboxed,
+}
+
+/// A decision and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// What.
+    pub decision: Decision,
+    /// Why, for the model and the audit log.
+    pub reason: String,
+}
+
+/// The `policy` interceptor.
+#[derive(Debug)]
+pub struct Policy {
+    descriptor: Descriptor,
+    rules: Vec<Rule>,
+    default: Decision,
+    trust: BTreeMap<String, Trust>,
+}
+
+#[derive(Debug)]
+struct Rule {
+    /// `rules[i]`, for reasons.
+    label: String,
+    servers: Option<GlobSet>,
+    tools: Option<GlobSet>,
+    when: Vec<Condition>,
+    annotations: Annotations,
+    decision: Decision,
+    reason: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Annotations {
+    read_only: Option<bool>,
+    destructive: Option<bool>,
+    idempotent: Option<bool>,
+    open_world: Option<bool>,
+}
+
+#[derive(Debug)]
+struct Condition {
+    path: Vec<String>,
+    test: Test,
+}
+
+#[derive(Debug)]
+enum Test {
+    Equals(Value),
+    Matches(Regex),
+    OneOf(Vec<Value>),
+}
+
+/// What a tool says about itself, with MCP's defaults for what it leaves out.
+#[derive(Debug, Clone, Copy)]
+struct Traits {
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+}
+
+impl Traits {
+    fn of(tool: Option<&mcp::Tool>) -> Traits {
+        let hints = tool.and_then(|t| t.annotations.as_ref());
+        let read_only = hints.and_then(|h| h.read_only_hint).unwrap_or(false);
+        Traits {
+            read_only,
+            destructive: !read_only && hints.and_then(|h| h.destructive_hint).unwrap_or(true),
+            idempotent: hints.and_then(|h| h.idempotent_hint).unwrap_or(false),
+            open_world: hints.and_then(|h| h.open_world_hint).unwrap_or(true),
+        }
+    }
+}
+
+impl Annotations {
+    fn match_(&self, traits: Traits) -> bool {
+        let ok = |want: Option<bool>, have: bool| want.is_none_or(|w| w == have);
+        ok(self.read_only, traits.read_only)
+            && ok(self.destructive, traits.destructive)
+            && ok(self.idempotent, traits.idempotent)
+            && ok(self.open_world, traits.open_world)
+    }
+}
+
+impl Condition {
+    fn holds(&self, arguments: Option<&Map<String, Value>>) -> bool {
+        let mut value = match (arguments, self.path.split_first()) {
+            (Some(args), Some((first, _))) => args.get(first),
+            _ => None,
+        };
+        for key in self.path.iter().skip(1) {
+            value = value.and_then(|v| match v {
+                Value::Object(map) => map.get(key),
+                Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            });
+        }
+        let Some(value) = value else { return false };
+        match &self.test {
+            Test::Equals(expected) => value == expected,
+            Test::Matches(regex) => value.as_str().is_some_and(|s| regex.is_match(s)),
+            Test::OneOf(options) => options.contains(value),
+        }
+    }
+}
+
+/// Whether a rule can decide a call, and whether that depends on its arguments.
+enum RuleMatch {
+    No,
+    Yes,
+    DependsOnArguments,
+}
+
+impl Rule {
+    fn matches(
+        &self,
+        server: &str,
+        tool: &str,
+        traits: Traits,
+        arguments: Option<Option<&Map<String, Value>>>,
+    ) -> RuleMatch {
+        let named = self.servers.as_ref().is_none_or(|s| s.is_match(server))
+            && self.tools.as_ref().is_none_or(|t| t.is_match(tool))
+            && self.annotations.match_(traits);
+        match (named, arguments) {
+            (false, _) => RuleMatch::No,
+            (true, _) if self.when.is_empty() => RuleMatch::Yes,
+            (true, None) => RuleMatch::DependsOnArguments,
+            (true, Some(args)) if self.when.iter().all(|c| c.holds(args)) => RuleMatch::Yes,
+            (true, Some(_)) => RuleMatch::No,
+        }
+    }
+}
+
+impl Policy {
+    /// Decides a call of `tool` (the upstream's own name) on `server` with `arguments`.
+    pub fn decide(
+        &self,
+        server: &str,
+        tool: &str,
+        definition: Option<&mcp::Tool>,
+        arguments: Option<&Map<String, Value>>,
+    ) -> Verdict {
+        self.evaluate(server, tool, definition, Some(arguments)).expect("arguments are known")
+    }
+
+    /// The decision, or `None` when it depends on the arguments (`arguments` = `None`).
+    fn evaluate(
+        &self,
+        server: &str,
+        tool: &str,
+        definition: Option<&mcp::Tool>,
+        arguments: Option<Option<&Map<String, Value>>>,
+    ) -> Option<Verdict> {
+        let traits = Traits::of(definition);
+        let trust = self.trust.get(server).copied().unwrap_or_default();
+        if trust == Trust::Sandboxed && !traits.read_only {
+            return Some(Verdict {
+                decision: Decision::Deny,
+                reason: format!(
+                    "server `{server}` is sandboxed: only tools annotated read-only may be called"
+                ),
+            });
+        }
+        let tool_rules = self.rules.iter().filter(|r| r.tools.is_some());
+        let server_rules = self.rules.iter().filter(|r| r.tools.is_none());
+        let mut verdict = None;
+        for rule in tool_rules.chain(server_rules) {
+            match rule.matches(server, tool, traits, arguments) {
+                RuleMatch::No => continue,
+                RuleMatch::DependsOnArguments => return None,
+                RuleMatch::Yes => {
+                    let why = rule.reason.clone().unwrap_or_else(|| "no reason given".into());
+                    verdict = Some(Verdict {
+                        decision: rule.decision,
+                        reason: format!("{why} ({})", rule.label),
+                    });
+                    break;
+                }
+            }
+        }
+        let mut verdict = verdict.unwrap_or_else(|| match trust {
+            Trust::Trusted => Verdict {
+                decision: Decision::Allow,
+                reason: format!("server `{server}` is trusted"),
+            },
+            _ => Verdict { decision: self.default, reason: "the policy's default".into() },
+        });
+        if trust == Trust::Untrusted && traits.destructive && verdict.decision == Decision::Allow {
+            verdict = Verdict {
+                decision: Decision::Ask,
+                reason: format!("server `{server}` is untrusted and `{tool}` may be destructive"),
+            };
+        }
+        Some(verdict)
+    }
+
+    /// Builds it from its `[[pipeline]]` entry.
+    pub fn from_config(entry: &InterceptorConfig) -> Result<Policy, Vec<OptionError>> {
+        let mut options = Options::new(entry.path.clone(), &entry.options);
+        options.only(&["default", "trust", "rules"]);
+        let default = match options.string("default") {
+            None => Decision::Allow,
+            Some(text) => {
+                let path = options.at("default");
+                decision(&mut options, &path, text).unwrap_or(Decision::Allow)
+            }
+        };
+        let mut trust = BTreeMap::new();
+        if let Some(table) = options.table("trust") {
+            for (server, level) in table {
+                let path = format!("{}.{server}", options.at("trust"));
+                let level = match level.as_str() {
+                    Some("trusted") => Trust::Trusted,
+                    Some("standard") => Trust::Standard,
+                    Some("untrusted") => Trust::Untrusted,
+                    Some("sandboxed") => Trust::Sandboxed,
+                    _ => {
+                        options.error(
+                            &path,
+                            format!(
+                                "expected trusted, standard, untrusted or sandboxed, found {level}"
+                            ),
+                        );
+                        continue;
+                    }
+                };
+                trust.insert(server.clone(), level);
+            }
+        }
+        let mut rules = Vec::new();
+        match options.get("rules") {
+            None => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    let path = format!("{}[{i}]", options.at("rules"));
+                    match item.as_object() {
+                        Some(table) => {
+                            if let Some(rule) = parse_rule(&mut options, &path, i, table) {
+                                rules.push(rule);
+                            }
+                        }
+                        None => options.error(&path, format!("expected a table, found {item}")),
+                    }
+                }
+            }
+            Some(other) => {
+                let path = options.at("rules");
+                options.error(&path, format!("expected an array of tables, found {other}"));
+            }
+        }
+        let hooks = vec![
+            Hook::new(["tools/call"], Phase::Request).expect("a literal event"),
+            Hook::new(["tools/list"], Phase::Response).expect("a literal event"),
+        ];
+        // A mutation: it rewrites the tool list. Security: fails closed (the default).
+        let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Mutation, hooks);
+        let descriptor = match crate::configure(descriptor, entry) {
+            Ok(descriptor) => Some(descriptor),
+            Err(mut errors) => {
+                options.errors.append(&mut errors);
+                None
+            }
+        };
+        match (descriptor, options.errors.is_empty()) {
+            (Some(descriptor), true) => Ok(Policy { descriptor, rules, default, trust }),
+            _ => Err(options.errors),
+        }
+    }
+
+    fn refusal(&self, verdict: &Verdict) -> Refusal {
+        let reason = match verdict.decision {
+            Decision::Ask => format!(
+                "this call needs a person's approval ({}), and no approval is configured",
+                verdict.reason
+            ),
+            _ => verdict.reason.clone(),
+        };
+        Refusal { interceptor: self.descriptor.name.clone(), reason }
+    }
+}
+
+fn decision(options: &mut Options<'_>, path: &str, text: &str) -> Option<Decision> {
+    match text {
+        "allow" => Some(Decision::Allow),
+        "deny" => Some(Decision::Deny),
+        "ask" => Some(Decision::Ask),
+        other => {
+            options.error(path, format!("expected allow, deny or ask, found {other:?}"));
+            None
+        }
+    }
+}
+
+fn parse_rule(
+    options: &mut Options<'_>,
+    path: &str,
+    index: usize,
+    table: &Map<String, Value>,
+) -> Option<Rule> {
+    let mut rule = Options::new(path, table);
+    rule.only(&["servers", "tools", "when", "annotations", "decision", "reason"]);
+    let servers = globs(&mut rule, "servers");
+    let tools = globs(&mut rule, "tools");
+    let decided = match rule.string("decision") {
+        Some(text) => {
+            let at = rule.at("decision");
+            decision(&mut rule, &at, text)
+        }
+        None => {
+            rule.error(path, "missing `decision` (allow, deny or ask)");
+            None
+        }
+    };
+    let reason = rule.string("reason").map(str::to_owned);
+    let mut when = Vec::new();
+    match rule.get("when") {
+        None => {}
+        Some(Value::Object(one)) => {
+            let at = rule.at("when");
+            when.extend(condition(&mut rule, &at, one));
+        }
+        Some(Value::Array(many)) => {
+            for (i, item) in many.iter().enumerate() {
+                let at = format!("{}[{i}]", rule.at("when"));
+                match item.as_object() {
+                    Some(one) => when.extend(condition(&mut rule, &at, one)),
+                    None => rule.error(&at, "expected a table"),
+                }
+            }
+        }
+        Some(_) => {
+            let at = rule.at("when");
+            rule.error(&at, "expected a table or an array of tables");
+        }
+    }
+    let mut annotations = Annotations::default();
+    if let Some(table) = rule.table("annotations") {
+        for (key, value) in table {
+            let at = format!("{}.{key}", rule.at("annotations"));
+            let Some(flag) = value.as_bool() else {
+                rule.error(&at, "expected true or false");
+                continue;
+            };
+            match key.as_str() {
+                "read_only" => annotations.read_only = Some(flag),
+                "destructive" => annotations.destructive = Some(flag),
+                "idempotent" => annotations.idempotent = Some(flag),
+                "open_world" => annotations.open_world = Some(flag),
+                _ => rule.error(
+                    &at,
+                    "unknown annotation (expected read_only, destructive, idempotent, open_world)",
+                ),
+            }
+        }
+    }
+    let ok = rule.errors.is_empty();
+    options.errors.append(&mut rule.errors);
+    Some(Rule {
+        label: format!("rules[{index}]"),
+        servers: servers?,
+        tools: tools?,
+        when,
+        annotations,
+        decision: decided?,
+        reason,
+    })
+    .filter(|_| ok)
+}
+
+fn globs(rule: &mut Options<'_>, key: &str) -> Option<Option<GlobSet>> {
+    let patterns = rule.strings(key);
+    if patterns.is_empty() {
+        return Some(None);
+    }
+    let mut set = GlobSetBuilder::new();
+    for (i, pattern) in patterns.iter().enumerate() {
+        match Glob::new(pattern) {
+            Ok(glob) => {
+                set.add(glob);
+            }
+            Err(error) => {
+                let at = format!("{}[{i}]", rule.at(key));
+                rule.error(&at, format!("invalid glob {pattern:?}: {}", error.kind()));
+                return None;
+            }
+        }
+    }
+    set.build().ok().map(Some)
+}
+
+fn condition(rule: &mut Options<'_>, path: &str, table: &Map<String, Value>) -> Option<Condition> {
+    let mut one = Options::new(path, table);
+    one.only(&["path", "equals", "matches", "one_of"]);
+    let field = one.string("path");
+    if field.is_none() && one.get("path").is_none() {
+        one.error(path, "missing `path` (the argument to look at, such as \"options.force\")");
+    }
+    let tests: Vec<&str> =
+        ["equals", "matches", "one_of"].into_iter().filter(|k| table.contains_key(*k)).collect();
+    let test = match tests.as_slice() {
+        ["equals"] => table.get("equals").cloned().map(Test::Equals),
+        ["matches"] => match one.string("matches").map(Regex::new) {
+            Some(Ok(regex)) => Some(Test::Matches(regex)),
+            Some(Err(error)) => {
+                let at = one.at("matches");
+                one.error(&at, format!("invalid regex: {error}"));
+                None
+            }
+            None => None,
+        },
+        ["one_of"] => match table.get("one_of") {
+            Some(Value::Array(items)) => Some(Test::OneOf(items.clone())),
+            _ => {
+                let at = one.at("one_of");
+                one.error(&at, "expected an array");
+                None
+            }
+        },
+        _ => {
+            one.error(path, "needs exactly one of `equals`, `matches`, `one_of`");
+            None
+        }
+    };
+    let ok = one.errors.is_empty();
+    rule.errors.append(&mut one.errors);
+    let path = field?.split('.').map(str::to_owned).collect();
+    Some(Condition { path, test: test? }).filter(|_| ok)
+}
+
+impl Interceptor for Policy {
+    fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    fn intercept<'a>(
+        &'a self,
+        _event: Event,
+        _phase: Phase,
+        message: &'a Message,
+        ctx: &'a mut CallContext,
+    ) -> BoxFuture<'a, Result<Outcome, InterceptError>> {
+        let outcome = match message {
+            Message::CallTool(call) => {
+                let Some(target) = &ctx.target else {
+                    return Box::pin(async {
+                        Err(InterceptError("a tool call without a target".into()))
+                    });
+                };
+                let verdict = self.decide(
+                    &target.server,
+                    &target.original,
+                    target.tool.as_deref(),
+                    call.arguments.as_ref(),
+                );
+                match verdict.decision {
+                    Decision::Allow => Outcome::Continue,
+                    Decision::Deny | Decision::Ask => Outcome::Refuse(self.refusal(&verdict)),
+                }
+            }
+            Message::Tools(tools) => {
+                let kept: Vec<_> = tools
+                    .iter()
+                    .filter(|listed| {
+                        // Hidden only when every call of it would be denied.
+                        !self.descriptor.covers_target(&listed.server, &listed.original)
+                            || self
+                                .evaluate(
+                                    &listed.server,
+                                    &listed.original,
+                                    Some(&listed.item),
+                                    None,
+                                )
+                                .is_none_or(|v| v.decision != Decision::Deny)
+                    })
+                    .cloned()
+                    .collect();
+                if kept.len() == tools.len() {
+                    Outcome::Continue
+                } else {
+                    Outcome::Rewrite(Message::Tools(kept))
+                }
+            }
+            _ => Outcome::Continue,
+        };
+        Box::pin(async move { Ok(outcome) })
+    }
+}
+
+#[cfg(test)]
+mod tests;
