@@ -42,6 +42,12 @@ pub(crate) fn answer(error: GatewayError) -> Answer {
         GatewayError::Upstream(error) => {
             Answer::ToolError(toolgate_core::ErrorChain(&error).to_string())
         }
+        // A refusal is the model's to read: who refused and why.
+        GatewayError::Refused(refusal) => Answer::ToolError(refusal.to_string()),
+        GatewayError::Interceptor(error) => Answer::Error(mcp::ErrorData::internal_error(
+            format!("interceptor error: {error}"),
+            None,
+        )),
         #[allow(unreachable_patterns)]
         other => Answer::Error(mcp::ErrorData::internal_error(other.to_string(), None)),
     }
@@ -49,6 +55,12 @@ pub(crate) fn answer(error: GatewayError) -> Answer {
 
 /// For requests other than tool calls: every failure is a JSON-RPC error.
 pub(crate) fn to_mcp_error(error: GatewayError) -> mcp::ErrorData {
+    if let GatewayError::Refused(refusal) = &error {
+        return mcp::ErrorData::invalid_request(
+            refusal.to_string(),
+            Some(serde_json::json!({ "interceptor": refusal.interceptor })),
+        );
+    }
     match answer(error) {
         Answer::Error(error) => error,
         Answer::ToolError(message) => mcp::ErrorData::internal_error(message, None),

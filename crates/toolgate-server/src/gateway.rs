@@ -15,6 +15,8 @@ use toolgate_upstream::{
     CallOptions, Connected, Contribution, Inventory, Route, Upstream, UpstreamError, UpstreamEvent,
 };
 
+use toolgate_intercept::{CallContext, Event, Listed, Message, Pipeline, Refusal, Stopped, Target};
+
 use crate::session::{Changed, Session, Sessions};
 
 /// Why the gateway could not serve a request.
@@ -33,6 +35,12 @@ pub enum GatewayError {
     /// The upstream failed.
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
+    /// An interceptor refused the request (or its answer).
+    #[error("{0}")]
+    Refused(Refusal),
+    /// An interceptor turned a message into one of another kind.
+    #[error("interceptor error: {0}")]
+    Interceptor(String),
 }
 
 /// How often sessions that closed are looked for (they are also looked for on every event).
@@ -57,6 +65,7 @@ pub struct Gateway {
     sessions: Sessions,
     /// Downstream subscriptions per upstream resource: the upstream is subscribed once.
     subscribers: Mutex<HashMap<(Arc<str>, String), usize>>,
+    pipeline: Pipeline,
     /// The log level last sent to the upstreams.
     upstream_log_level: Mutex<Option<mcp::LoggingLevel>>,
     /// Requests being relayed now, for a graceful shutdown.
@@ -81,11 +90,11 @@ impl Drop for InFlightGuard<'_> {
 
 impl Gateway {
     /// Starts every enabled server in `servers`, waits for each one's first attempt, and
-    /// starts following their events.
-    pub async fn start(servers: &[ServerConfig]) -> Arc<Gateway> {
+    /// starts following their events. Every request passes `pipeline`.
+    pub async fn start(servers: &[ServerConfig], pipeline: Pipeline) -> Arc<Gateway> {
         let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
         let connected = toolgate_upstream::connect_all(servers, Some(events)).await;
-        let gateway = Arc::new(Gateway::new(connected));
+        let gateway = Arc::new(Gateway::new(connected, pipeline));
         let weak = Arc::downgrade(&gateway);
         tokio::spawn(async move {
             let mut sweep = tokio::time::interval(SESSION_SWEEP);
@@ -117,7 +126,7 @@ impl Gateway {
         }
     }
 
-    fn new(connected: Connected) -> Gateway {
+    fn new(connected: Connected, pipeline: Pipeline) -> Gateway {
         let failed = connected
             .failed
             .iter()
@@ -138,6 +147,7 @@ impl Gateway {
             inventory: RwLock::new(inventory),
             sessions: Sessions::default(),
             subscribers: Mutex::default(),
+            pipeline,
             upstream_log_level: Mutex::default(),
             in_flight: tokio::sync::watch::Sender::new(0),
         }
@@ -163,11 +173,43 @@ impl Gateway {
         &self.sessions
     }
 
-    /// `tools/call` by exposed name.
+    /// The interceptors every request passes.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// `tools/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
+    pub async fn list_tools(&self, ctx: &mut CallContext) -> Result<Vec<mcp::Tool>, GatewayError> {
+        let inventory = self.inventory();
+        if self.pipeline.is_empty() {
+            return Ok(inventory.tools().to_vec());
+        }
+        self.pipeline.request(Event::ToolsList, Message::Empty, ctx).await.map_err(stopped)?;
+        let listed = inventory
+            .tools()
+            .iter()
+            .filter_map(|tool| {
+                let route = inventory.tool_route(&tool.name)?;
+                Some(Listed {
+                    server: route.upstream.to_string(),
+                    original: route.original.clone(),
+                    item: tool.clone(),
+                })
+            })
+            .collect();
+        match self.pipeline.response(Event::ToolsList, Message::Tools(listed), ctx).await {
+            Ok(Message::Tools(listed)) => Ok(listed.into_iter().map(|l| l.item).collect()),
+            Ok(_) => Err(GatewayError::Interceptor("a tool list became something else".into())),
+            Err(refusal) => Err(GatewayError::Refused(refusal)),
+        }
+    }
+
+    /// `tools/call` by exposed name, through the pipeline.
     pub async fn call_tool(
         &self,
-        mut params: mcp::CallToolRequestParams,
+        params: mcp::CallToolRequestParams,
         options: &CallOptions,
+        ctx: &mut CallContext,
     ) -> Result<mcp::CallToolResult, GatewayError> {
         let _in_flight = InFlightGuard::new(&self.in_flight);
         let (upstream, route) = {
@@ -179,8 +221,32 @@ impl Gateway {
                 .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
             (self.upstream(&route)?, route)
         };
+        let definition =
+            upstream.catalog().tools.iter().find(|t| t.name == route.original).cloned();
+        ctx.target = Some(Target {
+            server: route.upstream.to_string(),
+            original: route.original.clone(),
+            exposed: params.name.to_string(),
+            tool: definition.map(Arc::new),
+        });
+        let mut params =
+            match self.pipeline.request(Event::ToolsCall, Message::CallTool(params), ctx).await {
+                Ok(Message::CallTool(params)) => params,
+                Ok(_) => {
+                    return Err(GatewayError::Interceptor(
+                        "a tool call became something else".into(),
+                    ));
+                }
+                Err(Stopped::Answered(Message::ToolResult(result))) => return Ok(result),
+                Err(stop) => return Err(stopped(stop)),
+            };
         params.name = route.original.into();
-        Ok(upstream.call_tool(params, options).await?)
+        let result = upstream.call_tool(params, options).await?;
+        match self.pipeline.response(Event::ToolsCall, Message::ToolResult(result), ctx).await {
+            Ok(Message::ToolResult(result)) => Ok(result),
+            Ok(_) => Err(GatewayError::Interceptor("a tool result became something else".into())),
+            Err(refusal) => Err(GatewayError::Refused(refusal)),
+        }
     }
 
     /// `prompts/get` by exposed name.
@@ -450,6 +516,14 @@ fn supports_subscriptions(upstream: &Upstream) -> bool {
         .info()
         .and_then(|info| info.capabilities.resources)
         .is_some_and(|resources| resources.subscribe == Some(true))
+}
+
+/// A request the pipeline stopped, as an error (an answer of the wrong kind included).
+fn stopped(stop: Stopped) -> GatewayError {
+    match stop {
+        Stopped::Refused(refusal) => GatewayError::Refused(refusal),
+        Stopped::Answered(_) => GatewayError::Interceptor("an answer of the wrong kind".into()),
+    }
 }
 
 fn merge(upstreams: &[Arc<Upstream>]) -> Inventory {

@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use toolgate_core::mcp;
+use toolgate_intercept::{CallContext, Principal};
 use toolgate_upstream::CallOptions;
 
 use crate::caller::DownstreamCaller;
@@ -23,12 +24,20 @@ pub struct GatewayHandler {
     gateway: Arc<Gateway>,
     /// Set by `initialize`; requests of the stateless era have none.
     session: Arc<OnceLock<Arc<Session>>>,
+    /// Who the client is, for the pipeline.
+    principal: Principal,
 }
 
 impl GatewayHandler {
     /// A handler over `gateway`.
-    pub fn new(gateway: Arc<Gateway>) -> Self {
-        GatewayHandler { gateway, session: Arc::default() }
+    pub fn new(gateway: Arc<Gateway>, principal: Principal) -> Self {
+        GatewayHandler { gateway, session: Arc::default(), principal }
+    }
+
+    fn context(&self, context: &RequestContext<RoleServer>) -> CallContext {
+        let mut ctx = CallContext::new(self.principal.clone());
+        ctx.request_id = Some(context.id.to_string());
+        ctx
     }
 
     /// This session, or a throwaway one for a stateless request.
@@ -145,9 +154,11 @@ impl ServerHandler for GatewayHandler {
     async fn list_tools(
         &self,
         _request: Option<mcp::PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<mcp::ListToolsResult, ErrorData> {
-        Ok(mcp::ListToolsResult::with_all_items(self.gateway.inventory().tools().to_vec()))
+        let tools =
+            self.gateway.list_tools(&mut self.context(&context)).await.map_err(to_mcp_error)?;
+        Ok(mcp::ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -156,7 +167,8 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::CallToolResponse, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        let result = self.gateway.call_tool(request, &call_options(&context)).await;
+        let mut ctx = self.context(&context);
+        let result = self.gateway.call_tool(request, &call_options(&context), &mut ctx).await;
         match result {
             Ok(mut result) => {
                 result.result_type = Some(mcp::ResultType::COMPLETE);

@@ -10,6 +10,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::gateway::Gateway;
+use toolgate_intercept::Principal;
+
 use crate::handler::GatewayHandler;
 use crate::jsonrpc::{self, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::line_transport::LineTransport;
@@ -52,7 +54,7 @@ pub async fn serve_stdio(
     gateway: Arc<Gateway>,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    let running = GatewayHandler::new(gateway)
+    let running = GatewayHandler::new(gateway, Principal::local())
         .serve_with_ct(
             LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), DEFAULT_MAX_MESSAGE_BYTES),
             shutdown,
@@ -80,7 +82,7 @@ pub fn http_router(
     let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
     config = config.with_max_request_body_bytes(limit);
     let service = StreamableHttpService::new(
-        move || Ok(GatewayHandler::new(gateway.clone())),
+        move || Ok(GatewayHandler::new(gateway.clone(), Principal::anonymous())),
         Arc::new(LocalSessionManager::default()),
         config,
     );

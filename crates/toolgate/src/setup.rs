@@ -23,13 +23,21 @@ pub(crate) struct InvalidConfig {
     pub(crate) errors: toolgate_config::ConfigErrors,
 }
 
+/// `[[pipeline]]` entries that cannot be built: exits with [`EXIT_USAGE`].
+#[derive(Debug, thiserror::Error)]
+#[error("invalid pipeline:\n{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+pub(crate) struct InvalidPipeline(pub(crate) Vec<toolgate_interceptors::OptionError>);
+
 fn source_suffix(path: &Option<PathBuf>) -> String {
     path.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default()
 }
 
 /// The exit code for an error that ended a command.
 pub(crate) fn exit_code_for(error: &anyhow::Error) -> ExitCode {
-    if error.chain().any(|cause| cause.downcast_ref::<InvalidConfig>().is_some()) {
+    if error.chain().any(|cause| {
+        cause.downcast_ref::<InvalidConfig>().is_some()
+            || cause.downcast_ref::<InvalidPipeline>().is_some()
+    }) {
         ExitCode::from(EXIT_USAGE)
     } else {
         ExitCode::FAILURE
@@ -107,7 +115,9 @@ fn demo_config() -> anyhow::Result<Config> {
 
 /// Connects every enabled server. Fails when a `required` one did not come up.
 pub(crate) async fn connect(config: &Config) -> anyhow::Result<Arc<Gateway>> {
-    let gateway = Gateway::start(&config.servers).await;
+    let pipeline =
+        toolgate_interceptors::build_pipeline(&config.pipeline).map_err(InvalidPipeline)?;
+    let gateway = Gateway::start(&config.servers, pipeline).await;
     let required_failures: Vec<_> = gateway
         .failed()
         .iter()

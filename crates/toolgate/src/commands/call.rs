@@ -42,10 +42,15 @@ pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<E
         inventory.tools().iter().find(|t| t.name == args.tool).map(|t| t.input_schema.clone());
     let arguments = build_arguments(args.args.as_deref(), &args.pairs, schema.as_deref())?;
     let params = mcp::CallToolRequestParams::new(args.tool.clone()).with_arguments(arguments);
-    let result = gateway.call_tool(params, &Default::default()).await;
+    let mut ctx = toolgate_intercept::CallContext::new(toolgate_intercept::Principal::local());
+    let result = gateway.call_tool(params, &Default::default(), &mut ctx).await;
     gateway.shutdown().await;
     let result = match result {
         Ok(result) => result,
+        // Printed like the tool error result a client would get.
+        Err(GatewayError::Refused(refusal)) => {
+            mcp::CallToolResult::error(vec![mcp::ContentBlock::text(refusal.to_string())])
+        }
         Err(GatewayError::UnknownTool(name)) => {
             anyhow::bail!("unknown tool `{name}` (see `toolgate tools` for the exposed names)")
         }

@@ -7,6 +7,7 @@ mod deps;
 mod failures;
 mod fidelity;
 mod matrix;
+mod pipeline;
 mod real_servers;
 mod recorder;
 mod sdk_clients;
