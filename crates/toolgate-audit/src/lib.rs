@@ -1,0 +1,30 @@
+//! toolgate's events, the bus that carries them, and the tamper-evident audit log
+//! (see ARCHITECTURE.md, `toolgate-audit`).
+//!
+//! Everything that happens to a call or an upstream becomes an [`Event`], published on the
+//! [`EventBus`]. Publishing never waits: each subscriber has a bounded queue, and a full queue
+//! drops the event and counts it. Sinks subscribe with an [`EventPattern`]: the audit sink
+//! appends to a hash-chained JSONL file ([`AuditLog`], checked by [`verify`]), the tracing sink
+//! logs. [`ArgumentRecord`] hashes and redacts tool arguments before they are recorded.
+//!
+//! This crate does no network IO and depends on no other toolgate crate.
+
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod bus;
+mod chain;
+mod error;
+mod event;
+mod hash;
+mod pattern;
+mod redact;
+mod rfc3339;
+mod sink;
+
+pub use bus::{EventBus, Subscription};
+pub use chain::{AuditLog, GENESIS, VerifyReport, verify, verify_with_head};
+pub use error::{AuditError, ChainProblem};
+pub use event::{Event, kind};
+pub use pattern::{EventPattern, PatternError};
+pub use redact::{ArgumentRecord, FieldPath, FieldPathError, REDACTED, canonical_json};
+pub use sink::{SINK_CAPACITY, spawn_audit_sink, spawn_tracing_sink};

@@ -1,0 +1,170 @@
+//! Tool arguments as the audit log keeps them: a hash of the exact arguments, and a copy with
+//! the secret fields masked.
+//!
+//! The hash is taken over canonical JSON ([`canonical_json`]), so the same arguments hash the
+//! same whatever order their keys arrived in.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::hash::sha256_hex;
+
+/// What a redacted field is replaced with.
+pub const REDACTED: &str = "***";
+
+/// A tool call's arguments, ready to be recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArgumentRecord {
+    /// The SHA-256 (lowercase hex) of the arguments as canonical JSON, before redaction.
+    ///
+    /// Anyone who can guess a redacted value can check the guess against this hash, so fields
+    /// holding short secrets (passwords, PINs) are only as hidden as they are hard to guess.
+    pub sha256: String,
+    /// The arguments with every field named by the redaction paths replaced by `"***"`.
+    pub redacted: Value,
+}
+
+impl ArgumentRecord {
+    /// Hashes `arguments` and copies them with the fields at `redact` masked. Paths that match
+    /// nothing are ignored.
+    pub fn new(arguments: &Value, redact: &[FieldPath]) -> ArgumentRecord {
+        let sha256 = sha256_hex(canonical_json(arguments).as_bytes());
+        let mut redacted = arguments.clone();
+        for path in redact {
+            mask(&mut redacted, &path.segments);
+        }
+        ArgumentRecord { sha256, redacted }
+    }
+}
+
+fn mask(value: &mut Value, path: &[PathSegment]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    let children: Vec<&mut Value> = match (first, value) {
+        (PathSegment::Key(key), Value::Object(map)) => map.get_mut(key).into_iter().collect(),
+        (PathSegment::Any, Value::Object(map)) => map.values_mut().collect(),
+        (PathSegment::Any, Value::Array(items)) => items.iter_mut().collect(),
+        _ => Vec::new(),
+    };
+    for child in children {
+        if rest.is_empty() {
+            *child = Value::String(REDACTED.to_owned());
+        } else {
+            mask(child, rest);
+        }
+    }
+}
+
+/// `value` as canonical JSON: object keys sorted (by their UTF-8 bytes) at every depth, no
+/// whitespace, strings and numbers as `serde_json` writes them.
+///
+/// This is not RFC 8785 (JCS), which sorts keys by UTF-16 code units and formats numbers its
+/// own way; the two agree on ASCII keys and integers.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&json_string(key));
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        // A scalar's `Display` is its compact JSON.
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).expect("a string must serialize to JSON")
+}
+
+/// A field to redact, as a dotted path: `password`, `auth.token`, `items.*.secret`.
+///
+/// Each segment names an object key; `*` stands for every element of an array or every value
+/// of an object. Keys that contain `.` or are exactly `*` cannot be named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldPath {
+    text: String,
+    segments: Vec<PathSegment>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PathSegment {
+    Key(String),
+    Any,
+}
+
+/// A field path that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid field path `{path}`: {reason}")]
+pub struct FieldPathError {
+    /// The path as given.
+    pub path: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+// === impl FieldPath ===
+
+impl FieldPath {
+    /// Parses a dotted path (see the type docs).
+    pub fn parse(text: &str) -> Result<FieldPath, FieldPathError> {
+        let error = |reason| FieldPathError { path: text.to_owned(), reason };
+        if text.is_empty() {
+            return Err(error("it is empty"));
+        }
+        let segments = text
+            .split('.')
+            .map(|segment| match segment {
+                "" => Err(error("it has an empty segment (`..`, or `.` at an end)")),
+                "*" => Ok(PathSegment::Any),
+                key => Ok(PathSegment::Key(key.to_owned())),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(FieldPath { text: text.to_owned(), segments })
+    }
+}
+
+impl FromStr for FieldPath {
+    type Err = FieldPathError;
+
+    fn from_str(text: &str) -> Result<FieldPath, FieldPathError> {
+        FieldPath::parse(text)
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+//! Sinks: tasks that take events off the bus and put them somewhere.
+//!
+//! Each sink is one subscription ([`SINK_CAPACITY`] events deep) and one task. A sink that falls
+//! behind loses events at the bus (counted, see [`EventBus`]) instead of slowing anything down.
+
+use std::error::Error;
+
+use tokio::task::JoinHandle;
+
+use crate::bus::{EventBus, Subscription};
+use crate::chain::AuditLog;
+use crate::error::AuditError;
+use crate::event::{Event, kind};
+use crate::pattern::EventPattern;
+
+/// How many events a sink's queue holds before the bus drops events for it.
+pub const SINK_CAPACITY: usize = 4096;
+
+/// At most this many events are written between two `fsync`s.
+const BATCH: usize = 256;
+
+/// Appends every event matching `pattern` to `log`, until every clone of `bus` is gone and the
+/// queue is drained (await the handle after dropping the bus to be sure everything is written).
+///
+/// Writing happens on tokio's blocking pool, a batch of waiting events at a time, each batch
+/// followed by an `fsync`. Events lost before they were written (the queue was full, or a write
+/// failed) are recorded as one [`kind::AUDIT_DROPPED`] record with their `count`. A write error
+/// is logged, naming the file, and the sink carries on.
+pub fn spawn_audit_sink(bus: &EventBus, pattern: EventPattern, log: AuditLog) -> JoinHandle<()> {
+    let subscription = bus.subscribe(pattern, SINK_CAPACITY);
+    tokio::spawn(run_audit_sink(subscription, log))
+}
+
+async fn run_audit_sink(mut subscription: Subscription, mut log: AuditLog) {
+    let mut counted_drops = 0;
+    let mut lost = 0;
+    while let Some(first) = subscription.recv().await {
+        let mut batch = vec![first];
+        batch.extend(std::iter::from_fn(|| subscription.try_recv()).take(BATCH - 1));
+        let dropped = subscription.dropped();
+        lost += dropped - counted_drops;
+        counted_drops = dropped;
+
+        let path = log.path().to_path_buf();
+        let written = tokio::task::spawn_blocking(move || {
+            let outcome = write_batch(&mut log, &batch, lost);
+            (log, outcome)
+        })
+        .await;
+        let (returned, outcome) = match written {
+            Ok(written) => written,
+            Err(error) => {
+                tracing::error!(
+                    path = %path.display(),
+                    error = %chain(&error),
+                    "audit log writer failed; no more events will be recorded in this file"
+                );
+                return;
+            }
+        };
+        log = returned;
+        lost = outcome.lost;
+        if let Some(error) = outcome.first_error {
+            tracing::error!(
+                path = %path.display(),
+                failed = outcome.failed,
+                unrecorded = lost,
+                error = %chain(&error),
+                "cannot write to the audit log; lost events are counted in the next \
+                 `audit/dropped` record that can be written"
+            );
+        }
+    }
+}
+
+/// What writing one batch did.
+struct BatchOutcome {
+    /// How many events of the batch could not be written.
+    failed: u64,
+    /// The first error, from an event, the lost-events record or the `fsync`.
+    first_error: Option<AuditError>,
+    /// Lost events not yet recorded as such.
+    lost: u64,
+}
+
+/// Appends `batch`, then a record of the `lost` events (if any), then syncs.
+fn write_batch(log: &mut AuditLog, batch: &[Event], lost: u64) -> BatchOutcome {
+    let mut outcome = BatchOutcome { failed: 0, first_error: None, lost };
+    for event in batch {
+        if let Err(error) = log.append(event) {
+            outcome.failed += 1;
+            outcome.lost += 1;
+            outcome.first_error.get_or_insert(error);
+        }
+    }
+    if outcome.lost > 0 {
+        match log.append(&Event::new(kind::AUDIT_DROPPED).with("count", outcome.lost)) {
+            Ok(()) => outcome.lost = 0,
+            Err(error) => {
+                outcome.first_error.get_or_insert(error);
+            }
+        }
+    }
+    if let Err(error) = log.sync() {
+        outcome.first_error.get_or_insert(error);
+    }
+    outcome
+}
+
+/// Logs every event matching `pattern` at info level with target `toolgate::event`: the kind
+/// as the message, the fields as one JSON object. Ends when every clone of `bus` is gone.
+pub fn spawn_tracing_sink(bus: &EventBus, pattern: EventPattern) -> JoinHandle<()> {
+    let mut subscription = bus.subscribe(pattern, SINK_CAPACITY);
+    tokio::spawn(async move {
+        while let Some(event) = subscription.recv().await {
+            let fields = serde_json::Value::Object(event.fields);
+            tracing::info!(target: "toolgate::event", fields = %fields, "{}", event.kind);
+        }
+    })
+}
+
+/// `error` and its causes, joined by `: `.
+fn chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;
