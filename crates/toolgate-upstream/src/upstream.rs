@@ -134,10 +134,12 @@ impl CallTable {
         self.by_token.get(token).map(|(_, ledger)| ledger.clone())
     }
 
-    /// The caller of the only request in flight, if exactly one is.
+    /// The caller of the only request in flight that has one, if exactly one has (toolgate's
+    /// own requests, such as a re-listing, have none and do not make it ambiguous).
     pub(crate) fn only_caller(&self) -> Option<Arc<dyn Caller>> {
-        match self.by_request.values().collect::<Vec<_>>().as_slice() {
-            [only] => (*only).clone(),
+        let mut callers = self.by_request.values().flatten();
+        match (callers.next(), callers.next()) {
+            (Some(only), None) => Some(only.clone()),
             _ => None,
         }
     }
