@@ -46,6 +46,9 @@ pub enum Stopped {
 pub struct Pipeline {
     /// In config order.
     chain: Vec<Arc<dyn Interceptor>>,
+    /// The run orders, computed once.
+    request_order: Vec<Arc<dyn Interceptor>>,
+    response_order: Vec<Arc<dyn Interceptor>>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -69,7 +72,9 @@ impl Pipeline {
                 return Err(DuplicateName(name.clone()));
             }
         }
-        Ok(Pipeline { chain })
+        let request_order = ordered(&chain, Phase::Request);
+        let response_order = ordered(&chain, Phase::Response);
+        Ok(Pipeline { chain, request_order, response_order })
     }
 
     /// The interceptors in config order.
@@ -84,25 +89,14 @@ impl Pipeline {
 
     /// The interceptors of `phase` in the order they run.
     pub fn run_order(&self, phase: Phase) -> Vec<&Descriptor> {
-        self.ordered(phase).into_iter().map(|i| i.descriptor()).collect()
+        self.order(phase).iter().map(|i| i.descriptor()).collect()
     }
 
-    fn ordered(&self, phase: Phase) -> Vec<&Arc<dyn Interceptor>> {
-        let of_type = |wanted: InterceptorType| {
-            let mut these: Vec<(usize, &Arc<dyn Interceptor>)> = self
-                .chain
-                .iter()
-                .enumerate()
-                .filter(|(_, i)| i.descriptor().interceptor_type == wanted)
-                .collect();
-            these.sort_by_key(|(index, i)| (i.descriptor().priority, *index));
-            these.into_iter().map(|(_, i)| i)
-        };
-        let (first, then) = match phase {
-            Phase::Request => (InterceptorType::Mutation, InterceptorType::Validation),
-            Phase::Response => (InterceptorType::Validation, InterceptorType::Mutation),
-        };
-        of_type(first).chain(of_type(then)).collect()
+    fn order(&self, phase: Phase) -> &[Arc<dyn Interceptor>] {
+        match phase {
+            Phase::Request => &self.request_order,
+            Phase::Response => &self.response_order,
+        }
     }
 
     /// Runs the request phase: the message to send upstream, or why there is none.
@@ -113,7 +107,7 @@ impl Pipeline {
         ctx: &mut CallContext,
     ) -> Result<Message, Stopped> {
         let mut message = message;
-        for interceptor in self.ordered(Phase::Request) {
+        for interceptor in self.order(Phase::Request) {
             match run_one(interceptor.as_ref(), event, Phase::Request, &message, ctx).await {
                 Outcome::Continue => {}
                 Outcome::Rewrite(rewritten) => message = rewritten,
@@ -132,7 +126,7 @@ impl Pipeline {
         ctx: &mut CallContext,
     ) -> Result<Message, Refusal> {
         let mut message = message;
-        for interceptor in self.ordered(Phase::Response) {
+        for interceptor in self.order(Phase::Response) {
             match run_one(interceptor.as_ref(), event, Phase::Response, &message, ctx).await {
                 Outcome::Continue => {}
                 Outcome::Rewrite(rewritten) => message = rewritten,
@@ -144,6 +138,25 @@ impl Pipeline {
         }
         Ok(message)
     }
+}
+
+/// `chain` in the order `phase` runs it: request phase mutators then validators, response
+/// phase the reverse; each by priority, ties in config order.
+fn ordered(chain: &[Arc<dyn Interceptor>], phase: Phase) -> Vec<Arc<dyn Interceptor>> {
+    let of_type = |wanted: InterceptorType| {
+        let mut these: Vec<(usize, &Arc<dyn Interceptor>)> = chain
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.descriptor().interceptor_type == wanted)
+            .collect();
+        these.sort_by_key(|(index, i)| (i.descriptor().priority, *index));
+        these.into_iter().map(|(_, i)| i.clone())
+    };
+    let (first, then) = match phase {
+        Phase::Request => (InterceptorType::Mutation, InterceptorType::Validation),
+        Phase::Response => (InterceptorType::Validation, InterceptorType::Mutation),
+    };
+    of_type(first).chain(of_type(then)).collect()
 }
 
 /// Runs one interceptor where it applies, applying its mode, type, timeout and failure
