@@ -22,5 +22,10 @@ fn the_only_caller_is_found_only_when_unambiguous() {
     table.by_request.insert(mcp::NumberOrString::Number(1), Some(Arc::new(Nobody)));
     assert!(table.only_caller().is_some());
     table.by_request.insert(mcp::NumberOrString::Number(2), None);
+    assert!(
+        table.only_caller().is_some(),
+        "toolgate's own requests (a re-listing) have no caller and do not count"
+    );
+    table.by_request.insert(mcp::NumberOrString::Number(3), Some(Arc::new(Nobody)));
     assert!(table.only_caller().is_none(), "two calls in flight: nobody can be sure");
 }
