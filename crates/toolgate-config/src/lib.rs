@@ -28,6 +28,7 @@
 //! This crate reads files but never touches the network. Everything it reads from the process
 //! (variables, current and home directory) goes through an [`Environment`].
 
+mod audit;
 mod check;
 mod client;
 mod discover;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors};
-use crate::model::{Config, GatewayConfig};
+use crate::model::{AuditConfig, Config, GatewayConfig};
 use crate::value::{Syntax, parse_json, parse_toml};
 use crate::{Format, client, native};
 
@@ -32,7 +32,7 @@ pub(crate) fn parse_str(
     base_dir: &Path,
     env: &dyn Environment,
 ) -> Result<Config, ConfigErrors> {
-    let (gateway, servers, pipeline, cx) = match format {
+    let (gateway, servers, pipeline, audit, admin, cx) = match format {
         Format::Toml => {
             let root = parse_toml(text)?;
             let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
@@ -41,13 +41,13 @@ pub(crate) fn parse_str(
             for import in &document.imports {
                 servers.extend(import_file(&mut cx, &import.path, &import.file));
             }
-            (document.gateway, servers, document.pipeline, cx)
+            (document.gateway, servers, document.pipeline, document.audit, document.admin, cx)
         }
         Format::Json => {
             let root = parse_json(text)?;
             let mut cx = Checker::new(env, Syntax::Json, None, base_dir);
             let servers = client::check(&mut cx, &root);
-            (GatewayConfig::default(), servers, Vec::new(), cx)
+            (GatewayConfig::default(), servers, Vec::new(), AuditConfig::default(), None, cx)
         }
     };
     let (mut errors, warnings) = cx.finish();
@@ -58,7 +58,7 @@ pub(crate) fn parse_str(
     }
     let mut servers: Vec<_> = servers.into_iter().map(|entry| entry.server).collect();
     servers.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Config { gateway, servers, pipeline, warnings })
+    Ok(Config { gateway, servers, pipeline, audit, admin, warnings })
 }
 
 /// Reads the client config `file` named at `path` (`import[i]`); its errors and warnings go to

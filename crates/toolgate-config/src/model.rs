@@ -25,6 +25,10 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// `[[pipeline]]`: the interceptors, in config order.
     pub pipeline: Vec<InterceptorConfig>,
+    /// `[audit]`: where events are recorded.
+    pub audit: AuditConfig,
+    /// `[admin]`: the admin HTTP API (approvals, events, the pipeline), when configured.
+    pub admin: Option<AdminConfig>,
     /// Non-fatal remarks found while loading (ignored client-only keys and the like).
     pub warnings: Vec<String>,
 }
@@ -53,6 +57,59 @@ pub struct InterceptorConfig {
     pub tools: Vec<String>,
     /// Every other key of the table.
     pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Default length of a webhook's queue of events not yet delivered.
+pub const DEFAULT_WEBHOOK_QUEUE: usize = 1024;
+/// Default number of retries of one webhook delivery.
+pub const DEFAULT_WEBHOOK_RETRIES: u32 = 5;
+
+/// `[audit]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditConfig {
+    /// The hash-chained JSONL audit log; `None` = no file.
+    pub file: Option<PathBuf>,
+    /// Which events the file records (patterns such as `tools/*`); default all.
+    pub events: Vec<String>,
+    /// Argument fields recorded as `***` (field paths such as `password` or `auth.*`).
+    pub redact: Vec<String>,
+    /// `[[audit.webhook]]`: where events are POSTed as JSON.
+    pub webhooks: Vec<WebhookConfig>,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            file: None,
+            events: vec!["*".to_owned()],
+            redact: Vec::new(),
+            webhooks: Vec::new(),
+        }
+    }
+}
+
+/// `[[audit.webhook]]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookConfig {
+    /// Where to POST.
+    pub url: url::Url,
+    /// Which events (patterns); default all.
+    pub events: Vec<String>,
+    /// Extra request headers (secrets).
+    pub headers: BTreeMap<String, Secret>,
+    /// Events waiting beyond this many are dropped and counted.
+    pub queue: usize,
+    /// Retries of one delivery (with exponential backoff) before it is dropped.
+    pub retries: u32,
+}
+
+/// `[admin]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdminConfig {
+    /// Address of the admin API.
+    pub listen: SocketAddr,
+    /// Bearer tokens by the name of who holds them (the approver's name in the audit log).
+    pub tokens: BTreeMap<String, Secret>,
 }
 
 /// `[gateway]`

@@ -1,16 +1,18 @@
-//! `toolgate.toml`, toolgate's own format: `import`, `[gateway]` and `[servers.<name>]`.
+//! `toolgate.toml`, toolgate's own format: `import`, `[gateway]`, `[servers.<name>]` and
+//! `[[pipeline]]` (`[audit]` and `[admin]` are checked in `audit`).
 
 use std::net::SocketAddr;
 
 use crate::check::{Checker, Entry, Mode, optional};
 use crate::error::{index_path, key_path};
 use crate::model::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, GatewayConfig, HttpConfig, HttpTransport,
-    InterceptorConfig, ServerConfig, StdioConfig, ToolFilter, TransportConfig,
+    AdminConfig, AuditConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, GatewayConfig,
+    HttpConfig, HttpTransport, InterceptorConfig, ServerConfig, StdioConfig, ToolFilter,
+    TransportConfig,
 };
 use crate::value::Value;
 
-const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline"];
+const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline", "audit", "admin"];
 const GATEWAY_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins"];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -40,6 +42,8 @@ pub(crate) struct Document {
     pub(crate) servers: Vec<Entry>,
     pub(crate) imports: Vec<Import>,
     pub(crate) pipeline: Vec<InterceptorConfig>,
+    pub(crate) audit: AuditConfig,
+    pub(crate) admin: Option<AdminConfig>,
 }
 
 /// One `import` entry.
@@ -69,6 +73,14 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
     }
     if let Some(value) = fields.get("pipeline") {
         document.pipeline = check_pipeline(cx, value);
+    }
+    if let Some(value) = fields.get("audit")
+        && let Some(audit) = crate::audit::check_audit(cx, value)
+    {
+        document.audit = audit;
+    }
+    if let Some(value) = fields.get("admin") {
+        document.admin = crate::audit::check_admin(cx, value);
     }
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")
@@ -182,7 +194,7 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
     })
 }
 
-fn listen(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<SocketAddr> {
+pub(crate) fn listen(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<SocketAddr> {
     let text = cx.string(value, path)?;
     match text.parse() {
         Ok(addr) => Some(addr),

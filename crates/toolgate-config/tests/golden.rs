@@ -8,8 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use toolgate_config::{
-    Config, FixedEnvironment, GatewayConfig, HttpConfig, InterceptorConfig, Secret, ServerConfig,
-    StdioConfig, ToolFilter, TransportConfig,
+    AdminConfig, AuditConfig, Config, FixedEnvironment, GatewayConfig, HttpConfig,
+    InterceptorConfig, Secret, ServerConfig, StdioConfig, ToolFilter, TransportConfig,
+    WebhookConfig,
 };
 
 /// Every value of a secret-looking variable contains this; no output may.
@@ -24,6 +25,8 @@ fn env() -> FixedEnvironment {
         .with_var("REMOTE_TOKEN", "SECRET-remote-token")
         .with_var("GITHUB_PAT", "SECRET-github-pat")
         .with_var("API_KEY", "SECRET-api-key")
+        .with_var("ALICE_TOKEN", "SECRET-alice-0123456789")
+        .with_var("BOB_TOKEN", "SECRET-bob-0123456789")
         .with_home_dir("/home/ada")
         .with_current_dir("/nonexistent-cwd")
 }
@@ -112,7 +115,7 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// A stable, readable dump of a config. Destructures everything, so that a new field fails to
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
-    let Config { gateway, servers, pipeline, warnings } = config;
+    let Config { gateway, servers, pipeline, audit, admin, warnings } = config;
     let GatewayConfig { listen, allowed_hosts, allowed_origins } = gateway;
     let mut out = String::new();
     let w = &mut out;
@@ -182,6 +185,27 @@ fn dump(config: &Config) -> String {
         line(w, 2, "servers", format!("{servers:?}"));
         line(w, 2, "tools", format!("{tools:?}"));
         line(w, 2, "options", serde_json::Value::Object(options.clone()));
+    }
+    if *audit != AuditConfig::default() {
+        let AuditConfig { file, events, redact, webhooks } = audit;
+        line(w, 0, "audit", "");
+        line(w, 1, "file", format!("{file:?}"));
+        line(w, 1, "events", format!("{events:?}"));
+        line(w, 1, "redact", format!("{redact:?}"));
+        for (i, hook) in webhooks.iter().enumerate() {
+            let WebhookConfig { url, events, headers, queue, retries } = hook;
+            line(w, 1, &format!("webhook[{i}]"), "");
+            line(w, 2, "url", url);
+            line(w, 2, "events", format!("{events:?}"));
+            line(w, 2, "headers", secrets(headers));
+            line(w, 2, "queue", queue);
+            line(w, 2, "retries", retries);
+        }
+    }
+    if let Some(AdminConfig { listen, tokens }) = admin {
+        line(w, 0, "admin", "");
+        line(w, 1, "listen", listen);
+        line(w, 1, "tokens", secrets(tokens));
     }
     line(w, 0, "warnings", "");
     for warning in warnings {

@@ -5,7 +5,7 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use toolgate_core::mcp;
 
@@ -55,8 +55,37 @@ pub struct Target {
     pub tool: Option<Arc<mcp::Tool>>,
 }
 
+/// Finds the target of a tool name (exposed, or an alias a mutator resolved) for a context
+/// whose request was rewritten; installed by the gateway.
+pub type Retarget = Arc<dyn Fn(&str) -> Option<Target> + Send + Sync>;
+
+/// Left by an interceptor (`limits`) to give this call's upstream request its own timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamTimeout(pub Duration);
+
+/// Left by a validator (`policy`) that decided a person must approve the call; the
+/// `approval` interceptor, which runs after it, holds the call until someone decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequired {
+    /// The interceptor that asked for approval.
+    pub by: String,
+    /// Why, shown to the approver.
+    pub reason: String,
+}
+
+/// Left by `approval` when a person allowed the call: the [`call_digest`] they saw. The
+/// gateway computes it again just before dispatch and refuses the call if anything changed.
+///
+/// [`call_digest`]: crate::call_digest
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    /// The digest of (tool identity, canonical arguments) that was approved.
+    pub digest: String,
+    /// Who approved (or `remembered` when an earlier approval covered it).
+    pub by: String,
+}
+
 /// One request's context.
-#[derive(Debug)]
 pub struct CallContext {
     /// Who asked.
     pub principal: Principal,
@@ -70,6 +99,8 @@ pub struct CallContext {
     pub started: Instant,
     /// Every interceptor decision so far, in order.
     pub decisions: Vec<Decision>,
+    /// How a rewritten tool name finds its target (see [`Retarget`]).
+    pub retarget: Option<Retarget>,
     extensions: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
@@ -83,6 +114,7 @@ impl CallContext {
             target: None,
             started: Instant::now(),
             decisions: Vec::new(),
+            retarget: None,
             extensions: HashMap::new(),
         }
     }
@@ -97,12 +129,34 @@ impl CallContext {
         self.extensions.get(&TypeId::of::<T>()).and_then(|v| v.downcast_ref())
     }
 
+    /// Points the context at the tool `name` now stands for, when a mutator renamed the call.
+    pub(crate) fn follow_rename(&mut self, name: &str) {
+        if self.target.as_ref().is_some_and(|t| t.exposed == name) {
+            return;
+        }
+        if let Some(retarget) = &self.retarget {
+            self.target = retarget(name);
+        }
+    }
+
     /// The target's server and original name, for filters.
     pub fn server_and_tool(&self) -> (Option<&str>, Option<&str>) {
         match &self.target {
             Some(t) => (Some(t.server.as_str()), Some(t.original.as_str())),
             None => (None, None),
         }
+    }
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("principal", &self.principal)
+            .field("session", &self.session)
+            .field("request_id", &self.request_id)
+            .field("target", &self.target)
+            .field("decisions", &self.decisions)
+            .finish_non_exhaustive()
     }
 }
 

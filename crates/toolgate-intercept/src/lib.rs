@@ -12,14 +12,18 @@
 
 mod context;
 mod descriptor;
+mod digest;
 mod message;
 mod outcome;
 mod pipeline;
 
-pub use context::{CallContext, Principal, Target};
+pub use context::{
+    ApprovalRequired, Approved, CallContext, Principal, Retarget, Target, UpstreamTimeout,
+};
 pub use descriptor::{
     DEFAULT_TIMEOUT, Descriptor, DescriptorError, Hook, InterceptorType, Mode, Phase,
 };
+pub use digest::call_digest;
 pub use message::{Event, Listed, Message};
 pub use outcome::{Decision, DecisionKind, InterceptError, Outcome, Refusal};
 pub use pipeline::{DuplicateName, Interceptor, Pipeline, Stopped};

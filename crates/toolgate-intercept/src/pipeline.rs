@@ -110,7 +110,12 @@ impl Pipeline {
         for interceptor in self.order(Phase::Request) {
             match run_one(interceptor.as_ref(), event, Phase::Request, &message, ctx).await {
                 Outcome::Continue => {}
-                Outcome::Rewrite(rewritten) => message = rewritten,
+                Outcome::Rewrite(rewritten) => {
+                    if let Message::CallTool(params) = &rewritten {
+                        ctx.follow_rename(&params.name);
+                    }
+                    message = rewritten;
+                }
                 Outcome::Refuse(refusal) => return Err(Stopped::Refused(refusal)),
                 Outcome::Answer(answer) => return Err(Stopped::Answered(answer)),
             }

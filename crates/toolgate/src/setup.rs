@@ -109,6 +109,8 @@ fn demo_config() -> anyhow::Result<Config> {
         gateway: Default::default(),
         servers: vec![server],
         pipeline: Vec::new(),
+        audit: Default::default(),
+        admin: None,
         warnings: Vec::new(),
     })
 }
