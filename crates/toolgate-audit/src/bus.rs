@@ -85,10 +85,20 @@ impl EventBus {
     /// Subscribes to the events matching `pattern`, keeping at most `capacity` (at least 1) of
     /// them waiting; more are dropped until the subscriber catches up.
     pub fn subscribe(&self, pattern: EventPattern, capacity: usize) -> Subscription {
+        self.subscribe_counted(pattern, capacity, Arc::default())
+    }
+
+    /// [`subscribe`](Self::subscribe), counting the events this subscriber loses in `dropped`
+    /// (which a sink may share with whoever reads its statistics).
+    pub(crate) fn subscribe_counted(
+        &self,
+        pattern: EventPattern,
+        capacity: usize,
+        dropped: Arc<AtomicU64>,
+    ) -> Subscription {
         let capacity = capacity.max(1);
         let (sender, receiver) = mpsc::channel(capacity);
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let dropped = Arc::new(AtomicU64::new(0));
         let subscriber =
             Subscriber { id, pattern, capacity, sender, dropped: Arc::clone(&dropped) };
         self.shared.edit(|subscribers| subscribers.push(subscriber));
@@ -98,6 +108,12 @@ impl EventBus {
     /// How many events were dropped, over all subscribers, because a queue was full.
     pub fn dropped(&self) -> u64 {
         self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Ends every subscription: each drains what is already queued and then sees the end.
+    /// Later events go nowhere. For an orderly exit: close, then await the sinks.
+    pub fn close(&self) {
+        self.shared.edit(Vec::clear);
     }
 
     /// How many subscriptions are alive.

@@ -5,9 +5,11 @@
 //! [`EventBus`]. Publishing never waits: each subscriber has a bounded queue, and a full queue
 //! drops the event and counts it. Sinks subscribe with an [`EventPattern`]: the audit sink
 //! appends to a hash-chained JSONL file ([`AuditLog`], checked by [`verify`]), the tracing sink
-//! logs. [`ArgumentRecord`] hashes and redacts tool arguments before they are recorded.
+//! logs, and the webhook sink ([`spawn_webhook_sink`]) POSTs each event as JSON to a URL, with
+//! retries. [`ArgumentRecord`] hashes and redacts tool arguments before they are recorded.
 //!
-//! This crate does no network IO and depends on no other toolgate crate.
+//! Only the webhook module does network IO; the rest of the crate does none. The crate depends
+//! on no other toolgate crate.
 
 #![warn(missing_docs, missing_debug_implementations)]
 
@@ -20,6 +22,7 @@ mod pattern;
 mod redact;
 mod rfc3339;
 mod sink;
+mod webhook;
 
 pub use bus::{EventBus, Subscription};
 pub use chain::{AuditLog, GENESIS, VerifyReport, verify, verify_with_head};
@@ -28,3 +31,4 @@ pub use event::{Event, kind};
 pub use pattern::{EventPattern, PatternError};
 pub use redact::{ArgumentRecord, FieldPath, FieldPathError, REDACTED, canonical_json};
 pub use sink::{SINK_CAPACITY, spawn_audit_sink, spawn_tracing_sink};
+pub use webhook::{WebhookError, WebhookOptions, WebhookStats, spawn_webhook_sink};

@@ -120,7 +120,7 @@ pub fn spawn_tracing_sink(bus: &EventBus, pattern: EventPattern) -> JoinHandle<(
 }
 
 /// `error` and its causes, joined by `: `.
-fn chain(error: &dyn Error) -> String {
+pub(crate) fn chain(error: &dyn Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

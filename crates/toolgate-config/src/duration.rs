@@ -9,7 +9,7 @@ use thiserror::Error;
 
 /// Why a duration did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub(crate) enum DurationError {
+pub enum DurationError {
     #[error("empty duration")]
     Empty,
     #[error("expected a number at character {0}")]
@@ -25,7 +25,7 @@ pub(crate) enum DurationError {
 }
 
 /// Parses `text` as a sum of `<integer><unit>` terms.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     if text.is_empty() {
         return Err(DurationError::Empty);

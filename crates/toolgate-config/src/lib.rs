@@ -46,6 +46,7 @@ mod value;
 use std::path::{Path, PathBuf};
 
 pub use discover::{CONFIG_VAR, FILE_NAME};
+pub use duration::{DurationError, parse_duration};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};

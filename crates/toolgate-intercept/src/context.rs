@@ -85,6 +85,19 @@ pub struct Approved {
     pub by: String,
 }
 
+/// The person at the downstream client, reachable through MCP `elicitation/create` while
+/// their request is being served. Installed by the transport that has a client to ask.
+pub trait Elicitor: Send + Sync {
+    /// Whether the client declared the `elicitation` capability.
+    fn can_elicit(&self) -> bool;
+
+    /// Asks, and waits for the answer (or the client's error, in words).
+    fn elicit(
+        &self,
+        params: mcp::ElicitRequestParams,
+    ) -> futures::future::BoxFuture<'static, Result<mcp::ElicitResult, String>>;
+}
+
 /// One request's context.
 pub struct CallContext {
     /// Who asked.
@@ -101,6 +114,8 @@ pub struct CallContext {
     pub decisions: Vec<Decision>,
     /// How a rewritten tool name finds its target (see [`Retarget`]).
     pub retarget: Option<Retarget>,
+    /// The person at the client, when the transport can ask them something.
+    pub elicitor: Option<Arc<dyn Elicitor>>,
     extensions: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
@@ -115,6 +130,7 @@ impl CallContext {
             started: Instant::now(),
             decisions: Vec::new(),
             retarget: None,
+            elicitor: None,
             extensions: HashMap::new(),
         }
     }
@@ -127,6 +143,12 @@ impl CallContext {
     /// What an earlier interceptor left.
     pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
         self.extensions.get(&TypeId::of::<T>()).and_then(|v| v.downcast_ref())
+    }
+
+    /// Takes away what an earlier interceptor left.
+    pub fn remove<T: Any + Send + Sync>(&mut self) -> Option<T> {
+        let value = self.extensions.remove(&TypeId::of::<T>())?;
+        value.downcast().ok().map(|boxed| *boxed)
     }
 
     /// Points the context at the tool `name` now stands for, when a mutator renamed the call.

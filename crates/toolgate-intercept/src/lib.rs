@@ -18,7 +18,7 @@ mod outcome;
 mod pipeline;
 
 pub use context::{
-    ApprovalRequired, Approved, CallContext, Principal, Retarget, Target, UpstreamTimeout,
+    ApprovalRequired, Approved, CallContext, Elicitor, Principal, Retarget, Target, UpstreamTimeout,
 };
 pub use descriptor::{
     DEFAULT_TIMEOUT, Descriptor, DescriptorError, Hook, InterceptorType, Mode, Phase,

@@ -30,6 +30,14 @@ pub trait Interceptor: Send + Sync + 'static {
         message: &'a Message,
         ctx: &'a mut CallContext,
     ) -> BoxFuture<'a, Result<Outcome, InterceptError>>;
+
+    /// The exposed tool name `name` is another name for, if this interceptor gives tools
+    /// other names (aliases). The gateway resolves a call's target with it before the
+    /// pipeline runs, so that every interceptor sees the tool actually called.
+    fn alias_of(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
 }
 
 /// Why a request did not reach the upstream.
@@ -80,6 +88,15 @@ impl Pipeline {
     /// The interceptors in config order.
     pub fn descriptors(&self) -> impl Iterator<Item = &Descriptor> {
         self.chain.iter().map(|i| i.descriptor())
+    }
+
+    /// The exposed tool name `name` stands for, when an active interceptor defines it as an
+    /// alias (the first in config order wins).
+    pub fn alias_of(&self, name: &str) -> Option<String> {
+        self.chain
+            .iter()
+            .filter(|i| i.descriptor().mode == Mode::Active)
+            .find_map(|i| i.alias_of(name))
     }
 
     /// Whether nothing is configured.

@@ -2,27 +2,54 @@
 //! and the name in audit records (see ARCHITECTURE.md, `toolgate-interceptors`).
 //!
 //! [`build_pipeline`] turns the `[[pipeline]]` entries of a config into a [`Pipeline`],
-//! reporting every problem at once with the entry's path.
+//! reporting every problem at once with the entry's path. What interceptors share with the
+//! rest of the process (the event bus, the approval desk) comes in [`Services`].
 
+pub mod approval;
+pub mod arg_map;
+pub mod limits;
 mod options;
 pub mod policy;
+pub mod validate_args;
 
 use std::sync::Arc;
 
+use toolgate_audit::EventBus;
 use toolgate_config::InterceptorConfig;
 use toolgate_intercept::{Descriptor, Interceptor, Mode, Pipeline};
 
+pub use approval::ApprovalDesk;
 pub use options::OptionError;
 
+/// What the built-ins share with the rest of the process.
+#[derive(Debug, Clone)]
+pub struct Services {
+    /// Where interceptors publish their own events (approvals).
+    pub events: EventBus,
+    /// Where `approval` holds calls for the admin API.
+    pub approvals: Arc<ApprovalDesk>,
+}
+
+impl Services {
+    /// Services on `events`, with an empty approval desk.
+    pub fn new(events: EventBus) -> Services {
+        Services { approvals: ApprovalDesk::new(events.clone()), events }
+    }
+}
+
 /// The kinds this build knows.
-pub const KINDS: &[&str] = &[policy::KIND];
+pub const KINDS: &[&str] =
+    &[policy::KIND, approval::KIND, validate_args::KIND, arg_map::KIND, limits::KIND];
 
 /// Builds the pipeline `entries` describe, or every reason it cannot be built.
-pub fn build_pipeline(entries: &[InterceptorConfig]) -> Result<Pipeline, Vec<OptionError>> {
+pub fn build_pipeline(
+    entries: &[InterceptorConfig],
+    services: &Services,
+) -> Result<Pipeline, Vec<OptionError>> {
     let mut errors = Vec::new();
     let mut chain: Vec<Arc<dyn Interceptor>> = Vec::new();
     for entry in entries {
-        match build(entry) {
+        match build(entry, services) {
             Ok(interceptor) => chain.push(interceptor),
             Err(mut more) => errors.append(&mut more),
         }
@@ -34,9 +61,18 @@ pub fn build_pipeline(entries: &[InterceptorConfig]) -> Result<Pipeline, Vec<Opt
         .map_err(|duplicate| vec![OptionError::new("pipeline", duplicate.to_string())])
 }
 
-fn build(entry: &InterceptorConfig) -> Result<Arc<dyn Interceptor>, Vec<OptionError>> {
+fn build(
+    entry: &InterceptorConfig,
+    services: &Services,
+) -> Result<Arc<dyn Interceptor>, Vec<OptionError>> {
     match entry.kind.as_str() {
         policy::KIND => Ok(Arc::new(policy::Policy::from_config(entry)?)),
+        validate_args::KIND => Ok(Arc::new(validate_args::ValidateArgs::from_config(entry)?)),
+        arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
+        limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
+        approval::KIND => {
+            Ok(Arc::new(approval::Approval::from_config(entry, services.approvals.clone())?))
+        }
         other => Err(vec![OptionError::new(
             &format!("{}.kind", entry.path),
             format!("unknown interceptor kind {other:?} (known: {})", KINDS.join(", ")),

@@ -19,8 +19,9 @@
 //! tools annotated read-only. A refusal names this interceptor and the rule that decided.
 //! `tools/list` hides the tools a call to which would be denied whatever its arguments.
 //!
-//! `ask` is answered by the `approval` interceptor; until it is configured, `ask` refuses
-//! with a reason saying so.
+//! `ask` leaves the call to the `approval` interceptor, which holds it until a person
+//! decides. When no approval interceptor takes it, the gateway refuses the call, saying that
+//! it needs approval and none is configured.
 
 use std::collections::BTreeMap;
 
@@ -31,8 +32,8 @@ use serde_json::{Map, Value};
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    CallContext, Descriptor, Event, Hook, InterceptError, Interceptor, InterceptorType, Message,
-    Outcome, Phase, Refusal,
+    ApprovalRequired, CallContext, Descriptor, Event, Hook, InterceptError, Interceptor, InterceptorType, Message,
+    Mode, Outcome, Phase, Refusal,
 };
 
 use crate::options::{OptionError, Options};
@@ -336,10 +337,7 @@ impl Policy {
 
     fn refusal(&self, verdict: &Verdict) -> Refusal {
         let reason = match verdict.decision {
-            Decision::Ask => format!(
-                "this call needs a person's approval ({}), and no approval is configured",
-                verdict.reason
-            ),
+            Decision::Ask => format!("this call needs a person's approval ({})", verdict.reason),
             _ => verdict.reason.clone(),
         };
         Refusal { interceptor: self.descriptor.name.clone(), reason }
@@ -521,7 +519,18 @@ impl Interceptor for Policy {
                 );
                 match verdict.decision {
                     Decision::Allow => Outcome::Continue,
-                    Decision::Deny | Decision::Ask => Outcome::Refuse(self.refusal(&verdict)),
+                    Decision::Deny => Outcome::Refuse(self.refusal(&verdict)),
+                    // Audit mode changes nothing, so it leaves nothing for `approval` either.
+                    Decision::Ask if self.descriptor.mode == Mode::Audit => {
+                        Outcome::Refuse(self.refusal(&verdict))
+                    }
+                    Decision::Ask => {
+                        ctx.insert(ApprovalRequired {
+                            by: self.descriptor.name.clone(),
+                            reason: verdict.reason.clone(),
+                        });
+                        Outcome::Continue
+                    }
                 }
             }
             Message::Tools(tools) => {

@@ -93,3 +93,17 @@ impl Caller for DownstreamCaller {
         })
     }
 }
+
+impl toolgate_intercept::Elicitor for DownstreamCaller {
+    fn can_elicit(&self) -> bool {
+        self.capabilities().elicitation.is_some()
+    }
+
+    fn elicit(
+        &self,
+        params: mcp::ElicitRequestParams,
+    ) -> BoxFuture<'static, Result<mcp::ElicitResult, String>> {
+        let peer = self.peer.clone();
+        Box::pin(async move { peer.create_elicitation(params).await.map_err(|e| e.to_string()) })
+    }
+}

@@ -15,8 +15,12 @@ use toolgate_upstream::{
     CallOptions, Connected, Contribution, Inventory, Route, Upstream, UpstreamError, UpstreamEvent,
 };
 
-use toolgate_intercept::{CallContext, Event, Listed, Message, Pipeline, Refusal, Stopped, Target};
+use toolgate_intercept::{
+    ApprovalRequired, Approved, CallContext, Event, Listed, Message, Pipeline, Refusal, Stopped,
+    Target, UpstreamTimeout, call_digest,
+};
 
+use crate::record::Recorder;
 use crate::session::{Changed, Session, Sessions};
 
 /// Why the gateway could not serve a request.
@@ -58,7 +62,7 @@ pub struct FailedUpstream {
 /// Upstreams, inventory, sessions, and dispatch.
 #[derive(Debug)]
 pub struct Gateway {
-    upstreams: HashMap<Arc<str>, Arc<Upstream>>,
+    upstreams: Arc<HashMap<Arc<str>, Arc<Upstream>>>,
     ordered: Vec<Arc<Upstream>>,
     failed: Vec<FailedUpstream>,
     inventory: RwLock<Arc<Inventory>>,
@@ -66,6 +70,8 @@ pub struct Gateway {
     /// Downstream subscriptions per upstream resource: the upstream is subscribed once.
     subscribers: Mutex<HashMap<(Arc<str>, String), usize>>,
     pipeline: Pipeline,
+    /// Where events go.
+    recorder: Recorder,
     /// The log level last sent to the upstreams.
     upstream_log_level: Mutex<Option<mcp::LoggingLevel>>,
     /// Requests being relayed now, for a graceful shutdown.
@@ -90,11 +96,16 @@ impl Drop for InFlightGuard<'_> {
 
 impl Gateway {
     /// Starts every enabled server in `servers`, waits for each one's first attempt, and
-    /// starts following their events. Every request passes `pipeline`.
-    pub async fn start(servers: &[ServerConfig], pipeline: Pipeline) -> Arc<Gateway> {
+    /// starts following their events. Every request passes `pipeline`; what happens is
+    /// published through `recorder`.
+    pub async fn start(
+        servers: &[ServerConfig],
+        pipeline: Pipeline,
+        recorder: Recorder,
+    ) -> Arc<Gateway> {
         let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
         let connected = toolgate_upstream::connect_all(servers, Some(events)).await;
-        let gateway = Arc::new(Gateway::new(connected, pipeline));
+        let gateway = Arc::new(Gateway::new(connected, pipeline, recorder));
         let weak = Arc::downgrade(&gateway);
         tokio::spawn(async move {
             let mut sweep = tokio::time::interval(SESSION_SWEEP);
@@ -126,7 +137,7 @@ impl Gateway {
         }
     }
 
-    fn new(connected: Connected, pipeline: Pipeline) -> Gateway {
+    fn new(connected: Connected, pipeline: Pipeline, recorder: Recorder) -> Gateway {
         let failed = connected
             .failed
             .iter()
@@ -137,17 +148,20 @@ impl Gateway {
             .collect();
         let inventory = Arc::new(merge(&connected.upstreams));
         Gateway {
-            upstreams: connected
-                .upstreams
-                .iter()
-                .map(|u| (Arc::<str>::from(u.name()), u.clone()))
-                .collect(),
+            upstreams: Arc::new(
+                connected
+                    .upstreams
+                    .iter()
+                    .map(|u| (Arc::<str>::from(u.name()), u.clone()))
+                    .collect(),
+            ),
             ordered: connected.upstreams,
             failed,
             inventory: RwLock::new(inventory),
             sessions: Sessions::default(),
             subscribers: Mutex::default(),
             pipeline,
+            recorder,
             upstream_log_level: Mutex::default(),
             in_flight: tokio::sync::watch::Sender::new(0),
         }
@@ -178,12 +192,29 @@ impl Gateway {
         &self.pipeline
     }
 
+    /// Where the gateway's events go.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
     /// `tools/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
     pub async fn list_tools(&self, ctx: &mut CallContext) -> Result<Vec<mcp::Tool>, GatewayError> {
         let inventory = self.inventory();
         if self.pipeline.is_empty() {
             return Ok(inventory.tools().to_vec());
         }
+        let listed = self.listed_tools(&inventory, ctx).await;
+        if let Err(error) = &listed {
+            self.recorder.request_refused(ctx, Event::ToolsList.as_str(), error);
+        }
+        listed
+    }
+
+    async fn listed_tools(
+        &self,
+        inventory: &Inventory,
+        ctx: &mut CallContext,
+    ) -> Result<Vec<mcp::Tool>, GatewayError> {
         self.pipeline.request(Event::ToolsList, Message::Empty, ctx).await.map_err(stopped)?;
         let listed = inventory
             .tools()
@@ -204,7 +235,8 @@ impl Gateway {
         }
     }
 
-    /// `tools/call` by exposed name, through the pipeline.
+    /// `tools/call` by exposed name (or an alias an interceptor defines), through the
+    /// pipeline; its start and end are published as events.
     pub async fn call_tool(
         &self,
         params: mcp::CallToolRequestParams,
@@ -212,24 +244,29 @@ impl Gateway {
         ctx: &mut CallContext,
     ) -> Result<mcp::CallToolResult, GatewayError> {
         let _in_flight = InFlightGuard::new(&self.in_flight);
-        let (upstream, route) = {
-            let inventory = self.inventory();
-            let route = inventory
-                .tool_route(&params.name)
-                .cloned()
-                .or_else(|| inventory.unlisted_tool_route(&params.name))
-                .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
-            (self.upstream(&route)?, route)
-        };
-        let definition =
-            upstream.catalog().tools.iter().find(|t| t.name == route.original).cloned();
-        ctx.target = Some(Target {
-            server: route.upstream.to_string(),
-            original: route.original.clone(),
-            exposed: params.name.to_string(),
-            tool: definition.map(Arc::new),
-        });
-        let mut params =
+        let exposed = params.name.to_string();
+        let outcome = self.dispatch_tool(params, options, ctx).await;
+        self.recorder.call_ended(ctx, &exposed, &outcome);
+        outcome
+    }
+
+    async fn dispatch_tool(
+        &self,
+        params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+    ) -> Result<mcp::CallToolResult, GatewayError> {
+        let resolve = self.tool_resolver();
+        let name = self.pipeline.alias_of(&params.name);
+        let name = name.as_deref().unwrap_or(&params.name);
+        ctx.target =
+            Some(resolve(name).ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?);
+        self.recorder.call_started(ctx, &params);
+        if self.pipeline.is_empty() {
+            return self.send_tool(params, options, ctx).await;
+        }
+        ctx.retarget = Some(Arc::new(resolve));
+        let params =
             match self.pipeline.request(Event::ToolsCall, Message::CallTool(params), ctx).await {
                 Ok(Message::CallTool(params)) => params,
                 Ok(_) => {
@@ -240,8 +277,8 @@ impl Gateway {
                 Err(Stopped::Answered(Message::ToolResult(result))) => return Ok(result),
                 Err(stop) => return Err(stopped(stop)),
             };
-        params.name = route.original.into();
-        let result = upstream.call_tool(params, options).await?;
+        self.check_approval(ctx, &params)?;
+        let result = self.send_tool(params, options, ctx).await?;
         match self.pipeline.response(Event::ToolsCall, Message::ToolResult(result), ctx).await {
             Ok(Message::ToolResult(result)) => Ok(result),
             Ok(_) => Err(GatewayError::Interceptor("a tool result became something else".into())),
@@ -249,11 +286,141 @@ impl Gateway {
         }
     }
 
-    /// `prompts/get` by exposed name.
+    /// Sends the call to the upstream of `ctx.target`, under its original name.
+    async fn send_tool(
+        &self,
+        mut params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+        ctx: &CallContext,
+    ) -> Result<mcp::CallToolResult, GatewayError> {
+        let target = ctx
+            .target
+            .as_ref()
+            .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
+        let upstream = self.upstream_named(&target.server)?;
+        params.name = target.original.clone().into();
+        let result = match ctx.get::<UpstreamTimeout>() {
+            Some(UpstreamTimeout(timeout)) => {
+                let options = CallOptions { timeout: Some(*timeout), ..options.clone() };
+                upstream.call_tool(params, &options).await?
+            }
+            None => upstream.call_tool(params, options).await?,
+        };
+        Ok(result)
+    }
+
+    /// Finds what an exposed tool name stands for, now and later (for renamed calls).
+    fn tool_resolver(&self) -> impl Fn(&str) -> Option<Target> + Send + Sync + 'static {
+        let inventory = self.inventory();
+        let upstreams = self.upstreams.clone();
+        move |name: &str| {
+            let route = inventory
+                .tool_route(name)
+                .cloned()
+                .or_else(|| inventory.unlisted_tool_route(name))?;
+            let upstream = upstreams.get(&route.upstream)?;
+            let definition =
+                upstream.catalog().tools.iter().find(|t| t.name == route.original).cloned();
+            Some(Target {
+                server: route.upstream.to_string(),
+                original: route.original.clone(),
+                exposed: name.to_owned(),
+                tool: definition.map(Arc::new),
+            })
+        }
+    }
+
+    /// A call that needs approval goes out only with one, and only as it was approved: the
+    /// digest is computed again from the tool's definition as listed now and the arguments
+    /// as they will be sent.
+    fn check_approval(
+        &self,
+        ctx: &CallContext,
+        params: &mcp::CallToolRequestParams,
+    ) -> Result<(), GatewayError> {
+        let approved = ctx.get::<Approved>();
+        if let Some(required) = ctx.get::<ApprovalRequired>()
+            && approved.is_none()
+        {
+            return Err(GatewayError::Refused(Refusal {
+                interceptor: required.by.clone(),
+                reason: format!(
+                    "this call needs a person's approval ({}), and no approval interceptor \
+                     handles it",
+                    required.reason
+                ),
+            }));
+        }
+        let (Some(approved), Some(target)) = (approved, &ctx.target) else { return Ok(()) };
+        let upstream = self.upstream_named(&target.server)?;
+        let catalog = upstream.catalog();
+        let definition = catalog.tools.iter().find(|t| t.name == target.original);
+        let digest =
+            call_digest(&target.server, &target.original, definition, params.arguments.as_ref());
+        if digest != approved.digest {
+            return Err(GatewayError::Refused(Refusal {
+                interceptor: "approval".into(),
+                reason: "the call changed after it was approved (the tool's definition or the \
+                         arguments); it was not sent"
+                    .into(),
+            }));
+        }
+        Ok(())
+    }
+
+    fn upstream_named(&self, server: &str) -> Result<Arc<Upstream>, GatewayError> {
+        self.upstreams.get(server).cloned().ok_or_else(|| {
+            GatewayError::Upstream(UpstreamError::Disconnected { upstream: server.to_owned() })
+        })
+    }
+
+    /// `prompts/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
+    pub async fn list_prompts(
+        &self,
+        ctx: &mut CallContext,
+    ) -> Result<Vec<mcp::Prompt>, GatewayError> {
+        let inventory = self.inventory();
+        if self.pipeline.is_empty() {
+            return Ok(inventory.prompts().to_vec());
+        }
+        let listed = async {
+            self.pipeline
+                .request(Event::PromptsList, Message::Empty, ctx)
+                .await
+                .map_err(stopped)?;
+            let listed = inventory
+                .prompts()
+                .iter()
+                .filter_map(|prompt| {
+                    let route = inventory.prompt_route(&prompt.name)?;
+                    Some(Listed {
+                        server: route.upstream.to_string(),
+                        original: route.original.clone(),
+                        item: prompt.clone(),
+                    })
+                })
+                .collect();
+            match self.pipeline.response(Event::PromptsList, Message::Prompts(listed), ctx).await {
+                Ok(Message::Prompts(listed)) => Ok(listed.into_iter().map(|l| l.item).collect()),
+                Ok(_) => {
+                    Err(GatewayError::Interceptor("a prompt list became something else".into()))
+                }
+                Err(refusal) => Err(GatewayError::Refused(refusal)),
+            }
+        }
+        .await;
+        if let Err(error) = &listed {
+            self.recorder.request_refused(ctx, Event::PromptsList.as_str(), error);
+        }
+        listed
+    }
+
+    /// `prompts/get` by exposed name, through the pipeline.
     pub async fn get_prompt(
         &self,
-        mut params: mcp::GetPromptRequestParams,
+        params: mcp::GetPromptRequestParams,
         options: &CallOptions,
+        ctx: &mut CallContext,
     ) -> Result<mcp::GetPromptResult, GatewayError> {
         let _in_flight = InFlightGuard::new(&self.in_flight);
         let inventory = self.inventory();
@@ -263,15 +430,71 @@ impl Gateway {
             .or_else(|| inventory.unlisted_prompt_route(&params.name))
             .ok_or_else(|| GatewayError::UnknownPrompt(params.name.clone()))?;
         let upstream = self.upstream(&route)?;
+        ctx.target = Some(Target {
+            server: route.upstream.to_string(),
+            original: route.original.clone(),
+            exposed: params.name.clone(),
+            tool: None,
+        });
+        let mut params =
+            match self.pipeline.request(Event::PromptsGet, Message::GetPrompt(params), ctx).await {
+                Ok(Message::GetPrompt(params)) => params,
+                Ok(_) => {
+                    return Err(GatewayError::Interceptor(
+                        "a prompt request became something else".into(),
+                    ));
+                }
+                Err(Stopped::Answered(Message::Prompt(result))) => return Ok(result),
+                Err(stop) => return Err(self.refused(ctx, Event::PromptsGet, stopped(stop))),
+            };
         params.name = route.original.clone();
-        Ok(upstream.get_prompt(params, options).await?)
+        let result = upstream.get_prompt(params, options).await?;
+        match self.pipeline.response(Event::PromptsGet, Message::Prompt(result), ctx).await {
+            Ok(Message::Prompt(result)) => Ok(result),
+            Ok(_) => Err(GatewayError::Interceptor("a prompt became something else".into())),
+            Err(refusal) => {
+                Err(self.refused(ctx, Event::PromptsGet, GatewayError::Refused(refusal)))
+            }
+        }
     }
 
-    /// `resources/read` by exposed URI. The contents keep the URI the caller asked for.
+    /// `resources/list` as `ctx`'s caller sees it, through the pipeline.
+    pub async fn list_resources(
+        &self,
+        ctx: &mut CallContext,
+    ) -> Result<Vec<mcp::Resource>, GatewayError> {
+        let inventory = self.inventory();
+        if self.pipeline.is_empty() {
+            return Ok(inventory.resources().to_vec());
+        }
+        let listed = async {
+            self.pipeline
+                .request(Event::ResourcesList, Message::Empty, ctx)
+                .await
+                .map_err(stopped)?;
+            let all = Message::Resources(inventory.resources().to_vec());
+            match self.pipeline.response(Event::ResourcesList, all, ctx).await {
+                Ok(Message::Resources(resources)) => Ok(resources),
+                Ok(_) => {
+                    Err(GatewayError::Interceptor("a resource list became something else".into()))
+                }
+                Err(refusal) => Err(GatewayError::Refused(refusal)),
+            }
+        }
+        .await;
+        if let Err(error) = &listed {
+            self.recorder.request_refused(ctx, Event::ResourcesList.as_str(), error);
+        }
+        listed
+    }
+
+    /// `resources/read` by exposed URI, through the pipeline. The contents keep the URI the
+    /// caller asked for.
     pub async fn read_resource(
         &self,
-        mut params: mcp::ReadResourceRequestParams,
+        params: mcp::ReadResourceRequestParams,
         options: &CallOptions,
+        ctx: &mut CallContext,
     ) -> Result<mcp::ReadResourceResult, GatewayError> {
         let _in_flight = InFlightGuard::new(&self.in_flight);
         let asked = params.uri.clone();
@@ -280,6 +503,26 @@ impl Gateway {
             .resource_route(&asked)
             .ok_or_else(|| GatewayError::UnknownResource(asked.clone()))?;
         let upstream = self.upstream(&route)?;
+        ctx.target = Some(Target {
+            server: route.upstream.to_string(),
+            original: route.original.clone(),
+            exposed: asked.clone(),
+            tool: None,
+        });
+        let mut params = match self
+            .pipeline
+            .request(Event::ResourcesRead, Message::ReadResource(params), ctx)
+            .await
+        {
+            Ok(Message::ReadResource(params)) => params,
+            Ok(_) => {
+                return Err(GatewayError::Interceptor(
+                    "a resource request became something else".into(),
+                ));
+            }
+            Err(Stopped::Answered(Message::Resource(result))) => return Ok(result),
+            Err(stop) => return Err(self.refused(ctx, Event::ResourcesRead, stopped(stop))),
+        };
         params.uri = route.original.clone();
         let mut result = upstream.read_resource(params, options).await?;
         if asked != route.original {
@@ -287,7 +530,19 @@ impl Gateway {
                 restore_uri(contents, &route.original, &asked);
             }
         }
-        Ok(result)
+        match self.pipeline.response(Event::ResourcesRead, Message::Resource(result), ctx).await {
+            Ok(Message::Resource(result)) => Ok(result),
+            Ok(_) => Err(GatewayError::Interceptor("a resource became something else".into())),
+            Err(refusal) => {
+                Err(self.refused(ctx, Event::ResourcesRead, GatewayError::Refused(refusal)))
+            }
+        }
+    }
+
+    /// Records a refused request other than a tool call, and returns its error.
+    fn refused(&self, ctx: &CallContext, event: Event, error: GatewayError) -> GatewayError {
+        self.recorder.request_refused(ctx, event.as_str(), &error);
+        error
     }
 
     /// `completion/complete`: routed by the prompt name or resource URI it refers to.
@@ -433,6 +688,7 @@ impl Gateway {
     // === events ===
 
     async fn on_event(&self, event: UpstreamEvent) {
+        self.recorder.upstream(&event);
         match event {
             UpstreamEvent::Connected { upstream } => {
                 self.rebuild(Changed { tools: true, prompts: true, resources: true }).await;
@@ -479,6 +735,7 @@ impl Gateway {
                 && (old.resources() != fresh.resources()
                     || old.resource_templates() != fresh.resource_templates()),
         };
+        self.recorder.lists_changed(changed);
         self.sessions.notify_changed(changed).await;
     }
 

@@ -37,6 +37,8 @@ impl GatewayHandler {
     fn context(&self, context: &RequestContext<RoleServer>) -> CallContext {
         let mut ctx = CallContext::new(self.principal.clone());
         ctx.request_id = Some(context.id.to_string());
+        ctx.session = http_session_id(context);
+        ctx.elicitor = Some(Arc::new(DownstreamCaller::new(context.peer.clone(), None)));
         ctx
     }
 
@@ -49,7 +51,14 @@ impl GatewayHandler {
 /// How a downstream request is made upstream: on behalf of this client, cancelled with it.
 fn call_options(context: &RequestContext<RoleServer>) -> CallOptions {
     let caller = DownstreamCaller::new(context.peer.clone(), context.meta.get_progress_token());
-    CallOptions { caller: Some(Arc::new(caller)), cancel: context.ct.clone() }
+    CallOptions { caller: Some(Arc::new(caller)), cancel: context.ct.clone(), timeout: None }
+}
+
+/// The `Mcp-Session-Id` of a streamable HTTP request, for events.
+fn http_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+    Some(id.to_owned())
 }
 
 /// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
@@ -58,6 +67,21 @@ fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObjec
     let mut object = meta.0.0.clone();
     object.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
     (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))
+}
+
+/// The custom method that returns the pipeline as SEP-2624 descriptors.
+pub const INTERCEPTORS_LIST: &str = "interceptors/list";
+
+/// `interceptors/list`: the chain in config order, and the order each phase runs in.
+pub fn interceptors_list(pipeline: &toolgate_intercept::Pipeline) -> serde_json::Value {
+    use toolgate_intercept::Phase;
+    let names = |phase: Phase| -> Vec<String> {
+        pipeline.run_order(phase).into_iter().map(|d| d.name.clone()).collect()
+    };
+    serde_json::json!({
+        "interceptors": pipeline.descriptors().map(|d| d.to_json()).collect::<Vec<_>>(),
+        "runOrder": { "request": names(Phase::Request), "response": names(Phase::Response) },
+    })
 }
 
 // Results relayed from an upstream of the handshake era carry no `resultType`; a 2026-07-28
@@ -188,9 +212,11 @@ impl ServerHandler for GatewayHandler {
     async fn list_prompts(
         &self,
         _request: Option<mcp::PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<mcp::ListPromptsResult, ErrorData> {
-        Ok(mcp::ListPromptsResult::with_all_items(self.gateway.inventory().prompts().to_vec()))
+        let prompts =
+            self.gateway.list_prompts(&mut self.context(&context)).await.map_err(to_mcp_error)?;
+        Ok(mcp::ListPromptsResult::with_all_items(prompts))
     }
 
     async fn get_prompt(
@@ -201,7 +227,7 @@ impl ServerHandler for GatewayHandler {
         request.meta = forwarded_meta(&context.meta);
         let mut result = self
             .gateway
-            .get_prompt(request, &call_options(&context))
+            .get_prompt(request, &call_options(&context), &mut self.context(&context))
             .await
             .map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);
@@ -211,9 +237,11 @@ impl ServerHandler for GatewayHandler {
     async fn list_resources(
         &self,
         _request: Option<mcp::PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<mcp::ListResourcesResult, ErrorData> {
-        Ok(mcp::ListResourcesResult::with_all_items(self.gateway.inventory().resources().to_vec()))
+        let resources =
+            self.gateway.list_resources(&mut self.context(&context)).await.map_err(to_mcp_error)?;
+        Ok(mcp::ListResourcesResult::with_all_items(resources))
     }
 
     async fn list_resource_templates(
@@ -233,7 +261,7 @@ impl ServerHandler for GatewayHandler {
         request.meta = forwarded_meta(&context.meta);
         let mut result = self
             .gateway
-            .read_resource(request, &call_options(&context))
+            .read_resource(request, &call_options(&context), &mut self.context(&context))
             .await
             .map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);
@@ -257,6 +285,9 @@ impl ServerHandler for GatewayHandler {
         request: mcp::CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<mcp::CustomResult, ErrorData> {
+        if request.method == INTERCEPTORS_LIST {
+            return Ok(mcp::CustomResult::new(interceptors_list(self.gateway.pipeline())));
+        }
         Err(crate::jsonrpc::unrecognised_request(&request.method, request.params.as_ref()))
     }
 }

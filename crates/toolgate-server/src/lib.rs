@@ -4,18 +4,22 @@
 //! [`GatewayHandler`] is the rmcp server over it; [`serve_stdio`] and [`serve_http`] put it on a
 //! transport. `error` is the one place where errors become MCP answers.
 
+mod admin;
 mod caller;
 mod error;
 mod gateway;
 mod handler;
 mod jsonrpc;
 mod line_transport;
+mod record;
 mod serve;
 mod session;
 
+pub use admin::{AdminTokens, admin_router, serve_admin};
 pub use gateway::{FailedUpstream, Gateway, GatewayError};
-pub use handler::GatewayHandler;
+pub use handler::{GatewayHandler, INTERCEPTORS_LIST, interceptors_list};
 pub use jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
+pub use record::Recorder;
 pub use serve::{
     DEFAULT_GRACE, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router, serve_http,
     serve_stdio,

@@ -64,10 +64,16 @@ pub struct CallOptions {
     pub caller: Option<Arc<dyn Caller>>,
     /// Cancelled when the caller gives up; the upstream is then sent `notifications/cancelled`.
     pub cancel: CancellationToken,
+    /// This request's own timeout instead of the server's (still reset by progress, with the
+    /// same hard maximum factor).
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallOptions").field("caller", &self.caller.is_some()).finish()
+        f.debug_struct("CallOptions")
+            .field("caller", &self.caller.is_some())
+            .field("timeout", &self.timeout)
+            .finish()
     }
 }

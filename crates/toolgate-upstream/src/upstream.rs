@@ -434,7 +434,7 @@ impl Upstream {
         let link = self
             .current_link()
             .ok_or_else(|| UpstreamError::Disconnected { upstream: name.clone() })?;
-        let timeout = self.config.timeout;
+        let timeout = options.timeout.unwrap_or(self.config.timeout);
         let request_options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(timeout.saturating_mul(HARD_TIMEOUT_FACTOR));

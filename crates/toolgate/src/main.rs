@@ -2,6 +2,7 @@
 //! config, build, run. Each subcommand lives in its own module under `commands/`.
 
 mod commands;
+mod events;
 mod setup;
 
 use std::path::PathBuf;
@@ -48,9 +49,14 @@ enum Command {
     Call(commands::call::CallArgs),
     /// Connect and show each configured server: state, transport, protocol, tools, start-up time.
     Servers(commands::servers::ServersArgs),
+    /// Show the interceptor pipeline as it will run, phase by phase (--json: SEP-2624 form).
+    Interceptors(commands::interceptors::InterceptorsArgs),
     /// Work with the config file.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
+    /// Check the audit log's hash chain, or print its last records.
+    #[command(subcommand)]
+    Audit(commands::audit::AuditCommand),
     /// Run the built-in demo MCP server on stdio (what toolgate starts when no config exists).
     #[command(hide = true)]
     DemoServer(commands::demo::DemoArgs),
@@ -71,7 +77,9 @@ fn main() -> ExitCode {
             Command::Tools(args) => commands::tools::run(&cli.global, args).await,
             Command::Call(args) => commands::call::run(&cli.global, args).await,
             Command::Servers(args) => commands::servers::run(&cli.global, args).await,
+            Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,
             Command::Config(command) => commands::config::run(&cli.global, command),
+            Command::Audit(command) => commands::audit::run(&cli.global, command).await,
             Command::DemoServer(args) => commands::demo::run(&cli.global, args).await,
         }
     });

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use toolgate_config::{Config, ServerConfig, StdioConfig, TransportConfig};
-use toolgate_server::Gateway;
+use toolgate_interceptors::{ApprovalDesk, Services};
+use toolgate_server::{Gateway, Recorder};
 use tracing_subscriber::EnvFilter;
 
 use crate::GlobalArgs;
+use crate::events::Events;
 
 /// Exit code for a bad config or bad usage (`EX_USAGE`).
 pub(crate) const EXIT_USAGE: u8 = 64;
@@ -37,6 +39,7 @@ pub(crate) fn exit_code_for(error: &anyhow::Error) -> ExitCode {
     if error.chain().any(|cause| {
         cause.downcast_ref::<InvalidConfig>().is_some()
             || cause.downcast_ref::<InvalidPipeline>().is_some()
+            || cause.downcast_ref::<crate::events::InvalidAudit>().is_some()
     }) {
         ExitCode::from(EXIT_USAGE)
     } else {
@@ -115,25 +118,55 @@ fn demo_config() -> anyhow::Result<Config> {
     })
 }
 
-/// Connects every enabled server. Fails when a `required` one did not come up.
-pub(crate) async fn connect(config: &Config) -> anyhow::Result<Arc<Gateway>> {
-    let pipeline =
-        toolgate_interceptors::build_pipeline(&config.pipeline).map_err(InvalidPipeline)?;
-    let gateway = Gateway::start(&config.servers, pipeline).await;
-    let required_failures: Vec<_> = gateway
+/// A started gateway and what runs beside it.
+pub(crate) struct Running {
+    pub(crate) gateway: Arc<Gateway>,
+    /// Calls held for approval, for the admin API.
+    pub(crate) approvals: Arc<ApprovalDesk>,
+    events: Events,
+}
+
+impl Running {
+    /// Ends the upstreams, then lets the event sinks write what is queued.
+    pub(crate) async fn shutdown(self) {
+        self.gateway.shutdown().await;
+        self.events.finish().await;
+    }
+}
+
+impl std::ops::Deref for Running {
+    type Target = Arc<Gateway>;
+
+    fn deref(&self) -> &Arc<Gateway> {
+        &self.gateway
+    }
+}
+
+/// Starts the event sinks, builds the pipeline, and starts every enabled server.
+pub(crate) async fn start(config: &Config) -> anyhow::Result<Running> {
+    let events = Events::start(&config.audit)?;
+    let services = Services::new(events.bus().clone());
+    let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
+        .map_err(InvalidPipeline)?;
+    let recorder = Recorder::new(events.bus().clone(), events.redact().to_vec());
+    let gateway = Gateway::start(&config.servers, pipeline, recorder).await;
+    Ok(Running { gateway, approvals: services.approvals, events })
+}
+
+/// [`start`], failing when a `required` server did not come up.
+pub(crate) async fn connect(config: &Config) -> anyhow::Result<Running> {
+    let running = start(config).await?;
+    let required_failures: Vec<_> = running
         .failed()
         .iter()
         .filter(|f| config.servers.iter().any(|s| s.name == f.name && s.required))
+        .map(|f| format!("required server `{}` did not start: {}", f.name, f.reason))
         .collect();
     if !required_failures.is_empty() {
-        gateway.shutdown().await;
-        let reasons: Vec<_> = required_failures
-            .iter()
-            .map(|f| format!("required server `{}` did not start: {}", f.name, f.reason))
-            .collect();
-        anyhow::bail!("{}", reasons.join("\n"));
+        running.shutdown().await;
+        anyhow::bail!("{}", required_failures.join("\n"));
     }
-    Ok(gateway)
+    Ok(running)
 }
 
 /// Where the config came from, for the first log line.

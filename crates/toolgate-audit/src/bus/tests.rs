@@ -128,3 +128,15 @@ async fn zero_capacity_means_one() {
     assert_eq!(drain(&mut subscription), ["a"]);
     assert_eq!(subscription.dropped(), 1);
 }
+
+#[tokio::test]
+async fn close_ends_subscriptions_after_what_is_queued() {
+    let bus = EventBus::new();
+    let mut subscription = bus.subscribe(EventPattern::all(), 8);
+    bus.publish(Event::new("a/b"));
+    bus.close();
+    bus.publish(Event::new("a/c"));
+    assert_eq!(subscription.recv().await.map(|e| e.kind), Some("a/b".to_owned()));
+    assert!(subscription.recv().await.is_none(), "closed: nothing more, even with the bus alive");
+    assert_eq!(bus.subscriber_count(), 0);
+}

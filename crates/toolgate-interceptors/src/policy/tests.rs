@@ -148,10 +148,13 @@ async fn calls_are_refused_with_who_and_why_and_lists_hide_what_is_always_denied
         other => panic!("expected a refusal: {other:?}"),
     }
     ctx.target.as_mut().unwrap().original = "push".into();
+    assert!(ctx.get::<ApprovalRequired>().is_none());
     match p.intercept(Event::ToolsCall, Phase::Request, &call, &mut ctx).await {
-        Ok(Outcome::Refuse(refusal)) => assert!(refusal.reason.contains("approval"), "{refusal:?}"),
-        other => panic!("expected a refusal: {other:?}"),
+        Ok(Outcome::Continue) => {}
+        other => panic!("`ask` leaves the call to approval: {other:?}"),
     }
+    let required = ctx.get::<ApprovalRequired>().expect("`ask` asks for approval");
+    assert_eq!(required.by, "policy");
 
     let listed = |name: &str| Listed {
         server: "fs".into(),

@@ -1,8 +1,10 @@
 //! One module per subcommand.
 
+pub(crate) mod audit;
 pub(crate) mod call;
 pub(crate) mod config;
 pub(crate) mod demo;
+pub(crate) mod interceptors;
 pub(crate) mod serve;
 pub(crate) mod servers;
 pub(crate) mod tools;

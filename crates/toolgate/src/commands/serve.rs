@@ -33,6 +33,10 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
     let inventory = gateway.inventory();
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
+    let admin = match &config.admin {
+        Some(admin) => Some(start_admin(admin, &gateway, shutdown.clone()).await?),
+        None => None,
+    };
     let served = if args.stdio {
         tracing::info!(
             tools = inventory.tools().len(),
@@ -70,9 +74,35 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             .await
             .map_err(anyhow::Error::from)
     };
+    if let Some(admin) = admin {
+        admin.abort();
+    }
     gateway.shutdown().await;
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Binds the admin API and serves it in the background until `shutdown`.
+async fn start_admin(
+    config: &toolgate_config::AdminConfig,
+    running: &setup::Running,
+    shutdown: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} ([admin] listen)", config.listen))?;
+    let bound = listener.local_addr().context("cannot read the admin API's bound address")?;
+    let tokens = toolgate_server::AdminTokens::new(
+        config.tokens.iter().map(|(name, token)| (name.clone(), token.expose().to_owned())),
+    );
+    let router =
+        toolgate_server::admin_router(running.gateway.clone(), running.approvals.clone(), tokens);
+    tracing::info!("admin API at http://{bound} (approvals, events, interceptors)");
+    Ok(tokio::spawn(async move {
+        if let Err(error) = toolgate_server::serve_admin(listener, router, shutdown).await {
+            tracing::error!(%error, "the admin API failed");
+        }
+    }))
 }
 
 /// SIGINT or SIGTERM starts a graceful shutdown.

@@ -19,9 +19,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
     setup::init_logging(global, "error");
     let (config, _) = setup::load_config(global)?;
     // Unlike other commands, show failed required servers instead of refusing to go on.
-    let pipeline =
-        toolgate_interceptors::build_pipeline(&config.pipeline).map_err(setup::InvalidPipeline)?;
-    let gateway = toolgate_server::Gateway::start(&config.servers, pipeline).await;
+    let gateway = setup::start(&config).await?;
     let mut rows = Vec::new();
     for server in &config.servers {
         let row = if !server.enabled {

@@ -133,9 +133,11 @@ impl HttpGateway {
             .expect("spawn toolgate serve");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let url = tokio::time::timeout(READY_TIMEOUT, async {
             while let Some(line) = lines.next_line().await.expect("read stderr") {
                 eprintln!("[toolgate] {line}");
+                log.lock().expect("log lock").push(line.clone());
                 if let Some(at) = line.find("serving MCP at ") {
                     let rest = &line[at + "serving MCP at ".len()..];
                     return rest.split_whitespace().next().expect("url").to_owned();
@@ -145,7 +147,6 @@ impl HttpGateway {
         })
         .await
         .expect("toolgate ready in time");
-        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = log.clone();
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {

@@ -1,0 +1,706 @@
+//! `approval`: what `ask` does. A call that an earlier interceptor (`policy`) marked as
+//! needing a person's approval is held here until someone decides, or refused.
+//!
+//! ```toml
+//! [[pipeline]]
+//! kind = "approval"
+//! via = "external"          # elicit | external | deny (default: elicit)
+//! fallback = "deny"         # with via = "elicit", when the client cannot be asked: deny | external
+//! expires = "5m"            # unanswered for this long counts as refused (default: 5m)
+//! separate_duties = true    # external: the approver must not be the caller (default: false)
+//! remember = "10m"          # elicit: what "allow this exact call again" lasts (default: 10m)
+//! ```
+//!
+//! - `elicit` asks the person at the downstream client with MCP `elicitation/create`: allow
+//!   once, allow this exact call again for `remember`, or deny. This is self-approval: the
+//!   person asked is the caller. With `separate_duties` it is refused at start-up.
+//! - `external` holds the call on the [`ApprovalDesk`] until an approver decides through the
+//!   admin API (`GET /approvals`, `POST /approvals/{id}` with
+//!   `{"decision": "allow" | "deny", "remember": "10m", "reason": "..."}`), and logs a
+//!   one-line notice saying so. With `separate_duties` the approver (the admin token's name)
+//!   must differ from the caller.
+//! - `deny` refuses, for non-interactive use.
+//!
+//! An approval is bound to [`call_digest`], the SHA-256 of the tool's identity (server,
+//! original name, its definition as listed) and the canonical arguments. The gateway computes
+//! it again just before dispatch and refuses the call if it changed meanwhile. "Allow again"
+//! is remembered per caller and digest: the same caller making the very same call within the
+//! time is let through without asking, and the grant is recorded as `remembered`.
+//!
+//! Every step is an event: `approval/requested`, `approval/granted`, `approval/refused`,
+//! `approval/expired`. A refusal names this interceptor and who refused (or that nobody
+//! answered in time).
+//!
+//! It is a validator that runs after the others by default (priority 1000): a call that
+//! another check refuses is never put in front of a person.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use toolgate_audit::{Event as AuditEvent, EventBus, kind};
+use toolgate_config::InterceptorConfig;
+use toolgate_core::mcp;
+use toolgate_intercept::{
+    ApprovalRequired, Approved, CallContext, Descriptor, Event, Hook, InterceptError, Interceptor,
+    InterceptorType, Message, Mode, Outcome, Phase, Refusal, call_digest,
+};
+
+use crate::options::{OptionError, Options};
+
+/// The config `kind`.
+pub const KIND: &str = "approval";
+/// How long a held call waits by default.
+pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(5 * 60);
+/// What "allow again" lasts by default in the elicitation form.
+pub const DEFAULT_REMEMBER: Duration = Duration::from_secs(10 * 60);
+/// Where approval runs among validators unless configured: after the others.
+pub const DEFAULT_PRIORITY: i32 = 1000;
+/// Extra time the interceptor's own timeout allows beyond `expires`.
+const TIMEOUT_MARGIN: Duration = Duration::from_secs(30);
+
+/// How a person is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// MCP `elicitation/create` to the calling client.
+    Elicit,
+    /// The admin API's approval desk.
+    External,
+    /// Nobody: refuse.
+    Deny,
+}
+
+impl Via {
+    fn as_str(self) -> &'static str {
+        match self {
+            Via::Elicit => "elicit",
+            Via::External => "external",
+            Via::Deny => "deny",
+        }
+    }
+}
+
+/// A call waiting on the desk, as approvers see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingApproval {
+    /// Its id on the desk.
+    pub id: String,
+    /// What is approved: see [`call_digest`].
+    pub digest: String,
+    /// The upstream.
+    pub server: String,
+    /// The tool's name at the upstream.
+    pub tool: String,
+    /// The name the caller used.
+    pub exposed: String,
+    /// The arguments, as they will be sent.
+    pub arguments: Value,
+    /// Who asked (`kind:id`).
+    pub caller: String,
+    /// The caller's id, for separation of duties.
+    caller_id: String,
+    /// Why approval is needed.
+    pub reason: String,
+    /// The interceptor that asked for approval.
+    pub asked_by: String,
+    /// When it was put on the desk.
+    pub requested_at: SystemTime,
+    /// When it expires.
+    pub deadline: Instant,
+    /// Whether the approver must differ from the caller.
+    pub separate_duties: bool,
+}
+
+impl PendingApproval {
+    /// As JSON for the admin API.
+    pub fn to_json(&self) -> Value {
+        let now = Instant::now();
+        let unix_ms = self
+            .requested_at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        json!({
+            "id": self.id,
+            "server": self.server,
+            "tool": self.tool,
+            "exposed": self.exposed,
+            "arguments": self.arguments,
+            "caller": self.caller,
+            "reason": self.reason,
+            "asked_by": self.asked_by,
+            "digest": self.digest,
+            "requested_at_unix_ms": unix_ms,
+            "expires_in_ms": self.deadline.saturating_duration_since(now).as_millis() as u64,
+            "separate_duties": self.separate_duties,
+        })
+    }
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Let it run; and the very same call again by the same caller for this long.
+    Allow {
+        /// How long the same call stays approved.
+        remember: Option<Duration>,
+    },
+    /// Refuse it.
+    Deny {
+        /// Why, for the model and the audit log.
+        reason: Option<String>,
+    },
+}
+
+/// Why a decision was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecideError {
+    /// No call with this id is waiting (never was, decided, or expired).
+    #[error("no call {0:?} is waiting for approval (it was decided, expired, or never existed)")]
+    NotPending(String),
+    /// Separation of duties: the approver is the caller.
+    #[error("{approver:?} made this call and cannot approve it (separation of duties)")]
+    OwnCall {
+        /// Who tried.
+        approver: String,
+    },
+}
+
+/// How a wait on the desk ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Settled {
+    Decided { by: String, answer: Answer },
+    Expired,
+}
+
+/// Calls held for an approver's decision, shared by the `approval` interceptors and the admin
+/// API; also remembers approvals that were given for a while.
+#[derive(Debug)]
+pub struct ApprovalDesk {
+    state: Mutex<DeskState>,
+    events: EventBus,
+}
+
+#[derive(Debug, Default)]
+struct DeskState {
+    next: u64,
+    pending: BTreeMap<String, Waiting>,
+    /// (caller, digest) -> approved until.
+    remembered: HashMap<(String, String), Remembered>,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    request: PendingApproval,
+    answer: oneshot::Sender<Settled>,
+}
+
+#[derive(Debug, Clone)]
+struct Remembered {
+    until: Instant,
+    by: String,
+}
+
+impl ApprovalDesk {
+    /// An empty desk whose decisions are published on `events`.
+    pub fn new(events: EventBus) -> Arc<ApprovalDesk> {
+        Arc::new(ApprovalDesk { state: Mutex::default(), events })
+    }
+
+    /// The calls waiting now, oldest first.
+    pub fn pending(&self) -> Vec<PendingApproval> {
+        let state = self.state.lock().expect("approval desk lock");
+        let mut waiting: Vec<_> = state.pending.values().map(|w| w.request.clone()).collect();
+        waiting.sort_by_key(|r| r.deadline);
+        waiting
+    }
+
+    /// Decides the call `id` as `approver`.
+    pub fn decide(
+        &self,
+        id: &str,
+        approver: &str,
+        answer: Answer,
+    ) -> Result<PendingApproval, DecideError> {
+        let mut state = self.state.lock().expect("approval desk lock");
+        let waiting =
+            state.pending.get(id).ok_or_else(|| DecideError::NotPending(id.to_owned()))?;
+        if waiting.request.separate_duties && waiting.request.caller_id == approver {
+            return Err(DecideError::OwnCall { approver: approver.to_owned() });
+        }
+        let waiting = state.pending.remove(id).expect("it was just found");
+        let request = waiting.request.clone();
+        let settled = Settled::Decided { by: approver.to_owned(), answer };
+        if waiting.answer.send(settled).is_err() {
+            // The caller went away just now; there is nothing left to decide.
+            return Err(DecideError::NotPending(id.to_owned()));
+        }
+        Ok(request)
+    }
+
+    /// Who approved this very call for this caller earlier, if that still holds.
+    fn remembered(&self, caller: &str, digest: &str) -> Option<String> {
+        let mut state = self.state.lock().expect("approval desk lock");
+        let now = Instant::now();
+        state.remembered.retain(|_, r| r.until > now);
+        state.remembered.get(&(caller.to_owned(), digest.to_owned())).map(|r| r.by.clone())
+    }
+
+    fn remember(&self, caller: &str, digest: &str, by: &str, duration: Duration) {
+        let mut state = self.state.lock().expect("approval desk lock");
+        let until = Instant::now() + duration;
+        state.remembered.insert(
+            (caller.to_owned(), digest.to_owned()),
+            Remembered { until, by: by.to_owned() },
+        );
+    }
+
+    /// Puts `request` on the desk, calls `notice` with its id, and waits for a decision until
+    /// its deadline.
+    async fn hold(&self, request: PendingApproval, notice: impl FnOnce(&str)) -> Settled {
+        let (answer, decided) = oneshot::channel();
+        let deadline = request.deadline;
+        let id = {
+            let mut state = self.state.lock().expect("approval desk lock");
+            state.next += 1;
+            let id = format!("a{}", state.next);
+            let mut request = request;
+            request.id = id.clone();
+            state.pending.insert(id.clone(), Waiting { request, answer });
+            id
+        };
+        notice(&id);
+        let _off = OffTheDesk { desk: self, id: &id };
+        match tokio::time::timeout_at(deadline, decided).await {
+            Ok(Ok(settled)) => settled,
+            Ok(Err(_)) | Err(_) => Settled::Expired,
+        }
+    }
+
+    fn publish(&self, event: AuditEvent) {
+        self.events.publish(event);
+    }
+}
+
+/// Removes a call from the desk when its wait ends.
+struct OffTheDesk<'a> {
+    desk: &'a ApprovalDesk,
+    id: &'a str,
+}
+
+impl Drop for OffTheDesk<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.desk.state.lock() {
+            state.pending.remove(self.id);
+        }
+    }
+}
+
+/// The `approval` interceptor.
+#[derive(Debug)]
+pub struct Approval {
+    descriptor: Descriptor,
+    via: Via,
+    fallback: Via,
+    expires: Duration,
+    remember: Duration,
+    separate_duties: bool,
+    desk: Arc<ApprovalDesk>,
+}
+
+impl Approval {
+    /// Builds it from its `[[pipeline]]` entry; held calls go on `desk`.
+    pub fn from_config(
+        entry: &InterceptorConfig,
+        desk: Arc<ApprovalDesk>,
+    ) -> Result<Approval, Vec<OptionError>> {
+        let mut options = Options::new(entry.path.clone(), &entry.options);
+        options.only(&["via", "fallback", "expires", "separate_duties", "remember"]);
+        let via = read_via(&mut options, "via", &[Via::Elicit, Via::External, Via::Deny])
+            .unwrap_or(Via::Elicit);
+        let fallback =
+            read_via(&mut options, "fallback", &[Via::External, Via::Deny]).unwrap_or(Via::Deny);
+        if options.get("fallback").is_some() && via != Via::Elicit {
+            let path = options.at("fallback");
+            options.error(&path, "only means something with via = \"elicit\"");
+        }
+        let expires = read_duration(&mut options, "expires").unwrap_or(DEFAULT_EXPIRY);
+        let remember = read_duration(&mut options, "remember").unwrap_or(DEFAULT_REMEMBER);
+        let separate_duties = match options.get("separate_duties") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                let path = options.at("separate_duties");
+                options.error(&path, format!("expected a boolean, found {other}"));
+                false
+            }
+        };
+        if separate_duties && via == Via::Elicit && fallback != Via::External {
+            let path = options.at("separate_duties");
+            options.error(
+                &path,
+                "cannot hold with via = \"elicit\": the person asked is the caller; use \
+                 via = \"external\"",
+            );
+        }
+        let hooks = vec![Hook::new(["tools/call"], Phase::Request).expect("a literal event")];
+        let mut descriptor = Descriptor::new(KIND, KIND, InterceptorType::Validation, hooks);
+        descriptor.timeout = expires + TIMEOUT_MARGIN;
+        let descriptor = match crate::configure(descriptor, entry) {
+            Ok(mut descriptor) => {
+                if entry.priority == 0 {
+                    descriptor.priority = DEFAULT_PRIORITY;
+                }
+                if descriptor.timeout <= expires {
+                    let path = format!("{}.timeout", entry.path);
+                    options.error(
+                        &path,
+                        format!(
+                            "must be longer than `expires` ({expires:?}), or held calls fail \
+                             before anyone can decide"
+                        ),
+                    );
+                }
+                Some(descriptor)
+            }
+            Err(mut errors) => {
+                options.errors.append(&mut errors);
+                None
+            }
+        };
+        match (descriptor, options.errors.is_empty()) {
+            (Some(descriptor), true) => {
+                Ok(Approval { descriptor, via, fallback, expires, remember, separate_duties, desk })
+            }
+            _ => Err(options.errors),
+        }
+    }
+
+    fn refusal(&self, reason: impl Into<String>) -> Refusal {
+        Refusal { interceptor: self.descriptor.name.clone(), reason: reason.into() }
+    }
+
+    async fn decide(
+        &self,
+        call: &mcp::CallToolRequestParams,
+        ctx: &mut CallContext,
+    ) -> Result<Outcome, InterceptError> {
+        let Some(required) = ctx.get::<ApprovalRequired>().cloned() else {
+            return Ok(Outcome::Continue);
+        };
+        let target = ctx
+            .target
+            .clone()
+            .ok_or_else(|| InterceptError("a tool call without a target".into()))?;
+        let digest = call_digest(
+            &target.server,
+            &target.original,
+            target.tool.as_deref(),
+            call.arguments.as_ref(),
+        );
+        let caller = ctx.principal.to_string();
+        let base = AuditEvent::new(kind::APPROVAL_REQUESTED)
+            .with("server", target.server.clone())
+            .with("tool", target.original.clone())
+            .with("exposed", target.exposed.clone())
+            .with("caller", caller.clone())
+            .with("digest", digest.clone())
+            .with("interceptor", self.descriptor.name.clone());
+        let event = |kind: &str| {
+            let mut event = base.clone();
+            event.kind = kind.to_owned();
+            event.time = SystemTime::now();
+            event
+        };
+        if self.descriptor.mode == Mode::Audit {
+            // Records what it would have done; the call must not wait for anyone.
+            ctx.remove::<ApprovalRequired>();
+            return Ok(Outcome::Refuse(
+                self.refusal(format!("would hold the call for approval ({})", required.reason)),
+            ));
+        }
+        if let Some(by) = self.desk.remembered(&caller, &digest) {
+            self.desk.publish(
+                event(kind::APPROVAL_GRANTED).with("by", by.clone()).with("remembered", true),
+            );
+            ctx.insert(Approved { digest, by: format!("{by} (remembered)") });
+            return Ok(Outcome::Continue);
+        }
+        let via = match self.via {
+            Via::Elicit if ctx.elicitor.as_ref().is_some_and(|e| e.can_elicit()) => Via::Elicit,
+            Via::Elicit => self.fallback,
+            other => other,
+        };
+        self.desk.publish(
+            event(kind::APPROVAL_REQUESTED)
+                .with("reason", required.reason.clone())
+                .with("via", via.as_str()),
+        );
+        let settled = match via {
+            Via::Deny => {
+                let reason = if self.via == Via::Elicit {
+                    "the client cannot be asked (it does not support elicitation)"
+                } else {
+                    "approvals are not taken here (via = \"deny\")"
+                };
+                self.desk.publish(
+                    event(kind::APPROVAL_REFUSED).with("by", "nobody").with("reason", reason),
+                );
+                return Ok(Outcome::Refuse(self.refusal(format!(
+                    "this call needs a person's approval ({}), and {reason}",
+                    required.reason
+                ))));
+            }
+            Via::Elicit => self.elicit(call, &target.exposed, &target.server, &required, ctx).await,
+            Via::External => {
+                let request = PendingApproval {
+                    id: String::new(),
+                    digest: digest.clone(),
+                    server: target.server.clone(),
+                    tool: target.original.clone(),
+                    exposed: target.exposed.clone(),
+                    arguments: call.arguments.clone().map(Value::Object).unwrap_or(json!({})),
+                    caller: caller.clone(),
+                    caller_id: ctx.principal.id.clone(),
+                    reason: required.reason.clone(),
+                    asked_by: required.by.clone(),
+                    requested_at: SystemTime::now(),
+                    deadline: Instant::now() + self.expires,
+                    separate_duties: self.separate_duties,
+                };
+                let expires = self.expires;
+                let exposed = target.exposed.clone();
+                let held = self.desk.hold(request, move |id| {
+                    tracing::warn!(
+                        target: "toolgate::approval",
+                        "call {id} ({exposed}) is held for approval: decide with POST /approvals/{id} on the admin API within {}",
+                        humanize(expires)
+                    );
+                });
+                held.await
+            }
+        };
+        match settled {
+            Settled::Decided { by, answer: Answer::Allow { remember } } => {
+                if let Some(duration) = remember {
+                    self.desk.remember(&caller, &digest, &by, duration);
+                }
+                let mut granted = event(kind::APPROVAL_GRANTED).with("by", by.clone());
+                if let Some(duration) = remember {
+                    granted = granted.with("remember_s", duration.as_secs());
+                }
+                self.desk.publish(granted);
+                ctx.insert(Approved { digest, by });
+                Ok(Outcome::Continue)
+            }
+            Settled::Decided { by, answer: Answer::Deny { reason } } => {
+                let why = reason.clone().unwrap_or_else(|| "no reason given".to_owned());
+                self.desk.publish(
+                    event(kind::APPROVAL_REFUSED)
+                        .with("by", by.clone())
+                        .with("reason", why.clone()),
+                );
+                Ok(Outcome::Refuse(self.refusal(format!("{by} did not approve this call: {why}"))))
+            }
+            Settled::Expired => {
+                self.desk
+                    .publish(event(kind::APPROVAL_EXPIRED).with("after_s", self.expires.as_secs()));
+                Ok(Outcome::Refuse(self.refusal(format!(
+                    "nobody approved this call within {}",
+                    humanize(self.expires)
+                ))))
+            }
+        }
+    }
+
+    /// Asks the person at the client: allow once, allow again for a while, or deny.
+    async fn elicit(
+        &self,
+        call: &mcp::CallToolRequestParams,
+        exposed: &str,
+        server: &str,
+        required: &ApprovalRequired,
+        ctx: &CallContext,
+    ) -> Settled {
+        let Some(elicitor) = ctx.elicitor.clone() else { return Settled::Expired };
+        let again = format!("allow this exact call for {}", humanize(self.remember));
+        let arguments = call
+            .arguments
+            .as_ref()
+            .map(|a| serde_json::to_string_pretty(a).unwrap_or_default())
+            .unwrap_or_else(|| "{}".to_owned());
+        let message = format!(
+            "toolgate: allow the call {exposed} (server {server})?\n\
+             Why you are asked: {}\n\
+             Arguments:\n{}",
+            required.reason,
+            clip(&arguments, 4000)
+        );
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "decision": {
+                    "type": "string",
+                    "title": "Decision",
+                    "enum": ["allow once", again, "deny"],
+                },
+                "reason": {
+                    "type": "string",
+                    "title": "Reason (optional)",
+                },
+            },
+            "required": ["decision"],
+        });
+        let params = match elicitation_params(message, schema) {
+            Ok(params) => params,
+            Err(error) => {
+                tracing::warn!(%error, "cannot build the approval question");
+                return Settled::Expired;
+            }
+        };
+        let by = format!("{} (asked at the client)", ctx.principal);
+        let asked = tokio::time::timeout(self.expires, elicitor.elicit(params)).await;
+        let result = match asked {
+            Err(_) => return Settled::Expired,
+            Ok(Err(error)) => {
+                let reason = format!("the client could not be asked: {error}");
+                return Settled::Decided { by, answer: Answer::Deny { reason: Some(reason) } };
+            }
+            Ok(Ok(result)) => result,
+        };
+        let content = result.content.clone().unwrap_or(Value::Null);
+        let decision = content.get("decision").and_then(Value::as_str).unwrap_or("");
+        let reason = content.get("reason").and_then(Value::as_str).map(str::to_owned);
+        let answer = match (result.action, decision) {
+            (mcp::ElicitationAction::Accept, "allow once") => Answer::Allow { remember: None },
+            (mcp::ElicitationAction::Accept, d) if d == again => {
+                Answer::Allow { remember: Some(self.remember) }
+            }
+            (mcp::ElicitationAction::Accept, _) => Answer::Deny { reason },
+            (mcp::ElicitationAction::Decline, _) => {
+                Answer::Deny { reason: reason.or(Some("declined".to_owned())) }
+            }
+            _ => Answer::Deny { reason: Some("the question was dismissed".to_owned()) },
+        };
+        Settled::Decided { by, answer }
+    }
+}
+
+fn elicitation_params(message: String, schema: Value) -> Result<mcp::ElicitRequestParams, String> {
+    let params = json!({ "message": message, "requestedSchema": schema });
+    serde_json::from_value(params).map_err(|e| e.to_string())
+}
+
+fn clip(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… ({} more bytes)", &text[..end], text.len() - end)
+}
+
+/// `5m`, `90s`, `1h`: short and exact enough for a notice.
+fn humanize(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    if secs == 0 {
+        format!("{}ms", duration.as_millis())
+    } else if secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    }
+}
+
+fn read_via(options: &mut Options<'_>, key: &str, allowed: &[Via]) -> Option<Via> {
+    let text = options.string(key)?;
+    let via = allowed.iter().copied().find(|v| v.as_str() == text);
+    if via.is_none() {
+        let path = options.at(key);
+        let names: Vec<_> = allowed.iter().map(|v| v.as_str()).collect();
+        options.error(&path, format!("expected one of {}, found {text:?}", names.join(", ")));
+    }
+    via
+}
+
+fn read_duration(options: &mut Options<'_>, key: &str) -> Option<Duration> {
+    let text = options.string(key)?;
+    match toolgate_config::parse_duration(text) {
+        Ok(duration) if !duration.is_zero() => Some(duration),
+        Ok(_) => {
+            let path = options.at(key);
+            options.error(&path, "must be greater than zero");
+            None
+        }
+        Err(error) => {
+            let path = options.at(key);
+            options.error(&path, format!("invalid duration {text:?}: {error}"));
+            None
+        }
+    }
+}
+
+impl Interceptor for Approval {
+    fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    fn intercept<'a>(
+        &'a self,
+        _event: Event,
+        _phase: Phase,
+        message: &'a Message,
+        ctx: &'a mut CallContext,
+    ) -> BoxFuture<'a, Result<Outcome, InterceptError>> {
+        Box::pin(async move {
+            match message {
+                Message::CallTool(call) => self.decide(call, ctx).await,
+                _ => Ok(Outcome::Continue),
+            }
+        })
+    }
+}
+
+/// Parses an admin API decision body: `{"decision": "allow" | "deny", "remember": "10m",
+/// "reason": "..."}`.
+pub fn parse_answer(body: &Map<String, Value>) -> Result<Answer, String> {
+    for key in body.keys() {
+        if !["decision", "remember", "reason"].contains(&key.as_str()) {
+            return Err(format!("unknown field {key:?} (expected decision, remember, reason)"));
+        }
+    }
+    let reason = match body.get("reason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => return Err(format!("`reason` must be a string, found {other}")),
+    };
+    let remember = match body.get("remember") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => match toolgate_config::parse_duration(text) {
+            Ok(d) if !d.is_zero() => Some(d),
+            Ok(_) => return Err("`remember` must be greater than zero".to_owned()),
+            Err(e) => return Err(format!("`remember`: invalid duration {text:?}: {e}")),
+        },
+        Some(other) => {
+            return Err(format!("`remember` must be a duration such as \"10m\", found {other}"));
+        }
+    };
+    match body.get("decision").and_then(Value::as_str) {
+        Some("allow") => Ok(Answer::Allow { remember }),
+        Some("deny") if remember.is_some() => Err("`remember` only goes with \"allow\"".to_owned()),
+        Some("deny") => Ok(Answer::Deny { reason }),
+        Some(other) => Err(format!("`decision` must be \"allow\" or \"deny\", found {other:?}")),
+        None => Err("missing `decision` (\"allow\" or \"deny\")".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,424 @@
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::json;
+use toolgate_audit::EventPattern;
+use toolgate_intercept::{Elicitor, Principal, Target};
+
+use super::*;
+
+fn entry(options: Value) -> InterceptorConfig {
+    InterceptorConfig {
+        path: "pipeline[1]".into(),
+        kind: KIND.into(),
+        name: None,
+        audit: None,
+        fail_open: None,
+        priority: 0,
+        timeout: None,
+        servers: Vec::new(),
+        tools: Vec::new(),
+        options: options.as_object().cloned().expect("options are a table"),
+    }
+}
+
+fn approval(options: Value) -> (Approval, Arc<ApprovalDesk>, EventBus) {
+    let bus = EventBus::new();
+    let desk = ApprovalDesk::new(bus.clone());
+    let approval = Approval::from_config(&entry(options), desk.clone()).expect("valid options");
+    (approval, desk, bus)
+}
+
+fn call(args: Value) -> mcp::CallToolRequestParams {
+    mcp::CallToolRequestParams::new("fs__write").with_arguments(args.as_object().cloned().unwrap())
+}
+
+fn context(principal: Principal) -> CallContext {
+    let mut ctx = CallContext::new(principal);
+    ctx.target = Some(Target {
+        server: "fs".into(),
+        original: "write".into(),
+        exposed: "fs__write".into(),
+        tool: None,
+    });
+    ctx.insert(ApprovalRequired { by: "policy".into(), reason: "writes need a person".into() });
+    ctx
+}
+
+fn bob() -> Principal {
+    Principal { kind: "token".into(), id: "bob".into() }
+}
+
+async fn run(
+    approval: &Approval,
+    call: &mcp::CallToolRequestParams,
+    ctx: &mut CallContext,
+) -> Outcome {
+    let message = Message::CallTool(call.clone());
+    approval.intercept(Event::ToolsCall, Phase::Request, &message, ctx).await.expect("decides")
+}
+
+/// Waits until the desk holds a call, yielding to the held task.
+async fn first_pending(desk: &ApprovalDesk) -> PendingApproval {
+    loop {
+        if let Some(p) = desk.pending().into_iter().next() {
+            return p;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+fn kinds(subscription: &mut toolgate_audit::Subscription) -> Vec<String> {
+    std::iter::from_fn(|| subscription.try_recv()).map(|e| e.kind).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_nobody_asked_about_goes_through() {
+    let (approval, desk, _) = approval(json!({ "via": "external" }));
+    let mut ctx = context(bob());
+    ctx.remove::<ApprovalRequired>();
+    assert_eq!(run(&approval, &call(json!({})), &mut ctx).await, Outcome::Continue);
+    assert!(desk.pending().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn external_approval_lets_the_call_through_and_binds_it_to_the_digest() {
+    let (approval, desk, bus) = approval(json!({ "via": "external" }));
+    let mut events = bus.subscribe(EventPattern::parse("approval/*").unwrap(), 16);
+    let approval = Arc::new(approval);
+    let held = {
+        let approval = approval.clone();
+        tokio::spawn(async move {
+            let mut ctx = context(bob());
+            let outcome = run(&approval, &call(json!({"path": "a"})), &mut ctx).await;
+            (outcome, ctx.get::<Approved>().cloned())
+        })
+    };
+    let pending = first_pending(&desk).await;
+    assert_eq!(pending.exposed, "fs__write");
+    assert_eq!(pending.arguments, json!({"path": "a"}));
+    assert_eq!(pending.caller, "token:bob");
+    assert_eq!(pending.reason, "writes need a person");
+    assert_eq!(pending.to_json()["expires_in_ms"], json!(300_000));
+    desk.decide(&pending.id, "alice", Answer::Allow { remember: None }).expect("decided");
+    let (outcome, approved) = held.await.unwrap();
+    assert_eq!(outcome, Outcome::Continue);
+    let approved = approved.expect("the approval is left for the dispatch check");
+    assert_eq!(approved.by, "alice");
+    assert_eq!(
+        approved.digest,
+        call_digest("fs", "write", None, call(json!({"path": "a"})).arguments.as_ref())
+    );
+    assert_eq!(pending.digest, approved.digest);
+    assert!(desk.pending().is_empty());
+    assert_eq!(kinds(&mut events), ["approval/requested", "approval/granted"]);
+    assert_eq!(
+        desk.decide(&pending.id, "alice", Answer::Allow { remember: None }),
+        Err(DecideError::NotPending(pending.id.clone())),
+        "a decided call cannot be decided again"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_denial_is_a_refusal_naming_who_and_why() {
+    let (approval, desk, bus) = approval(json!({ "via": "external" }));
+    let mut events = bus.subscribe(EventPattern::parse("approval/*").unwrap(), 16);
+    let approval = Arc::new(approval);
+    let held = {
+        let approval = approval.clone();
+        tokio::spawn(async move { run(&approval, &call(json!({})), &mut context(bob())).await })
+    };
+    let pending = first_pending(&desk).await;
+    desk.decide(&pending.id, "alice", Answer::Deny { reason: Some("not on a Friday".into()) })
+        .unwrap();
+    match held.await.unwrap() {
+        Outcome::Refuse(refusal) => {
+            assert_eq!(refusal.interceptor, "approval");
+            assert!(refusal.reason.contains("alice"), "{}", refusal.reason);
+            assert!(refusal.reason.contains("not on a Friday"), "{}", refusal.reason);
+        }
+        other => panic!("expected a refusal: {other:?}"),
+    }
+    assert_eq!(kinds(&mut events), ["approval/requested", "approval/refused"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_call_expires_as_a_refusal() {
+    let (approval, desk, bus) = approval(json!({ "via": "external", "expires": "2m" }));
+    let mut events = bus.subscribe(EventPattern::parse("approval/*").unwrap(), 16);
+    let started = Instant::now();
+    let outcome = run(&approval, &call(json!({})), &mut context(bob())).await;
+    assert_eq!(started.elapsed(), Duration::from_secs(120), "it waits exactly `expires`");
+    match outcome {
+        Outcome::Refuse(refusal) => assert!(refusal.reason.contains("within 2m"), "{refusal:?}"),
+        other => panic!("expected a refusal: {other:?}"),
+    }
+    assert!(desk.pending().is_empty(), "an expired call leaves the desk");
+    assert_eq!(kinds(&mut events), ["approval/requested", "approval/expired"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_expiry_is_five_minutes() {
+    let (approval, _, _) = approval(json!({ "via": "external" }));
+    let started = Instant::now();
+    run(&approval, &call(json!({})), &mut context(bob())).await;
+    assert_eq!(started.elapsed(), DEFAULT_EXPIRY);
+    assert!(approval.descriptor().timeout > DEFAULT_EXPIRY, "the pipeline must not cut it short");
+}
+
+#[tokio::test(start_paused = true)]
+async fn separation_of_duties_refuses_the_caller_as_approver() {
+    let (approval, desk, _) = approval(json!({ "via": "external", "separate_duties": true }));
+    let approval = Arc::new(approval);
+    let held = {
+        let approval = approval.clone();
+        tokio::spawn(async move { run(&approval, &call(json!({})), &mut context(bob())).await })
+    };
+    let pending = first_pending(&desk).await;
+    assert_eq!(
+        desk.decide(&pending.id, "bob", Answer::Allow { remember: None }),
+        Err(DecideError::OwnCall { approver: "bob".into() })
+    );
+    assert_eq!(desk.pending().len(), 1, "still waiting for someone else");
+    desk.decide(&pending.id, "alice", Answer::Allow { remember: None }).unwrap();
+    assert_eq!(held.await.unwrap(), Outcome::Continue);
+}
+
+#[tokio::test(start_paused = true)]
+async fn allow_again_is_remembered_for_the_same_caller_and_call_only() {
+    let (approval, desk, _) = approval(json!({ "via": "external" }));
+    let approval = Arc::new(approval);
+    let held = {
+        let approval = approval.clone();
+        tokio::spawn(
+            async move { run(&approval, &call(json!({"n": 1})), &mut context(bob())).await },
+        )
+    };
+    let pending = first_pending(&desk).await;
+    let remember = Some(Duration::from_secs(600));
+    desk.decide(&pending.id, "alice", Answer::Allow { remember }).unwrap();
+    assert_eq!(held.await.unwrap(), Outcome::Continue);
+
+    // The very same call by the same caller: no question.
+    let mut ctx = context(bob());
+    assert_eq!(run(&approval, &call(json!({"n": 1})), &mut ctx).await, Outcome::Continue);
+    assert!(ctx.get::<Approved>().unwrap().by.contains("remembered"));
+
+    // Other arguments, or another caller: asked again (and left to expire here).
+    let other_args = run(&approval, &call(json!({"n": 2})), &mut context(bob())).await;
+    assert!(matches!(other_args, Outcome::Refuse(_)));
+    let other_caller =
+        run(&approval, &call(json!({"n": 1})), &mut context(Principal::local())).await;
+    assert!(matches!(other_caller, Outcome::Refuse(_)));
+
+    // After the time is up, asked again.
+    tokio::time::advance(Duration::from_secs(600)).await;
+    let later = run(&approval, &call(json!({"n": 1})), &mut context(bob())).await;
+    assert!(matches!(later, Outcome::Refuse(_)), "the grant has run out");
+}
+
+#[tokio::test(start_paused = true)]
+async fn via_deny_refuses_at_once() {
+    let (approval, desk, _) = approval(json!({ "via": "deny" }));
+    match run(&approval, &call(json!({})), &mut context(bob())).await {
+        Outcome::Refuse(refusal) => {
+            assert!(refusal.reason.contains("writes need a person"), "{}", refusal.reason);
+            assert!(refusal.reason.contains("via = \"deny\""), "{}", refusal.reason);
+        }
+        other => panic!("expected a refusal: {other:?}"),
+    }
+    assert!(desk.pending().is_empty());
+}
+
+/// A client that answers every elicitation with `content`, counting questions.
+struct Answers {
+    capable: bool,
+    action: mcp::ElicitationAction,
+    content: Value,
+    asked: AtomicUsize,
+    last_message: Mutex<String>,
+}
+
+impl Elicitor for Answers {
+    fn can_elicit(&self) -> bool {
+        self.capable
+    }
+
+    fn elicit(
+        &self,
+        params: mcp::ElicitRequestParams,
+    ) -> BoxFuture<'static, Result<mcp::ElicitResult, String>> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let text = serde_json::to_value(&params).unwrap();
+        *self.last_message.lock().unwrap() = text["message"].as_str().unwrap_or("").to_owned();
+        let schema = &text["requestedSchema"]["properties"]["decision"]["enum"];
+        assert_eq!(schema[0], "allow once", "{text}");
+        let result = json!({ "action": match self.action {
+            mcp::ElicitationAction::Accept => "accept",
+            mcp::ElicitationAction::Decline => "decline",
+            _ => "cancel",
+        }, "content": self.content });
+        Box::pin(async move { Ok(serde_json::from_value(result).unwrap()) })
+    }
+}
+
+fn answers(capable: bool, action: mcp::ElicitationAction, content: Value) -> Arc<Answers> {
+    Arc::new(Answers {
+        capable,
+        action,
+        content,
+        asked: AtomicUsize::new(0),
+        last_message: Mutex::default(),
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn elicit_asks_the_person_at_the_client() {
+    let (approval, _, _) = approval(json!({}));
+    let client = answers(true, mcp::ElicitationAction::Accept, json!({"decision": "allow once"}));
+    let mut ctx = context(bob());
+    ctx.elicitor = Some(client.clone());
+    assert_eq!(
+        run(&approval, &call(json!({"path": "notes.md"})), &mut ctx).await,
+        Outcome::Continue
+    );
+    assert_eq!(client.asked.load(Ordering::SeqCst), 1);
+    let message = client.last_message.lock().unwrap().clone();
+    assert!(message.contains("fs__write") && message.contains("notes.md"), "{message}");
+    assert!(message.contains("writes need a person"), "{message}");
+    assert!(ctx.get::<Approved>().is_some());
+
+    // Allowed once: the next identical call is asked again.
+    let mut ctx = context(bob());
+    ctx.elicitor = Some(client.clone());
+    run(&approval, &call(json!({"path": "notes.md"})), &mut ctx).await;
+    assert_eq!(client.asked.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn elicit_allow_again_and_decline() {
+    let (approval, _, _) = approval(json!({ "remember": "1h" }));
+    let again = answers(
+        true,
+        mcp::ElicitationAction::Accept,
+        json!({"decision": "allow this exact call for 1h"}),
+    );
+    for _ in 0..3 {
+        let mut ctx = context(bob());
+        ctx.elicitor = Some(again.clone());
+        assert_eq!(run(&approval, &call(json!({})), &mut ctx).await, Outcome::Continue);
+    }
+    assert_eq!(again.asked.load(Ordering::SeqCst), 1, "asked once, remembered after");
+
+    let no = answers(true, mcp::ElicitationAction::Decline, json!(null));
+    let mut ctx = context(Principal::local());
+    ctx.elicitor = Some(no);
+    assert!(matches!(run(&approval, &call(json!({})), &mut ctx).await, Outcome::Refuse(_)));
+    let deny =
+        answers(true, mcp::ElicitationAction::Accept, json!({"decision": "deny", "reason": "no"}));
+    let mut ctx = context(Principal::local());
+    ctx.elicitor = Some(deny);
+    match run(&approval, &call(json!({})), &mut ctx).await {
+        Outcome::Refuse(refusal) => assert!(refusal.reason.ends_with(": no"), "{refusal:?}"),
+        other => panic!("expected a refusal: {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn elicit_without_a_capable_client_falls_back() {
+    let (deny, _, _) = approval(json!({}));
+    let incapable =
+        answers(false, mcp::ElicitationAction::Accept, json!({"decision": "allow once"}));
+    let mut ctx = context(bob());
+    ctx.elicitor = Some(incapable.clone());
+    match run(&deny, &call(json!({})), &mut ctx).await {
+        Outcome::Refuse(refusal) => assert!(refusal.reason.contains("elicitation"), "{refusal:?}"),
+        other => panic!("expected a refusal: {other:?}"),
+    }
+    assert_eq!(incapable.asked.load(Ordering::SeqCst), 0);
+
+    let (external, desk, _) = approval(json!({ "fallback": "external" }));
+    let external = Arc::new(external);
+    let held = {
+        let external = external.clone();
+        tokio::spawn(async move { run(&external, &call(json!({})), &mut context(bob())).await })
+    };
+    let pending = first_pending(&desk).await;
+    desk.decide(&pending.id, "alice", Answer::Allow { remember: None }).unwrap();
+    assert_eq!(held.await.unwrap(), Outcome::Continue);
+}
+
+#[tokio::test(start_paused = true)]
+async fn audit_mode_never_holds_a_call() {
+    let mut config = entry(json!({ "via": "external" }));
+    config.audit = Some(true);
+    let desk = ApprovalDesk::new(EventBus::new());
+    let approval = Approval::from_config(&config, desk.clone()).unwrap();
+    let mut ctx = context(bob());
+    match run(&approval, &call(json!({})), &mut ctx).await {
+        Outcome::Refuse(refusal) => assert!(refusal.reason.contains("would hold")),
+        other => panic!("audit mode reports what it would do: {other:?}"),
+    }
+    assert!(desk.pending().is_empty());
+    assert!(ctx.get::<ApprovalRequired>().is_none(), "nothing is left to refuse the call later");
+}
+
+#[test]
+fn options_are_checked_with_their_paths() {
+    let desk = ApprovalDesk::new(EventBus::new());
+    let errors = Approval::from_config(
+        &entry(json!({
+            "via": "phone",
+            "expires": "soon",
+            "separate_duties": "yes",
+            "color": "red",
+        })),
+        desk.clone(),
+    )
+    .unwrap_err();
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let text = text.join("\n");
+    for expected in [
+        "pipeline[1].color: unknown option",
+        "pipeline[1].via: expected one of elicit, external, deny, found \"phone\"",
+        "pipeline[1].expires: invalid duration \"soon\"",
+        "pipeline[1].separate_duties: expected a boolean",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    let errors = Approval::from_config(&entry(json!({ "separate_duties": true })), desk.clone())
+        .unwrap_err();
+    assert!(errors[0].message.contains("the person asked is the caller"), "{errors:?}");
+    let mut short = entry(json!({ "via": "external", "expires": "10m" }));
+    short.timeout = Some(Duration::from_secs(60));
+    let errors = Approval::from_config(&short, desk).unwrap_err();
+    assert_eq!(errors[0].path, "pipeline[1].timeout");
+}
+
+#[test]
+fn approval_runs_after_the_other_validators_by_default() {
+    let (approval, _, _) = approval(json!({}));
+    assert_eq!(approval.descriptor().priority, DEFAULT_PRIORITY);
+    let mut placed = entry(json!({}));
+    placed.priority = -5;
+    let desk = ApprovalDesk::new(EventBus::new());
+    assert_eq!(Approval::from_config(&placed, desk).unwrap().descriptor().priority, -5);
+}
+
+#[test]
+fn admin_answers_are_parsed_strictly() {
+    let parse = |v: Value| parse_answer(v.as_object().unwrap());
+    assert_eq!(parse(json!({"decision": "allow"})), Ok(Answer::Allow { remember: None }));
+    assert_eq!(
+        parse(json!({"decision": "allow", "remember": "10m"})),
+        Ok(Answer::Allow { remember: Some(Duration::from_secs(600)) })
+    );
+    assert_eq!(
+        parse(json!({"decision": "deny", "reason": "no"})),
+        Ok(Answer::Deny { reason: Some("no".into()) })
+    );
+    assert!(parse(json!({})).unwrap_err().contains("missing `decision`"));
+    assert!(parse(json!({"decision": "maybe"})).unwrap_err().contains("\"maybe\""));
+    assert!(parse(json!({"decision": "deny", "remember": "1m"})).is_err());
+    assert!(parse(json!({"decision": "allow", "remember": "later"})).is_err());
+    assert!(parse(json!({"decision": "allow", "extra": 1})).unwrap_err().contains("extra"));
+}

@@ -1,0 +1,248 @@
+//! The admin HTTP API, on its own address (`[admin] listen`), for operators and approvers:
+//!
+//! - `GET /approvals`: calls held for approval;
+//! - `POST /approvals/{id}` with `{"decision": "allow" | "deny", "remember": "10m",
+//!   "reason": "..."}`: decides one (the approver is the name of the token used);
+//! - `GET /events?pattern=tools/*&pattern=*/denied`: the event stream (server-sent events);
+//! - `GET /interceptors`: the pipeline, as `interceptors/list` returns it;
+//! - `GET /healthz`.
+//!
+//! Every route but `/healthz` needs `Authorization: Bearer <token>`, one of `[admin] tokens`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use toolgate_audit::{EventPattern, SINK_CAPACITY};
+use toolgate_interceptors::ApprovalDesk;
+use toolgate_interceptors::approval::{Answer, DecideError, parse_answer};
+
+use crate::gateway::Gateway;
+use crate::handler::interceptors_list;
+
+/// Who may use the admin API: bearer tokens by the name of who holds them.
+#[derive(Clone)]
+pub struct AdminTokens(Vec<(String, String)>);
+
+impl AdminTokens {
+    /// Tokens as (name, token) pairs.
+    pub fn new(tokens: impl IntoIterator<Item = (String, String)>) -> AdminTokens {
+        AdminTokens(tokens.into_iter().collect())
+    }
+
+    /// The name whose token `presented` is. Every token is compared in full, so the time
+    /// taken does not tell how much of a guess was right.
+    fn holder(&self, presented: &str) -> Option<&str> {
+        let mut found = None;
+        for (name, token) in &self.0 {
+            if constant_time_eq(token.as_bytes(), presented.as_bytes()) {
+                found = Some(name.as_str());
+            }
+        }
+        found
+    }
+}
+
+impl std::fmt::Debug for AdminTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|(name, _)| name)).finish()
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[derive(Clone)]
+struct Admin {
+    gateway: Arc<Gateway>,
+    approvals: Arc<ApprovalDesk>,
+    tokens: AdminTokens,
+}
+
+/// The admin application.
+pub fn admin_router(
+    gateway: Arc<Gateway>,
+    approvals: Arc<ApprovalDesk>,
+    tokens: AdminTokens,
+) -> axum::Router {
+    let admin = Admin { gateway, approvals, tokens };
+    axum::Router::new()
+        .route("/approvals", axum::routing::get(list_approvals))
+        .route("/approvals/{id}", axum::routing::post(decide))
+        .route("/events", axum::routing::get(events))
+        .route("/interceptors", axum::routing::get(interceptors))
+        .with_state(admin)
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+}
+
+/// Serves the admin API on `listener` until `shutdown` fires.
+pub async fn serve_admin(
+    listener: TcpListener,
+    router: axum::Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await
+}
+
+/// An error answer: a status and `{"error": message}`.
+fn problem(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+/// Why a request is not let in.
+enum Unauthorised {
+    NoToken,
+    UnknownToken,
+}
+
+impl IntoResponse for Unauthorised {
+    fn into_response(self) -> Response {
+        let message = match self {
+            Unauthorised::NoToken => {
+                "missing `Authorization: Bearer <token>` (one of [admin] tokens)"
+            }
+            Unauthorised::UnknownToken => "unknown token",
+        };
+        let mut response = problem(StatusCode::UNAUTHORIZED, message);
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("valid"));
+        response
+    }
+}
+
+/// The name behind the request's bearer token.
+fn authorised<'a>(admin: &'a Admin, headers: &HeaderMap) -> Result<&'a str, Unauthorised> {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or(Unauthorised::NoToken)?;
+    admin.tokens.holder(presented).ok_or(Unauthorised::UnknownToken)
+}
+
+async fn list_approvals(State(admin): State<Admin>, headers: HeaderMap) -> Response {
+    if let Err(unauthorised) = authorised(&admin, &headers) {
+        return unauthorised.into_response();
+    }
+    let pending: Vec<Value> = admin.approvals.pending().iter().map(|p| p.to_json()).collect();
+    Json(json!({ "approvals": pending })).into_response()
+}
+
+async fn decide(
+    State(admin): State<Admin>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let approver = match authorised(&admin, &headers) {
+        Ok(name) => name.to_owned(),
+        Err(unauthorised) => return unauthorised.into_response(),
+    };
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(error) => {
+            return problem(StatusCode::BAD_REQUEST, format!("body is not JSON: {error}"));
+        }
+    };
+    let Some(body) = body.as_object() else {
+        return problem(StatusCode::BAD_REQUEST, "body must be a JSON object");
+    };
+    let answer = match parse_answer(body) {
+        Ok(answer) => answer,
+        Err(message) => return problem(StatusCode::BAD_REQUEST, message),
+    };
+    let decision = match &answer {
+        Answer::Allow { .. } => "allow",
+        Answer::Deny { .. } => "deny",
+    };
+    match admin.approvals.decide(&id, &approver, answer) {
+        Ok(decided) => {
+            tracing::info!(
+                target: "toolgate::approval",
+                id = %decided.id,
+                tool = %decided.exposed,
+                by = %approver,
+                decision,
+                "approval decided"
+            );
+            Json(json!({ "id": decided.id, "decision": decision, "by": approver })).into_response()
+        }
+        Err(error @ DecideError::NotPending(_)) => {
+            problem(StatusCode::NOT_FOUND, error.to_string())
+        }
+        Err(error @ DecideError::OwnCall { .. }) => {
+            problem(StatusCode::FORBIDDEN, error.to_string())
+        }
+    }
+}
+
+async fn interceptors(State(admin): State<Admin>, headers: HeaderMap) -> Response {
+    if let Err(unauthorised) = authorised(&admin, &headers) {
+        return unauthorised.into_response();
+    }
+    Json(interceptors_list(admin.gateway.pipeline())).into_response()
+}
+
+async fn events(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    if let Err(unauthorised) = authorised(&admin, &headers) {
+        return unauthorised.into_response();
+    }
+    let patterns: Vec<&str> =
+        query.iter().filter(|(k, _)| k == "pattern").map(|(_, v)| v.as_str()).collect();
+    for (key, _) in &query {
+        if key != "pattern" {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                format!("unknown parameter {key:?} (expected pattern)"),
+            );
+        }
+    }
+    let pattern = if patterns.is_empty() {
+        EventPattern::all()
+    } else {
+        match EventPattern::parse(&patterns.join(",")) {
+            Ok(pattern) => pattern,
+            Err(error) => return problem(StatusCode::BAD_REQUEST, error.to_string()),
+        }
+    };
+    let subscription = admin.gateway.recorder().bus().subscribe(pattern, SINK_CAPACITY);
+    let stream = futures::stream::unfold(subscription, |mut subscription| async move {
+        let event = subscription.recv().await?;
+        let data = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned());
+        let sse = SseEvent::default().event(event.kind.clone()).data(data);
+        Some((Ok::<_, Infallible>(sse), subscription))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_name_their_holder() {
+        let tokens = AdminTokens::new([
+            ("alice".to_owned(), "a-very-long-token-1".to_owned()),
+            ("bob".to_owned(), "a-very-long-token-2".to_owned()),
+        ]);
+        assert_eq!(tokens.holder("a-very-long-token-2"), Some("bob"));
+        assert_eq!(tokens.holder("a-very-long-token-"), None);
+        assert_eq!(tokens.holder(""), None);
+        assert_eq!(format!("{tokens:?}"), r#"["alice", "bob"]"#, "tokens never show");
+    }
+}

@@ -1,0 +1,229 @@
+//! What the gateway tells the event bus: each call's start and end (with its duration, sizes,
+//! arguments hashed and redacted, and who approved it), refusals, timeouts, cancellations,
+//! interceptor failures, the upstreams' state changes, and changed lists.
+//!
+//! Publishing never waits (see `toolgate_audit::EventBus`). When nobody subscribes, nothing
+//! is serialized or hashed.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use toolgate_audit::{ArgumentRecord, Event, EventBus, FieldPath, kind};
+use toolgate_core::mcp;
+use toolgate_intercept::{Approved, CallContext, DecisionKind};
+use toolgate_upstream::{UpstreamError, UpstreamEvent};
+
+use crate::gateway::GatewayError;
+use crate::session::Changed;
+
+/// The number a call gets in events, so its start and end can be matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CallNumber(pub(crate) u64);
+
+/// Publishes the gateway's events.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    bus: EventBus,
+    redact: Vec<FieldPath>,
+    calls: AtomicU64,
+    /// Upstreams that have connected once (a later connection is a restart).
+    seen: Mutex<HashSet<String>>,
+}
+
+impl Recorder {
+    /// Publishes on `bus`; argument fields at `redact` are masked in events.
+    pub fn new(bus: EventBus, redact: Vec<FieldPath>) -> Recorder {
+        Recorder { bus, redact, calls: AtomicU64::new(0), seen: Mutex::default() }
+    }
+
+    /// The bus events go to.
+    pub fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    fn listening(&self) -> bool {
+        self.bus.subscriber_count() > 0
+    }
+
+    /// A call is about to pass the pipeline: numbers it and publishes `tools/call/started`.
+    pub(crate) fn call_started(&self, ctx: &mut CallContext, params: &mcp::CallToolRequestParams) {
+        let number = CallNumber(self.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        ctx.insert(number);
+        if !self.listening() {
+            return;
+        }
+        let arguments = params.arguments.clone().map(Value::Object).unwrap_or(json!({}));
+        let record = ArgumentRecord::new(&arguments, &self.redact);
+        let event = call_event(kind::TOOLS_CALL_STARTED, ctx, &params.name)
+            .with("arguments_sha256", record.sha256)
+            .with("arguments", record.redacted)
+            .with("request_bytes", json_len(params));
+        self.bus.publish(event);
+    }
+
+    /// The call ended: `tools/call/finished`, or `denied` / `timeout` / `cancelled`; and
+    /// `interceptor/failed` for each interceptor that failed on the way.
+    pub(crate) fn call_ended(
+        &self,
+        ctx: &CallContext,
+        exposed: &str,
+        outcome: &Result<mcp::CallToolResult, GatewayError>,
+    ) {
+        if !self.listening() {
+            return;
+        }
+        self.interceptor_failures(ctx, exposed);
+        let elapsed = ctx.started.elapsed();
+        let base = |kind: &str| {
+            let mut event = call_event(kind, ctx, exposed)
+                .with("duration_ms", elapsed.as_secs_f64() * 1000.0)
+                .with("decisions", decisions(ctx));
+            if let Some(approved) = ctx.get::<Approved>() {
+                event = event
+                    .with("approved_by", approved.by.clone())
+                    .with("approved_digest", approved.digest.clone());
+            }
+            event
+        };
+        let event = match outcome {
+            Ok(result) => base(kind::TOOLS_CALL_FINISHED)
+                .with("is_error", result.is_error.unwrap_or(false))
+                .with("response_bytes", json_len(result)),
+            Err(GatewayError::Refused(refusal)) => base(kind::TOOLS_CALL_DENIED)
+                .with("interceptor", refusal.interceptor.clone())
+                .with("reason", refusal.reason.clone()),
+            Err(GatewayError::Upstream(error @ UpstreamError::Timeout { timeout, .. })) => {
+                base(kind::TOOLS_CALL_TIMEOUT)
+                    .with("timeout_ms", timeout.as_millis() as u64)
+                    .with("error", error.to_string())
+            }
+            Err(GatewayError::Upstream(UpstreamError::Cancelled { .. })) => {
+                base(kind::TOOLS_CALL_CANCELLED)
+            }
+            Err(error) => base(kind::TOOLS_CALL_FINISHED)
+                .with("is_error", true)
+                .with("error", toolgate_core::ErrorChain(error).to_string()),
+        };
+        self.bus.publish(event);
+    }
+
+    fn interceptor_failures(&self, ctx: &CallContext, exposed: &str) {
+        for decision in &ctx.decisions {
+            if let DecisionKind::Failed { error, let_through } = &decision.kind {
+                self.bus.publish(
+                    call_event(kind::INTERCEPTOR_FAILED, ctx, exposed)
+                        .with("interceptor", decision.interceptor.clone())
+                        .with("event", decision.event.as_str())
+                        .with("phase", decision.phase.as_str())
+                        .with("error", error.clone())
+                        .with("let_through", *let_through),
+                );
+            }
+        }
+    }
+
+    /// A request other than a tool call (`tools/list`, `prompts/get`, ...) was refused, or
+    /// an interceptor failed on it.
+    pub(crate) fn request_refused(&self, ctx: &CallContext, method: &str, error: &GatewayError) {
+        if !self.listening() {
+            return;
+        }
+        for decision in &ctx.decisions {
+            if let DecisionKind::Failed { error, let_through } = &decision.kind {
+                self.bus.publish(
+                    Event::new(kind::INTERCEPTOR_FAILED)
+                        .with("interceptor", decision.interceptor.clone())
+                        .with("event", method.to_owned())
+                        .with("error", error.clone())
+                        .with("let_through", *let_through)
+                        .with("principal", ctx.principal.to_string()),
+                );
+            }
+        }
+        if let GatewayError::Refused(refusal) = error {
+            self.bus.publish(
+                Event::new(format!("{method}/denied"))
+                    .with("interceptor", refusal.interceptor.clone())
+                    .with("reason", refusal.reason.clone())
+                    .with("principal", ctx.principal.to_string()),
+            );
+        }
+    }
+
+    /// An upstream connected, reconnected, or went down.
+    pub(crate) fn upstream(&self, event: &UpstreamEvent) {
+        let published = match event {
+            UpstreamEvent::Connected { upstream } => {
+                let first = self.seen.lock().expect("seen lock").insert(upstream.clone());
+                let kind = if first { kind::UPSTREAM_CONNECTED } else { kind::UPSTREAM_RESTARTED };
+                Event::new(kind).with("server", upstream.clone())
+            }
+            UpstreamEvent::Disconnected { upstream, reason } => Event::new(kind::UPSTREAM_FAILED)
+                .with("server", upstream.clone())
+                .with("reason", reason.clone()),
+            _ => return,
+        };
+        self.bus.publish(published);
+    }
+
+    /// Lists that changed for clients.
+    pub(crate) fn lists_changed(&self, changed: Changed) {
+        let lists = [
+            (changed.tools, kind::TOOLS_LIST_CHANGED),
+            (changed.prompts, "prompts/list/changed"),
+            (changed.resources, "resources/list/changed"),
+        ];
+        for (yes, kind) in lists {
+            if yes {
+                self.bus.publish(Event::new(kind));
+            }
+        }
+    }
+}
+
+/// An event about one call: who, where, which.
+fn call_event(kind: &str, ctx: &CallContext, exposed: &str) -> Event {
+    let mut event = Event::new(kind).with("exposed", exposed.to_owned());
+    if let Some(CallNumber(n)) = ctx.get::<CallNumber>() {
+        event = event.with("call", *n);
+    }
+    if let Some(target) = &ctx.target {
+        event = event.with("server", target.server.clone()).with("tool", target.original.clone());
+    }
+    event = event.with("principal", ctx.principal.to_string());
+    if let Some(session) = &ctx.session {
+        event = event.with("session", session.clone());
+    }
+    if let Some(id) = &ctx.request_id {
+        event = event.with("request_id", id.clone());
+    }
+    event
+}
+
+/// Each interceptor's decision, in order.
+fn decisions(ctx: &CallContext) -> Value {
+    Value::Array(
+        ctx.decisions
+            .iter()
+            .map(|d| {
+                let mut entry = json!({
+                    "interceptor": d.interceptor,
+                    "phase": d.phase.as_str(),
+                    "decision": d.kind.name(),
+                });
+                match &d.kind {
+                    DecisionKind::Refused(reason) => entry["reason"] = json!(reason),
+                    DecisionKind::WouldHave(inner) => entry["would_have"] = json!(inner.name()),
+                    _ => {}
+                }
+                entry
+            })
+            .collect(),
+    )
+}
+
+fn json_len(value: &impl serde::Serialize) -> u64 {
+    serde_json::to_vec(value).map(|v| v.len() as u64).unwrap_or(0)
+}
