@@ -111,9 +111,10 @@ pub enum WebhookError {
     },
 }
 
-/// POSTs every event matching `pattern` to `options.url`, until every clone of `bus` is gone
-/// and the queue is drained (await the handle after dropping the bus to let it finish; that can
-/// take as long as the retries of every event still waiting).
+/// POSTs every event matching `pattern` to `options.url`, until the bus is closed or every clone
+/// of it is gone, and the queue is drained. Await the handle then to let it finish, but bound
+/// the wait: with the webhook down, that takes as long as the retries of every event still
+/// queued (abort the handle to give up on them).
 ///
 /// The body is the event as the audit log records it, without the log's `seq` and `prev`:
 /// `{"time":"2024-05-01T12:34:56.789Z","kind":"tools/call/denied",...fields}`, sent with

@@ -37,8 +37,9 @@
 //!
 //! For each mapped tool, the `inputSchema` is rewritten to the caller's names: keys of
 //! `properties` and entries of `required` are renamed; a defaulted argument is no longer
-//! required and its property gets the `default`. The alias is listed right after the original, as the same tool under the
-//! other name; with `hide_original` it replaces the original.
+//! required and its property gets the `default`. The alias is listed right after the
+//! original, as the same tool under the other name; with `hide_original` it replaces the
+//! original.
 //!
 //! # What the upstream receives (`tools/call`)
 //!
@@ -437,7 +438,8 @@ fn parse_mapping(
                 entry.error(
                     &here,
                     format!(
-                        "{upstream:?} is itself renamed; chains and swaps of names are not supported"
+                        "{upstream:?} is itself renamed; chains and swaps of names are not \
+                         supported"
                     ),
                 );
             } else {

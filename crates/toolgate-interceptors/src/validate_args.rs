@@ -511,7 +511,11 @@ mod tests {
             "$schema": "http://json-schema.org/draft-07/schema#",
             "type": "object",
             "properties": {
-                "pair": { "type": "array", "items": [{ "type": "string" }], "additionalItems": false },
+                "pair": {
+                    "type": "array",
+                    "items": [{ "type": "string" }],
+                    "additionalItems": false,
+                },
                 "when": { "type": "string", "format": "date" },
             },
         }));

@@ -257,10 +257,11 @@ impl Gateway {
         ctx: &mut CallContext,
     ) -> Result<mcp::CallToolResult, GatewayError> {
         let resolve = self.tool_resolver();
-        let name = self.pipeline.alias_of(&params.name);
-        let name = name.as_deref().unwrap_or(&params.name);
-        ctx.target =
-            Some(resolve(name).ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?);
+        // A tool's own name first; an alias only for names no tool has.
+        let target = resolve(&params.name)
+            .or_else(|| self.pipeline.alias_of(&params.name).and_then(|name| resolve(&name)))
+            .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
+        ctx.target = Some(target);
         self.recorder.call_started(ctx, &params);
         if self.pipeline.is_empty() {
             return self.send_tool(params, options, ctx).await;

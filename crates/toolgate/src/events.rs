@@ -1,11 +1,12 @@
 //! The event bus of one run and its sinks, as `[audit]` configures them: the hash-chained
-//! audit log, the tracing log, and webhooks. `finish` lets the sinks write what is queued.
+//! audit log, the tracing log, and webhooks. `finish` lets the sinks write what is queued
+//! (a webhook that is down gets [`FLUSH_LIMIT`] for its retries, then what is left is lost).
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::task::JoinHandle;
-use toolgate_audit::{AuditLog, EventBus, EventPattern, FieldPath};
+use toolgate_audit::{AuditLog, EventBus, EventPattern, FieldPath, WebhookOptions};
 use toolgate_config::AuditConfig;
 
 /// How long the sinks get to write what is queued when toolgate exits.
@@ -42,6 +43,14 @@ impl Events {
             })
             .collect();
         let file_pattern = pattern(&config.events, "audit.events", &mut problems);
+        let hook_patterns: Vec<EventPattern> = config
+            .webhooks
+            .iter()
+            .enumerate()
+            .map(|(i, hook)| {
+                pattern(&hook.events, &format!("audit.webhook[{i}].events"), &mut problems)
+            })
+            .collect();
         if !problems.is_empty() {
             return Err(InvalidAudit(problems).into());
         }
@@ -54,6 +63,16 @@ impl Events {
             let log = AuditLog::open(path)
                 .with_context(|| format!("cannot open the audit log {}", path.display()))?;
             sinks.push(toolgate_audit::spawn_audit_sink(&bus, file_pattern, log));
+        }
+        for (i, (hook, pattern)) in config.webhooks.iter().zip(hook_patterns).enumerate() {
+            let mut options = WebhookOptions::new(hook.url.clone());
+            options.headers =
+                hook.headers.iter().map(|(k, v)| (k.clone(), v.expose().to_owned())).collect();
+            options.queue = hook.queue;
+            options.retries = hook.retries;
+            let sink = toolgate_audit::spawn_webhook_sink(&bus, pattern, options)
+                .with_context(|| format!("cannot start audit.webhook[{i}]"))?;
+            sinks.push(sink);
         }
         if tracing::enabled!(target: "toolgate::event", tracing::Level::INFO) {
             sinks.push(toolgate_audit::spawn_tracing_sink(&bus, EventPattern::all()));

@@ -3,6 +3,7 @@
 mod audit_cli;
 mod approvals;
 mod bad_input;
+mod builtins;
 mod cli;
 mod conformance;
 mod deps;
