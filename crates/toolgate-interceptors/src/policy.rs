@@ -32,8 +32,8 @@ use serde_json::{Map, Value};
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    ApprovalRequired, CallContext, Descriptor, Event, Hook, InterceptError, Interceptor, InterceptorType, Message,
-    Mode, Outcome, Phase, Refusal,
+    ApprovalRequired, CallContext, Descriptor, Event, Hook, InterceptError, Interceptor,
+    InterceptorType, Message, Mode, Outcome, Phase, Refusal,
 };
 
 use crate::options::{OptionError, Options};

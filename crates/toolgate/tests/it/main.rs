@@ -1,7 +1,7 @@
 //! End-to-end tests: the real `toolgate` binary, real processes, real transports, 127.0.0.1 only.
 
-mod audit_cli;
 mod approvals;
+mod audit_cli;
 mod bad_input;
 mod builtins;
 mod cli;
