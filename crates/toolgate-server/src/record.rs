@@ -102,6 +102,9 @@ impl Recorder {
             Err(GatewayError::Upstream(UpstreamError::Cancelled { .. })) => {
                 base(kind::TOOLS_CALL_CANCELLED)
             }
+            Err(error @ GatewayError::UnknownTool(_)) => {
+                base(kind::REQUEST_REJECTED).with("error", error.to_string())
+            }
             Err(error) => base(kind::TOOLS_CALL_FINISHED)
                 .with("is_error", true)
                 .with("error", toolgate_core::ErrorChain(error).to_string()),
@@ -226,4 +229,55 @@ fn decisions(ctx: &CallContext) -> Value {
 
 fn json_len(value: &impl serde::Serialize) -> u64 {
     serde_json::to_vec(value).map(|v| v.len() as u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use toolgate_audit::EventPattern;
+    use toolgate_intercept::Principal;
+
+    use super::*;
+
+    /// A subscriber that never reads must not hold anything up: every publish returns at
+    /// once, and what does not fit is dropped and counted.
+    #[test]
+    fn a_stuck_subscriber_never_holds_up_a_call() {
+        let bus = EventBus::new();
+        let stuck = bus.subscribe(EventPattern::all(), 1);
+        let recorder = Recorder::new(bus.clone(), Vec::new());
+        let params = mcp::CallToolRequestParams::new("fx__echo");
+        let result = Ok(mcp::CallToolResult::success(vec![mcp::ContentBlock::text("hi")]));
+        const CALLS: u64 = 10_000;
+        for _ in 0..CALLS {
+            let mut ctx = CallContext::new(Principal::local());
+            recorder.call_started(&mut ctx, &params);
+            recorder.call_ended(&ctx, "fx__echo", &result);
+        }
+        assert_eq!(bus.dropped(), 2 * CALLS - 1, "one event fits, the rest are dropped");
+        assert_eq!(stuck.dropped(), 2 * CALLS - 1);
+    }
+
+    #[test]
+    fn calls_are_numbered_and_upstream_restarts_told_apart() {
+        let bus = EventBus::new();
+        let mut all = bus.subscribe(EventPattern::all(), 64);
+        let recorder = Recorder::new(bus.clone(), Vec::new());
+        let mut first = CallContext::new(Principal::local());
+        let mut second = CallContext::new(Principal::local());
+        let params = mcp::CallToolRequestParams::new("fx__echo");
+        recorder.call_started(&mut first, &params);
+        recorder.call_started(&mut second, &params);
+        let connected = UpstreamEvent::Connected { upstream: "fx".into() };
+        recorder.upstream(&connected);
+        recorder.upstream(&UpstreamEvent::Disconnected {
+            upstream: "fx".into(),
+            reason: "gone".into(),
+        });
+        recorder.upstream(&connected);
+        let events: Vec<Event> = std::iter::from_fn(|| all.try_recv()).collect();
+        assert_eq!(events[0].get("call"), Some(&json!(1)));
+        assert_eq!(events[1].get("call"), Some(&json!(2)));
+        let kinds: Vec<&str> = events[2..].iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["upstream/connected", "upstream/failed", "upstream/restarted"]);
+    }
 }
