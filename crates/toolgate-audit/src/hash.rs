@@ -1,10 +1,18 @@
-//! SHA-256 as lowercase hex, the one hash this crate writes.
+//! SHA-256 (plain, or keyed as HMAC-SHA256) as lowercase hex, the hashes this crate writes.
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 /// The SHA-256 of `bytes`, as 64 lowercase hex digits.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
+}
+
+/// The HMAC-SHA256 of `bytes` under `key`, as 64 lowercase hex digits.
+pub fn hmac_sha256_hex(key: &[u8], bytes: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(bytes);
+    hex(&mac.finalize().into_bytes())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -19,7 +27,15 @@ fn hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::sha256_hex;
+    use super::{hmac_sha256_hex, sha256_hex};
+
+    #[test]
+    fn hmac_matches_rfc_4231_test_case_2() {
+        assert_eq!(
+            hmac_sha256_hex(b"Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
 
     #[test]
     fn known_digests() {

@@ -28,6 +28,7 @@ pub use bus::{EventBus, Subscription};
 pub use chain::{AuditLog, GENESIS, VerifyReport, verify, verify_with_head};
 pub use error::{AuditError, ChainProblem};
 pub use event::{Event, kind};
+pub use hash::{hmac_sha256_hex, sha256_hex};
 pub use pattern::{EventPattern, PatternError};
 pub use redact::{ArgumentRecord, FieldPath, FieldPathError, REDACTED, canonical_json};
 pub use sink::{SINK_CAPACITY, spawn_audit_sink, spawn_tracing_sink};

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::hash::sha256_hex;
+use crate::hash::{hmac_sha256_hex, sha256_hex};
 
 /// What a redacted field is replaced with.
 pub const REDACTED: &str = "***";
@@ -18,10 +18,12 @@ pub const REDACTED: &str = "***";
 /// A tool call's arguments, ready to be recorded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ArgumentRecord {
-    /// The SHA-256 (lowercase hex) of the arguments as canonical JSON, before redaction.
+    /// The SHA-256 (lowercase hex) of the arguments as canonical JSON, before redaction; with
+    /// [`keyed`](Self::keyed), their HMAC-SHA256.
     ///
-    /// Anyone who can guess a redacted value can check the guess against this hash, so fields
-    /// holding short secrets (passwords, PINs) are only as hidden as they are hard to guess.
+    /// Unkeyed, anyone who can guess a redacted value can check the guess against this hash,
+    /// so fields holding short secrets (passwords, PINs) are only as hidden as they are hard
+    /// to guess. A key (`[audit] hash_key`) closes that.
     pub sha256: String,
     /// The arguments with every field named by the redaction paths replaced by `"***"`.
     pub redacted: Value,
@@ -32,12 +34,24 @@ impl ArgumentRecord {
     /// nothing are ignored.
     pub fn new(arguments: &Value, redact: &[FieldPath]) -> ArgumentRecord {
         let sha256 = sha256_hex(canonical_json(arguments).as_bytes());
-        let mut redacted = arguments.clone();
-        for path in redact {
-            mask(&mut redacted, &path.segments);
-        }
-        ArgumentRecord { sha256, redacted }
+        ArgumentRecord { sha256, redacted: redacted(arguments, redact) }
     }
+
+    /// As [`new`](Self::new), but the hash is an HMAC-SHA256 under `key`: whoever reads the
+    /// log without the key cannot test guesses of a redacted value against it.
+    pub fn keyed(arguments: &Value, redact: &[FieldPath], key: &[u8]) -> ArgumentRecord {
+        let sha256 = hmac_sha256_hex(key, canonical_json(arguments).as_bytes());
+        ArgumentRecord { sha256, redacted: redacted(arguments, redact) }
+    }
+}
+
+/// `arguments` with the fields at `redact` masked.
+fn redacted(arguments: &Value, redact: &[FieldPath]) -> Value {
+    let mut redacted = arguments.clone();
+    for path in redact {
+        mask(&mut redacted, &path.segments);
+    }
+    redacted
 }
 
 fn mask(value: &mut Value, path: &[PathSegment]) {

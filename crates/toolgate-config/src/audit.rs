@@ -10,7 +10,9 @@ use crate::model::{
 };
 use crate::value::Value;
 
-const AUDIT_KEYS: &[&str] = &["file", "events", "redact", "webhook"];
+const AUDIT_KEYS: &[&str] = &["file", "events", "redact", "hash_key", "webhook"];
+/// Shortest accepted `hash_key`.
+const MIN_KEY_LEN: usize = 16;
 const WEBHOOK_KEYS: &[&str] = &["url", "events", "headers", "queue", "retries"];
 const ADMIN_KEYS: &[&str] = &["listen", "tokens"];
 
@@ -31,11 +33,24 @@ pub(crate) fn check_audit(cx: &mut Checker<'_>, value: &Value) -> Option<AuditCo
     let redact = optional(fields.get("redact").copied(), |v| {
         cx.strings(v, "audit.redact").map(|s| s.into_iter().map(str::to_owned).collect())
     });
+    let hash_key = optional(fields.get("hash_key").copied(), |v| {
+        let text = cx.string(v, "audit.hash_key")?;
+        let key = cx.interpolate(text, "audit.hash_key")?;
+        if key.len() < MIN_KEY_LEN {
+            cx.error(
+                "audit.hash_key",
+                format!("too short: use at least {MIN_KEY_LEN} characters (a random secret)"),
+            );
+            return None;
+        }
+        Some(Secret::new(key))
+    });
     let webhooks = optional(fields.get("webhook").copied(), |v| webhooks(cx, v));
     Some(AuditConfig {
         file: file?,
         events: events?.unwrap_or_else(|| vec!["*".to_owned()]),
         redact: redact?.unwrap_or_default(),
+        hash_key: hash_key?,
         webhooks: webhooks?.unwrap_or_default(),
     })
 }

@@ -73,6 +73,8 @@ pub struct AuditConfig {
     pub events: Vec<String>,
     /// Argument fields recorded as `***` (field paths such as `password` or `auth.*`).
     pub redact: Vec<String>,
+    /// Key of the HMAC-SHA256 recorded for arguments; `None` = plain SHA-256.
+    pub hash_key: Option<Secret>,
     /// `[[audit.webhook]]`: where events are POSTed as JSON.
     pub webhooks: Vec<WebhookConfig>,
 }
@@ -83,6 +85,7 @@ impl Default for AuditConfig {
             file: None,
             events: vec!["*".to_owned()],
             redact: Vec::new(),
+            hash_key: None,
             webhooks: Vec::new(),
         }
     }

@@ -3,7 +3,6 @@
 //! change to the tool's definition or to the arguments gives another digest.
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use toolgate_core::mcp;
 
 /// The lowercase hex SHA-256 of (tool identity, canonical arguments).
@@ -23,9 +22,7 @@ pub fn call_digest(
         "definition": definition,
         "arguments": arguments,
     });
-    let canonical = toolgate_audit::canonical_json(&identity);
-    let hash = Sha256::digest(canonical.as_bytes());
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+    toolgate_audit::sha256_hex(toolgate_audit::canonical_json(&identity).as_bytes())
 }
 
 #[cfg(test)]

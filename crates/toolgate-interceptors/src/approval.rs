@@ -19,6 +19,8 @@
 //!   `{"decision": "allow" | "deny", "remember": "10m", "reason": "..."}`), and logs a
 //!   one-line notice saying so. With `separate_duties` the approver (the admin token's name)
 //!   must differ from the caller.
+//!   Where no admin API serves (`toolgate call`, or no `[admin]` section), nobody could
+//!   decide, so the call is refused at once, saying so.
 //! - `deny` refuses, for non-interactive use.
 //!
 //! An approval is bound to [`call_digest`], the SHA-256 of the tool's identity (server,
@@ -35,6 +37,7 @@
 //! another check refuses is never put in front of a person.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -183,6 +186,8 @@ enum Settled {
 pub struct ApprovalDesk {
     state: Mutex<DeskState>,
     events: EventBus,
+    /// Whether anyone can decide (the admin API is serving).
+    attended: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -208,7 +213,17 @@ struct Remembered {
 impl ApprovalDesk {
     /// An empty desk whose decisions are published on `events`.
     pub fn new(events: EventBus) -> Arc<ApprovalDesk> {
-        Arc::new(ApprovalDesk { state: Mutex::default(), events })
+        Arc::new(ApprovalDesk { state: Mutex::default(), events, attended: AtomicBool::new(false) })
+    }
+
+    /// Says whether anyone can decide held calls (the admin API is serving). An unattended
+    /// desk refuses at once rather than holding a call nobody can see.
+    pub fn set_attended(&self, attended: bool) {
+        self.attended.store(attended, Ordering::Release);
+    }
+
+    fn is_attended(&self) -> bool {
+        self.attended.load(Ordering::Acquire)
     }
 
     /// The calls waiting now, oldest first.
@@ -440,23 +455,29 @@ impl Approval {
                 .with("reason", required.reason.clone())
                 .with("via", via.as_str()),
         );
-        let settled = match via {
-            Via::Deny => {
-                let reason = if self.via == Via::Elicit {
-                    "the client cannot be asked (it does not support elicitation)"
-                } else {
-                    "approvals are not taken here (via = \"deny\")"
-                };
-                self.desk.publish(
-                    event(kind::APPROVAL_REFUSED).with("by", "nobody").with("reason", reason),
-                );
-                return Ok(Outcome::Refuse(self.refusal(format!(
-                    "this call needs a person's approval ({}), and {reason}",
-                    required.reason
-                ))));
+        let nobody = match via {
+            Via::External if !self.desk.is_attended() => Some(
+                "nobody can decide it here (the admin API runs only with `toolgate serve` and \
+                 an [admin] section)",
+            ),
+            Via::Deny if self.via == Via::Elicit => {
+                Some("the client cannot be asked (it does not support elicitation)")
             }
+            Via::Deny => Some("approvals are not taken here (via = \"deny\")"),
+            _ => None,
+        };
+        if let Some(reason) = nobody {
+            self.desk
+                .publish(event(kind::APPROVAL_REFUSED).with("by", "nobody").with("reason", reason));
+            return Ok(Outcome::Refuse(self.refusal(format!(
+                "this call needs a person's approval ({}), and {reason}",
+                required.reason
+            ))));
+        }
+        let settled = match via {
             Via::Elicit => self.elicit(call, &target.exposed, &target.server, &required, ctx).await,
-            Via::External => {
+            // (`deny` was answered above.)
+            Via::External | Via::Deny => {
                 let request = PendingApproval {
                     id: String::new(),
                     digest: digest.clone(),

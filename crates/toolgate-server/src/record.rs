@@ -27,6 +27,8 @@ pub(crate) struct CallNumber(pub(crate) u64);
 pub struct Recorder {
     bus: EventBus,
     redact: Vec<FieldPath>,
+    /// When set, argument hashes are HMAC-SHA256 under this key.
+    hash_key: Option<Vec<u8>>,
     calls: AtomicU64,
     /// Upstreams that have connected once (a later connection is a restart).
     seen: Mutex<HashSet<String>>,
@@ -35,7 +37,14 @@ pub struct Recorder {
 impl Recorder {
     /// Publishes on `bus`; argument fields at `redact` are masked in events.
     pub fn new(bus: EventBus, redact: Vec<FieldPath>) -> Recorder {
-        Recorder { bus, redact, calls: AtomicU64::new(0), seen: Mutex::default() }
+        Recorder { bus, redact, hash_key: None, calls: AtomicU64::new(0), seen: Mutex::default() }
+    }
+
+    /// Records argument hashes as HMAC-SHA256 under `key`, so that nobody without it can test
+    /// guesses of redacted values against them.
+    pub fn with_hash_key(mut self, key: Vec<u8>) -> Recorder {
+        self.hash_key = Some(key);
+        self
     }
 
     /// The bus events go to.
@@ -55,9 +64,14 @@ impl Recorder {
             return;
         }
         let arguments = params.arguments.clone().map(Value::Object).unwrap_or(json!({}));
-        let record = ArgumentRecord::new(&arguments, &self.redact);
+        let (record, hash_field) = match &self.hash_key {
+            Some(key) => {
+                (ArgumentRecord::keyed(&arguments, &self.redact, key), "arguments_hmac_sha256")
+            }
+            None => (ArgumentRecord::new(&arguments, &self.redact), "arguments_sha256"),
+        };
         let event = call_event(kind::TOOLS_CALL_STARTED, ctx, &params.name)
-            .with("arguments_sha256", record.sha256)
+            .with(hash_field, record.sha256)
             .with("arguments", record.redacted)
             .with("request_bytes", json_len(params));
         self.bus.publish(event);
@@ -279,5 +293,25 @@ mod tests {
         assert_eq!(events[1].get("call"), Some(&json!(2)));
         let kinds: Vec<&str> = events[2..].iter().map(|e| e.kind.as_str()).collect();
         assert_eq!(kinds, ["upstream/connected", "upstream/failed", "upstream/restarted"]);
+    }
+
+    #[test]
+    fn a_hash_key_turns_the_argument_hash_into_an_hmac() {
+        let bus = EventBus::new();
+        let mut all = bus.subscribe(EventPattern::all(), 8);
+        let secret = FieldPath::parse("pin").expect("a path");
+        let plain = Recorder::new(bus.clone(), vec![secret.clone()]);
+        let keyed = Recorder::new(bus.clone(), vec![secret]).with_hash_key(b"k".repeat(32));
+        let params = mcp::CallToolRequestParams::new("bank__pay")
+            .with_arguments(json!({"pin": "1234"}).as_object().cloned().expect("an object"));
+        plain.call_started(&mut CallContext::new(Principal::local()), &params);
+        keyed.call_started(&mut CallContext::new(Principal::local()), &params);
+        let (plain, keyed) = (all.try_recv().expect("plain"), all.try_recv().expect("keyed"));
+        let sha = plain.get("arguments_sha256").and_then(Value::as_str).expect("sha256");
+        let hmac = keyed.get("arguments_hmac_sha256").and_then(Value::as_str).expect("hmac");
+        assert_eq!(hmac.len(), 64);
+        assert_ne!(sha, hmac);
+        assert!(keyed.get("arguments_sha256").is_none(), "no guessable hash when keyed");
+        assert_eq!(keyed.get("arguments"), Some(&json!({"pin": "***"})));
     }
 }

@@ -148,7 +148,10 @@ pub(crate) async fn start(config: &Config) -> anyhow::Result<Running> {
     let services = Services::new(events.bus().clone());
     let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
         .map_err(InvalidPipeline)?;
-    let recorder = Recorder::new(events.bus().clone(), events.redact().to_vec());
+    let mut recorder = Recorder::new(events.bus().clone(), events.redact().to_vec());
+    if let Some(key) = &config.audit.hash_key {
+        recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());
+    }
     let gateway = Gateway::start(&config.servers, pipeline, recorder).await;
     Ok(Running { gateway, approvals: services.approvals, events })
 }

@@ -24,6 +24,7 @@ fn entry(options: Value) -> InterceptorConfig {
 fn approval(options: Value) -> (Approval, Arc<ApprovalDesk>, EventBus) {
     let bus = EventBus::new();
     let desk = ApprovalDesk::new(bus.clone());
+    desk.set_attended(true);
     let approval = Approval::from_config(&entry(options), desk.clone()).expect("valid options");
     (approval, desk, bus)
 }
@@ -421,4 +422,17 @@ fn admin_answers_are_parsed_strictly() {
     assert!(parse(json!({"decision": "deny", "remember": "1m"})).is_err());
     assert!(parse(json!({"decision": "allow", "remember": "later"})).is_err());
     assert!(parse(json!({"decision": "allow", "extra": 1})).unwrap_err().contains("extra"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unattended_desk_refuses_at_once() {
+    let (approval, desk, _) = approval(json!({ "via": "external" }));
+    desk.set_attended(false);
+    let started = Instant::now();
+    match run(&approval, &call(json!({})), &mut context(bob())).await {
+        Outcome::Refuse(refusal) => assert!(refusal.reason.contains("admin API"), "{refusal:?}"),
+        other => panic!("expected a refusal: {other:?}"),
+    }
+    assert_eq!(started.elapsed(), Duration::ZERO, "nothing waits for nobody");
+    assert!(desk.pending().is_empty());
 }

@@ -98,6 +98,7 @@ async fn start_admin(
     let router =
         toolgate_server::admin_router(running.gateway.clone(), running.approvals.clone(), tokens);
     tracing::info!("admin API at http://{bound} (approvals, events, interceptors)");
+    running.approvals.set_attended(true);
     Ok(tokio::spawn(async move {
         if let Err(error) = toolgate_server::serve_admin(listener, router, shutdown).await {
             tracing::error!(%error, "the admin API failed");
