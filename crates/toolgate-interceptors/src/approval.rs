@@ -365,34 +365,31 @@ impl Approval {
         let hooks = vec![Hook::new(["tools/call"], Phase::Request).expect("a literal event")];
         let mut descriptor = Descriptor::new(KIND, KIND, InterceptorType::Validation, hooks);
         descriptor.timeout = expires + TIMEOUT_MARGIN;
-        let descriptor = match crate::configure(descriptor, entry) {
-            Ok(mut descriptor) => {
-                if entry.priority == 0 {
-                    descriptor.priority = DEFAULT_PRIORITY;
-                }
-                if descriptor.timeout <= expires {
-                    let path = format!("{}.timeout", entry.path);
-                    options.error(
-                        &path,
-                        format!(
-                            "must be longer than `expires` ({expires:?}), or held calls fail \
-                             before anyone can decide"
-                        ),
-                    );
-                }
-                Some(descriptor)
+        let mut descriptor = options.configure(descriptor, entry);
+        if let Some(descriptor) = &mut descriptor {
+            if entry.priority == 0 {
+                descriptor.priority = DEFAULT_PRIORITY;
             }
-            Err(mut errors) => {
-                options.errors.append(&mut errors);
-                None
+            if descriptor.timeout <= expires {
+                let path = format!("{}.timeout", entry.path);
+                options.error(
+                    &path,
+                    format!(
+                        "must be longer than `expires` ({expires:?}), or held calls fail before \
+                         anyone can decide"
+                    ),
+                );
             }
-        };
-        match (descriptor, options.errors.is_empty()) {
-            (Some(descriptor), true) => {
-                Ok(Approval { descriptor, via, fallback, expires, remember, separate_duties, desk })
-            }
-            _ => Err(options.errors),
         }
+        options.finish(descriptor, |descriptor| Approval {
+            descriptor,
+            via,
+            fallback,
+            expires,
+            remember,
+            separate_duties,
+            desk,
+        })
     }
 
     fn refusal(&self, reason: impl Into<String>) -> Refusal {

@@ -278,17 +278,8 @@ impl ArgMap {
         ];
         // A wrong rename would call the wrong thing: fails closed (the default).
         let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Mutation, hooks);
-        let descriptor = match crate::configure(descriptor, entry) {
-            Ok(descriptor) => Some(descriptor),
-            Err(mut errors) => {
-                options.errors.append(&mut errors);
-                None
-            }
-        };
-        match (descriptor, options.errors.is_empty()) {
-            (Some(descriptor), true) => Ok(ArgMap { descriptor, tools, aliases }),
-            _ => Err(options.errors),
-        }
+        let descriptor = options.configure(descriptor, entry);
+        options.finish(descriptor, |descriptor| ArgMap { descriptor, tools, aliases })
     }
 
     /// The list the caller is shown, or `None` when it is unchanged.
@@ -510,18 +501,7 @@ mod tests {
     use super::*;
 
     fn entry(options: Value) -> InterceptorConfig {
-        InterceptorConfig {
-            path: "pipeline[1]".into(),
-            kind: KIND.into(),
-            name: None,
-            audit: None,
-            fail_open: None,
-            priority: 0,
-            timeout: None,
-            servers: Vec::new(),
-            tools: Vec::new(),
-            options: options.as_object().cloned().expect("a table"),
-        }
+        crate::test_entry(KIND, "pipeline[1]", options)
     }
 
     fn arg_map(options: Value) -> ArgMap {

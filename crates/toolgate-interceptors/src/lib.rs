@@ -105,3 +105,20 @@ pub(crate) fn configure(
     descriptor = descriptor.for_servers(&entry.servers).map_err(|e| bad("servers", e))?;
     descriptor.for_tools(&entry.tools).map_err(|e| bad("tools", e))
 }
+
+/// A `[[pipeline]]` entry of `kind` at `path` with `options`, for tests.
+#[cfg(test)]
+pub(crate) fn test_entry(kind: &str, path: &str, options: serde_json::Value) -> InterceptorConfig {
+    InterceptorConfig {
+        path: path.into(),
+        kind: kind.into(),
+        name: None,
+        audit: None,
+        fail_open: None,
+        priority: 0,
+        timeout: None,
+        servers: Vec::new(),
+        tools: Vec::new(),
+        options: options.as_object().cloned().expect("options are a table"),
+    }
+}

@@ -275,19 +275,13 @@ impl Limits {
         let hooks = vec![Hook::new(["tools/call"], Phase::Request).expect("a literal event")];
         // Fails closed (the default): a limit that did not hold is no limit.
         let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Validation, hooks);
-        let descriptor = match crate::configure(descriptor, entry) {
-            Ok(descriptor) => Some(descriptor),
-            Err(mut errors) => {
-                options.errors.append(&mut errors);
-                None
-            }
-        };
-        match (descriptor, options.errors.is_empty()) {
-            (Some(descriptor), true) => {
-                Ok(Limits { descriptor, servers, tools, rate_gate: Mutex::new(()) })
-            }
-            _ => Err(options.errors),
-        }
+        let descriptor = options.configure(descriptor, entry);
+        options.finish(descriptor, |descriptor| Limits {
+            descriptor,
+            servers,
+            tools,
+            rate_gate: Mutex::new(()),
+        })
     }
 
     /// Admits a call of the exposed tool `tool` on `server`, or says why not.
@@ -532,18 +526,7 @@ mod tests {
     use super::*;
 
     fn entry(options: Value) -> InterceptorConfig {
-        InterceptorConfig {
-            path: "pipeline[2]".into(),
-            kind: KIND.into(),
-            name: None,
-            audit: None,
-            fail_open: None,
-            priority: 0,
-            timeout: None,
-            servers: Vec::new(),
-            tools: Vec::new(),
-            options: options.as_object().cloned().expect("a table"),
-        }
+        crate::test_entry(KIND, "pipeline[2]", options)
     }
 
     fn limits(options: Value) -> Limits {

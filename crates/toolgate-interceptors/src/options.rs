@@ -1,6 +1,8 @@
 //! Reading a kind's options from its `[[pipeline]]` table, with errors that name the field.
 
 use serde_json::{Map, Value};
+use toolgate_config::InterceptorConfig;
+use toolgate_intercept::Descriptor;
 
 /// A problem with one option, at its path (`pipeline[0].rules[2].decision`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,6 +50,33 @@ impl<'a> Options<'a> {
                     format!("unknown option (expected one of: {})", known.join(", ")),
                 );
             }
+        }
+    }
+
+    /// Applies the settings every entry has (see [`crate::configure`]), keeping any errors.
+    pub(crate) fn configure(
+        &mut self,
+        descriptor: Descriptor,
+        entry: &InterceptorConfig,
+    ) -> Option<Descriptor> {
+        match crate::configure(descriptor, entry) {
+            Ok(descriptor) => Some(descriptor),
+            Err(mut errors) => {
+                self.errors.append(&mut errors);
+                None
+            }
+        }
+    }
+
+    /// The interceptor `build` makes of `descriptor`, or every error found.
+    pub(crate) fn finish<T>(
+        self,
+        descriptor: Option<Descriptor>,
+        build: impl FnOnce(Descriptor) -> T,
+    ) -> Result<T, Vec<OptionError>> {
+        match (descriptor, self.errors.is_empty()) {
+            (Some(descriptor), true) => Ok(build(descriptor)),
+            _ => Err(self.errors),
         }
     }
 

@@ -322,17 +322,8 @@ impl Policy {
         ];
         // A mutation: it rewrites the tool list. Security: fails closed (the default).
         let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Mutation, hooks);
-        let descriptor = match crate::configure(descriptor, entry) {
-            Ok(descriptor) => Some(descriptor),
-            Err(mut errors) => {
-                options.errors.append(&mut errors);
-                None
-            }
-        };
-        match (descriptor, options.errors.is_empty()) {
-            (Some(descriptor), true) => Ok(Policy { descriptor, rules, default, trust }),
-            _ => Err(options.errors),
-        }
+        let descriptor = options.configure(descriptor, entry);
+        options.finish(descriptor, |descriptor| Policy { descriptor, rules, default, trust })
     }
 
     fn refusal(&self, verdict: &Verdict) -> Refusal {

@@ -156,19 +156,12 @@ impl ValidateArgs {
         let hooks = vec![Hook::new(["tools/call"], Phase::Request).expect("a literal event")];
         // Security: fails closed (the default).
         let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Validation, hooks);
-        let descriptor = match crate::configure(descriptor, entry) {
-            Ok(descriptor) => Some(descriptor),
-            Err(mut errors) => {
-                options.errors.append(&mut errors);
-                None
-            }
-        };
-        match (descriptor, options.errors.is_empty()) {
-            (Some(descriptor), true) => {
-                Ok(ValidateArgs { descriptor, invalid_schema, cache: Mutex::default() })
-            }
-            _ => Err(options.errors),
-        }
+        let descriptor = options.configure(descriptor, entry);
+        options.finish(descriptor, |descriptor| ValidateArgs {
+            descriptor,
+            invalid_schema,
+            cache: Mutex::default(),
+        })
     }
 
     /// Checks `arguments` (`None` is `{}`) of a call of `original` on `server` against
@@ -321,18 +314,7 @@ mod tests {
     use super::*;
 
     fn entry(options: Value) -> InterceptorConfig {
-        InterceptorConfig {
-            path: "pipeline[0]".into(),
-            kind: KIND.into(),
-            name: None,
-            audit: None,
-            fail_open: None,
-            priority: 0,
-            timeout: None,
-            servers: Vec::new(),
-            tools: Vec::new(),
-            options: options.as_object().cloned().expect("a table"),
-        }
+        crate::test_entry(KIND, "pipeline[0]", options)
     }
 
     fn validator(options: Value) -> ValidateArgs {

@@ -7,18 +7,7 @@ use toolgate_intercept::{Elicitor, Principal, Target};
 use super::*;
 
 fn entry(options: Value) -> InterceptorConfig {
-    InterceptorConfig {
-        path: "pipeline[1]".into(),
-        kind: KIND.into(),
-        name: None,
-        audit: None,
-        fail_open: None,
-        priority: 0,
-        timeout: None,
-        servers: Vec::new(),
-        tools: Vec::new(),
-        options: options.as_object().cloned().expect("options are a table"),
-    }
+    crate::test_entry(KIND, "pipeline[1]", options)
 }
 
 fn approval(options: Value) -> (Approval, Arc<ApprovalDesk>, EventBus) {

@@ -4,18 +4,7 @@ use toolgate_intercept::{Listed, Principal, Target};
 use super::*;
 
 fn entry(options: Value) -> InterceptorConfig {
-    InterceptorConfig {
-        path: "pipeline[0]".into(),
-        kind: KIND.into(),
-        name: None,
-        audit: None,
-        fail_open: None,
-        priority: 0,
-        timeout: None,
-        servers: Vec::new(),
-        tools: Vec::new(),
-        options: options.as_object().cloned().expect("a table"),
-    }
+    crate::test_entry(KIND, "pipeline[0]", options)
 }
 
 fn policy(options: Value) -> Policy {
