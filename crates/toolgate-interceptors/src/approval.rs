@@ -447,11 +447,12 @@ impl Approval {
             Via::Elicit => self.fallback,
             other => other,
         };
-        self.desk.publish(
-            event(kind::APPROVAL_REQUESTED)
-                .with("reason", required.reason.clone())
-                .with("via", via.as_str()),
-        );
+        let requested = event(kind::APPROVAL_REQUESTED)
+            .with("reason", required.reason.clone())
+            .with("via", via.as_str());
+        if via != Via::External {
+            self.desk.publish(requested.clone());
+        }
         let nobody = match via {
             Via::External if !self.desk.is_attended() => Some(
                 "nobody can decide it here (the admin API runs only with `toolgate serve` and \
@@ -492,7 +493,10 @@ impl Approval {
                 };
                 let expires = self.expires;
                 let exposed = target.exposed.clone();
+                let desk = self.desk.clone();
+                // Told once the call is on the desk, so that whoever hears of it can see it.
                 let held = self.desk.hold(request, move |id| {
+                    desk.publish(requested.with("id", id.to_owned()));
                     tracing::warn!(
                         target: "toolgate::approval",
                         "call {id} ({exposed}) is held for approval: decide with POST /approvals/{id} on the admin API within {}",

@@ -270,6 +270,7 @@ async fn an_approver_decides_over_the_admin_api_and_the_audit_log_proves_it() {
         .expect("JSON");
     let id = pending["approvals"][0]["id"].as_str().expect("an id").to_owned();
     assert_eq!(pending["approvals"][0]["digest"], digest.as_str());
+    assert_eq!(requested["id"], id.as_str(), "the event names the call as the desk does");
     let denied = decide(ALICE, id, json!({"decision": "deny", "reason": "PATH is private"})).await;
     assert_eq!(denied.status(), 200);
     let result =
