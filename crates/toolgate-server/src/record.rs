@@ -56,13 +56,14 @@ impl Recorder {
         self.bus.subscriber_count() > 0
     }
 
-    /// A call is about to pass the pipeline: numbers it and publishes `tools/call/started`.
+    /// A call is about to pass the pipeline: numbers it and publishes `tools/call/started`
+    /// (when anyone listens; otherwise this costs nothing).
     pub(crate) fn call_started(&self, ctx: &mut CallContext, params: &mcp::CallToolRequestParams) {
-        let number = CallNumber(self.calls.fetch_add(1, Ordering::Relaxed) + 1);
-        ctx.insert(number);
         if !self.listening() {
             return;
         }
+        let number = CallNumber(self.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        ctx.insert(number);
         let arguments = params.arguments.clone().map(Value::Object).unwrap_or(json!({}));
         let (record, hash_field) = match &self.hash_key {
             Some(key) => {
