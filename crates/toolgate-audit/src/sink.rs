@@ -16,14 +16,19 @@ use crate::pattern::EventPattern;
 /// How many events a sink's queue holds before the bus drops events for it.
 pub const SINK_CAPACITY: usize = 4096;
 
-/// At most this many events are written between two `fsync`s.
+/// At most this many events are written in one go.
 const BATCH: usize = 256;
+
+/// While events keep coming, the log is synced (`fsync`) at most this often; once they stop,
+/// at most this long after the last one. An `fsync` per event costs more CPU than the rest of
+/// a call through the gateway.
+const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Appends every event matching `pattern` to `log`, until every clone of `bus` is gone and the
 /// queue is drained (await the handle after dropping the bus to be sure everything is written).
 ///
-/// Writing happens on tokio's blocking pool, a batch of waiting events at a time, each batch
-/// followed by an `fsync`. Events lost before they were written (the queue was full, or a write
+/// Writing happens on tokio's blocking pool, a batch of waiting events at a time; `fsync`s are
+/// grouped (at most one per 50 ms, and one 50 ms after the last event; one at the end). Events lost before they were written (the queue was full, or a write
 /// failed) are recorded as one [`kind::AUDIT_DROPPED`] record with their `count`. A write error
 /// is logged, naming the file, and the sink carries on.
 pub fn spawn_audit_sink(bus: &EventBus, pattern: EventPattern, log: AuditLog) -> JoinHandle<()> {
@@ -34,16 +39,50 @@ pub fn spawn_audit_sink(bus: &EventBus, pattern: EventPattern, log: AuditLog) ->
 async fn run_audit_sink(mut subscription: Subscription, mut log: AuditLog) {
     let mut counted_drops = 0;
     let mut lost = 0;
-    while let Some(first) = subscription.recv().await {
+    // Written but not yet synced since this instant (group commit: at most one `fsync` per
+    // SYNC_INTERVAL while events keep coming, and one right after they stop).
+    let mut unsynced_since: Option<tokio::time::Instant> = None;
+    loop {
+        let next = match unsynced_since {
+            None => subscription.recv().await,
+            Some(since) => tokio::select! {
+                next = subscription.recv() => next,
+                () = tokio::time::sleep_until(since + SYNC_INTERVAL) => {
+                    let path = log.path().to_path_buf();
+                    let synced = tokio::task::spawn_blocking(move || {
+                        let outcome = log.sync();
+                        (log, outcome)
+                    })
+                    .await;
+                    match synced {
+                        Ok((returned, outcome)) => {
+                            log = returned;
+                            if let Err(error) = outcome {
+                                tracing::error!(path = %path.display(), error = %chain(&error), "cannot sync the audit log");
+                            }
+                        }
+                        Err(error) => {
+                            tracing::error!(path = %path.display(), error = %chain(&error), "audit log writer failed; no more events will be recorded in this file");
+                            return;
+                        }
+                    }
+                    unsynced_since = None;
+                    continue;
+                }
+            },
+        };
+        let Some(first) = next else { break };
         let mut batch = vec![first];
         batch.extend(std::iter::from_fn(|| subscription.try_recv()).take(BATCH - 1));
         let dropped = subscription.dropped();
         lost += dropped - counted_drops;
         counted_drops = dropped;
 
+        let since = *unsynced_since.get_or_insert_with(tokio::time::Instant::now);
+        let sync = since.elapsed() >= SYNC_INTERVAL;
         let path = log.path().to_path_buf();
         let written = tokio::task::spawn_blocking(move || {
-            let outcome = write_batch(&mut log, &batch, lost);
+            let outcome = write_batch(&mut log, &batch, lost, sync);
             (log, outcome)
         })
         .await;
@@ -60,6 +99,9 @@ async fn run_audit_sink(mut subscription: Subscription, mut log: AuditLog) {
         };
         log = returned;
         lost = outcome.lost;
+        if sync {
+            unsynced_since = None;
+        }
         if let Some(error) = outcome.first_error {
             tracing::error!(
                 path = %path.display(),
@@ -70,6 +112,9 @@ async fn run_audit_sink(mut subscription: Subscription, mut log: AuditLog) {
                  `audit/dropped` record that can be written"
             );
         }
+    }
+    if unsynced_since.is_some() {
+        let _ = tokio::task::spawn_blocking(move || log.sync()).await;
     }
 }
 
@@ -83,8 +128,8 @@ struct BatchOutcome {
     lost: u64,
 }
 
-/// Appends `batch`, then a record of the `lost` events (if any), then syncs.
-fn write_batch(log: &mut AuditLog, batch: &[Event], lost: u64) -> BatchOutcome {
+/// Appends `batch`, then a record of the `lost` events (if any), then syncs if `sync`.
+fn write_batch(log: &mut AuditLog, batch: &[Event], lost: u64, sync: bool) -> BatchOutcome {
     let mut outcome = BatchOutcome { failed: 0, first_error: None, lost };
     for event in batch {
         if let Err(error) = log.append(event) {
@@ -101,7 +146,7 @@ fn write_batch(log: &mut AuditLog, batch: &[Event], lost: u64) -> BatchOutcome {
             }
         }
     }
-    if let Err(error) = log.sync() {
+    if sync && let Err(error) = log.sync() {
         outcome.first_error.get_or_insert(error);
     }
     outcome

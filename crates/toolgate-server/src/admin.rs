@@ -26,6 +26,7 @@ use toolgate_interceptors::approval::{Answer, DecideError, parse_answer};
 
 use crate::gateway::Gateway;
 use crate::handler::interceptors_list;
+use crate::serve::no_delay;
 
 /// Who may use the admin API: bearer tokens by the name of who holds them.
 #[derive(Clone)]
@@ -92,7 +93,7 @@ pub async fn serve_admin(
     router: axum::Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await
+    axum::serve(no_delay(listener), router).with_graceful_shutdown(shutdown.cancelled_owned()).await
 }
 
 /// An error answer: a status and `{"error": message}`.

@@ -105,6 +105,20 @@ impl Default for HttpOptions {
     }
 }
 
+/// `listener` with Nagle's algorithm off on every accepted connection. An answer goes out as
+/// several small writes (an SSE stream: priming event, message, end); with Nagle on, a client
+/// that keeps its connection open waits for its own delayed ACK (about 40 ms) on every call.
+pub(crate) fn no_delay(
+    listener: TcpListener,
+) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt as _;
+    listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    })
+}
+
 /// Time the last answers get to reach their clients before sessions close on shutdown.
 pub const RESPONSE_FLUSH: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -137,7 +151,7 @@ pub async fn serve_http(
         tokio::time::sleep(RESPONSE_FLUSH).await;
         sessions.cancel();
     });
-    axum::serve(listener, app)
+    axum::serve(no_delay(listener), app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
         .map_err(ServeError::Http)

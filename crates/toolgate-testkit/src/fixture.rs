@@ -57,6 +57,10 @@ pub struct FixtureOptions {
     /// How long the server waits before it accepts its first connection (network
     /// transports) or reads its handshake (stdio), for start-up benchmarks.
     pub startup_delay: Duration,
+    /// How many trivial tools to list besides the fixture's own, for scale benchmarks: `t0000`,
+    /// `t0001`, ... (four digits, more past 9999), each without arguments, answering
+    /// `<name> called`.
+    pub extra_tools: usize,
     /// Where in-process tests observe what the server did (see [`FixtureEvent`]).
     pub events: Option<mpsc::UnboundedSender<FixtureEvent>>,
 }
@@ -67,6 +71,7 @@ impl Default for FixtureOptions {
             name: "toolgate-fixture".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             startup_delay: Duration::ZERO,
+            extra_tools: 0,
             events: None,
         }
     }
@@ -130,15 +135,20 @@ impl Fixture {
 
     /// A fresh handler for one session of a server whose sessions share `hub`.
     pub fn with_hub(opts: impl Into<Arc<FixtureOptions>>, hub: FixtureHub) -> Self {
+        let opts = opts.into();
+        let mut tool_router = Self::tool_router();
+        if opts.extra_tools > 0 {
+            tool_router.merge(crate::tool::extra_tools(opts.extra_tools));
+        }
         Self {
-            opts: opts.into(),
+            opts,
             session_id: hub.next_session_id(),
             hub,
             session: Session {
                 log_level: Mutex::new(mcp::LoggingLevel::Debug),
                 listen_receivers: Mutex::default(),
             },
-            tool_router: Self::tool_router(),
+            tool_router,
         }
     }
 

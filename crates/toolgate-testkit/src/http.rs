@@ -35,7 +35,7 @@ pub async fn serve_http(
         config,
     );
     let app = axum::Router::new().nest_service("/mcp", service);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    axum::serve(no_delay(listener), app).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
     Ok(())
 }
 
@@ -45,4 +45,15 @@ pub(crate) async fn delay_start(opts: &FixtureOptions, shutdown: &CancellationTo
         () = shutdown.cancelled() => false,
         () = tokio::time::sleep(opts.startup_delay) => true,
     }
+}
+
+/// `listener` with Nagle's algorithm off on every accepted connection, so that a client that
+/// keeps its connection open does not wait for its delayed ACK on every answer.
+pub(crate) fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt as _;
+    listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    })
 }

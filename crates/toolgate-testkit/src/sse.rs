@@ -55,7 +55,9 @@ pub async fn serve_sse(
         .route("/sse", axum::routing::get(open_session))
         .route("/message", axum::routing::post(post_message))
         .with_state(state);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    axum::serve(crate::http::no_delay(listener), app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
     Ok(())
 }
 

@@ -20,6 +20,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model as mcp;
@@ -426,6 +427,32 @@ impl Fixture {
     async fn dynamic_tool(&self) -> mcp::CallToolResult {
         success("dynamic tool called")
     }
+}
+
+/// `count` trivial tools for scale benchmarks ([`FixtureOptions::extra_tools`]): `t0000`,
+/// `t0001`, ..., without arguments, each answering `<name> called`. They share one input
+/// schema, so a long list costs little more than the names.
+///
+/// [`FixtureOptions::extra_tools`]: crate::FixtureOptions::extra_tools
+pub(crate) fn extra_tools(count: usize) -> ToolRouter<Fixture> {
+    let schema = Arc::new(mcp::JsonObject::from_iter([(
+        "type".to_owned(),
+        serde_json::Value::from("object"),
+    )]));
+    let annotations =
+        mcp::ToolAnnotations::new().read_only(true).idempotent(true).open_world(false);
+    let mut router = ToolRouter::new();
+    for index in 0..count {
+        let name = format!("t{index:04}");
+        let answer = format!("{name} called");
+        let tool = mcp::Tool::new(name, "A trivial tool for scale benchmarks.", schema.clone())
+            .with_annotations(annotations.clone());
+        router.add_route(ToolRoute::new_dyn(tool, move |_cx| {
+            let result: mcp::CallToolResponse = success(answer.clone()).into();
+            Box::pin(std::future::ready(Ok(result)))
+        }));
+    }
+    router
 }
 
 /// A form elicitation one of the `test_elicitation*` tools makes.

@@ -35,6 +35,9 @@ struct Args {
     /// `serverInfo.name` to report.
     #[arg(long, default_value = "toolgate-fixture")]
     name: String,
+    /// List this many more trivial tools (`t0000`, `t0001`, ...), for scale benchmarks.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    extra_tools: usize,
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let opts = FixtureOptions {
         name: args.name,
         startup_delay: args.startup_delay,
+        extra_tools: args.extra_tools,
         ..FixtureOptions::default()
     };
     let shutdown = CancellationToken::new();

@@ -48,3 +48,21 @@ async fn spawn_child_returns_a_live_pid() {
         .expect("kill must run");
     assert!(status.success());
 }
+
+#[tokio::test]
+async fn extra_tools_are_listed_and_answered() {
+    let (opts, client, _observed) = support::setup();
+    let client = connect(FixtureOptions { extra_tools: 120, ..opts }, client).await;
+    let tools = support::within("tools/list", client.list_all_tools()).await.expect("tools/list");
+    let extra: Vec<&str> = tools
+        .iter()
+        .map(|tool| tool.name.as_ref())
+        .filter(|name| name.len() == 5 && name.starts_with('t'))
+        .collect();
+    assert_eq!(extra.len(), 120, "extra tools listed: {extra:?}");
+    assert!(extra.contains(&"t0000") && extra.contains(&"t0119"), "{extra:?}");
+    assert!(tools.iter().any(|tool| tool.name == "echo"), "the fixture's own tools stay");
+    let result = support::call(&client, "t0042", serde_json::json!({})).await;
+    assert_eq!(support::only_text(&result), "t0042 called");
+    assert_ne!(result.is_error, Some(true));
+}

@@ -4,6 +4,7 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
@@ -20,6 +21,13 @@ pub(crate) struct DemoArgs {
     /// Port for http/sse on 127.0.0.1 (0 = any free port; the URL is printed on stdout).
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// Wait this many milliseconds before reading the handshake (stdio) or accepting
+    /// connections (http, sse): a slow server, for start-up benchmarks.
+    #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
+    startup_delay: u64,
+    /// List this many more trivial tools (`t0000`, `t0001`, ...), for scale benchmarks.
+    #[arg(long, value_name = "N", default_value_t = 0, hide = true)]
+    extra_tools: usize,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -31,7 +39,11 @@ enum DemoTransport {
 
 pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> {
     crate::setup::init_logging(global, "warn");
-    let options = FixtureOptions::default();
+    let options = FixtureOptions {
+        startup_delay: Duration::from_millis(args.startup_delay),
+        extra_tools: args.extra_tools,
+        ..FixtureOptions::default()
+    };
     if let DemoTransport::Stdio = args.transport {
         toolgate_testkit::serve_stdio(options).await?;
         return Ok(ExitCode::SUCCESS);

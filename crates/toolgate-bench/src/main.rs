@@ -1,0 +1,58 @@
+//! `toolgate-bench`: what a call through toolgate costs (see docs/benchmarks.md).
+//!
+//! - `latency`: the load generator; direct calls, toolgate with each pipeline, and peer
+//!   gateways, side by side and interleaved;
+//! - `startup`: time until toolgate is ready with 1, 5 and 10 upstreams;
+//! - `scale`: 10,000 tools across 100 upstreams, and idle sessions.
+
+mod latency;
+mod proc_stats;
+mod scale;
+mod startup;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// toolgate's benchmark harness.
+#[derive(Debug, Parser)]
+#[command(name = "toolgate-bench", max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Latency and throughput of one tool call, direct vs through toolgate vs peers.
+    Latency(latency::LatencyArgs),
+    /// Time until toolgate is ready with 1, 5 and 10 upstream servers.
+    Startup(startup::StartupArgs),
+    /// Many tools, many upstreams, many idle sessions.
+    Scale(scale::ScaleArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("toolgate-bench: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Latency(args) => latency::run(args).await,
+            Command::Startup(args) => startup::run(args).await,
+            Command::Scale(args) => scale::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("toolgate-bench: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! `toolgate-bench latency --quick` end to end: real processes, real calls, sane JSON.
+//!
+//! The `toolgate` binary must sit next to `toolgate-bench` (`cargo build --workspace --bins`,
+//! which CI runs before the tests).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+#[test]
+fn quick_run_measures_every_path() {
+    let bench = PathBuf::from(env!("CARGO_BIN_EXE_toolgate-bench"));
+    let toolgate = bench.with_file_name("toolgate");
+    assert!(
+        toolgate.is_file(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        toolgate.display()
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("latency.json");
+    let started = Instant::now();
+    let output = Command::new(&bench)
+        .args(["latency", "--quick", "--skip-peers", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run toolgate-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "exit {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    assert!(stdout.contains("toolgate-http-stdio-full"), "the table:\n{stdout}");
+
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("json");
+    assert!(report["machine"]["cores"].as_u64().is_some_and(|n| n > 0), "{}", report["machine"]);
+    let results = report["results"].as_array().expect("results");
+    let mut expected = vec!["direct-stdio".to_owned(), "direct-http".to_owned()];
+    for transports in ["http-stdio", "http-http", "stdio-stdio", "stdio-http"] {
+        for pipeline in ["bare", "default", "full"] {
+            expected.push(format!("toolgate-{transports}-{pipeline}"));
+        }
+    }
+    for path in &expected {
+        for concurrency in [1, 8] {
+            let row = results
+                .iter()
+                .find(|r| r["path"] == path.as_str() && r["concurrency"] == concurrency)
+                .unwrap_or_else(|| panic!("no row for {path} with {concurrency} sessions"));
+            assert_eq!(row["payload"], "small");
+            assert_eq!(row["calls"], 20, "{row}");
+            let number = |key: &str| row[key].as_f64().unwrap_or_else(|| panic!("{key}: {row}"));
+            assert!(number("p50_ms") > 0.0, "{row}");
+            assert!(number("p50_ms") <= number("p90_ms"), "{row}");
+            assert!(number("p99_ms") <= number("max_ms"), "{row}");
+            assert!(number("max_ms") < 10_000.0, "{row}");
+            assert!(number("calls_per_s") > 0.0, "{row}");
+            if let Some(rest) = path.strip_prefix("toolgate-") {
+                // toolgate-<front>-<upstream>-<pipeline>: compared with direct-<upstream>.
+                let upstream = rest.split('-').nth(1).expect("an upstream transport");
+                assert_eq!(row["vs_direct"]["baseline"], format!("direct-{upstream}"), "{row}");
+            }
+        }
+    }
+    assert_eq!(results.len(), expected.len() * 2, "no other rows");
+    let paths = report["paths"].as_array().expect("paths");
+    assert!(
+        paths.iter().all(|p| p["peak_rss_kib"].as_u64().is_some_and(|kib| kib > 0)),
+        "every front's peak memory: {paths:?}"
+    );
+}
