@@ -117,7 +117,16 @@ impl Gateway {
                 };
                 let Some(gateway) = weak.upgrade() else { break };
                 match event {
-                    Some(event) => gateway.on_event(event).await,
+                    Some(event) => {
+                        // Everything already waiting is handled as one batch: a hundred
+                        // upstreams connecting at start-up rebuild the inventory once, not a
+                        // hundred times.
+                        let mut batch = vec![event];
+                        while let Ok(more) = receiver.try_recv() {
+                            batch.push(more);
+                        }
+                        gateway.on_events(batch).await;
+                    }
                     None if receiver.is_closed() => break,
                     None => {}
                 }
@@ -688,37 +697,46 @@ impl Gateway {
 
     // === events ===
 
-    async fn on_event(&self, event: UpstreamEvent) {
-        self.recorder.upstream(&event);
-        match event {
-            UpstreamEvent::Connected { upstream } => {
-                self.rebuild(Changed { tools: true, prompts: true, resources: true }).await;
-                if let Some(up) = self.upstreams.get(upstream.as_str()) {
-                    self.restore_subscriptions(up).await;
-                    if self.sessions.most_verbose_level().is_some() {
-                        self.sync_upstream_log_level(Some(up)).await;
+    /// Handles a batch of upstream events in order, with one inventory rebuild for all the
+    /// connections, disconnections and catalog changes among them.
+    async fn on_events(&self, events: Vec<UpstreamEvent>) {
+        let mut changed = Changed::default();
+        for event in &events {
+            self.recorder.upstream(event);
+            match event {
+                UpstreamEvent::Connected { .. } | UpstreamEvent::Disconnected { .. } => {
+                    changed = Changed { tools: true, prompts: true, resources: true };
+                }
+                UpstreamEvent::CatalogChanged { lists, .. } => {
+                    changed.tools |= lists.tools;
+                    changed.prompts |= lists.prompts;
+                    changed.resources |= lists.resources;
+                }
+                _ => {}
+            }
+        }
+        if changed.tools || changed.prompts || changed.resources {
+            self.rebuild(changed).await;
+        }
+        for event in events {
+            match event {
+                UpstreamEvent::Connected { upstream } => {
+                    if let Some(up) = self.upstreams.get(upstream.as_str()) {
+                        self.restore_subscriptions(up).await;
+                        if self.sessions.most_verbose_level().is_some() {
+                            self.sync_upstream_log_level(Some(up)).await;
+                        }
                     }
                 }
+                UpstreamEvent::ResourceUpdated { upstream, uri } => {
+                    let exposed = self.exposed_uri(&upstream, &uri);
+                    self.sessions.notify_updated(&exposed).await;
+                }
+                UpstreamEvent::Log { upstream, params } => {
+                    self.sessions.notify_log(&upstream, params).await;
+                }
+                _ => {}
             }
-            UpstreamEvent::Disconnected { .. } => {
-                self.rebuild(Changed { tools: true, prompts: true, resources: true }).await;
-            }
-            UpstreamEvent::CatalogChanged { lists, .. } => {
-                let changed = Changed {
-                    tools: lists.tools,
-                    prompts: lists.prompts,
-                    resources: lists.resources,
-                };
-                self.rebuild(changed).await;
-            }
-            UpstreamEvent::ResourceUpdated { upstream, uri } => {
-                let exposed = self.exposed_uri(&upstream, &uri);
-                self.sessions.notify_updated(&exposed).await;
-            }
-            UpstreamEvent::Log { upstream, params } => {
-                self.sessions.notify_log(&upstream, params).await;
-            }
-            _ => {}
         }
     }
 
