@@ -45,6 +45,11 @@ impl Rejection {
 
 /// Reads one message, or says precisely why it is not one.
 pub(crate) fn parse_message(bytes: &[u8]) -> Result<mcp::ClientJsonRpcMessage, Rejection> {
+    // The common case, read once. (rmcp's types accept only `"jsonrpc": "2.0"` objects, so
+    // what passes here would pass every check below.)
+    if let Ok(message) = serde_json::from_slice::<mcp::ClientJsonRpcMessage>(bytes) {
+        return Ok(message);
+    }
     let value: Value = serde_json::from_slice(bytes).map_err(|error| {
         Rejection::new(Value::Null, mcp::ErrorCode::PARSE_ERROR, format!("Parse error: {error}"))
     })?;
