@@ -33,7 +33,7 @@ use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
     ApprovalRequired, CallContext, Descriptor, Event, Hook, InterceptError, Interceptor,
-    InterceptorType, Message, Mode, Outcome, Phase, Refusal,
+    InterceptorType, Listed, Message, Mode, Outcome, Phase, Refusal,
 };
 
 use crate::options::{OptionError, Options};
@@ -525,25 +525,24 @@ impl Interceptor for Policy {
                 }
             }
             Message::Tools(tools) => {
-                let kept: Vec<_> = tools
-                    .iter()
-                    .filter(|listed| {
-                        // Hidden only when every call of it would be denied.
-                        !self.descriptor.covers_target(&listed.server, &listed.original)
-                            || self
-                                .evaluate(
-                                    &listed.server,
-                                    &listed.original,
-                                    Some(&listed.item),
-                                    None,
-                                )
-                                .is_none_or(|v| v.decision != Decision::Deny)
-                    })
-                    .cloned()
-                    .collect();
-                if kept.len() == tools.len() {
+                // Hidden only when every call of it would be denied.
+                let shown = |listed: &&Listed<mcp::Tool>| {
+                    !self.descriptor.covers_target(&listed.server, &listed.original)
+                        || self
+                            .evaluate(&listed.server, &listed.original, Some(&listed.item), None)
+                            .is_none_or(|v| v.decision != Decision::Deny)
+                };
+                let shown_flags: Vec<bool> = tools.iter().map(|t| shown(&t)).collect();
+                if shown_flags.iter().all(|&s| s) {
+                    // Nothing hidden: no copy of the list.
                     Outcome::Continue
                 } else {
+                    let kept = tools
+                        .iter()
+                        .zip(&shown_flags)
+                        .filter(|(_, shown)| **shown)
+                        .map(|(listed, _)| listed.clone())
+                        .collect();
                     Outcome::Rewrite(Message::Tools(kept))
                 }
             }
