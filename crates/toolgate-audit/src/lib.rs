@@ -8,8 +8,8 @@
 //! logs, and the webhook sink ([`spawn_webhook_sink`]) POSTs each event as JSON to a URL, with
 //! retries. [`ArgumentRecord`] hashes and redacts tool arguments before they are recorded.
 //!
-//! Only the webhook module does network IO; the rest of the crate does none. The crate depends
-//! on no other toolgate crate.
+//! Only the webhook module does network IO; the rest of the crate does none. Of the other
+//! toolgate crates it uses only `toolgate-core` (retry backoff).
 
 #![warn(missing_docs, missing_debug_implementations)]
 

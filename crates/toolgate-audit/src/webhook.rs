@@ -12,6 +12,7 @@ use bytes::Bytes;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use tokio::task::JoinHandle;
+use toolgate_core::backoff::delay as backoff_delay;
 use url::Url;
 
 use crate::bus::{EventBus, Subscription};
@@ -332,7 +333,12 @@ impl Webhook {
             }
             let delay = match failure.retry_after() {
                 Some(delay) => delay.min(self.backoff_max),
-                None => backoff_delay(retried, self.backoff_base, self.backoff_max, random_u64()),
+                None => backoff_delay(
+                    retried,
+                    self.backoff_base,
+                    self.backoff_max,
+                    toolgate_core::backoff::random_u64(),
+                ),
             };
             tracing::debug!(
                 host = %self.host,
@@ -421,20 +427,6 @@ async fn discard_body(mut response: reqwest::Response) {
             Ok(None) | Err(_) => return,
         }
     }
-}
-
-/// The delay before retry `retried` (0 = the first retry): `base` doubled `retried` times,
-/// capped at `max`, with 50–100% jitter so that many gateways do not retry in step.
-fn backoff_delay(retried: u32, base: Duration, max: Duration, random: u64) -> Duration {
-    let exponential = base.saturating_mul(1u32 << retried.min(31));
-    let capped = exponential.min(max);
-    let jitter = 0.5 + (random % 1001) as f64 / 2000.0;
-    capped.mul_f64(jitter)
-}
-
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new().build_hasher().finish()
 }
 
 /// `host` or `host:port`: what may be said about a webhook's URL.

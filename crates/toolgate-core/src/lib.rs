@@ -1,8 +1,9 @@
 //! toolgate's shared vocabulary (see ARCHITECTURE.md, `toolgate-core`).
 //!
-//! Names of exposed tools and prompts, error helpers, and the MCP model types re-exported as
+//! Names of exposed tools and prompts, error helpers, retry backoff, and the MCP model types re-exported as
 //! [`mcp`]. Nothing in this crate does IO.
 
+pub mod backoff;
 pub mod error;
 pub mod name;
 

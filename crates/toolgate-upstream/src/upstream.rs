@@ -617,7 +617,7 @@ impl Upstream {
                     failures = failures.saturating_add(1);
                 }
             }
-            let delay = backoff_delay(failures, random_u64());
+            let delay = backoff_delay(failures, toolgate_core::backoff::random_u64());
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
                 () = self.shutdown.cancelled() => break,
@@ -810,15 +810,7 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// exponential from [`BACKOFF_BASE`], capped at [`BACKOFF_MAX`], with 50–100% jitter so that
 /// many gateways do not retry in step.
 pub(crate) fn backoff_delay(failures: u32, random: u64) -> Duration {
-    let exponential = BACKOFF_BASE.saturating_mul(1u32 << failures.min(16));
-    let capped = exponential.min(BACKOFF_MAX);
-    let jitter = 0.5 + (random % 1000) as f64 / 2000.0;
-    capped.mul_f64(jitter)
-}
-
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new().build_hasher().finish()
+    toolgate_core::backoff::delay(failures, BACKOFF_BASE, BACKOFF_MAX, random)
 }
 
 fn quit_reason(quit: Result<QuitReason, tokio::task::JoinError>) -> &'static str {
