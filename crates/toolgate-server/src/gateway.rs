@@ -212,19 +212,6 @@ impl Gateway {
         if self.pipeline.is_empty() {
             return Ok(inventory.tools().to_vec());
         }
-        let listed = self.listed_tools(&inventory, ctx).await;
-        if let Err(error) = &listed {
-            self.recorder.request_refused(ctx, Event::ToolsList.as_str(), error);
-        }
-        listed
-    }
-
-    async fn listed_tools(
-        &self,
-        inventory: &Inventory,
-        ctx: &mut CallContext,
-    ) -> Result<Vec<mcp::Tool>, GatewayError> {
-        self.pipeline.request(Event::ToolsList, Message::Empty, ctx).await.map_err(stopped)?;
         let listed = inventory
             .tools()
             .iter()
@@ -237,11 +224,36 @@ impl Gateway {
                 })
             })
             .collect();
-        match self.pipeline.response(Event::ToolsList, Message::Tools(listed), ctx).await {
-            Ok(Message::Tools(listed)) => Ok(listed.into_iter().map(|l| l.item).collect()),
-            Ok(_) => Err(GatewayError::Interceptor("a tool list became something else".into())),
-            Err(refusal) => Err(GatewayError::Refused(refusal)),
+        let read = |message| match message {
+            Message::Tools(listed) => Some(listed.into_iter().map(|l| l.item).collect()),
+            _ => None,
+        };
+        self.list_through_pipeline(Event::ToolsList, Message::Tools(listed), read, ctx).await
+    }
+
+    /// A list as `ctx`'s caller is shown it: the request phase (which may refuse), then the
+    /// response phase over `list`, read back with `read`. A refusal is recorded.
+    async fn list_through_pipeline<T>(
+        &self,
+        event: Event,
+        list: Message,
+        read: impl FnOnce(Message) -> Option<T>,
+        ctx: &mut CallContext,
+    ) -> Result<T, GatewayError> {
+        let shown = async {
+            self.pipeline.request(event, Message::Empty, ctx).await.map_err(stopped)?;
+            match self.pipeline.response(event, list, ctx).await {
+                Ok(message) => read(message).ok_or_else(|| {
+                    GatewayError::Interceptor(format!("the {event} answer became something else"))
+                }),
+                Err(refusal) => Err(GatewayError::Refused(refusal)),
+            }
         }
+        .await;
+        if let Err(error) = &shown {
+            self.recorder.request_refused(ctx, event.as_str(), error);
+        }
+        shown
     }
 
     /// `tools/call` by exposed name (or an alias an interceptor defines), through the
@@ -393,36 +405,23 @@ impl Gateway {
         if self.pipeline.is_empty() {
             return Ok(inventory.prompts().to_vec());
         }
-        let listed = async {
-            self.pipeline
-                .request(Event::PromptsList, Message::Empty, ctx)
-                .await
-                .map_err(stopped)?;
-            let listed = inventory
-                .prompts()
-                .iter()
-                .filter_map(|prompt| {
-                    let route = inventory.prompt_route(&prompt.name)?;
-                    Some(Listed {
-                        server: route.upstream.to_string(),
-                        original: route.original.clone(),
-                        item: prompt.clone(),
-                    })
+        let listed = inventory
+            .prompts()
+            .iter()
+            .filter_map(|prompt| {
+                let route = inventory.prompt_route(&prompt.name)?;
+                Some(Listed {
+                    server: route.upstream.to_string(),
+                    original: route.original.clone(),
+                    item: prompt.clone(),
                 })
-                .collect();
-            match self.pipeline.response(Event::PromptsList, Message::Prompts(listed), ctx).await {
-                Ok(Message::Prompts(listed)) => Ok(listed.into_iter().map(|l| l.item).collect()),
-                Ok(_) => {
-                    Err(GatewayError::Interceptor("a prompt list became something else".into()))
-                }
-                Err(refusal) => Err(GatewayError::Refused(refusal)),
-            }
-        }
-        .await;
-        if let Err(error) = &listed {
-            self.recorder.request_refused(ctx, Event::PromptsList.as_str(), error);
-        }
-        listed
+            })
+            .collect();
+        let read = |message| match message {
+            Message::Prompts(listed) => Some(listed.into_iter().map(|l| l.item).collect()),
+            _ => None,
+        };
+        self.list_through_pipeline(Event::PromptsList, Message::Prompts(listed), read, ctx).await
     }
 
     /// `prompts/get` by exposed name, through the pipeline.
@@ -477,25 +476,12 @@ impl Gateway {
         if self.pipeline.is_empty() {
             return Ok(inventory.resources().to_vec());
         }
-        let listed = async {
-            self.pipeline
-                .request(Event::ResourcesList, Message::Empty, ctx)
-                .await
-                .map_err(stopped)?;
-            let all = Message::Resources(inventory.resources().to_vec());
-            match self.pipeline.response(Event::ResourcesList, all, ctx).await {
-                Ok(Message::Resources(resources)) => Ok(resources),
-                Ok(_) => {
-                    Err(GatewayError::Interceptor("a resource list became something else".into()))
-                }
-                Err(refusal) => Err(GatewayError::Refused(refusal)),
-            }
-        }
-        .await;
-        if let Err(error) = &listed {
-            self.recorder.request_refused(ctx, Event::ResourcesList.as_str(), error);
-        }
-        listed
+        let all = Message::Resources(inventory.resources().to_vec());
+        let read = |message| match message {
+            Message::Resources(resources) => Some(resources),
+            _ => None,
+        };
+        self.list_through_pipeline(Event::ResourcesList, all, read, ctx).await
     }
 
     /// `resources/read` by exposed URI, through the pipeline. The contents keep the URI the

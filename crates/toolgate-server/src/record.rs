@@ -89,7 +89,7 @@ impl Recorder {
         if !self.listening() {
             return;
         }
-        self.interceptor_failures(ctx, exposed);
+        self.interceptor_failures(ctx, || call_event(kind::INTERCEPTOR_FAILED, ctx, exposed));
         let elapsed = ctx.started.elapsed();
         let base = |kind: &str| {
             let mut event = call_event(kind, ctx, exposed)
@@ -127,11 +127,13 @@ impl Recorder {
         self.bus.publish(event);
     }
 
-    fn interceptor_failures(&self, ctx: &CallContext, exposed: &str) {
+    /// `interceptor/failed` for each interceptor that failed on `ctx`'s request, each starting
+    /// as `base` makes it.
+    fn interceptor_failures(&self, ctx: &CallContext, base: impl Fn() -> Event) {
         for decision in &ctx.decisions {
             if let DecisionKind::Failed { error, let_through } = &decision.kind {
                 self.bus.publish(
-                    call_event(kind::INTERCEPTOR_FAILED, ctx, exposed)
+                    base()
                         .with("interceptor", decision.interceptor.clone())
                         .with("event", decision.event.as_str())
                         .with("phase", decision.phase.as_str())
@@ -148,18 +150,9 @@ impl Recorder {
         if !self.listening() {
             return;
         }
-        for decision in &ctx.decisions {
-            if let DecisionKind::Failed { error, let_through } = &decision.kind {
-                self.bus.publish(
-                    Event::new(kind::INTERCEPTOR_FAILED)
-                        .with("interceptor", decision.interceptor.clone())
-                        .with("event", method.to_owned())
-                        .with("error", error.clone())
-                        .with("let_through", *let_through)
-                        .with("principal", ctx.principal.to_string()),
-                );
-            }
-        }
+        self.interceptor_failures(ctx, || {
+            Event::new(kind::INTERCEPTOR_FAILED).with("principal", ctx.principal.to_string())
+        });
         if let GatewayError::Refused(refusal) = error {
             self.bus.publish(
                 Event::new(format!("{method}/denied"))

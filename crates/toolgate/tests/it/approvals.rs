@@ -132,6 +132,17 @@ fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
+/// `GET /approvals` as Alice.
+async fn held_calls(http: &reqwest::Client, admin: &str) -> Value {
+    let response = http
+        .get(format!("{admin}/approvals"))
+        .header("authorization", bearer(ALICE))
+        .send()
+        .await
+        .expect("GET /approvals");
+    response.json().await.expect("JSON")
+}
+
 /// Reads a server-sent events body into (event, data) pairs on a channel.
 fn sse_events(
     response: reqwest::Response,
@@ -210,15 +221,7 @@ async fn an_approver_decides_over_the_admin_api_and_the_audit_log_proves_it() {
     assert_eq!(kind, "approval/requested");
     assert_eq!(requested["tool"], "env_get");
 
-    let pending: Value = http
-        .get(format!("{admin}/approvals"))
-        .header("authorization", bearer(ALICE))
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+    let pending = held_calls(&http, &admin).await;
     let entry = &pending["approvals"][0];
     assert_eq!(entry["exposed"], "fx__env_get");
     assert_eq!(entry["arguments"], json!({"name": "HOME"}));
@@ -259,15 +262,7 @@ async fn an_approver_decides_over_the_admin_api_and_the_audit_log_proves_it() {
         tokio::spawn(async move { call(&peer, "fx__env_get", json!({"name": "PATH"})).await });
     let (_, requested) = next_event(&mut events).await;
     let digest = requested["digest"].as_str().expect("a digest").to_owned();
-    let pending: Value = http
-        .get(format!("{admin}/approvals"))
-        .header("authorization", bearer(ALICE))
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+    let pending = held_calls(&http, &admin).await;
     let id = pending["approvals"][0]["id"].as_str().expect("an id").to_owned();
     assert_eq!(pending["approvals"][0]["digest"], digest.as_str());
     assert_eq!(requested["id"], id.as_str(), "the event names the call as the desk does");
