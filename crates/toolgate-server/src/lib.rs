@@ -9,11 +9,13 @@ mod caller;
 mod error;
 mod gateway;
 mod handler;
+mod json_answer;
 mod jsonrpc;
 mod line_transport;
 mod record;
 mod serve;
 mod session;
+mod stdio;
 
 pub use admin::{AdminTokens, admin_router, serve_admin};
 pub use gateway::{FailedUpstream, Gateway, GatewayError};

@@ -13,8 +13,10 @@ use crate::gateway::Gateway;
 use toolgate_intercept::Principal;
 
 use crate::handler::GatewayHandler;
+use crate::json_answer;
 use crate::jsonrpc::{self, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::line_transport::LineTransport;
+use crate::stdio;
 
 /// Path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -56,7 +58,7 @@ pub async fn serve_stdio(
 ) -> Result<(), ServeError> {
     let running = GatewayHandler::new(gateway, Principal::local())
         .serve_with_ct(
-            LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), DEFAULT_MAX_MESSAGE_BYTES),
+            LineTransport::new(stdio::stdin(), stdio::stdout(), DEFAULT_MAX_MESSAGE_BYTES),
             shutdown,
         )
         .await
@@ -86,9 +88,12 @@ pub fn http_router(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let checked = axum::Router::new().fallback_service(service).layer(axum::middleware::from_fn(
-        move |request, next| jsonrpc::check_posted_message(limit, request, next),
-    ));
+    let checked = axum::Router::new()
+        .fallback_service(service)
+        .layer(axum::middleware::from_fn(json_answer::prefer_json))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            jsonrpc::check_posted_message(limit, request, next)
+        }));
     axum::Router::new()
         .nest_service(MCP_PATH, checked)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
