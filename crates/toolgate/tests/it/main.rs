@@ -9,6 +9,7 @@ mod conformance;
 mod deps;
 mod failures;
 mod fidelity;
+mod http_front;
 mod matrix;
 mod pipeline;
 mod real_servers;
