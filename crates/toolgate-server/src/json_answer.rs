@@ -126,10 +126,12 @@ fn scan(bytes: &[u8]) -> Scan {
 /// data lines, a named event, a line that is no field).
 fn event_data(bytes: &[u8], event: Range<usize>) -> Result<Option<Range<usize>>, ()> {
     let mut data = None;
+    let ends = memchr::memchr_iter(b'\n', &bytes[event.clone()]).map(|end| event.start + end);
     let mut line_start = event.start;
-    for line in bytes[event.clone()].split(|&b| b == b'\n') {
-        let range = line_start..line_start + line.len();
-        line_start = range.end + 1;
+    for line_end in ends.chain([event.end]) {
+        let range = line_start..line_end;
+        let line = &bytes[range.clone()];
+        line_start = line_end + 1;
         if line.starts_with(b":") || line.starts_with(b"id:") || line.starts_with(b"retry:") {
             continue;
         }
