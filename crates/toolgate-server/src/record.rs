@@ -235,8 +235,23 @@ fn decisions(ctx: &CallContext) -> Value {
     )
 }
 
+/// The length of `value` as JSON, counted as it is written, without keeping the text.
 fn json_len(value: &impl serde::Serialize) -> u64 {
-    serde_json::to_vec(value).map(|v| v.len() as u64).unwrap_or(0)
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
 }
 
 #[cfg(test)]
@@ -245,6 +260,12 @@ mod tests {
     use toolgate_intercept::Principal;
 
     use super::*;
+
+    #[test]
+    fn json_len_counts_the_bytes_of_the_json_text() {
+        let value = json!({"text": "héllo", "n": [1, 2]});
+        assert_eq!(json_len(&value), serde_json::to_vec(&value).unwrap().len() as u64);
+    }
 
     /// A subscriber that never reads must not hold anything up: every publish returns at
     /// once, and what does not fit is dropped and counted.
