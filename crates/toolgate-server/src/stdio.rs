@@ -59,43 +59,52 @@ pub(crate) enum Stdout {
 
 /// Stdin, polled directly when it is a pipe or a socket. Must run inside a tokio runtime.
 pub(crate) fn stdin() -> Stdin {
-    let polled = describe(io::stdin()).and_then(|(kind, _)| {
-        let fd = || io::stdin().as_fd().try_clone_to_owned();
-        Ok(match kind {
-            Kind::Fifo => Some(Stdin::Pipe(Some(pipe::Receiver::from_owned_fd(fd()?)?))),
-            Kind::Socket => Some(Stdin::Socket(Some(socket(fd()?)?))),
-            Kind::Other => None,
-        })
-    });
-    match polled {
-        Ok(Some(stdin)) => stdin,
-        Ok(None) => Stdin::Blocking(tokio::io::stdin()),
-        Err(error) => {
-            tracing::debug!(%error, "stdin stays on the blocking pool");
-            Stdin::Blocking(tokio::io::stdin())
-        }
-    }
+    let fd = || io::stdin().as_fd().try_clone_to_owned();
+    polled_or(
+        "stdin",
+        || tokio::io::stdin().into(),
+        || {
+            Ok(match describe(io::stdin())?.0 {
+                Kind::Fifo => Some(Stdin::Pipe(Some(pipe::Receiver::from_owned_fd(fd()?)?))),
+                Kind::Socket => Some(Stdin::Socket(Some(socket(fd()?)?))),
+                Kind::Other => None,
+            })
+        },
+    )
 }
 
 /// Stdout, polled directly when it is a pipe or a socket that is not also stderr. Must run
 /// inside a tokio runtime.
 pub(crate) fn stdout() -> Stdout {
-    let polled = describe(io::stdout()).and_then(|(kind, id)| {
-        let shared_with_stderr = describe(io::stderr()).is_ok_and(|(_, stderr)| stderr == id);
-        let fd = || io::stdout().as_fd().try_clone_to_owned();
-        Ok(match kind {
-            _ if shared_with_stderr => None,
-            Kind::Fifo => Some(Stdout::Pipe(Some(pipe::Sender::from_owned_fd(fd()?)?))),
-            Kind::Socket => Some(Stdout::Socket(Some(socket(fd()?)?))),
-            Kind::Other => None,
-        })
-    });
-    match polled {
-        Ok(Some(stdout)) => stdout,
-        Ok(None) => Stdout::Blocking(tokio::io::stdout()),
+    let fd = || io::stdout().as_fd().try_clone_to_owned();
+    polled_or(
+        "stdout",
+        || tokio::io::stdout().into(),
+        || {
+            let (kind, id) = describe(io::stdout())?;
+            let shared_with_stderr = describe(io::stderr()).is_ok_and(|(_, stderr)| stderr == id);
+            Ok(match kind {
+                _ if shared_with_stderr => None,
+                Kind::Fifo => Some(Stdout::Pipe(Some(pipe::Sender::from_owned_fd(fd()?)?))),
+                Kind::Socket => Some(Stdout::Socket(Some(socket(fd()?)?))),
+                Kind::Other => None,
+            })
+        },
+    )
+}
+
+/// The polled stream `attempt` makes, else (it declined or failed) the blocking one.
+fn polled_or<T>(
+    name: &str,
+    blocking: impl FnOnce() -> T,
+    attempt: impl FnOnce() -> io::Result<Option<T>>,
+) -> T {
+    match attempt() {
+        Ok(Some(stream)) => stream,
+        Ok(None) => blocking(),
         Err(error) => {
-            tracing::debug!(%error, "stdout stays on the blocking pool");
-            Stdout::Blocking(tokio::io::stdout())
+            tracing::debug!(%error, "{name} stays on the blocking pool");
+            blocking()
         }
     }
 }
@@ -114,6 +123,18 @@ fn release_socket(socket: Option<UnixStream>) {
 }
 
 const GONE: &str = "standard stream already released";
+
+impl From<tokio::io::Stdin> for Stdin {
+    fn from(stdin: tokio::io::Stdin) -> Stdin {
+        Stdin::Blocking(stdin)
+    }
+}
+
+impl From<tokio::io::Stdout> for Stdout {
+    fn from(stdout: tokio::io::Stdout) -> Stdout {
+        Stdout::Blocking(stdout)
+    }
+}
 
 impl AsyncRead for Stdin {
     fn poll_read(

@@ -15,5 +15,6 @@ mod pipeline;
 mod real_servers;
 mod recorder;
 mod sdk_clients;
+mod stdio_front;
 mod supervision;
 mod support;
