@@ -40,7 +40,7 @@ fn serve_stdio(config: &std::path::Path) -> Command {
 }
 
 /// The answer with `id` among `lines`.
-fn answer<'a>(lines: &'a [Value], id: i64) -> &'a Value {
+fn answer(lines: &[Value], id: i64) -> &Value {
     lines
         .iter()
         .find(|line| line["id"] == id)
