@@ -31,9 +31,11 @@ const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 /// is one `write` to the page cache, cheaper than handing it to a blocking-pool thread and back
 /// (a profile of a stdio gateway showed that hand-off per event as a fifth of its CPU). Only
 /// `fsync`, which waits for the disk, runs on the blocking pool, and `fsync`s are grouped (at
-/// most one per 50 ms, and one 50 ms after the last event; one at the end). Events lost before they were written (the queue was full, or a write
-/// failed) are recorded as one [`kind::AUDIT_DROPPED`] record with their `count`. A write error
-/// is logged, naming the file, and the sink carries on.
+/// most one per 50 ms, and one 50 ms after the last event; one at the end).
+///
+/// Events lost before they were written (the queue was full, or a write failed) are recorded
+/// as one [`kind::AUDIT_DROPPED`] record with their `count`. A write error is logged, naming the
+/// file, and the sink carries on.
 pub fn spawn_audit_sink(bus: &EventBus, pattern: EventPattern, log: AuditLog) -> JoinHandle<()> {
     let subscription = bus.subscribe(pattern, SINK_CAPACITY);
     tokio::spawn(run_audit_sink(subscription, log))
