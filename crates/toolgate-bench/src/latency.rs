@@ -37,7 +37,7 @@ use anyhow::{Context as _, bail};
 
 use crate::latency::machine::Machine;
 use crate::latency::report::{PathRecord, PeerRecord, Report, Row, Settings};
-use crate::latency::session::{Call, Payload};
+use crate::latency::session::{Call, Era, Payload};
 use crate::latency::stats::{Samples, Shuffler};
 use crate::latency::target::{PathSpec, Setup, Target, Via};
 use crate::proc_stats;
@@ -93,6 +93,10 @@ pub(crate) struct LatencyArgs {
     /// default the sessions use rmcp's HTTP client, which opens a connection per request)
     #[arg(long)]
     keep_alive: bool,
+    /// The protocol era of the load generator's sessions (the protocol each path negotiated is
+    /// printed)
+    #[arg(long, value_enum, default_value_t)]
+    era: Era,
     /// Read the pipelines (bare.toml, default.toml, full.toml: what follows `[servers.fx]` in
     /// toolgate's config) from DIR [default: built-in copies of bench/pipelines]
     #[arg(long, value_name = "DIR")]
@@ -113,6 +117,7 @@ struct Plan {
     json: Option<PathBuf>,
     seed: u64,
     keep_alive: bool,
+    era: Era,
     pipelines: Option<PathBuf>,
     notes: Vec<String>,
 }
@@ -201,6 +206,7 @@ impl Plan {
             json: args.json,
             seed,
             keep_alive: args.keep_alive,
+            era: args.era,
             pipelines: args.pipelines,
             notes,
         })
@@ -306,6 +312,7 @@ async fn measure(plan: Plan) -> anyhow::Result<()> {
         http_fixture: shared,
         sessions: plan.concurrency.iter().copied().max().unwrap_or(1),
         keep_alive: plan.keep_alive,
+        era: plan.era,
         pipelines: plan.pipelines.clone(),
     };
     let started = Instant::now();
@@ -503,9 +510,17 @@ fn records(targets: &[Target]) -> Vec<PathRecord> {
                 command: target.command.clone(),
                 front_processes: target.front_processes(),
                 peak_rss_kib: target.peak_rss_kib(),
+                protocol: target.sessions.first().map(|s| s.protocol()).unwrap_or_default(),
             }
         })
         .collect()
+}
+
+/// With `--era discover`, which protocol each path ended up speaking.
+fn protocols_note(era: Era, paths: &[PathRecord]) -> Option<String> {
+    let protocols: Vec<String> =
+        paths.iter().map(|path| format!("{} {}", path.name, path.protocol)).collect();
+    (era == Era::Discover).then(|| format!("protocol per path: {}", protocols.join(", ")))
 }
 
 fn build_report(
@@ -542,8 +557,11 @@ fn build_report(
             seed: plan.seed,
             toolgate: plan.toolgate.display().to_string(),
             client: format!(
-                "rmcp 3.9.0 (toolgate's client) in this process, handshake era (initialize, \
-                 2025-11-25), HTTP {}",
+                "rmcp 3.9.0 (toolgate's client) in this process, {}, HTTP {}",
+                match plan.era {
+                    Era::Handshake => "handshake era (initialize, 2025-11-25)",
+                    Era::Discover => "server/discover (2026-07-28) where offered (--era discover)",
+                },
                 if plan.keep_alive {
                     "connections kept alive (--keep-alive)"
                 } else {
@@ -551,7 +569,7 @@ fn build_report(
                 }
             ),
         },
-        notes: plan.notes.clone(),
+        notes: plan.notes.iter().cloned().chain(protocols_note(plan.era, &paths)).collect(),
         paths,
         results,
     }
@@ -588,6 +606,7 @@ mod tests {
             json: None,
             seed: 0,
             keep_alive: false,
+            era: Era::Handshake,
             pipelines: None,
             notes: Vec::new(),
         };

@@ -74,3 +74,33 @@ fn quick_run_measures_every_path() {
         "every front's peak memory: {paths:?}"
     );
 }
+
+#[test]
+fn the_discover_era_is_measured_where_offered_and_said_so() {
+    let bench = PathBuf::from(env!("CARGO_BIN_EXE_toolgate-bench"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("latency.json");
+    let output = Command::new(&bench)
+        .args(["latency", "--quick", "--concurrency", "1", "--era", "discover"])
+        .args(["--only", "direct-http,toolgate-http-stdio-bare", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run toolgate-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "exit {}\n{stdout}\n{stderr}", output.status);
+    assert!(stdout.contains("server/discover (2026-07-28)"), "the header:\n{stdout}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("json");
+    let paths = report["paths"].as_array().expect("paths");
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    for path in paths {
+        assert_eq!(path["protocol"], "2026-07-28", "{path}");
+    }
+    assert!(
+        stdout.contains(
+            "protocol per path: direct-http 2026-07-28, toolgate-http-stdio-bare 2026-07-28"
+        ),
+        "{stdout}"
+    );
+}

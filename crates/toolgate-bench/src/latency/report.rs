@@ -55,6 +55,8 @@ pub(crate) struct PathRecord {
     /// Peak resident set size (`VmHWM`) of the front process, the highest among them on
     /// stdio, over the whole run.
     pub(crate) peak_rss_kib: Option<u64>,
+    /// The protocol version the path's sessions negotiated.
+    pub(crate) protocol: String,
 }
 
 #[derive(Debug, Serialize)]

@@ -4,11 +4,12 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use rmcp::RoleClient;
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{CallToolRequestParams, JsonObject};
-use rmcp::service::RunningService;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt as _};
 use tokio::process::Command;
 
 use crate::latency::process::{GroupGuard, Tail, forward_lines};
@@ -79,6 +80,29 @@ impl Call {
     }
 }
 
+/// The protocol era the load generator's sessions speak.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Era {
+    /// The `initialize` handshake, 2025-11-25 (sessions over HTTP)
+    #[default]
+    Handshake,
+    /// `server/discover`, 2026-07-28 (no sessions), where the server offers it; the handshake
+    /// elsewhere
+    Discover,
+}
+
+impl Era {
+    fn lifecycle(self) -> ClientLifecycleMode {
+        match self {
+            Era::Handshake => ClientLifecycleMode::Initialize,
+            Era::Discover => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+        }
+    }
+}
+
 /// An MCP client connection: to an HTTP endpoint, or to a child process on stdio.
 #[derive(Debug)]
 pub(crate) struct Session {
@@ -93,7 +117,7 @@ impl Session {
     /// Connects to a streamable HTTP endpoint. With `keep_alive`, the session's HTTP client
     /// keeps its connection open between requests; without, it is rmcp's default client, which
     /// opens a connection per request.
-    pub(crate) async fn http(url: &str, keep_alive: bool) -> anyhow::Result<Self> {
+    pub(crate) async fn http(url: &str, keep_alive: bool, era: Era) -> anyhow::Result<Self> {
         let transport = if keep_alive {
             let http = reqwest::Client::builder().build().context("cannot build an HTTP client")?;
             let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
@@ -102,7 +126,7 @@ impl Session {
             StreamableHttpClientTransport::from_uri(url)
         };
         let client =
-            ().serve(transport)
+            ().serve_with_lifecycle(transport, era.lifecycle())
                 .await
                 .with_context(|| format!("cannot start an MCP session at {url}"))?;
         Ok(Session { client, pid: None, guard: None, tail: None })
@@ -110,7 +134,7 @@ impl Session {
 
     /// Starts `command` in a process group of its own and talks MCP to it on stdio; its stderr
     /// goes to ours, prefixed with `label`.
-    pub(crate) async fn stdio(label: &str, mut command: Command) -> anyhow::Result<Self> {
+    pub(crate) async fn stdio(label: &str, mut command: Command, era: Era) -> anyhow::Result<Self> {
         command.process_group(0).kill_on_drop(true);
         let program = command.as_std().get_program().to_string_lossy().into_owned();
         let (transport, stderr) = TokioChildProcess::builder(command)
@@ -123,10 +147,18 @@ impl Session {
         if let Some(stderr) = stderr {
             forward_lines(label.to_owned(), stderr, tail.clone(), None);
         }
-        let client = ().serve(transport).await.with_context(|| {
+        let client = ().serve_with_lifecycle(transport, era.lifecycle()).await.with_context(|| {
             format!("{label}: cannot start an MCP session on stdio{}", tail.render())
         })?;
         Ok(Session { client, pid: Some(pid), guard: Some(guard), tail: Some(tail) })
+    }
+
+    /// The protocol version the session negotiated.
+    pub(crate) fn protocol(&self) -> String {
+        self.client
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+            .unwrap_or_else(|| "unknown".to_owned())
     }
 
     /// The child process serving this session on stdio.

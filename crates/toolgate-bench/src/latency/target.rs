@@ -12,7 +12,7 @@ use serde::Serialize;
 use tokio::process::Command;
 
 use crate::latency::process::{Ready, Server, free_port};
-use crate::latency::session::{Payload, Session};
+use crate::latency::session::{Era, Payload, Session};
 use crate::proc_stats;
 
 /// The fixture's name as an upstream of a gateway: its tools become `fx__echo` in toolgate,
@@ -217,6 +217,7 @@ pub(crate) struct Setup {
     pub(crate) sessions: usize,
     /// HTTP sessions keep their connections open between calls.
     pub(crate) keep_alive: bool,
+    pub(crate) era: Era,
     /// A folder with `bare.toml`, `default.toml` and `full.toml` to use instead of the
     /// built-in copies of `bench/pipelines`.
     pub(crate) pipelines: Option<PathBuf>,
@@ -293,10 +294,10 @@ impl Target {
             let (spec, url, name) = (&spec, url.as_deref(), &name);
             async move {
                 match url {
-                    Some(url) => Session::http(url, setup.keep_alive).await,
+                    Some(url) => Session::http(url, setup.keep_alive, setup.era).await,
                     None => {
                         let (command, _) = stdio_command(spec, setup, i)?;
-                        Session::stdio(&format!("{name}#{i}"), command).await
+                        Session::stdio(&format!("{name}#{i}"), command, setup.era).await
                     }
                 }
             }
