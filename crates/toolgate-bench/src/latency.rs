@@ -268,22 +268,7 @@ pub(crate) async fn run(args: LatencyArgs) -> anyhow::Result<()> {
     // started (each is killed when its guard drops).
     tokio::select! {
         result = measure(plan) => result,
-        () = interrupted() => bail!("interrupted: the servers it started were killed"),
-    }
-}
-
-async fn interrupted() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
+        () = crate::interrupted() => bail!("interrupted: the servers it started were killed"),
     }
 }
 

@@ -56,3 +56,20 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub(crate) async fn interrupted() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}

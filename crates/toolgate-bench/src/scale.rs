@@ -58,7 +58,7 @@ pub(crate) async fn run(args: ScaleArgs) -> anyhow::Result<()> {
     tokio::select! {
         result = bench(args) => result,
         // Dropping the bench stops the gateways it runs (SIGTERM).
-        () = crate::startup::interrupted() => bail!("interrupted"),
+        () = crate::interrupted() => bail!("interrupted"),
     }
 }
 

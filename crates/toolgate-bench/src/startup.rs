@@ -159,24 +159,7 @@ pub(crate) async fn run(args: StartupArgs) -> anyhow::Result<()> {
     tokio::select! {
         result = bench(args) => result,
         // Dropping the bench stops the gateway it runs (SIGTERM).
-        () = interrupted() => bail!("interrupted"),
-    }
-}
-
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-pub(crate) async fn interrupted() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let terminate = async {
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                terminate.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
+        () = crate::interrupted() => bail!("interrupted"),
     }
 }
 

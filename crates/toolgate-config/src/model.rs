@@ -59,6 +59,29 @@ pub struct InterceptorConfig {
     pub options: serde_json::Map<String, serde_json::Value>,
 }
 
+impl InterceptorConfig {
+    /// An entry of `kind` at `path` with its own `options` and every common setting at its
+    /// default (as when the table leaves them out).
+    pub fn new(
+        path: impl Into<String>,
+        kind: impl Into<String>,
+        options: serde_json::Map<String, serde_json::Value>,
+    ) -> InterceptorConfig {
+        InterceptorConfig {
+            path: path.into(),
+            kind: kind.into(),
+            name: None,
+            audit: None,
+            fail_open: None,
+            priority: 0,
+            timeout: None,
+            servers: Vec::new(),
+            tools: Vec::new(),
+            options,
+        }
+    }
+}
+
 /// Default length of a webhook's queue of events not yet delivered.
 pub const DEFAULT_WEBHOOK_QUEUE: usize = 1024;
 /// Default number of retries of one webhook delivery.

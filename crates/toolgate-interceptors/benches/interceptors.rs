@@ -57,18 +57,8 @@ const LISTED_TOOLS: usize = 100;
 // === configuration ===
 
 fn entry(kind: &str, index: usize, options: Value) -> InterceptorConfig {
-    InterceptorConfig {
-        path: format!("pipeline[{index}]"),
-        kind: kind.into(),
-        name: None,
-        audit: None,
-        fail_open: None,
-        priority: 0,
-        timeout: None,
-        servers: Vec::new(),
-        tools: Vec::new(),
-        options: options.as_object().cloned().expect("options are a table"),
-    }
+    let options = options.as_object().cloned().expect("options are a table");
+    InterceptorConfig::new(format!("pipeline[{index}]"), kind, options)
 }
 
 fn policy(index: usize) -> InterceptorConfig {

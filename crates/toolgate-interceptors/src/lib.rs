@@ -109,16 +109,5 @@ pub(crate) fn configure(
 /// A `[[pipeline]]` entry of `kind` at `path` with `options`, for tests.
 #[cfg(test)]
 pub(crate) fn test_entry(kind: &str, path: &str, options: serde_json::Value) -> InterceptorConfig {
-    InterceptorConfig {
-        path: path.into(),
-        kind: kind.into(),
-        name: None,
-        audit: None,
-        fail_open: None,
-        priority: 0,
-        timeout: None,
-        servers: Vec::new(),
-        tools: Vec::new(),
-        options: options.as_object().cloned().expect("options are a table"),
-    }
+    InterceptorConfig::new(path, kind, options.as_object().cloned().expect("options are a table"))
 }
