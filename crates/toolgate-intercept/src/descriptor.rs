@@ -7,7 +7,7 @@ use std::time::Duration;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::{Value, json};
 
-use crate::message::Event;
+use crate::message::InterceptionEvent;
 
 /// When in a message's life a hook runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,7 +67,7 @@ impl Hook {
     }
 
     /// Whether this hook covers `event` at `phase`.
-    pub fn covers(&self, event: Event, phase: Phase) -> bool {
+    pub fn covers(&self, event: InterceptionEvent, phase: Phase) -> bool {
         self.phase == phase && self.matcher.is_match(event.as_str())
     }
 }
@@ -152,7 +152,7 @@ impl Descriptor {
     /// an interceptor applies its own filters to the items.
     pub fn applies(
         &self,
-        event: Event,
+        event: InterceptionEvent,
         phase: Phase,
         server: Option<&str>,
         tool: Option<&str>,
@@ -230,13 +230,38 @@ mod tests {
     #[test]
     fn hooks_and_filters_decide_where_it_runs() {
         let d = descriptor();
-        assert!(d.applies(Event::ToolsCall, Phase::Request, Some("fs"), Some("write_file")));
-        assert!(!d.applies(Event::ToolsCall, Phase::Response, Some("fs"), Some("write_file")));
-        assert!(!d.applies(Event::ToolsCall, Phase::Request, Some("gh"), Some("write_file")));
-        assert!(!d.applies(Event::ToolsCall, Phase::Request, Some("fs"), Some("read_file")));
-        assert!(!d.applies(Event::PromptsGet, Phase::Request, Some("fs"), Some("write_file")));
+        assert!(d.applies(
+            InterceptionEvent::ToolsCall,
+            Phase::Request,
+            Some("fs"),
+            Some("write_file")
+        ));
+        assert!(!d.applies(
+            InterceptionEvent::ToolsCall,
+            Phase::Response,
+            Some("fs"),
+            Some("write_file")
+        ));
+        assert!(!d.applies(
+            InterceptionEvent::ToolsCall,
+            Phase::Request,
+            Some("gh"),
+            Some("write_file")
+        ));
+        assert!(!d.applies(
+            InterceptionEvent::ToolsCall,
+            Phase::Request,
+            Some("fs"),
+            Some("read_file")
+        ));
+        assert!(!d.applies(
+            InterceptionEvent::PromptsGet,
+            Phase::Request,
+            Some("fs"),
+            Some("write_file")
+        ));
         // A list concerns no single server: the interceptor filters items itself.
-        assert!(d.applies(Event::ToolsList, Phase::Request, None, None));
+        assert!(d.applies(InterceptionEvent::ToolsList, Phase::Request, None, None));
     }
 
     #[test]

@@ -24,6 +24,6 @@ pub use descriptor::{
     DEFAULT_TIMEOUT, Descriptor, DescriptorError, Hook, InterceptorType, Mode, Phase,
 };
 pub use digest::call_digest;
-pub use message::{Event, Listed, Message};
+pub use message::{InterceptionEvent, Listed, Message};
 pub use outcome::{Decision, DecisionKind, InterceptError, Outcome, Refusal};
 pub use pipeline::{DuplicateName, Interceptor, Pipeline, Stopped};

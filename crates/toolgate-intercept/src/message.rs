@@ -8,7 +8,7 @@ use toolgate_core::mcp;
 
 /// The SEP-2624 interception events toolgate raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Event {
+pub enum InterceptionEvent {
     /// `tools/list`: the response phase carries the merged tool list.
     ToolsList,
     /// `tools/call`.
@@ -23,31 +23,31 @@ pub enum Event {
     ResourcesRead,
 }
 
-impl Event {
+impl InterceptionEvent {
     /// Every event, in a fixed order.
-    pub const ALL: [Event; 6] = [
-        Event::ToolsList,
-        Event::ToolsCall,
-        Event::PromptsList,
-        Event::PromptsGet,
-        Event::ResourcesList,
-        Event::ResourcesRead,
+    pub const ALL: [InterceptionEvent; 6] = [
+        InterceptionEvent::ToolsList,
+        InterceptionEvent::ToolsCall,
+        InterceptionEvent::PromptsList,
+        InterceptionEvent::PromptsGet,
+        InterceptionEvent::ResourcesList,
+        InterceptionEvent::ResourcesRead,
     ];
 
     /// The method name.
     pub fn as_str(self) -> &'static str {
         match self {
-            Event::ToolsList => "tools/list",
-            Event::ToolsCall => "tools/call",
-            Event::PromptsList => "prompts/list",
-            Event::PromptsGet => "prompts/get",
-            Event::ResourcesList => "resources/list",
-            Event::ResourcesRead => "resources/read",
+            InterceptionEvent::ToolsList => "tools/list",
+            InterceptionEvent::ToolsCall => "tools/call",
+            InterceptionEvent::PromptsList => "prompts/list",
+            InterceptionEvent::PromptsGet => "prompts/get",
+            InterceptionEvent::ResourcesList => "resources/list",
+            InterceptionEvent::ResourcesRead => "resources/read",
         }
     }
 }
 
-impl std::fmt::Display for Event {
+impl std::fmt::Display for InterceptionEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }

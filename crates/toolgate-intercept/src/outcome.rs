@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::descriptor::Phase;
-use crate::message::{Event, Message};
+use crate::message::{InterceptionEvent, Message};
 
 /// An interceptor's decision about one message.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +44,7 @@ pub struct Decision {
     /// Who.
     pub interceptor: String,
     /// Where.
-    pub event: Event,
+    pub event: InterceptionEvent,
     /// When.
     pub phase: Phase,
     /// What.

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::context::CallContext;
 use crate::descriptor::{Descriptor, InterceptorType, Mode, Phase};
-use crate::message::{Event, Message};
+use crate::message::{InterceptionEvent, Message};
 use crate::outcome::{Decision, DecisionKind, InterceptError, Outcome, Refusal};
 
 /// One interceptor: a descriptor and a decision.
@@ -25,7 +25,7 @@ pub trait Interceptor: Send + Sync + 'static {
     /// Decides about `message` (`event` at `phase`). Only called where the descriptor applies.
     fn intercept<'a>(
         &'a self,
-        event: Event,
+        event: InterceptionEvent,
         phase: Phase,
         message: &'a Message,
         ctx: &'a mut CallContext,
@@ -119,7 +119,7 @@ impl Pipeline {
     /// Runs the request phase: the message to send upstream, or why there is none.
     pub async fn request(
         &self,
-        event: Event,
+        event: InterceptionEvent,
         message: Message,
         ctx: &mut CallContext,
     ) -> Result<Message, Stopped> {
@@ -143,7 +143,7 @@ impl Pipeline {
     /// Runs the response phase: the message for the caller, or why it may not have it.
     pub async fn response(
         &self,
-        event: Event,
+        event: InterceptionEvent,
         message: Message,
         ctx: &mut CallContext,
     ) -> Result<Message, Refusal> {
@@ -185,7 +185,7 @@ fn ordered(chain: &[Arc<dyn Interceptor>], phase: Phase) -> Vec<Arc<dyn Intercep
 /// policy; records the decision. The outcome returned is what the pipeline must do.
 async fn run_one(
     interceptor: &dyn Interceptor,
-    event: Event,
+    event: InterceptionEvent,
     phase: Phase,
     message: &Message,
     ctx: &mut CallContext,

@@ -39,8 +39,8 @@ use toolgate_audit::EventBus;
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    CallContext, Descriptor, Event, Hook, InterceptError, Interceptor, InterceptorType, Listed,
-    Message, Outcome, Phase, Pipeline, Principal, Target,
+    CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
+    Listed, Message, Outcome, Phase, Pipeline, Principal, Target,
 };
 use toolgate_interceptors::{Services, build_pipeline};
 
@@ -162,7 +162,7 @@ impl Interceptor for Noop {
 
     fn intercept<'a>(
         &'a self,
-        _event: Event,
+        _event: InterceptionEvent,
         _phase: Phase,
         _message: &'a Message,
         _ctx: &'a mut CallContext,
@@ -299,8 +299,14 @@ async fn round(
     call: Message,
     result: Message,
 ) -> (Message, Message) {
-    let sent = pipeline.request(Event::ToolsCall, call, &mut ctx).await.expect("the call goes on");
-    let shown = pipeline.response(Event::ToolsCall, result, &mut ctx).await.expect("it is shown");
+    let sent = pipeline
+        .request(InterceptionEvent::ToolsCall, call, &mut ctx)
+        .await
+        .expect("the call goes on");
+    let shown = pipeline
+        .response(InterceptionEvent::ToolsCall, result, &mut ctx)
+        .await
+        .expect("it is shown");
     (sent, shown)
 }
 
@@ -337,7 +343,8 @@ async fn timed_calls(
 fn check(runtime: &Runtime, stage: &Stage, call: &Call) {
     let mut ctx = call.context();
     let params = Message::CallTool(call.params.clone());
-    let sent = runtime.block_on(stage.pipeline.request(Event::ToolsCall, params, &mut ctx));
+    let sent =
+        runtime.block_on(stage.pipeline.request(InterceptionEvent::ToolsCall, params, &mut ctx));
     let Ok(Message::CallTool(sent)) = sent else {
         panic!("{}: the call did not go on: {sent:?}", stage.name)
     };
@@ -425,7 +432,7 @@ fn tools_list(c: &mut Criterion) {
     for (name, pipeline, shown) in &stages {
         let mut ctx = CallContext::new(Principal::anonymous());
         let tools = Message::Tools(listed.clone());
-        match runtime.block_on(pipeline.response(Event::ToolsList, tools, &mut ctx)) {
+        match runtime.block_on(pipeline.response(InterceptionEvent::ToolsList, tools, &mut ctx)) {
             Ok(Message::Tools(tools)) => assert_eq!(tools.len(), *shown, "{name}"),
             other => panic!("{name}: the list became {other:?}"),
         }
@@ -433,7 +440,10 @@ fn tools_list(c: &mut Criterion) {
             b.to_async(&runtime).iter_batched(
                 || (CallContext::new(Principal::anonymous()), Message::Tools(listed.clone())),
                 |(mut ctx, tools)| async move {
-                    pipeline.response(Event::ToolsList, tools, &mut ctx).await.expect("listed")
+                    pipeline
+                        .response(InterceptionEvent::ToolsList, tools, &mut ctx)
+                        .await
+                        .expect("listed")
                 },
                 BatchSize::NumIterations(BATCH),
             );

@@ -49,8 +49,8 @@ use toolgate_audit::{Event as AuditEvent, EventBus, kind};
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    ApprovalRequired, Approved, CallContext, Descriptor, Event, Hook, InterceptError, Interceptor,
-    InterceptorType, Message, Mode, Outcome, Phase, Refusal, call_digest,
+    ApprovalRequired, Approved, CallContext, Descriptor, Hook, InterceptError, InterceptionEvent,
+    Interceptor, InterceptorType, Message, Mode, Outcome, Phase, Refusal, call_digest,
 };
 
 use crate::options::{OptionError, Options};
@@ -677,7 +677,7 @@ impl Interceptor for Approval {
 
     fn intercept<'a>(
         &'a self,
-        _event: Event,
+        _event: InterceptionEvent,
         _phase: Phase,
         message: &'a Message,
         ctx: &'a mut CallContext,

@@ -86,8 +86,8 @@ use serde_json::{Map, Value};
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    CallContext, Descriptor, Event, Hook, InterceptError, Interceptor, InterceptorType, Listed,
-    Message, Outcome, Phase, Refusal,
+    CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
+    Listed, Message, Outcome, Phase, Refusal,
 };
 
 use crate::options::{OptionError, Options};
@@ -474,7 +474,7 @@ impl Interceptor for ArgMap {
 
     fn intercept<'a>(
         &'a self,
-        _event: Event,
+        _event: InterceptionEvent,
         _phase: Phase,
         message: &'a Message,
         ctx: &'a mut CallContext,
@@ -569,14 +569,21 @@ mod tests {
     }
 
     async fn run_call(map: &ArgMap, message: &Message, ctx: &mut CallContext) -> Outcome {
-        map.intercept(Event::ToolsCall, Phase::Request, message, ctx).await.expect("decides")
+        map.intercept(InterceptionEvent::ToolsCall, Phase::Request, message, ctx)
+            .await
+            .expect("decides")
     }
 
     async fn run_list(map: &ArgMap, tools: Vec<Listed<mcp::Tool>>) -> Outcome {
         let mut ctx = CallContext::new(Principal::local());
-        map.intercept(Event::ToolsList, Phase::Response, &Message::Tools(tools), &mut ctx)
-            .await
-            .expect("decides")
+        map.intercept(
+            InterceptionEvent::ToolsList,
+            Phase::Response,
+            &Message::Tools(tools),
+            &mut ctx,
+        )
+        .await
+        .expect("decides")
     }
 
     const KNOWN: &[&str] = &["files__read_file", "files__write_file", "github__search"];
@@ -688,7 +695,11 @@ mod tests {
         assert_eq!(pipeline.alias_of("read").as_deref(), Some("files__read_file"));
         assert_eq!(pipeline.alias_of("files__read_file"), None);
         let sent = pipeline
-            .request(Event::ToolsCall, call("read", Some(json!({"file": "a"}))), &mut ctx)
+            .request(
+                InterceptionEvent::ToolsCall,
+                call("read", Some(json!({"file": "a"}))),
+                &mut ctx,
+            )
             .await
             .expect("not stopped");
         assert_eq!(sent, call("files__read_file", Some(json!({"path": "a", "encoding": "utf-8"}))));
@@ -782,7 +793,11 @@ mod tests {
         assert_eq!(ctx.target.as_ref().map(|t| t.exposed.as_str()), Some("files__read_file"));
         let pipeline = toolgate_intercept::Pipeline::new(vec![Arc::new(map)]).expect("one");
         let sent = pipeline
-            .request(Event::ToolsCall, call("github__search", Some(json!({"q": "x"}))), &mut ctx)
+            .request(
+                InterceptionEvent::ToolsCall,
+                call("github__search", Some(json!({"q": "x"}))),
+                &mut ctx,
+            )
             .await
             .expect("not stopped");
         assert_eq!(sent, call("github__search", Some(json!({"q": "x"}))));
@@ -884,8 +899,8 @@ mod tests {
         let d = example().descriptor().clone();
         assert_eq!(d.interceptor_type, InterceptorType::Mutation);
         assert!(!d.fail_open);
-        assert!(d.applies(Event::ToolsCall, Phase::Request, None, None));
-        assert!(d.applies(Event::ToolsList, Phase::Response, None, None));
-        assert!(!d.applies(Event::ToolsCall, Phase::Response, None, None));
+        assert!(d.applies(InterceptionEvent::ToolsCall, Phase::Request, None, None));
+        assert!(d.applies(InterceptionEvent::ToolsList, Phase::Response, None, None));
+        assert!(!d.applies(InterceptionEvent::ToolsCall, Phase::Response, None, None));
     }
 }

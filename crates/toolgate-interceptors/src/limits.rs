@@ -82,8 +82,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use toolgate_config::InterceptorConfig;
 use toolgate_intercept::{
-    CallContext, Descriptor, Event, Hook, InterceptError, Interceptor, InterceptorType, Message,
-    Mode, Outcome, Phase, Refusal, UpstreamTimeout,
+    CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
+    Message, Mode, Outcome, Phase, Refusal, UpstreamTimeout,
 };
 
 use crate::options::{OptionError, Options};
@@ -481,7 +481,7 @@ impl Interceptor for Limits {
 
     fn intercept<'a>(
         &'a self,
-        _event: Event,
+        _event: InterceptionEvent,
         _phase: Phase,
         message: &'a Message,
         ctx: &'a mut CallContext,
@@ -555,7 +555,7 @@ mod tests {
         let mut ctx = ctx(exposed);
         let message =
             Message::CallTool(toolgate_core::mcp::CallToolRequestParams::new(exposed.to_owned()));
-        match l.intercept(Event::ToolsCall, Phase::Request, &message, &mut ctx).await {
+        match l.intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx).await {
             Ok(Outcome::Continue) => Ok(ctx),
             Ok(Outcome::Refuse(refusal)) => {
                 assert_eq!(refusal.interceptor, KIND);
@@ -733,7 +733,8 @@ mod tests {
         let message =
             Message::CallTool(toolgate_core::mcp::CallToolRequestParams::new("github__x"));
         for l in [&first, &second] {
-            let outcome = l.intercept(Event::ToolsCall, Phase::Request, &message, &mut ctx).await;
+            let outcome =
+                l.intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx).await;
             assert_eq!(outcome.expect("decides"), Outcome::Continue);
         }
         assert_eq!(timeout_of(&ctx), Some(Duration::from_secs(5)));
@@ -760,7 +761,8 @@ mod tests {
         let message = Message::CallTool(toolgate_core::mcp::CallToolRequestParams::new("x"));
         for _ in 0..3 {
             let mut ctx = CallContext::new(Principal::local());
-            let outcome = l.intercept(Event::ToolsCall, Phase::Request, &message, &mut ctx).await;
+            let outcome =
+                l.intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx).await;
             assert_eq!(outcome.expect("decides"), Outcome::Continue);
         }
     }
@@ -847,7 +849,12 @@ mod tests {
         let d = l.descriptor();
         assert_eq!(d.interceptor_type, InterceptorType::Validation);
         assert!(!d.fail_open);
-        assert!(d.applies(Event::ToolsCall, Phase::Request, Some("github"), Some("x")));
-        assert!(!d.applies(Event::ToolsCall, Phase::Response, Some("github"), Some("x")));
+        assert!(d.applies(InterceptionEvent::ToolsCall, Phase::Request, Some("github"), Some("x")));
+        assert!(!d.applies(
+            InterceptionEvent::ToolsCall,
+            Phase::Response,
+            Some("github"),
+            Some("x")
+        ));
     }
 }

@@ -32,8 +32,8 @@ use serde_json::{Map, Value};
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    ApprovalRequired, CallContext, Descriptor, Event, Hook, InterceptError, Interceptor,
-    InterceptorType, Listed, Message, Mode, Outcome, Phase, Refusal,
+    ApprovalRequired, CallContext, Descriptor, Hook, InterceptError, InterceptionEvent,
+    Interceptor, InterceptorType, Listed, Message, Mode, Outcome, Phase, Refusal,
 };
 
 use crate::options::{OptionError, Options};
@@ -490,7 +490,7 @@ impl Interceptor for Policy {
 
     fn intercept<'a>(
         &'a self,
-        _event: Event,
+        _event: InterceptionEvent,
         _phase: Phase,
         message: &'a Message,
         ctx: &'a mut CallContext,

@@ -74,8 +74,8 @@ use serde_json::Value;
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    CallContext, Descriptor, Event, Hook, InterceptError, Interceptor, InterceptorType, Message,
-    Outcome, Phase, Refusal,
+    CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
+    Message, Outcome, Phase, Refusal,
 };
 
 use crate::options::{OptionError, Options};
@@ -269,7 +269,7 @@ impl Interceptor for ValidateArgs {
 
     fn intercept<'a>(
         &'a self,
-        _event: Event,
+        _event: InterceptionEvent,
         _phase: Phase,
         message: &'a Message,
         ctx: &'a mut CallContext,
@@ -348,7 +348,13 @@ mod tests {
     async fn run(v: &ValidateArgs, schema: &Arc<mcp::Tool>, arguments: Value) -> Option<String> {
         let mut ctx = ctx(Some(schema.clone()));
         outcome_reason(
-            v.intercept(Event::ToolsCall, Phase::Request, &call(Some(arguments)), &mut ctx).await,
+            v.intercept(
+                InterceptionEvent::ToolsCall,
+                Phase::Request,
+                &call(Some(arguments)),
+                &mut ctx,
+            )
+            .await,
         )
     }
 
@@ -520,13 +526,14 @@ mod tests {
         let v = validator(json!({}));
         let mut ctx = ctx(Some(read_file_schema()));
         let refused = outcome_reason(
-            v.intercept(Event::ToolsCall, Phase::Request, &call(None), &mut ctx).await,
+            v.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call(None), &mut ctx).await,
         )
         .expect("refused");
         assert!(refused.contains("(root): \"path\" is a required property"), "{refused}");
         let anything = tool(json!({"type": "object"}));
         let mut ctx = self::ctx(Some(anything));
-        let outcome = v.intercept(Event::ToolsCall, Phase::Request, &call(None), &mut ctx).await;
+        let outcome =
+            v.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call(None), &mut ctx).await;
         assert_eq!(outcome_reason(outcome), None);
     }
 
@@ -535,11 +542,17 @@ mod tests {
         let v = validator(json!({}));
         let mut ctx = self::ctx(None);
         let outcome = v
-            .intercept(Event::ToolsCall, Phase::Request, &call(Some(json!({"x": 1}))), &mut ctx)
+            .intercept(
+                InterceptionEvent::ToolsCall,
+                Phase::Request,
+                &call(Some(json!({"x": 1}))),
+                &mut ctx,
+            )
             .await;
         assert_eq!(outcome_reason(outcome), None);
         let mut ctx = CallContext::new(Principal::local());
-        let outcome = v.intercept(Event::ToolsCall, Phase::Request, &call(None), &mut ctx).await;
+        let outcome =
+            v.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call(None), &mut ctx).await;
         assert_eq!(outcome_reason(outcome), None);
     }
 
@@ -642,8 +655,18 @@ mod tests {
         let d = v.descriptor();
         assert_eq!(d.interceptor_type, InterceptorType::Validation);
         assert!(!d.fail_open);
-        assert!(d.applies(Event::ToolsCall, Phase::Request, Some("files"), Some("read_file")));
-        assert!(!d.applies(Event::ToolsCall, Phase::Response, Some("files"), Some("read_file")));
-        assert!(!d.applies(Event::ToolsList, Phase::Response, None, None));
+        assert!(d.applies(
+            InterceptionEvent::ToolsCall,
+            Phase::Request,
+            Some("files"),
+            Some("read_file")
+        ));
+        assert!(!d.applies(
+            InterceptionEvent::ToolsCall,
+            Phase::Response,
+            Some("files"),
+            Some("read_file")
+        ));
+        assert!(!d.applies(InterceptionEvent::ToolsList, Phase::Response, None, None));
     }
 }

@@ -16,8 +16,8 @@ use toolgate_upstream::{
 };
 
 use toolgate_intercept::{
-    ApprovalRequired, Approved, CallContext, Event, Listed, Message, Pipeline, Refusal, Stopped,
-    Target, UpstreamTimeout, call_digest,
+    ApprovalRequired, Approved, CallContext, InterceptionEvent, Listed, Message, Pipeline, Refusal,
+    Stopped, Target, UpstreamTimeout, call_digest,
 };
 
 use crate::record::Recorder;
@@ -228,14 +228,15 @@ impl Gateway {
             Message::Tools(listed) => Some(listed.into_iter().map(|l| l.item).collect()),
             _ => None,
         };
-        self.list_through_pipeline(Event::ToolsList, Message::Tools(listed), read, ctx).await
+        self.list_through_pipeline(InterceptionEvent::ToolsList, Message::Tools(listed), read, ctx)
+            .await
     }
 
     /// A list as `ctx`'s caller is shown it: the request phase (which may refuse), then the
     /// response phase over `list`, read back with `read`. A refusal is recorded.
     async fn list_through_pipeline<T>(
         &self,
-        event: Event,
+        event: InterceptionEvent,
         list: Message,
         read: impl FnOnce(Message) -> Option<T>,
         ctx: &mut CallContext,
@@ -288,20 +289,25 @@ impl Gateway {
             return self.send_tool(params, options, ctx).await;
         }
         ctx.retarget = Some(Arc::new(resolve));
-        let params =
-            match self.pipeline.request(Event::ToolsCall, Message::CallTool(params), ctx).await {
-                Ok(Message::CallTool(params)) => params,
-                Ok(_) => {
-                    return Err(GatewayError::Interceptor(
-                        "a tool call became something else".into(),
-                    ));
-                }
-                Err(Stopped::Answered(Message::ToolResult(result))) => return Ok(result),
-                Err(stop) => return Err(stopped(stop)),
-            };
+        let params = match self
+            .pipeline
+            .request(InterceptionEvent::ToolsCall, Message::CallTool(params), ctx)
+            .await
+        {
+            Ok(Message::CallTool(params)) => params,
+            Ok(_) => {
+                return Err(GatewayError::Interceptor("a tool call became something else".into()));
+            }
+            Err(Stopped::Answered(Message::ToolResult(result))) => return Ok(result),
+            Err(stop) => return Err(stopped(stop)),
+        };
         self.check_approval(ctx, &params)?;
         let result = self.send_tool(params, options, ctx).await?;
-        match self.pipeline.response(Event::ToolsCall, Message::ToolResult(result), ctx).await {
+        match self
+            .pipeline
+            .response(InterceptionEvent::ToolsCall, Message::ToolResult(result), ctx)
+            .await
+        {
             Ok(Message::ToolResult(result)) => Ok(result),
             Ok(_) => Err(GatewayError::Interceptor("a tool result became something else".into())),
             Err(refusal) => Err(GatewayError::Refused(refusal)),
@@ -421,7 +427,13 @@ impl Gateway {
             Message::Prompts(listed) => Some(listed.into_iter().map(|l| l.item).collect()),
             _ => None,
         };
-        self.list_through_pipeline(Event::PromptsList, Message::Prompts(listed), read, ctx).await
+        self.list_through_pipeline(
+            InterceptionEvent::PromptsList,
+            Message::Prompts(listed),
+            read,
+            ctx,
+        )
+        .await
     }
 
     /// `prompts/get` by exposed name, through the pipeline.
@@ -445,25 +457,36 @@ impl Gateway {
             exposed: params.name.clone(),
             tool: None,
         });
-        let mut params =
-            match self.pipeline.request(Event::PromptsGet, Message::GetPrompt(params), ctx).await {
-                Ok(Message::GetPrompt(params)) => params,
-                Ok(_) => {
-                    return Err(GatewayError::Interceptor(
-                        "a prompt request became something else".into(),
-                    ));
-                }
-                Err(Stopped::Answered(Message::Prompt(result))) => return Ok(result),
-                Err(stop) => return Err(self.refused(ctx, Event::PromptsGet, stopped(stop))),
-            };
+        let mut params = match self
+            .pipeline
+            .request(InterceptionEvent::PromptsGet, Message::GetPrompt(params), ctx)
+            .await
+        {
+            Ok(Message::GetPrompt(params)) => params,
+            Ok(_) => {
+                return Err(GatewayError::Interceptor(
+                    "a prompt request became something else".into(),
+                ));
+            }
+            Err(Stopped::Answered(Message::Prompt(result))) => return Ok(result),
+            Err(stop) => {
+                return Err(self.refused(ctx, InterceptionEvent::PromptsGet, stopped(stop)));
+            }
+        };
         params.name = route.original.clone();
         let result = upstream.get_prompt(params, options).await?;
-        match self.pipeline.response(Event::PromptsGet, Message::Prompt(result), ctx).await {
+        match self
+            .pipeline
+            .response(InterceptionEvent::PromptsGet, Message::Prompt(result), ctx)
+            .await
+        {
             Ok(Message::Prompt(result)) => Ok(result),
             Ok(_) => Err(GatewayError::Interceptor("a prompt became something else".into())),
-            Err(refusal) => {
-                Err(self.refused(ctx, Event::PromptsGet, GatewayError::Refused(refusal)))
-            }
+            Err(refusal) => Err(self.refused(
+                ctx,
+                InterceptionEvent::PromptsGet,
+                GatewayError::Refused(refusal),
+            )),
         }
     }
 
@@ -481,7 +504,7 @@ impl Gateway {
             Message::Resources(resources) => Some(resources),
             _ => None,
         };
-        self.list_through_pipeline(Event::ResourcesList, all, read, ctx).await
+        self.list_through_pipeline(InterceptionEvent::ResourcesList, all, read, ctx).await
     }
 
     /// `resources/read` by exposed URI, through the pipeline. The contents keep the URI the
@@ -507,7 +530,7 @@ impl Gateway {
         });
         let mut params = match self
             .pipeline
-            .request(Event::ResourcesRead, Message::ReadResource(params), ctx)
+            .request(InterceptionEvent::ResourcesRead, Message::ReadResource(params), ctx)
             .await
         {
             Ok(Message::ReadResource(params)) => params,
@@ -517,7 +540,9 @@ impl Gateway {
                 ));
             }
             Err(Stopped::Answered(Message::Resource(result))) => return Ok(result),
-            Err(stop) => return Err(self.refused(ctx, Event::ResourcesRead, stopped(stop))),
+            Err(stop) => {
+                return Err(self.refused(ctx, InterceptionEvent::ResourcesRead, stopped(stop)));
+            }
         };
         params.uri = route.original.clone();
         let mut result = upstream.read_resource(params, options).await?;
@@ -526,17 +551,28 @@ impl Gateway {
                 restore_uri(contents, &route.original, &asked);
             }
         }
-        match self.pipeline.response(Event::ResourcesRead, Message::Resource(result), ctx).await {
+        match self
+            .pipeline
+            .response(InterceptionEvent::ResourcesRead, Message::Resource(result), ctx)
+            .await
+        {
             Ok(Message::Resource(result)) => Ok(result),
             Ok(_) => Err(GatewayError::Interceptor("a resource became something else".into())),
-            Err(refusal) => {
-                Err(self.refused(ctx, Event::ResourcesRead, GatewayError::Refused(refusal)))
-            }
+            Err(refusal) => Err(self.refused(
+                ctx,
+                InterceptionEvent::ResourcesRead,
+                GatewayError::Refused(refusal),
+            )),
         }
     }
 
     /// Records a refused request other than a tool call, and returns its error.
-    fn refused(&self, ctx: &CallContext, event: Event, error: GatewayError) -> GatewayError {
+    fn refused(
+        &self,
+        ctx: &CallContext,
+        event: InterceptionEvent,
+        error: GatewayError,
+    ) -> GatewayError {
         self.recorder.request_refused(ctx, event.as_str(), &error);
         error
     }

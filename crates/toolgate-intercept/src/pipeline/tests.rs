@@ -31,7 +31,7 @@ impl Interceptor for Probe {
 
     fn intercept<'a>(
         &'a self,
-        _event: Event,
+        _event: InterceptionEvent,
         phase: Phase,
         message: &'a Message,
         _ctx: &'a mut CallContext,
@@ -136,10 +136,10 @@ async fn mutators_run_by_priority_then_validators_and_the_reverse_on_responses()
         .add("v0", Validation, -5, Act::Continue);
     let pipeline = chain.pipeline();
     let mut ctx = ctx();
-    pipeline.request(Event::ToolsCall, call("x"), &mut ctx).await.unwrap();
+    pipeline.request(InterceptionEvent::ToolsCall, call("x"), &mut ctx).await.unwrap();
     pipeline
         .response(
-            Event::ToolsCall,
+            InterceptionEvent::ToolsCall,
             Message::ToolResult(mcp::CallToolResult::success(vec![])),
             &mut ctx,
         )
@@ -172,7 +172,7 @@ async fn a_rewrite_reaches_later_interceptors_and_a_refusal_stops_the_phase() {
         .add("deny", Validation, 0, Act::Refuse)
         .add("after", Validation, 1, Act::Continue);
     let mut ctx = ctx();
-    let stopped = chain.pipeline().request(Event::ToolsCall, call("x"), &mut ctx).await;
+    let stopped = chain.pipeline().request(InterceptionEvent::ToolsCall, call("x"), &mut ctx).await;
     assert_eq!(
         stopped,
         Err(Stopped::Refused(Refusal { interceptor: "deny".into(), reason: "no".into() }))
@@ -184,7 +184,8 @@ async fn a_rewrite_reaches_later_interceptors_and_a_refusal_stops_the_phase() {
 #[tokio::test(start_paused = true)]
 async fn an_answer_skips_the_upstream() {
     let chain = Chain::new().add("cache", Mutation, 0, Act::Answer);
-    let stopped = chain.pipeline().request(Event::ToolsCall, call("x"), &mut ctx()).await;
+    let stopped =
+        chain.pipeline().request(InterceptionEvent::ToolsCall, call("x"), &mut ctx()).await;
     assert!(matches!(stopped, Err(Stopped::Answered(Message::ToolResult(_)))), "{stopped:?}");
 }
 
@@ -195,7 +196,7 @@ async fn audit_mode_records_and_changes_nothing() {
         .add_with("deny", Validation, Act::Refuse, |d| d.mode = Mode::Audit)
         .add_with("broken", Validation, Act::Fail, |d| d.mode = Mode::Audit);
     let mut ctx = ctx();
-    let sent = chain.pipeline().request(Event::ToolsCall, call("x"), &mut ctx).await;
+    let sent = chain.pipeline().request(InterceptionEvent::ToolsCall, call("x"), &mut ctx).await;
     assert_eq!(sent, Ok(call("x")));
     assert_eq!(chain.seen(), ["rename:request:x", "deny:request:x", "broken:request:x"]);
     assert_eq!(ctx.decisions[0].kind, DecisionKind::WouldHave(Box::new(DecisionKind::Rewrote)));
@@ -213,7 +214,7 @@ async fn failures_and_timeouts_fail_closed_unless_fail_open() {
             .add_with("guard", Validation, act.clone(), |d| d.timeout = Duration::from_secs(2));
         let started = Instant::now();
         let mut ctx = ctx();
-        match closed.pipeline().request(Event::ToolsCall, call("x"), &mut ctx).await {
+        match closed.pipeline().request(InterceptionEvent::ToolsCall, call("x"), &mut ctx).await {
             Err(Stopped::Refused(refusal)) => {
                 assert_eq!(refusal.interceptor, "guard");
                 assert!(refusal.reason.contains("fails closed"), "{}", refusal.reason);
@@ -228,7 +229,7 @@ async fn failures_and_timeouts_fail_closed_unless_fail_open() {
             d.fail_open = true;
         });
         let mut ctx = self::ctx();
-        let sent = open.pipeline().request(Event::ToolsCall, call("x"), &mut ctx).await;
+        let sent = open.pipeline().request(InterceptionEvent::ToolsCall, call("x"), &mut ctx).await;
         assert_eq!(sent, Ok(call("x")));
         assert!(matches!(ctx.decisions[0].kind, DecisionKind::Failed { let_through: true, .. }));
     }
@@ -237,7 +238,8 @@ async fn failures_and_timeouts_fail_closed_unless_fail_open() {
 #[tokio::test(start_paused = true)]
 async fn a_validator_that_rewrites_has_failed() {
     let chain = Chain::new().add("sneaky", Validation, 0, Act::Rename("other"));
-    let stopped = chain.pipeline().request(Event::ToolsCall, call("x"), &mut ctx()).await;
+    let stopped =
+        chain.pipeline().request(InterceptionEvent::ToolsCall, call("x"), &mut ctx()).await;
     assert!(matches!(stopped, Err(Stopped::Refused(_))), "{stopped:?}");
 }
 
@@ -249,10 +251,11 @@ async fn interceptors_run_only_where_their_hooks_and_filters_apply() {
         })
         .add("everywhere", Validation, 0, Act::Continue);
     let mut ctx = ctx();
-    let sent = chain.pipeline().request(Event::ToolsCall, call("x"), &mut ctx).await;
+    let sent = chain.pipeline().request(InterceptionEvent::ToolsCall, call("x"), &mut ctx).await;
     assert_eq!(sent, Ok(call("x")));
     // prompts/get is not hooked at all.
-    let sent = chain.pipeline().request(Event::PromptsGet, Message::Empty, &mut ctx).await;
+    let sent =
+        chain.pipeline().request(InterceptionEvent::PromptsGet, Message::Empty, &mut ctx).await;
     assert_eq!(sent, Ok(Message::Empty));
     assert_eq!(chain.seen(), ["everywhere:request:x"]);
 }

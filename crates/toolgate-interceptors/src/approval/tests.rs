@@ -44,7 +44,10 @@ async fn run(
     ctx: &mut CallContext,
 ) -> Outcome {
     let message = Message::CallTool(call.clone());
-    approval.intercept(Event::ToolsCall, Phase::Request, &message, ctx).await.expect("decides")
+    approval
+        .intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, ctx)
+        .await
+        .expect("decides")
 }
 
 /// Waits until the desk holds a call, yielding to the held task.

@@ -129,7 +129,7 @@ async fn calls_are_refused_with_who_and_why_and_lists_hide_what_is_always_denied
         tool: None,
     });
     let call = Message::CallTool(mcp::CallToolRequestParams::new("fs__delete_file"));
-    match p.intercept(Event::ToolsCall, Phase::Request, &call, &mut ctx).await {
+    match p.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call, &mut ctx).await {
         Ok(Outcome::Refuse(refusal)) => {
             assert_eq!(refusal.interceptor, "policy");
             assert!(refusal.reason.contains("nothing is deleted"), "{}", refusal.reason);
@@ -138,7 +138,7 @@ async fn calls_are_refused_with_who_and_why_and_lists_hide_what_is_always_denied
     }
     ctx.target.as_mut().unwrap().original = "push".into();
     assert!(ctx.get::<ApprovalRequired>().is_none());
-    match p.intercept(Event::ToolsCall, Phase::Request, &call, &mut ctx).await {
+    match p.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call, &mut ctx).await {
         Ok(Outcome::Continue) => {}
         other => panic!("`ask` leaves the call to approval: {other:?}"),
     }
@@ -153,7 +153,7 @@ async fn calls_are_refused_with_who_and_why_and_lists_hide_what_is_always_denied
     let list =
         Message::Tools(vec![listed("delete_file"), listed("run"), listed("push"), listed("read")]);
     let mut ctx = CallContext::new(Principal::local());
-    match p.intercept(Event::ToolsList, Phase::Response, &list, &mut ctx).await {
+    match p.intercept(InterceptionEvent::ToolsList, Phase::Response, &list, &mut ctx).await {
         Ok(Outcome::Rewrite(Message::Tools(kept))) => {
             let names: Vec<&str> = kept.iter().map(|l| l.original.as_str()).collect();
             assert_eq!(names, ["run", "push", "read"], "only the always-denied tool is hidden");
