@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::error::{AuditError, ChainProblem};
 use crate::event::Event;
-use crate::hash::sha256_hex;
+use toolgate_core::hash::sha256_hex;
 
 /// The `prev` of the first record, and the head of an empty log: 64 zeros.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

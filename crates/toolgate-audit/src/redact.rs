@@ -10,7 +10,8 @@ use std::str::FromStr;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::hash::{hmac_sha256_hex, sha256_hex};
+use toolgate_core::canonical::canonical_json;
+use toolgate_core::hash::{hmac_sha256_hex, sha256_hex};
 
 /// What a redacted field is replaced with.
 pub const REDACTED: &str = "***";
@@ -71,52 +72,6 @@ fn mask(value: &mut Value, path: &[PathSegment]) {
             mask(child, rest);
         }
     }
-}
-
-/// `value` as canonical JSON: object keys sorted (by their UTF-8 bytes) at every depth, no
-/// whitespace, strings and numbers as `serde_json` writes them.
-///
-/// This is not RFC 8785 (JCS), which sorts keys by UTF-16 code units and formats numbers its
-/// own way; the two agree on ASCII keys and integers.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&json_string(key));
-                out.push(':');
-                write_canonical(value, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        // A scalar's `Display` is its compact JSON.
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-fn json_string(text: &str) -> String {
-    serde_json::to_string(text).expect("a string must serialize to JSON")
 }
 
 /// A field to redact, as a dotted path: `password`, `auth.token`, `items.*.secret`.

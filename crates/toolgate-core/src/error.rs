@@ -1,23 +1,11 @@
-//! Error helpers shared by every crate: a boxed error type for seams, a cause walker, and a
-//! printer for whole error chains.
+//! Error helpers shared by every crate: a boxed error type for seams, and a printer for whole
+//! error chains.
 
 use std::error::Error;
 use std::fmt;
 
 /// The error type at crate seams, where many error types meet.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
-
-/// Finds the first error of type `E` in `error`'s `source()` chain, `error` included.
-pub fn cause_ref<'a, E: Error + 'static>(error: &'a (dyn Error + 'static)) -> Option<&'a E> {
-    let mut next = Some(error);
-    while let Some(current) = next {
-        if let Some(found) = current.downcast_ref::<E>() {
-            return Some(found);
-        }
-        next = current.source();
-    }
-    None
-}
 
 /// Displays an error followed by each of its causes: `outer: middle: inner`.
 pub struct ErrorChain<'a>(pub &'a (dyn Error + 'static));
@@ -63,13 +51,5 @@ mod tests {
     #[test]
     fn chain_prints_every_cause_once() {
         assert_eq!(ErrorChain(&Outer(Inner)).to_string(), "outer: inner");
-    }
-
-    #[test]
-    fn cause_ref_finds_nested_cause() {
-        let error: BoxError = Box::new(Outer(Inner));
-        assert!(cause_ref::<Inner>(error.as_ref()).is_some());
-        assert!(cause_ref::<Outer>(error.as_ref()).is_some());
-        assert!(cause_ref::<std::io::Error>(error.as_ref()).is_none());
     }
 }

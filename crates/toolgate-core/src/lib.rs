@@ -1,13 +1,16 @@
 //! toolgate's shared vocabulary (see ARCHITECTURE.md, `toolgate-core`).
 //!
-//! Names of exposed tools and prompts, error helpers, retry backoff, and the MCP model types re-exported as
+//! Names of exposed tools and prompts, error helpers, retry backoff, canonical JSON and the
+//! hashes taken over it, and the MCP model types re-exported as
 //! [`mcp`]. Nothing in this crate does IO.
 
 pub mod backoff;
+pub mod canonical;
 pub mod error;
+pub mod hash;
 pub mod name;
 
 /// The MCP wire types (rmcp's model), used qualified: `mcp::Tool`, `mcp::ErrorData`.
 pub use rmcp::model as mcp;
 
-pub use error::{BoxError, ErrorChain, cause_ref};
+pub use error::{BoxError, ErrorChain};

@@ -3,6 +3,8 @@
 //! change to the tool's definition or to the arguments gives another digest.
 
 use serde_json::{Value, json};
+use toolgate_core::canonical::canonical_json;
+use toolgate_core::hash::sha256_hex;
 use toolgate_core::mcp;
 
 /// The lowercase hex SHA-256 of (tool identity, canonical arguments).
@@ -22,7 +24,7 @@ pub fn call_digest(
         "definition": definition,
         "arguments": arguments,
     });
-    toolgate_audit::sha256_hex(toolgate_audit::canonical_json(&identity).as_bytes())
+    sha256_hex(canonical_json(&identity).as_bytes())
 }
 
 #[cfg(test)]

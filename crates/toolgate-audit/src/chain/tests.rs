@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::error::{AuditError, ChainProblem};
 use crate::event::Event;
-use crate::hash::sha256_hex;
+use toolgate_core::hash::sha256_hex;
 
 use super::{AuditLog, GENESIS, verify, verify_with_head};
 

@@ -1,4 +1,5 @@
-//! SHA-256 (plain, or keyed as HMAC-SHA256) as lowercase hex, the hashes this crate writes.
+//! SHA-256 (plain, or keyed as HMAC-SHA256) as lowercase hex: the hashes toolgate writes in
+//! audit records and approval digests.
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
