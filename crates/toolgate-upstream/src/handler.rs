@@ -16,7 +16,7 @@ use toolgate_core::mcp;
 use crate::call::Caller;
 use crate::event::{ChangedLists, UpstreamEvent};
 use crate::progress::ProgressCounting;
-use crate::upstream::Shared;
+use crate::shared::Shared;
 
 /// The client side of one upstream connection.
 #[derive(Clone)]
@@ -36,7 +36,7 @@ impl UpstreamHandler {
         &self,
         context: &RequestContext<RoleClient>,
     ) -> Result<Arc<dyn Caller>, ErrorData> {
-        let calls = self.shared.calls();
+        let calls = self.shared.calls.lock();
         let caller = match context.extensions.get::<InboundStreamOrigin>() {
             Some(InboundStreamOrigin::OutboundRequest(id)) => calls.by_request(id),
             _ => calls.only_caller(),
@@ -61,7 +61,9 @@ impl UpstreamHandler {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let counting = ProgressCounting::new(transport.into_transport(), self.shared.clone());
+        let shared = self.shared.clone();
+        let ledgers = Arc::new(move |token: &mcp::ProgressToken| shared.calls.lock().ledger(token));
+        let counting = ProgressCounting::new(transport.into_transport(), ledgers);
         self.serve_with_lifecycle(counting, lifecycle).await
     }
 
@@ -124,7 +126,7 @@ impl ClientHandler for UpstreamHandler {
         params: mcp::ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let route = self.shared.calls().by_token(&params.progress_token);
+        let route = self.shared.calls.lock().by_token(&params.progress_token);
         if let Some((caller, ledger)) = route {
             caller.progress(params).await;
             ledger.forwarded_one();

@@ -15,7 +15,7 @@ use toolgate_config::{CompiledToolFilter, ToolFilter};
 use toolgate_core::mcp;
 use toolgate_core::name::{disambiguated_name, exposed_name};
 
-use crate::upstream::Catalog;
+use crate::catalog::Catalog;
 
 /// Scheme of rewritten resource URIs.
 pub const REWRITTEN_SCHEME: &str = "toolgate://";

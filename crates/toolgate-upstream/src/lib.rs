@@ -6,12 +6,16 @@
 //! - [`Inventory`]: what they offer, merged under the names clients see.
 
 mod call;
+mod call_table;
+mod catalog;
+mod connect;
 mod error;
 mod event;
 mod handler;
 mod http_client;
 pub mod inventory;
 mod progress;
+mod shared;
 mod sse;
 mod stdio;
 mod upstream;
@@ -21,11 +25,13 @@ use std::sync::Arc;
 use toolgate_config::ServerConfig;
 
 pub use call::{CallOptions, Caller, unsupported};
+pub use catalog::Catalog;
+pub use connect::UpstreamInfo;
 pub use error::{BothTransportsFailed, StderrTail, UpstreamError};
 pub use event::{ChangedLists, EventSender, UpstreamEvent};
 pub use inventory::{Collision, Contribution, Inventory, Route};
 pub use sse::{SseError, SseTransport};
-pub use upstream::{Catalog, HARD_TIMEOUT_FACTOR, Upstream, UpstreamInfo};
+pub use upstream::{HARD_TIMEOUT_FACTOR, Upstream};
 
 /// The outcome of starting every enabled server.
 #[derive(Debug, Default)]

@@ -14,8 +14,6 @@ use rmcp::transport::Transport;
 use tokio::sync::Notify;
 use toolgate_core::mcp;
 
-use crate::upstream::Shared;
-
 /// Longest a result waits for its progress to be forwarded: a stuck client must not hold it.
 const CATCH_UP_LIMIT: Duration = Duration::from_secs(1);
 
@@ -59,12 +57,16 @@ impl ProgressLedger {
 /// A client transport that tells each call's ledger about its progress as it is read.
 pub(crate) struct ProgressCounting<T> {
     inner: T,
-    shared: Arc<Shared>,
+    ledgers: LedgerLookup,
 }
 
+/// Finds the ledger of the call a progress token belongs to.
+pub(crate) type LedgerLookup =
+    Arc<dyn Fn(&mcp::ProgressToken) -> Option<Arc<ProgressLedger>> + Send + Sync>;
+
 impl<T> ProgressCounting<T> {
-    pub(crate) fn new(inner: T, shared: Arc<Shared>) -> Self {
-        ProgressCounting { inner, shared }
+    pub(crate) fn new(inner: T, ledgers: LedgerLookup) -> Self {
+        ProgressCounting { inner, ledgers }
     }
 }
 
@@ -83,7 +85,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressCounting<T> {
         if let mcp::JsonRpcMessage::Notification(notification) = &message
             && let mcp::ServerNotification::ProgressNotification(progress) =
                 &notification.notification
-            && let Some(ledger) = self.shared.calls().ledger(&progress.params.progress_token)
+            && let Some(ledger) = (self.ledgers)(&progress.params.progress_token)
         {
             ledger.read_one();
         }

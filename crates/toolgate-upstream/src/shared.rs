@@ -1,0 +1,77 @@
+//! What an upstream's supervisor, its requests and its connection's handler share: the name,
+//! where events go, the catalog, and the requests in flight.
+
+use std::sync::{Arc, RwLock};
+
+use rmcp::{Peer, RoleClient};
+
+use crate::call_table::Calls;
+use crate::catalog::{Catalog, list_catalog};
+use crate::event::{ChangedLists, EventSender, UpstreamEvent};
+
+/// State shared with the connection's handler.
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    events: Option<EventSender>,
+    catalog: RwLock<Arc<Catalog>>,
+    /// Held while listing and storing the catalog: rmcp handles each `list_changed` in a task
+    /// of its own, and one may arrive during the first listing; unserialised, a slower listing
+    /// would overwrite a newer one with what it read before the change.
+    listing: tokio::sync::Mutex<()>,
+    pub(crate) calls: Calls,
+}
+
+impl Shared {
+    pub(crate) fn new(name: String, events: Option<EventSender>) -> Shared {
+        Shared {
+            name,
+            events,
+            catalog: RwLock::default(),
+            listing: tokio::sync::Mutex::default(),
+            calls: Calls::default(),
+        }
+    }
+
+    pub(crate) fn emit(&self, event: UpstreamEvent) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().expect("catalog lock must not be poisoned").clone()
+    }
+
+    pub(crate) fn set_catalog(&self, catalog: Catalog) {
+        *self.catalog.write().expect("catalog lock must not be poisoned") = Arc::new(catalog);
+    }
+
+    /// Serialises listings (see the `listing` field): held while a catalog is listed and
+    /// stored.
+    pub(crate) async fn listing(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.listing.lock().await
+    }
+
+    /// Re-lists what changed and tells the gateway.
+    pub(crate) async fn relist(&self, peer: &Peer<RoleClient>, lists: ChangedLists) {
+        let _listing = self.listing().await;
+        let mut catalog = Catalog::clone(&self.catalog());
+        let fresh = list_catalog(&self.name, peer, lists).await;
+        if lists.tools {
+            catalog.tools = fresh.tools;
+        }
+        if lists.prompts {
+            catalog.prompts = fresh.prompts;
+        }
+        if lists.resources {
+            catalog.resources = fresh.resources;
+            catalog.resource_templates = fresh.resource_templates;
+        }
+        if peer.is_transport_closed() {
+            // That connection is gone; its catalog was already dropped.
+            return;
+        }
+        self.set_catalog(catalog);
+        self.emit(UpstreamEvent::CatalogChanged { upstream: self.name.clone(), lists });
+    }
+}

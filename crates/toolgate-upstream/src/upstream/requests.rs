@@ -1,0 +1,326 @@
+//! Requests to an upstream: each is sent on behalf of a caller, under the server's timeout,
+//! with cancellation forwarded; a 2026-07-28 `input_required` answer is answered through the
+//! caller and the request retried.
+
+#![allow(deprecated)] // sampling, roots and logging are deprecated in 2026-07-28 (SEP-2577)
+
+use std::sync::Arc;
+
+use rmcp::ServiceError;
+use rmcp::service::PeerRequestOptions;
+use toolgate_core::mcp;
+
+use super::{HARD_TIMEOUT_FACTOR, Upstream};
+use crate::call::CallOptions;
+use crate::connect::Link;
+use crate::error::UpstreamError;
+use crate::progress::ProgressLedger;
+
+/// Rounds of `input_required` answered for one request before giving up.
+const MAX_INPUT_ROUNDS: usize = 10;
+
+/// A request that a 2026-07-28 server may answer with `input_required`: it is then sent again
+/// with the answers to the server's questions.
+trait AskedAgain: Clone {
+    /// The result it expects.
+    type Output;
+    /// The method, for errors.
+    const OPERATION: &'static str;
+    /// The request on the wire.
+    fn request(self) -> mcp::ClientRequest;
+    /// Its result, or the result it got instead.
+    fn result(result: mcp::ServerResult) -> Result<Self::Output, Box<mcp::ServerResult>>;
+    /// Carries the answers (and the server's state) into the next round.
+    fn answered(&mut self, responses: mcp::InputResponses, state: Option<String>);
+}
+
+impl AskedAgain for mcp::CallToolRequestParams {
+    type Output = mcp::CallToolResult;
+    const OPERATION: &'static str = "tools/call";
+
+    fn request(self) -> mcp::ClientRequest {
+        mcp::ClientRequest::CallToolRequest(mcp::CallToolRequest::new(self))
+    }
+
+    fn result(result: mcp::ServerResult) -> Result<Self::Output, Box<mcp::ServerResult>> {
+        match result {
+            mcp::ServerResult::CallToolResult(result) => Ok(result),
+            other => Err(Box::new(other)),
+        }
+    }
+
+    fn answered(&mut self, responses: mcp::InputResponses, state: Option<String>) {
+        self.input_responses = Some(responses);
+        self.request_state = state;
+    }
+}
+
+impl AskedAgain for mcp::ReadResourceRequestParams {
+    type Output = mcp::ReadResourceResult;
+    const OPERATION: &'static str = "resources/read";
+
+    fn request(self) -> mcp::ClientRequest {
+        mcp::ClientRequest::ReadResourceRequest(mcp::ReadResourceRequest::new(self))
+    }
+
+    fn result(result: mcp::ServerResult) -> Result<Self::Output, Box<mcp::ServerResult>> {
+        match result {
+            mcp::ServerResult::ReadResourceResult(result) => Ok(result),
+            other => Err(Box::new(other)),
+        }
+    }
+
+    fn answered(&mut self, responses: mcp::InputResponses, state: Option<String>) {
+        self.input_responses = Some(responses);
+        self.request_state = state;
+    }
+}
+
+impl AskedAgain for mcp::GetPromptRequestParams {
+    type Output = mcp::GetPromptResult;
+    const OPERATION: &'static str = "prompts/get";
+
+    fn request(self) -> mcp::ClientRequest {
+        mcp::ClientRequest::GetPromptRequest(mcp::GetPromptRequest::new(self))
+    }
+
+    fn result(result: mcp::ServerResult) -> Result<Self::Output, Box<mcp::ServerResult>> {
+        match result {
+            mcp::ServerResult::GetPromptResult(result) => Ok(result),
+            other => Err(Box::new(other)),
+        }
+    }
+
+    fn answered(&mut self, responses: mcp::InputResponses, state: Option<String>) {
+        self.input_responses = Some(responses);
+        self.request_state = state;
+    }
+}
+
+impl Upstream {
+    /// `tools/call` with the original tool name.
+    pub async fn call_tool(
+        &self,
+        params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+    ) -> Result<mcp::CallToolResult, UpstreamError> {
+        let target = params.name.to_string();
+        self.send_answering_inputs(params, &target, options).await
+    }
+
+    /// `resources/read` with the original URI.
+    pub async fn read_resource(
+        &self,
+        params: mcp::ReadResourceRequestParams,
+        options: &CallOptions,
+    ) -> Result<mcp::ReadResourceResult, UpstreamError> {
+        let target = params.uri.clone();
+        self.send_answering_inputs(params, &target, options).await
+    }
+
+    /// `prompts/get` with the original prompt name.
+    pub async fn get_prompt(
+        &self,
+        params: mcp::GetPromptRequestParams,
+        options: &CallOptions,
+    ) -> Result<mcp::GetPromptResult, UpstreamError> {
+        let target = params.name.clone();
+        self.send_answering_inputs(params, &target, options).await
+    }
+
+    /// `completion/complete` with original names.
+    pub async fn complete(
+        &self,
+        params: mcp::CompleteRequestParams,
+        options: &CallOptions,
+    ) -> Result<mcp::CompleteResult, UpstreamError> {
+        let request = mcp::ClientRequest::CompleteRequest(mcp::CompleteRequest::new(params));
+        match self.send(request, "completion/complete", "", options).await? {
+            mcp::ServerResult::CompleteResult(result) => Ok(result),
+            other => Err(self.unexpected("completion/complete", "", &other)),
+        }
+    }
+
+    /// Follows updates of `uri`: `resources/subscribe` on handshake-era connections, the
+    /// `subscriptions/listen` filter on 2026-07-28 ones.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        self.subscribed.lock().expect("subscribed lock").insert(uri.to_owned());
+        if self.current_link().is_some_and(|link| link.modern) {
+            self.refilter.notify_waiters();
+            return Ok(());
+        }
+        let request = mcp::ClientRequest::SubscribeRequest(mcp::SubscribeRequest::new(
+            mcp::SubscribeRequestParams::new(uri),
+        ));
+        self.send(request, "resources/subscribe", uri, &CallOptions::default()).await.map(drop)
+    }
+
+    /// Stops following updates of `uri`.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        self.subscribed.lock().expect("subscribed lock").remove(uri);
+        if self.current_link().is_some_and(|link| link.modern) {
+            self.refilter.notify_waiters();
+            return Ok(());
+        }
+        let request = mcp::ClientRequest::UnsubscribeRequest(mcp::UnsubscribeRequest::new(
+            mcp::UnsubscribeRequestParams::new(uri),
+        ));
+        self.send(request, "resources/unsubscribe", uri, &CallOptions::default()).await.map(drop)
+    }
+
+    /// `logging/setLevel` (handshake-era servers).
+    pub async fn set_level(&self, level: mcp::LoggingLevel) -> Result<(), UpstreamError> {
+        let request = mcp::ClientRequest::SetLevelRequest(mcp::SetLevelRequest::new(
+            mcp::SetLevelRequestParams::new(level),
+        ));
+        self.send(request, "logging/setLevel", "", &CallOptions::default()).await.map(drop)
+    }
+
+    /// Sends `params`, answering `input_required` rounds through the caller until the result
+    /// comes (at most [`MAX_INPUT_ROUNDS`] rounds).
+    async fn send_answering_inputs<P: AskedAgain>(
+        &self,
+        params: P,
+        target: &str,
+        options: &CallOptions,
+    ) -> Result<P::Output, UpstreamError> {
+        let mut params = params;
+        for _round in 0..MAX_INPUT_ROUNDS {
+            let request = params.clone().request();
+            match P::result(self.send(request, P::OPERATION, target, options).await?) {
+                Ok(result) => return Ok(result),
+                Err(other) => match *other {
+                    mcp::ServerResult::InputRequiredResult(input) => {
+                        let (responses, state) = self.answer_inputs(input, options).await;
+                        params.answered(responses, state);
+                    }
+                    other => return Err(self.unexpected(P::OPERATION, target, &other)),
+                },
+            }
+        }
+        Err(UpstreamError::Unexpected {
+            upstream: self.config.name.clone(),
+            operation: P::OPERATION,
+            target: target.to_owned(),
+            detail: format!("still asking for input after {MAX_INPUT_ROUNDS} rounds"),
+        })
+    }
+
+    /// Sends one request on behalf of `options.caller`, with the server's timeout (reset by
+    /// progress, capped at [`HARD_TIMEOUT_FACTOR`] × timeout), forwarding cancellation.
+    async fn send(
+        &self,
+        request: mcp::ClientRequest,
+        operation: &'static str,
+        target: &str,
+        options: &CallOptions,
+    ) -> Result<mcp::ServerResult, UpstreamError> {
+        let name = &self.config.name;
+        let link = self
+            .current_link()
+            .ok_or_else(|| UpstreamError::Disconnected { upstream: name.clone() })?;
+        let timeout = options.timeout.unwrap_or(self.config.timeout);
+        let request_options = PeerRequestOptions::with_timeout(timeout)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(timeout.saturating_mul(HARD_TIMEOUT_FACTOR));
+        let handle = match link.peer.send_request_with_option(request, request_options).await {
+            Ok(handle) => handle,
+            Err(source) => return Err(self.failed(&link, operation, source)),
+        };
+        let id = handle.id.clone();
+        let ledger = options.caller.as_ref().map(|_| Arc::new(ProgressLedger::default()));
+        let _in_flight = self.shared.calls.enter(
+            id.clone(),
+            handle.progress_token.clone(),
+            options.caller.clone(),
+            ledger.clone(),
+        );
+        let target = target.to_owned();
+        tokio::select! {
+            result = handle.await_response() => match result {
+                Ok(result) => {
+                    if let Some(ledger) = &ledger {
+                        ledger.caught_up().await;
+                    }
+                    Ok(result)
+                }
+                // rmcp says which limit it was, and has told the upstream.
+                Err(ServiceError::Timeout { timeout: limit }) => Err(UpstreamError::Timeout {
+                    upstream: name.clone(), operation, target, timeout: limit, in_all: limit != timeout,
+                }),
+                Err(source) => Err(self.failed(&link, operation, source)),
+            },
+            () = options.cancel.cancelled() => {
+                let reason = Some("cancelled by the client".to_owned());
+                let _ = link.peer.notify_cancelled(mcp::CancelledNotificationParam::new(Some(id), reason)).await;
+                Err(UpstreamError::Cancelled { upstream: name.clone(), operation, target })
+            }
+            () = link.lost.cancelled() => Err(UpstreamError::ConnectionLost {
+                upstream: name.clone(), operation, target,
+            }),
+        }
+    }
+
+    /// A request failed: a broken transport makes the supervisor reconnect.
+    fn failed(&self, link: &Link, operation: &'static str, source: ServiceError) -> UpstreamError {
+        if matches!(source, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
+            link.reset.cancel();
+        }
+        UpstreamError::Request {
+            upstream: self.config.name.clone(),
+            operation,
+            source: Box::new(source),
+        }
+    }
+
+    fn unexpected(
+        &self,
+        operation: &'static str,
+        target: &str,
+        result: &mcp::ServerResult,
+    ) -> UpstreamError {
+        let detail = match result {
+            mcp::ServerResult::CreateTaskResult(_) => {
+                "a task (tasks are not supported yet)".to_owned()
+            }
+            other => format!("{other:?}").chars().take(200).collect(),
+        };
+        UpstreamError::Unexpected {
+            upstream: self.config.name.clone(),
+            operation,
+            target: target.to_owned(),
+            detail,
+        }
+    }
+
+    /// Answers a 2026-07-28 `input_required` result by asking the caller, for the retry.
+    async fn answer_inputs(
+        &self,
+        input: mcp::InputRequiredResult,
+        options: &CallOptions,
+    ) -> (mcp::InputResponses, Option<String>) {
+        let mut responses = mcp::InputResponses::new();
+        for (key, request) in input.input_requests.unwrap_or_default() {
+            let answer = match (&options.caller, request) {
+                (None, _) => Err(crate::call::unsupported("requests for input")),
+                (Some(caller), mcp::InputRequest::Elicitation(request)) => caller
+                    .create_elicitation(request.params)
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
+                (Some(caller), mcp::InputRequest::CreateMessage(request)) => caller
+                    .create_message(request.params)
+                    .await
+                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
+                (Some(caller), mcp::InputRequest::ListRoots(_)) => {
+                    caller.list_roots().await.map(|r| serde_json::to_value(r).unwrap_or_default())
+                }
+                (Some(_), _) => Err(crate::call::unsupported("this kind of input request")),
+            };
+            let value = answer.unwrap_or_else(|error| {
+                serde_json::json!({ "error": { "code": error.code.0, "message": error.message } })
+            });
+            responses.insert(key, value);
+        }
+        (responses, input.request_state)
+    }
+}

@@ -1,0 +1,216 @@
+//! The supervisor of one upstream: connects it, follows its 2026-07-28 notification stream,
+//! notices when the connection ends, and reconnects with backoff.
+
+#![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::service::QuitReason;
+use tokio::sync::watch;
+use toolgate_core::mcp;
+
+use super::Upstream;
+use crate::catalog::Catalog;
+use crate::connect::{Connection, Link, Service, connect};
+use crate::event::{ChangedLists, UpstreamEvent};
+
+/// Time one cancellation may take to send on shutdown.
+const CANCEL_SEND_LIMIT: Duration = Duration::from_millis(250);
+/// Time a closing connection gets to end cleanly.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// First reconnection delay.
+const BACKOFF_BASE: Duration = Duration::from_millis(200);
+/// Longest reconnection delay.
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// The delay before reconnection attempt `failures` (0 = right after a lost connection):
+/// exponential from [`BACKOFF_BASE`], capped at [`BACKOFF_MAX`], with 50–100% jitter so that
+/// many gateways do not retry in step.
+pub(crate) fn backoff_delay(failures: u32, random: u64) -> Duration {
+    toolgate_core::backoff::delay(failures, BACKOFF_BASE, BACKOFF_MAX, random)
+}
+
+fn quit_reason(quit: Result<QuitReason, tokio::task::JoinError>) -> &'static str {
+    match quit {
+        Ok(QuitReason::Closed) => "closed by the server",
+        Ok(QuitReason::Cancelled) => "cancelled",
+        _ => "the connection task failed",
+    }
+}
+
+impl Upstream {
+    pub(super) async fn supervise(
+        self: Arc<Self>,
+        first: watch::Sender<Option<Result<(), String>>>,
+    ) {
+        let mut failures: u32 = 0;
+        loop {
+            let attempt = tokio::select! {
+                attempt = connect(&self.config, &self.shared) => attempt,
+                () = self.shutdown.cancelled() => break,
+            };
+            match attempt {
+                Ok(Connection { service, link, group }) => {
+                    failures = 0;
+                    *self.last_error.lock().expect("last error lock") = None;
+                    *self.link.write().expect("link lock") = Some(link.clone());
+                    tracing::info!(
+                        upstream = %self.config.name,
+                        transport = link.info.transport,
+                        protocol = %link.info.protocol_version,
+                        tools = self.catalog().tools.len(),
+                        startup_ms = link.info.startup.as_millis() as u64,
+                        "upstream connected"
+                    );
+                    self.shared
+                        .emit(UpstreamEvent::Connected { upstream: self.config.name.clone() });
+                    first.send_replace(Some(Ok(())));
+                    if link.modern {
+                        tokio::spawn(self.clone().listen(link.clone()));
+                    }
+                    let reason = self.run_until_lost(service, &link).await;
+                    link.lost.cancel();
+                    *self.link.write().expect("link lock") = None;
+                    self.shared.set_catalog(Catalog::default());
+                    if let Some(group) = group {
+                        group.kill();
+                    }
+                    if self.shutdown.is_cancelled() {
+                        break;
+                    }
+                    tracing::warn!(upstream = %self.config.name, %reason, "upstream connection lost; reconnecting");
+                    *self.last_error.lock().expect("last error lock") = Some(reason.clone());
+                    self.shared.emit(UpstreamEvent::Disconnected {
+                        upstream: self.config.name.clone(),
+                        reason,
+                    });
+                }
+                Err(error) => {
+                    // `UpstreamError::Failed` names the upstream itself.
+                    let chain = toolgate_core::ErrorChain(&error).to_string();
+                    let own_name = format!("upstream {}: ", self.config.name);
+                    let reason = chain.strip_prefix(&own_name).unwrap_or(&chain).to_owned();
+                    if failures == 0 {
+                        tracing::warn!(upstream = %self.config.name, error = %reason, "upstream failed to start");
+                    } else {
+                        tracing::debug!(upstream = %self.config.name, error = %reason, failures, "upstream still failing");
+                    }
+                    *self.last_error.lock().expect("last error lock") = Some(reason.clone());
+                    if first.borrow().is_none() {
+                        first.send_replace(Some(Err(reason.clone())));
+                        self.shared.emit(UpstreamEvent::Disconnected {
+                            upstream: self.config.name.clone(),
+                            reason,
+                        });
+                    }
+                    failures = failures.saturating_add(1);
+                }
+            }
+            let delay = backoff_delay(failures, toolgate_core::backoff::random_u64());
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.shutdown.cancelled() => break,
+            }
+        }
+        if first.borrow().is_none() {
+            first.send_replace(Some(Err("stopped before connecting".to_owned())));
+        }
+    }
+
+    /// Waits until the connection ends by itself, a request found it broken, or shutdown.
+    async fn run_until_lost(&self, service: Service, link: &Link) -> String {
+        let stop = service.cancellation_token();
+        let waiting = service.waiting();
+        tokio::pin!(waiting);
+        tokio::select! {
+            quit = &mut waiting => return format!("the connection closed ({})", quit_reason(quit)),
+            () = self.shutdown.cancelled() => self.cancel_in_flight(link).await,
+            () = link.reset.cancelled() => {}
+        }
+        stop.cancel();
+        let _ = tokio::time::timeout(CLOSE_GRACE, waiting).await;
+        "the transport broke".to_owned()
+    }
+
+    /// Asks the server to stop what it is still doing for us, so that it can end as soon as
+    /// its input closes (a server busy with a request may otherwise finish it first).
+    async fn cancel_in_flight(&self, link: &Link) {
+        let ids = self.shared.calls.lock().request_ids();
+        for id in ids {
+            let reason = Some("toolgate is shutting down".to_owned());
+            let cancelled = mcp::CancelledNotificationParam::new(Some(id), reason);
+            let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, link.peer.notify_cancelled(cancelled))
+                .await;
+        }
+    }
+
+    /// On a 2026-07-28 connection, keeps a `subscriptions/listen` stream open for list changes
+    /// and the subscribed resources, reopening it when the subscriptions change.
+    async fn listen(self: Arc<Self>, link: Arc<Link>) {
+        let capabilities = &link.info.capabilities;
+        loop {
+            let mut filter = mcp::SubscriptionFilter::new();
+            filter.tools_list_changed = capabilities.tools.as_ref().and_then(|c| c.list_changed);
+            filter.prompts_list_changed =
+                capabilities.prompts.as_ref().and_then(|c| c.list_changed);
+            filter.resources_list_changed =
+                capabilities.resources.as_ref().and_then(|c| c.list_changed);
+            let uris: Vec<String> =
+                self.subscribed.lock().expect("subscribed lock").iter().cloned().collect();
+            if !uris.is_empty() {
+                filter.resource_subscriptions = Some(uris);
+            }
+            let refiltered = self.refilter.notified();
+            tokio::pin!(refiltered);
+            let mut subscription = tokio::select! {
+                opened = link.peer.listen(filter) => match opened {
+                    Ok(subscription) => subscription,
+                    Err(error) => {
+                        tracing::debug!(upstream = %self.config.name, %error, "subscriptions/listen failed");
+                        return;
+                    }
+                },
+                () = link.lost.cancelled() => return,
+            };
+            loop {
+                tokio::select! {
+                    next = subscription.next() => match next {
+                        Ok(Some(notification)) => self.on_listened(&link, notification).await,
+                        _ => return,
+                    },
+                    () = &mut refiltered => {
+                        let _ = subscription.cancel().await;
+                        break;
+                    }
+                    () = link.lost.cancelled() => return,
+                }
+            }
+        }
+    }
+
+    async fn on_listened(&self, link: &Link, notification: mcp::ServerNotification) {
+        let lists = match notification {
+            mcp::ServerNotification::ToolListChangedNotification(_) => {
+                ChangedLists { tools: true, ..Default::default() }
+            }
+            mcp::ServerNotification::PromptListChangedNotification(_) => {
+                ChangedLists { prompts: true, ..Default::default() }
+            }
+            mcp::ServerNotification::ResourceListChangedNotification(_) => {
+                ChangedLists { resources: true, ..Default::default() }
+            }
+            mcp::ServerNotification::ResourceUpdatedNotification(updated) => {
+                let upstream = self.config.name.clone();
+                self.shared
+                    .emit(UpstreamEvent::ResourceUpdated { upstream, uri: updated.params.uri });
+                return;
+            }
+            _ => return,
+        };
+        self.shared.relist(&link.peer, lists).await;
+    }
+}
+
+#[cfg(test)]
+mod tests;
