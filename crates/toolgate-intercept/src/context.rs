@@ -135,6 +135,23 @@ impl CallContext {
         }
     }
 
+    /// A context for another request made on behalf of the same caller about the same
+    /// target (a question an upstream asks while serving this call, say): the same principal,
+    /// session, request id, target and elicitor; nothing decided or left yet.
+    pub fn for_another_request(&self) -> CallContext {
+        CallContext {
+            principal: self.principal.clone(),
+            session: self.session.clone(),
+            request_id: self.request_id.clone(),
+            target: self.target.clone(),
+            started: Instant::now(),
+            decisions: Vec::new(),
+            retarget: None,
+            elicitor: self.elicitor.clone(),
+            extensions: HashMap::new(),
+        }
+    }
+
     /// Leaves `value` for later interceptors (one value per type).
     pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
         self.extensions.insert(TypeId::of::<T>(), Box::new(value));
@@ -195,5 +212,26 @@ mod tests {
         ctx.insert(Marker(1));
         ctx.insert(Marker(2));
         assert_eq!(ctx.get::<Marker>(), Some(&Marker(2)));
+    }
+
+    #[test]
+    fn another_request_keeps_who_and_what_but_nothing_decided() {
+        #[derive(Debug)]
+        struct Marker;
+        let mut ctx = CallContext::new(Principal::anonymous());
+        ctx.session = Some("s1".into());
+        ctx.target = Some(Target {
+            server: "fs".into(),
+            original: "read".into(),
+            exposed: "fs__read".into(),
+            tool: None,
+        });
+        ctx.insert(Marker);
+        let other = ctx.for_another_request();
+        assert_eq!(other.principal, ctx.principal);
+        assert_eq!(other.session.as_deref(), Some("s1"));
+        assert_eq!(other.server_and_tool(), (Some("fs"), Some("read")));
+        assert!(other.get::<Marker>().is_none());
+        assert!(other.decisions.is_empty());
     }
 }

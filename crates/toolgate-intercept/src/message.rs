@@ -4,9 +4,14 @@
 //!
 //! [`Target`]: crate::Target
 
+#![allow(deprecated)] // sampling, roots and logging are deprecated in 2026-07-28 (SEP-2577)
+
 use toolgate_core::mcp;
 
-/// The SEP-2624 interception events toolgate raises.
+/// The SEP-2624 interception events toolgate raises: one per MCP request method that reaches
+/// an upstream or is answered on an upstream's behalf. Requests an upstream sends back
+/// (sampling, elicitation, roots), directly or as 2026-07-28 `input_required` rounds, are
+/// events too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum InterceptionEvent {
     /// `tools/list`: the response phase carries the merged tool list.
@@ -19,19 +24,49 @@ pub enum InterceptionEvent {
     PromptsGet,
     /// `resources/list`.
     ResourcesList,
+    /// `resources/templates/list`.
+    ResourceTemplatesList,
     /// `resources/read`.
     ResourcesRead,
+    /// `resources/subscribe`, and each resource a `subscriptions/listen` stream names.
+    ResourcesSubscribe,
+    /// `resources/unsubscribe`.
+    ResourcesUnsubscribe,
+    /// `subscriptions/listen` (2026-07-28): a client opens its notification stream.
+    SubscriptionsListen,
+    /// `completion/complete`.
+    CompletionComplete,
+    /// `logging/setLevel`.
+    LoggingSetLevel,
+    /// `interceptors/list`: the configured chain, answered by toolgate itself.
+    InterceptorsList,
+    /// `sampling/createMessage`, from an upstream to the client that made the call.
+    SamplingCreateMessage,
+    /// `elicitation/create`, from an upstream to the client that made the call.
+    ElicitationCreate,
+    /// `roots/list`, from an upstream to the client that made the call.
+    RootsList,
 }
 
 impl InterceptionEvent {
     /// Every event, in a fixed order.
-    pub const ALL: [InterceptionEvent; 6] = [
+    pub const ALL: [InterceptionEvent; 16] = [
         InterceptionEvent::ToolsList,
         InterceptionEvent::ToolsCall,
         InterceptionEvent::PromptsList,
         InterceptionEvent::PromptsGet,
         InterceptionEvent::ResourcesList,
+        InterceptionEvent::ResourceTemplatesList,
         InterceptionEvent::ResourcesRead,
+        InterceptionEvent::ResourcesSubscribe,
+        InterceptionEvent::ResourcesUnsubscribe,
+        InterceptionEvent::SubscriptionsListen,
+        InterceptionEvent::CompletionComplete,
+        InterceptionEvent::LoggingSetLevel,
+        InterceptionEvent::InterceptorsList,
+        InterceptionEvent::SamplingCreateMessage,
+        InterceptionEvent::ElicitationCreate,
+        InterceptionEvent::RootsList,
     ];
 
     /// The method name.
@@ -42,8 +77,34 @@ impl InterceptionEvent {
             InterceptionEvent::PromptsList => "prompts/list",
             InterceptionEvent::PromptsGet => "prompts/get",
             InterceptionEvent::ResourcesList => "resources/list",
+            InterceptionEvent::ResourceTemplatesList => "resources/templates/list",
             InterceptionEvent::ResourcesRead => "resources/read",
+            InterceptionEvent::ResourcesSubscribe => "resources/subscribe",
+            InterceptionEvent::ResourcesUnsubscribe => "resources/unsubscribe",
+            InterceptionEvent::SubscriptionsListen => "subscriptions/listen",
+            InterceptionEvent::CompletionComplete => "completion/complete",
+            InterceptionEvent::LoggingSetLevel => "logging/setLevel",
+            InterceptionEvent::InterceptorsList => "interceptors/list",
+            InterceptionEvent::SamplingCreateMessage => "sampling/createMessage",
+            InterceptionEvent::ElicitationCreate => "elicitation/create",
+            InterceptionEvent::RootsList => "roots/list",
         }
+    }
+
+    /// The event of the method `name`, if toolgate raises one for it.
+    pub fn from_method(name: &str) -> Option<InterceptionEvent> {
+        InterceptionEvent::ALL.into_iter().find(|event| event.as_str() == name)
+    }
+
+    /// Whether the request goes from an upstream to the downstream client (the other way
+    /// round from the rest).
+    pub fn is_server_to_client(self) -> bool {
+        matches!(
+            self,
+            InterceptionEvent::SamplingCreateMessage
+                | InterceptionEvent::ElicitationCreate
+                | InterceptionEvent::RootsList
+        )
     }
 }
 
@@ -86,6 +147,32 @@ pub enum Message {
     Resource(mcp::ReadResourceResult),
     /// The resources a caller is shown.
     Resources(Vec<mcp::Resource>),
-    /// A request without parameters (a list request).
+    /// The resource templates a caller is shown.
+    ResourceTemplates(Vec<mcp::ResourceTemplate>),
+    /// A `resources/subscribe` request (exposed URI).
+    Subscribe(mcp::SubscribeRequestParams),
+    /// A `resources/unsubscribe` request (exposed URI).
+    Unsubscribe(mcp::UnsubscribeRequestParams),
+    /// A `subscriptions/listen` request: what the client wants to hear about.
+    Listen(mcp::SubscriptionFilter),
+    /// A `completion/complete` request (exposed prompt name or URI).
+    Complete(mcp::CompleteRequestParams),
+    /// Its result.
+    Completion(mcp::CompleteResult),
+    /// A `logging/setLevel` request.
+    SetLevel(mcp::SetLevelRequestParams),
+    /// A `sampling/createMessage` request from an upstream.
+    CreateMessage(mcp::CreateMessageRequestParams),
+    /// The client's answer to it.
+    CreatedMessage(mcp::CreateMessageResult),
+    /// An `elicitation/create` request from an upstream.
+    Elicit(mcp::ElicitRequestParams),
+    /// The client's answer to it.
+    Elicited(mcp::ElicitResult),
+    /// The client's answer to `roots/list`.
+    Roots(mcp::ListRootsResult),
+    /// The configured interceptors (`interceptors/list`), as SEP-2624 JSON.
+    Interceptors(serde_json::Value),
+    /// A request or an answer without content (a list request, an empty result).
     Empty,
 }

@@ -46,7 +46,7 @@ pub enum Stopped {
     /// An interceptor refused it (or failed closed).
     Refused(Refusal),
     /// An interceptor answered it.
-    Answered(Message),
+    Answered(Box<Message>),
 }
 
 /// The ordered chain.
@@ -134,7 +134,7 @@ impl Pipeline {
                     message = rewritten;
                 }
                 Outcome::Refuse(refusal) => return Err(Stopped::Refused(refusal)),
-                Outcome::Answer(answer) => return Err(Stopped::Answered(answer)),
+                Outcome::Answer(answer) => return Err(Stopped::Answered(Box::new(answer))),
             }
         }
         Ok(message)

@@ -1,55 +1,102 @@
-//! The one place where errors become MCP answers.
+//! Why the gateway could not serve a request, and the one place where that becomes an MCP
+//! answer.
 
 use rmcp::ServiceError;
 use toolgate_core::mcp;
+use toolgate_intercept::{InterceptionEvent, Phase, Refusal};
 use toolgate_upstream::UpstreamError;
 
-use crate::gateway::GatewayError;
+/// Why the gateway could not serve a request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// No exposed tool has this name.
+    #[error("unknown tool: {0}")]
+    UnknownTool(String),
+    /// No exposed prompt has this name.
+    #[error("unknown prompt: {0}")]
+    UnknownPrompt(String),
+    /// No upstream offers this resource.
+    #[error("resource not found: {0}")]
+    UnknownResource(String),
+    /// The upstream failed.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    /// An interceptor refused the request (or its answer).
+    #[error("{0}")]
+    Refused(Refusal),
+    /// The downstream client answered a request an upstream sent it (sampling, elicitation,
+    /// roots) with an error, or cannot answer it; the upstream gets that error unchanged.
+    #[error("the client declined: {}", .0.message)]
+    Declined(mcp::ErrorData),
+    /// An interceptor turned a message into one of another kind (a tool call into a prompt
+    /// request, say), which nothing downstream of it can use.
+    #[error("an interceptor turned the {event} {} into a message of another kind", phase_noun(*.phase))]
+    MessageChanged {
+        /// The request's event.
+        event: InterceptionEvent,
+        /// Where it happened: a rewritten request, or an answer of the wrong kind in the
+        /// request phase, or a rewritten answer in the response phase.
+        phase: Phase,
+    },
+}
+
+fn phase_noun(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Request => "request",
+        Phase::Response => "answer",
+    }
+}
 
 /// How a failed request is answered: a protocol error, or (for tool calls) a tool error result
 /// the model can read.
-pub(crate) enum Answer {
+pub(crate) enum ErrorReply {
     /// A JSON-RPC error.
-    Error(mcp::ErrorData),
+    Protocol(mcp::ErrorData),
     /// A `CallToolResult` with `isError: true`.
     ToolError(String),
 }
 
 /// Turns a gateway error into what the client sees. An error the upstream itself answered
 /// passes through unchanged, so a client sees what it would see talking to it directly.
-pub(crate) fn answer(error: GatewayError) -> Answer {
+///
+/// Every variant is mapped here, without a catch-all: a new [`GatewayError`] does not compile
+/// until it is given its answer.
+pub(crate) fn reply(error: GatewayError) -> ErrorReply {
     match error {
-        GatewayError::UnknownTool(name) => {
-            Answer::Error(mcp::ErrorData::invalid_params(format!("Unknown tool: {name}"), None))
-        }
-        GatewayError::UnknownPrompt(name) => {
-            Answer::Error(mcp::ErrorData::invalid_params(format!("Unknown prompt: {name}"), None))
-        }
-        GatewayError::UnknownResource(uri) => Answer::Error(mcp::ErrorData::resource_not_found(
-            format!("Resource not found: {uri}"),
-            Some(serde_json::json!({ "uri": uri })),
+        GatewayError::UnknownTool(name) => ErrorReply::Protocol(mcp::ErrorData::invalid_params(
+            format!("Unknown tool: {name}"),
+            None,
         )),
+        GatewayError::UnknownPrompt(name) => ErrorReply::Protocol(mcp::ErrorData::invalid_params(
+            format!("Unknown prompt: {name}"),
+            None,
+        )),
+        GatewayError::UnknownResource(uri) => {
+            ErrorReply::Protocol(mcp::ErrorData::resource_not_found(
+                format!("Resource not found: {uri}"),
+                Some(serde_json::json!({ "uri": uri })),
+            ))
+        }
         GatewayError::Upstream(UpstreamError::Request { upstream, operation, source }) => {
             match *source {
-                ServiceError::McpError(error) => Answer::Error(error),
+                ServiceError::McpError(error) => ErrorReply::Protocol(error),
                 other => {
                     let error =
                         UpstreamError::Request { upstream, operation, source: Box::new(other) };
-                    Answer::ToolError(toolgate_core::ErrorChain(&error).to_string())
+                    ErrorReply::ToolError(toolgate_core::ErrorChain(&error).to_string())
                 }
             }
         }
         GatewayError::Upstream(error) => {
-            Answer::ToolError(toolgate_core::ErrorChain(&error).to_string())
+            ErrorReply::ToolError(toolgate_core::ErrorChain(&error).to_string())
         }
         // A refusal is the model's to read: who refused and why.
-        GatewayError::Refused(refusal) => Answer::ToolError(refusal.to_string()),
-        GatewayError::Interceptor(error) => Answer::Error(mcp::ErrorData::internal_error(
-            format!("interceptor error: {error}"),
-            None,
-        )),
-        #[allow(unreachable_patterns)]
-        other => Answer::Error(mcp::ErrorData::internal_error(other.to_string(), None)),
+        GatewayError::Refused(refusal) => ErrorReply::ToolError(refusal.to_string()),
+        GatewayError::Declined(error) => ErrorReply::Protocol(error),
+        error @ GatewayError::MessageChanged { .. } => {
+            ErrorReply::Protocol(mcp::ErrorData::internal_error(error.to_string(), None))
+        }
     }
 }
 
@@ -61,8 +108,8 @@ pub(crate) fn to_mcp_error(error: GatewayError) -> mcp::ErrorData {
             Some(serde_json::json!({ "interceptor": refusal.interceptor })),
         );
     }
-    match answer(error) {
-        Answer::Error(error) => error,
-        Answer::ToolError(message) => mcp::ErrorData::internal_error(message, None),
+    match reply(error) {
+        ErrorReply::Protocol(error) => error,
+        ErrorReply::ToolError(message) => mcp::ErrorData::internal_error(message, None),
     }
 }

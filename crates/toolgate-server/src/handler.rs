@@ -14,7 +14,7 @@ use toolgate_intercept::{CallContext, Principal};
 use toolgate_upstream::CallOptions;
 
 use crate::caller::DownstreamCaller;
-use crate::error::{Answer, answer, to_mcp_error};
+use crate::error::{ErrorReply, reply, to_mcp_error};
 use crate::gateway::Gateway;
 use crate::session::Session;
 
@@ -124,8 +124,11 @@ impl ServerHandler for GatewayHandler {
         request: mcp::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.gateway.set_log_level(&self.session(&context), request.level).await;
-        Ok(())
+        let mut ctx = self.context(&context);
+        self.gateway
+            .set_log_level(&self.session(&context), request, &mut ctx)
+            .await
+            .map_err(to_mcp_error)
     }
 
     async fn subscribe(
@@ -133,8 +136,9 @@ impl ServerHandler for GatewayHandler {
         request: mcp::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let mut ctx = self.context(&context);
         self.gateway
-            .subscribe(Some(&self.session(&context)), &request.uri)
+            .subscribe(Some(&self.session(&context)), request, &mut ctx)
             .await
             .map_err(to_mcp_error)
     }
@@ -144,8 +148,9 @@ impl ServerHandler for GatewayHandler {
         request: mcp::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let mut ctx = self.context(&context);
         self.gateway
-            .unsubscribe(Some(&self.session(&context)), &request.uri)
+            .unsubscribe(Some(&self.session(&context)), request, &mut ctx)
             .await
             .map_err(to_mcp_error)
     }
@@ -161,17 +166,15 @@ impl ServerHandler for GatewayHandler {
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         // A 2026-07-28 client's notification stream: list changes, and updates of the
         // resources it named, for as long as it stays open.
-        let mut uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
-        uris.sort();
-        uris.dedup();
-        for uri in &uris {
-            self.gateway.subscribe(None, uri).await.map_err(to_mcp_error)?;
-        }
+        let mut ctx = self.context(context.request_context());
+        let followed = self
+            .gateway
+            .listen(context.accepted().clone(), &mut ctx)
+            .await
+            .map_err(to_mcp_error)?;
         self.gateway.sessions().add_listener(context.sink().clone());
         context.cancelled().await;
-        for uri in &uris {
-            let _ = self.gateway.unsubscribe(None, uri).await;
-        }
+        self.gateway.release_listened(&followed).await;
         Ok(())
     }
 
@@ -198,9 +201,9 @@ impl ServerHandler for GatewayHandler {
                 result.result_type = Some(mcp::ResultType::COMPLETE);
                 Ok(mcp::CallToolResponse::Complete(result))
             }
-            Err(error) => match answer(error) {
-                Answer::Error(error) => Err(error),
-                Answer::ToolError(message) => {
+            Err(error) => match reply(error) {
+                ErrorReply::Protocol(error) => Err(error),
+                ErrorReply::ToolError(message) => {
                     Ok(mcp::CallToolResponse::Complete(mcp::CallToolResult::error(vec![
                         mcp::ContentBlock::text(message),
                     ])))
@@ -247,9 +250,13 @@ impl ServerHandler for GatewayHandler {
     async fn list_resource_templates(
         &self,
         _request: Option<mcp::PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<mcp::ListResourceTemplatesResult, ErrorData> {
-        let templates = self.gateway.inventory().resource_templates().to_vec();
+        let templates = self
+            .gateway
+            .list_resource_templates(&mut self.context(&context))
+            .await
+            .map_err(to_mcp_error)?;
         Ok(mcp::ListResourceTemplatesResult::with_all_items(templates))
     }
 
@@ -274,8 +281,11 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::CompleteResult, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
-        let mut result =
-            self.gateway.complete(request, &call_options(&context)).await.map_err(to_mcp_error)?;
+        let mut result = self
+            .gateway
+            .complete(request, &call_options(&context), &mut self.context(&context))
+            .await
+            .map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);
         Ok(result)
     }
@@ -283,10 +293,15 @@ impl ServerHandler for GatewayHandler {
     async fn on_custom_request(
         &self,
         request: mcp::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<mcp::CustomResult, ErrorData> {
         if request.method == INTERCEPTORS_LIST {
-            return Ok(mcp::CustomResult::new(interceptors_list(self.gateway.pipeline())));
+            let list = self
+                .gateway
+                .interceptors_list(&mut self.context(&context))
+                .await
+                .map_err(to_mcp_error)?;
+            return Ok(mcp::CustomResult::new(list));
         }
         Err(crate::jsonrpc::unrecognised_request(&request.method, request.params.as_ref()))
     }

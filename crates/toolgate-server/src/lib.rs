@@ -18,7 +18,8 @@ mod session;
 mod stdio;
 
 pub use admin::{AdminTokens, admin_router, serve_admin};
-pub use gateway::{FailedUpstream, Gateway, GatewayError};
+pub use error::GatewayError;
+pub use gateway::{FailedUpstream, Gateway};
 pub use handler::{GatewayHandler, INTERCEPTORS_LIST, interceptors_list};
 pub use jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 pub use record::Recorder;

@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Value, json};
 use toolgate_audit::{ArgumentRecord, Event, EventBus, FieldPath, kind};
 use toolgate_core::mcp;
-use toolgate_intercept::{Approved, CallContext, DecisionKind};
+use toolgate_intercept::{Approved, CallContext, DecisionKind, InterceptionEvent};
 use toolgate_upstream::{UpstreamError, UpstreamEvent};
 
-use crate::gateway::GatewayError;
+use crate::error::GatewayError;
 use crate::session::Changed;
 
 /// The number a call gets in events, so its start and end can be matched.
@@ -52,14 +52,15 @@ impl Recorder {
         &self.bus
     }
 
-    fn listening(&self) -> bool {
+    /// Whether anyone subscribes: when nobody does, nothing is built or published.
+    pub(crate) fn is_listening(&self) -> bool {
         self.bus.subscriber_count() > 0
     }
 
     /// A call is about to pass the pipeline: numbers it and publishes `tools/call/started`
     /// (when anyone listens; otherwise this costs nothing).
     pub(crate) fn call_started(&self, ctx: &mut CallContext, params: &mcp::CallToolRequestParams) {
-        if !self.listening() {
+        if !self.is_listening() {
             return;
         }
         let number = CallNumber(self.calls.fetch_add(1, Ordering::Relaxed) + 1);
@@ -86,7 +87,7 @@ impl Recorder {
         exposed: &str,
         outcome: &Result<mcp::CallToolResult, GatewayError>,
     ) {
-        if !self.listening() {
+        if !self.is_listening() {
             return;
         }
         self.interceptor_failures(ctx, || call_event(kind::INTERCEPTOR_FAILED, ctx, exposed));
@@ -144,23 +145,34 @@ impl Recorder {
         }
     }
 
-    /// A request other than a tool call (`tools/list`, `prompts/get`, ...) was refused, or
-    /// an interceptor failed on it.
-    pub(crate) fn request_refused(&self, ctx: &CallContext, method: &str, error: &GatewayError) {
-        if !self.listening() {
+    /// A request other than a tool call ended: `<method>/denied` when an interceptor refused
+    /// it, else `<method>/finished` (with `error` when it failed otherwise); and
+    /// `interceptor/failed` for each interceptor that failed on the way. Requests an upstream
+    /// sent back (sampling, elicitation, roots) are recorded the same way, with the call
+    /// they belong to.
+    pub(crate) fn request_ended<T>(
+        &self,
+        ctx: &CallContext,
+        event: InterceptionEvent,
+        outcome: &Result<T, GatewayError>,
+    ) {
+        if !self.is_listening() {
             return;
         }
-        self.interceptor_failures(ctx, || {
-            Event::new(kind::INTERCEPTOR_FAILED).with("principal", ctx.principal.to_string())
-        });
-        if let GatewayError::Refused(refusal) = error {
-            self.bus.publish(
-                Event::new(format!("{method}/denied"))
-                    .with("interceptor", refusal.interceptor.clone())
-                    .with("reason", refusal.reason.clone())
-                    .with("principal", ctx.principal.to_string()),
-            );
-        }
+        let method = event.as_str();
+        self.interceptor_failures(ctx, || request_event(kind::INTERCEPTOR_FAILED, ctx));
+        let ended = match outcome {
+            Err(GatewayError::Refused(refusal)) => request_event(&format!("{method}/denied"), ctx)
+                .with("interceptor", refusal.interceptor.clone())
+                .with("reason", refusal.reason.clone()),
+            Ok(_) => request_event(&format!("{method}/finished"), ctx),
+            Err(error) => request_event(&format!("{method}/finished"), ctx)
+                .with("error", toolgate_core::ErrorChain(error).to_string()),
+        };
+        let ended = ended
+            .with("duration_ms", ctx.started.elapsed().as_secs_f64() * 1000.0)
+            .with("decisions", decisions(ctx));
+        self.bus.publish(ended);
     }
 
     /// An upstream connected, reconnected, or went down.
@@ -192,6 +204,25 @@ impl Recorder {
             }
         }
     }
+}
+
+/// An event about one request other than a tool call: who, and about what (the server and the
+/// name or URI there, when it has a target).
+fn request_event(kind: &str, ctx: &CallContext) -> Event {
+    let mut event = Event::new(kind).with("principal", ctx.principal.to_string());
+    if let Some(target) = &ctx.target {
+        event = event
+            .with("server", target.server.clone())
+            .with("target", target.original.clone())
+            .with("exposed", target.exposed.clone());
+    }
+    if let Some(session) = &ctx.session {
+        event = event.with("session", session.clone());
+    }
+    if let Some(id) = &ctx.request_id {
+        event = event.with("request_id", id.clone());
+    }
+    event
 }
 
 /// An event about one call: who, where, which.

@@ -66,6 +66,8 @@ pub struct Contribution<'a> {
 pub struct Inventory {
     tools: Vec<mcp::Tool>,
     tool_routes: HashMap<String, Route>,
+    /// Each exposed tool's definition as its upstream listed it (original name).
+    tool_definitions: HashMap<String, Arc<mcp::Tool>>,
     prompts: Vec<mcp::Prompt>,
     prompt_routes: HashMap<String, Route>,
     resources: Vec<mcp::Resource>,
@@ -108,9 +110,10 @@ impl Inventory {
             let exposes = |name: &str| filter.as_ref().is_some_and(|f| f.matches(name));
             for tool in c.catalog.tools.iter().filter(|t| exposes(&t.name)) {
                 if let Some(exposed) = tools.claim(&upstream, c.prefix, &tool.name) {
-                    let mut tool = tool.clone();
-                    tool.name = exposed.into();
-                    inventory.tools.push(tool);
+                    let mut shown = tool.clone();
+                    shown.name = exposed.clone().into();
+                    inventory.tools.push(shown);
+                    inventory.tool_definitions.insert(exposed, Arc::new(tool.clone()));
                 }
             }
             for prompt in &c.catalog.prompts {
@@ -202,6 +205,12 @@ impl Inventory {
     /// Exposed resource templates.
     pub fn resource_templates(&self) -> &[mcp::ResourceTemplate] {
         &self.templates
+    }
+
+    /// The definition of the exposed tool `name` as its upstream listed it (under its
+    /// original name), for interceptors that look at what a tool says about itself.
+    pub fn tool_definition(&self, name: &str) -> Option<&Arc<mcp::Tool>> {
+        self.tool_definitions.get(name)
     }
 
     /// Name collisions found while merging.

@@ -1,9 +1,11 @@
 //! What an upstream's supervisor, its requests and its connection's handler share: the name,
 //! where events go, the catalog, and the requests in flight.
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use rmcp::{Peer, RoleClient};
+use toolgate_core::mcp;
 
 use crate::call_table::Calls;
 use crate::catalog::{Catalog, list_catalog};
@@ -14,6 +16,8 @@ pub(crate) struct Shared {
     pub(crate) name: String,
     events: Option<EventSender>,
     catalog: RwLock<Arc<Catalog>>,
+    /// The catalog's tools by name, so that a call finds its tool's definition at once.
+    tools: RwLock<HashMap<String, Arc<mcp::Tool>>>,
     /// Held while listing and storing the catalog: rmcp handles each `list_changed` in a task
     /// of its own, and one may arrive during the first listing; unserialised, a slower listing
     /// would overwrite a newer one with what it read before the change.
@@ -27,6 +31,7 @@ impl Shared {
             name,
             events,
             catalog: RwLock::default(),
+            tools: RwLock::default(),
             listing: tokio::sync::Mutex::default(),
             calls: Calls::default(),
         }
@@ -42,7 +47,15 @@ impl Shared {
         self.catalog.read().expect("catalog lock must not be poisoned").clone()
     }
 
+    /// The tool the upstream lists as `name`, as it lists it now.
+    pub(crate) fn tool(&self, name: &str) -> Option<Arc<mcp::Tool>> {
+        self.tools.read().expect("tool index lock must not be poisoned").get(name).cloned()
+    }
+
     pub(crate) fn set_catalog(&self, catalog: Catalog) {
+        let tools =
+            catalog.tools.iter().map(|t| (t.name.to_string(), Arc::new(t.clone()))).collect();
+        *self.tools.write().expect("tool index lock must not be poisoned") = tools;
         *self.catalog.write().expect("catalog lock must not be poisoned") = Arc::new(catalog);
     }
 

@@ -121,6 +121,11 @@ impl Upstream {
         self.shared.catalog()
     }
 
+    /// The tool it lists as `name` (its own name), as it lists it now.
+    pub fn tool(&self, name: &str) -> Option<Arc<toolgate_core::mcp::Tool>> {
+        self.shared.tool(name)
+    }
+
     /// Stops supervising: ends the connection, and a child process and everything it started.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();

@@ -1,0 +1,391 @@
+//! The requests clients make, each through the pipeline: the lists, `tools/call` (with the
+//! approval check at dispatch), `prompts/get`, `resources/read`, `completion/complete`,
+//! `subscriptions/listen` and `interceptors/list`.
+
+use std::sync::Arc;
+
+use toolgate_core::mcp;
+use toolgate_intercept::{
+    ApprovalRequired, Approved, CallContext, Listed, Refusal, Target, UpstreamTimeout, call_digest,
+};
+use toolgate_upstream::{CallOptions, Inventory, Route};
+
+use super::exchange::{
+    CallTool, Complete, Exchange, GetPrompt, ListInterceptors, ListPrompts, ListResourceTemplates,
+    ListResources, ListTools, Listen, ReadResource, through_pipeline,
+};
+use super::{Gateway, relay};
+use crate::error::GatewayError;
+
+impl Gateway {
+    /// `tools/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
+    pub async fn list_tools(&self, ctx: &mut CallContext) -> Result<Vec<mcp::Tool>, GatewayError> {
+        let inventory = self.inventory();
+        if self.pipeline.is_empty() {
+            return Ok(inventory.tools().to_vec());
+        }
+        let listed = listed(inventory.tools(), |tool| inventory.tool_route(&tool.name));
+        let shown = self.list::<ListTools>(listed, ctx).await?;
+        Ok(shown.into_iter().map(|l| l.item).collect())
+    }
+
+    /// `prompts/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
+    pub async fn list_prompts(
+        &self,
+        ctx: &mut CallContext,
+    ) -> Result<Vec<mcp::Prompt>, GatewayError> {
+        let inventory = self.inventory();
+        if self.pipeline.is_empty() {
+            return Ok(inventory.prompts().to_vec());
+        }
+        let listed = listed(inventory.prompts(), |prompt| inventory.prompt_route(&prompt.name));
+        let shown = self.list::<ListPrompts>(listed, ctx).await?;
+        Ok(shown.into_iter().map(|l| l.item).collect())
+    }
+
+    /// `resources/list` as `ctx`'s caller sees it, through the pipeline.
+    pub async fn list_resources(
+        &self,
+        ctx: &mut CallContext,
+    ) -> Result<Vec<mcp::Resource>, GatewayError> {
+        let inventory = self.inventory();
+        if self.pipeline.is_empty() {
+            return Ok(inventory.resources().to_vec());
+        }
+        self.list::<ListResources>(inventory.resources().to_vec(), ctx).await
+    }
+
+    /// `resources/templates/list` as `ctx`'s caller sees it, through the pipeline.
+    pub async fn list_resource_templates(
+        &self,
+        ctx: &mut CallContext,
+    ) -> Result<Vec<mcp::ResourceTemplate>, GatewayError> {
+        let inventory = self.inventory();
+        if self.pipeline.is_empty() {
+            return Ok(inventory.resource_templates().to_vec());
+        }
+        self.list::<ListResourceTemplates>(inventory.resource_templates().to_vec(), ctx).await
+    }
+
+    /// A list, through the pipeline; what was decided is recorded.
+    async fn list<E: Exchange<Params = ()>>(
+        &self,
+        list: E::Output,
+        ctx: &mut CallContext,
+    ) -> Result<E::Output, GatewayError> {
+        let shown = through_pipeline::<E>(&self.pipeline, (), ctx, async |(), _| Ok(list)).await;
+        self.recorder.request_ended(ctx, E::EVENT, &shown);
+        shown
+    }
+
+    /// `tools/call` by exposed name (or an alias an interceptor defines), through the
+    /// pipeline; its start and end are published as events.
+    pub async fn call_tool(
+        &self,
+        params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+    ) -> Result<mcp::CallToolResult, GatewayError> {
+        let _in_flight = self.in_flight();
+        let exposed = params.name.to_string();
+        let outcome = self.dispatch_tool(params, options, ctx).await;
+        self.recorder.call_ended(ctx, &exposed, &outcome);
+        outcome
+    }
+
+    async fn dispatch_tool(
+        &self,
+        params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+    ) -> Result<mcp::CallToolResult, GatewayError> {
+        let inventory = self.inventory();
+        // A tool's own name first; an alias only for names no tool has.
+        let target = tool_target(&inventory, &params.name)
+            .or_else(|| {
+                let name = self.pipeline.alias_of(&params.name)?;
+                tool_target(&inventory, &name)
+            })
+            .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
+        ctx.target = Some(target);
+        self.recorder.call_started(ctx, &params);
+        if !self.pipeline.is_empty() {
+            ctx.retarget = Some(Arc::new(move |name: &str| tool_target(&inventory, name)));
+        }
+        let options = self.relayed(options, ctx);
+        through_pipeline::<CallTool>(&self.pipeline, params, ctx, async |params, ctx| {
+            self.check_approval(ctx, &params)?;
+            self.send_tool(params, &options, ctx).await
+        })
+        .await
+    }
+
+    /// Sends the call to the upstream of `ctx.target`, under its original name.
+    async fn send_tool(
+        &self,
+        mut params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+        ctx: &CallContext,
+    ) -> Result<mcp::CallToolResult, GatewayError> {
+        let target = ctx
+            .target
+            .as_ref()
+            .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
+        let upstream = self.upstream(&target.server)?;
+        params.name = target.original.clone().into();
+        let result = match ctx.get::<UpstreamTimeout>() {
+            Some(UpstreamTimeout(timeout)) => {
+                let options = CallOptions { timeout: Some(*timeout), ..options.clone() };
+                upstream.call_tool(params, &options).await?
+            }
+            None => upstream.call_tool(params, options).await?,
+        };
+        Ok(result)
+    }
+
+    /// A call that needs approval goes out only with one, and only as it was approved: the
+    /// digest is computed again from the tool's definition as the upstream lists it now and
+    /// the arguments as they will be sent.
+    fn check_approval(
+        &self,
+        ctx: &CallContext,
+        params: &mcp::CallToolRequestParams,
+    ) -> Result<(), GatewayError> {
+        let approved = ctx.get::<Approved>();
+        if let Some(required) = ctx.get::<ApprovalRequired>()
+            && approved.is_none()
+        {
+            return Err(GatewayError::Refused(Refusal {
+                interceptor: required.by.clone(),
+                reason: format!(
+                    "this call needs a person's approval ({}), and no approval interceptor \
+                     handles it",
+                    required.reason
+                ),
+            }));
+        }
+        let (Some(approved), Some(target)) = (approved, &ctx.target) else { return Ok(()) };
+        let definition = self.upstream(&target.server)?.tool(&target.original);
+        let digest = call_digest(
+            &target.server,
+            &target.original,
+            definition.as_deref(),
+            params.arguments.as_ref(),
+        );
+        if digest != approved.digest {
+            return Err(GatewayError::Refused(Refusal {
+                interceptor: "approval".into(),
+                reason: "the call changed after it was approved (the tool's definition or the \
+                         arguments); it was not sent"
+                    .into(),
+            }));
+        }
+        Ok(())
+    }
+
+    /// `prompts/get` by exposed name, through the pipeline.
+    pub async fn get_prompt(
+        &self,
+        params: mcp::GetPromptRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+    ) -> Result<mcp::GetPromptResult, GatewayError> {
+        let _in_flight = self.in_flight();
+        let route = prompt_route(&self.inventory(), &params.name)?;
+        ctx.target = Some(target_of(&route, &params.name));
+        let options = self.relayed(options, ctx);
+        let outcome =
+            through_pipeline::<GetPrompt>(&self.pipeline, params, ctx, async |params, _| {
+                let mut params = params;
+                params.name = route.original.clone();
+                Ok(self.upstream(&route.upstream)?.get_prompt(params, &options).await?)
+            })
+            .await;
+        self.recorder.request_ended(ctx, GetPrompt::EVENT, &outcome);
+        outcome
+    }
+
+    /// `resources/read` by exposed URI, through the pipeline. The contents keep the URI the
+    /// caller asked for.
+    pub async fn read_resource(
+        &self,
+        params: mcp::ReadResourceRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+    ) -> Result<mcp::ReadResourceResult, GatewayError> {
+        let _in_flight = self.in_flight();
+        let asked = params.uri.clone();
+        let route = self
+            .inventory()
+            .resource_route(&asked)
+            .ok_or_else(|| GatewayError::UnknownResource(asked.clone()))?;
+        ctx.target = Some(target_of(&route, &asked));
+        let options = self.relayed(options, ctx);
+        let outcome =
+            through_pipeline::<ReadResource>(&self.pipeline, params, ctx, async |params, _| {
+                let mut params = params;
+                params.uri = route.original.clone();
+                let upstream = self.upstream(&route.upstream)?;
+                let mut result = upstream.read_resource(params, &options).await?;
+                if asked != route.original {
+                    for contents in &mut result.contents {
+                        restore_uri(contents, &route.original, &asked);
+                    }
+                }
+                Ok(result)
+            })
+            .await;
+        self.recorder.request_ended(ctx, ReadResource::EVENT, &outcome);
+        outcome
+    }
+
+    /// `completion/complete`: routed by the prompt name or resource URI it refers to, through
+    /// the pipeline.
+    pub async fn complete(
+        &self,
+        params: mcp::CompleteRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+    ) -> Result<mcp::CompleteResult, GatewayError> {
+        let _in_flight = self.in_flight();
+        let inventory = self.inventory();
+        let route = match &params.r#ref {
+            mcp::Reference::Prompt(prompt) => prompt_route(&inventory, &prompt.name)?,
+            mcp::Reference::Resource(resource) => inventory
+                .resource_route(&resource.uri)
+                .ok_or_else(|| GatewayError::UnknownResource(resource.uri.clone()))?,
+            // Nothing toolgate can route: nobody offers completions for it.
+            _ => return Ok(mcp::CompleteResult::default()),
+        };
+        let exposed = match &params.r#ref {
+            mcp::Reference::Prompt(prompt) => prompt.name.clone(),
+            mcp::Reference::Resource(resource) => resource.uri.clone(),
+            _ => String::new(),
+        };
+        ctx.target = Some(target_of(&route, &exposed));
+        let options = self.relayed(options, ctx);
+        let outcome =
+            through_pipeline::<Complete>(&self.pipeline, params, ctx, async |params, _| {
+                let mut params = params;
+                match &mut params.r#ref {
+                    mcp::Reference::Prompt(prompt) => prompt.name = route.original.clone(),
+                    mcp::Reference::Resource(resource) => resource.uri = route.original.clone(),
+                    _ => {}
+                }
+                Ok(self.upstream(&route.upstream)?.complete(params, &options).await?)
+            })
+            .await;
+        self.recorder.request_ended(ctx, Complete::EVENT, &outcome);
+        outcome
+    }
+
+    /// `subscriptions/listen` (2026-07-28): the stream is opened only if the pipeline lets it,
+    /// and each resource it names is subscribed to as by `resources/subscribe`. Returns the
+    /// URIs subscribed, to release when the stream closes.
+    pub(crate) async fn listen(
+        &self,
+        filter: mcp::SubscriptionFilter,
+        ctx: &mut CallContext,
+    ) -> Result<Vec<String>, GatewayError> {
+        let mut followed = Vec::new();
+        let outcome =
+            through_pipeline::<Listen>(&self.pipeline, filter, ctx, async |filter, ctx| {
+                let mut uris = filter.resource_subscriptions.unwrap_or_default();
+                uris.sort();
+                uris.dedup();
+                for uri in uris {
+                    let mut one = ctx.for_another_request();
+                    self.subscribe(None, mcp::SubscribeRequestParams::new(uri.clone()), &mut one)
+                        .await?;
+                    followed.push(uri);
+                }
+                Ok(())
+            })
+            .await;
+        self.recorder.request_ended(ctx, Listen::EVENT, &outcome);
+        if let Err(error) = outcome {
+            self.release_listened(&followed).await;
+            return Err(error);
+        }
+        Ok(followed)
+    }
+
+    /// `interceptors/list`: the configured chain, as SEP-2624 descriptors, through the
+    /// pipeline (it tells a client how it is being checked, which a policy may keep to
+    /// itself).
+    pub async fn interceptors_list(
+        &self,
+        ctx: &mut CallContext,
+    ) -> Result<serde_json::Value, GatewayError> {
+        let list = crate::handler::interceptors_list(&self.pipeline);
+        let outcome =
+            through_pipeline::<ListInterceptors>(&self.pipeline, (), ctx, async |(), _| Ok(list))
+                .await;
+        self.recorder.request_ended(ctx, ListInterceptors::EVENT, &outcome);
+        outcome
+    }
+
+    /// `options` with its caller wrapped so that what the upstream asks it passes the
+    /// pipeline on behalf of `ctx`'s caller (see `relay`).
+    fn relayed(&self, options: &CallOptions, ctx: &CallContext) -> CallOptions {
+        relay::wrap(options, &self.pipeline, &self.recorder, ctx)
+    }
+}
+
+/// `items` with the upstream each comes from (`route` finds it by exposed name).
+fn listed<'a, T: Clone>(
+    items: &'a [T],
+    route: impl Fn(&'a T) -> Option<&'a Route>,
+) -> Vec<Listed<T>> {
+    items
+        .iter()
+        .filter_map(|item| {
+            let route = route(item)?;
+            Some(Listed {
+                server: route.upstream.to_string(),
+                original: route.original.clone(),
+                item: item.clone(),
+            })
+        })
+        .collect()
+}
+
+/// What the exposed tool `name` stands for in `inventory`, with its definition as listed.
+fn tool_target(inventory: &Inventory, name: &str) -> Option<Target> {
+    let route =
+        inventory.tool_route(name).cloned().or_else(|| inventory.unlisted_tool_route(name))?;
+    Some(Target {
+        server: route.upstream.to_string(),
+        tool: inventory.tool_definition(name).cloned(),
+        original: route.original,
+        exposed: name.to_owned(),
+    })
+}
+
+fn prompt_route(inventory: &Inventory, name: &str) -> Result<Route, GatewayError> {
+    inventory
+        .prompt_route(name)
+        .cloned()
+        .or_else(|| inventory.unlisted_prompt_route(name))
+        .ok_or_else(|| GatewayError::UnknownPrompt(name.to_owned()))
+}
+
+fn target_of(route: &Route, exposed: &str) -> Target {
+    Target {
+        server: route.upstream.to_string(),
+        original: route.original.clone(),
+        exposed: exposed.to_owned(),
+        tool: None,
+    }
+}
+
+fn restore_uri(contents: &mut mcp::ResourceContents, original: &str, asked: &str) {
+    let (mcp::ResourceContents::TextResourceContents { uri, .. }
+    | mcp::ResourceContents::BlobResourceContents { uri, .. }) = contents
+    else {
+        return;
+    };
+    if uri == original {
+        *uri = asked.to_owned();
+    }
+}

@@ -1,0 +1,205 @@
+//! Resource subscriptions: what downstream sessions (and `subscriptions/listen` streams)
+//! follow, counted per upstream resource so that the upstream is subscribed once and
+//! unsubscribed after the last follower goes, restored after a reconnection, and released
+//! when a session closes without unsubscribing.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use toolgate_core::mcp;
+use toolgate_intercept::{CallContext, Target};
+use toolgate_upstream::{Route, Upstream};
+
+use super::exchange::{Exchange, Subscribe, Unsubscribe, through_pipeline};
+use super::{Gateway, supports_subscriptions};
+use crate::error::GatewayError;
+use crate::session::Session;
+
+/// How many followers each upstream resource has.
+#[derive(Debug, Default)]
+pub(super) struct ResourceSubscriptions {
+    counts: Mutex<HashMap<(Arc<str>, String), usize>>,
+}
+
+impl ResourceSubscriptions {
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<(Arc<str>, String), usize>> {
+        self.counts.lock().expect("subscriptions lock must not be poisoned")
+    }
+
+    /// One more follower of `route`; `true` for the first.
+    fn add(&self, route: &Route) -> bool {
+        let mut counts = self.counts();
+        let count = counts.entry((route.upstream.clone(), route.original.clone())).or_default();
+        *count += 1;
+        *count == 1
+    }
+
+    /// One follower fewer; `true` when that was the last.
+    fn remove(&self, route: &Route) -> bool {
+        let mut counts = self.counts();
+        let key = (route.upstream.clone(), route.original.clone());
+        match counts.get_mut(&key) {
+            Some(count) if *count > 1 => {
+                *count -= 1;
+                false
+            }
+            Some(_) => {
+                counts.remove(&key);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The original URIs of `upstream` anyone follows.
+    fn of(&self, upstream: &str) -> Vec<String> {
+        self.counts()
+            .keys()
+            .filter(|(name, _)| &**name == upstream)
+            .map(|(_, uri)| uri.clone())
+            .collect()
+    }
+}
+
+impl Gateway {
+    /// `resources/subscribe` from `session` (or from a `subscriptions/listen` stream, which
+    /// has none), through the pipeline; the upstream is subscribed on the first.
+    pub(crate) async fn subscribe(
+        &self,
+        session: Option<&Session>,
+        params: mcp::SubscribeRequestParams,
+        ctx: &mut CallContext,
+    ) -> Result<(), GatewayError> {
+        let route = self.subscribed_route(&params.uri, ctx)?;
+        let outcome =
+            through_pipeline::<Subscribe>(&self.pipeline, params, ctx, async |params, _| {
+                self.follow(session, &params.uri, &route).await
+            })
+            .await;
+        self.recorder.request_ended(ctx, Subscribe::EVENT, &outcome);
+        outcome
+    }
+
+    /// `resources/unsubscribe` from `session` (or a listen stream), through the pipeline; the
+    /// upstream is unsubscribed after the last.
+    pub(crate) async fn unsubscribe(
+        &self,
+        session: Option<&Session>,
+        params: mcp::UnsubscribeRequestParams,
+        ctx: &mut CallContext,
+    ) -> Result<(), GatewayError> {
+        ctx.target = self.inventory().resource_route(&params.uri).map(|route| Target {
+            server: route.upstream.to_string(),
+            original: route.original.clone(),
+            exposed: params.uri.clone(),
+            tool: None,
+        });
+        let outcome =
+            through_pipeline::<Unsubscribe>(&self.pipeline, params, ctx, async |params, _| {
+                self.unfollow(session, &params.uri).await
+            })
+            .await;
+        self.recorder.request_ended(ctx, Unsubscribe::EVENT, &outcome);
+        outcome
+    }
+
+    /// Where `uri` leads, set as `ctx`'s target.
+    fn subscribed_route(&self, uri: &str, ctx: &mut CallContext) -> Result<Route, GatewayError> {
+        let route = self
+            .inventory()
+            .resource_route(uri)
+            .ok_or_else(|| GatewayError::UnknownResource(uri.to_owned()))?;
+        ctx.target = Some(Target {
+            server: route.upstream.to_string(),
+            original: route.original.clone(),
+            exposed: uri.to_owned(),
+            tool: None,
+        });
+        Ok(route)
+    }
+
+    async fn follow(
+        &self,
+        session: Option<&Session>,
+        uri: &str,
+        route: &Route,
+    ) -> Result<(), GatewayError> {
+        let upstream = self.upstream(&route.upstream)?;
+        if session.is_some_and(|s| !s.subscribe(uri)) {
+            return Ok(());
+        }
+        if self.subscriptions.add(route) && supports_subscriptions(&upstream) {
+            upstream.subscribe(&route.original).await?;
+        }
+        Ok(())
+    }
+
+    async fn unfollow(&self, session: Option<&Session>, uri: &str) -> Result<(), GatewayError> {
+        if session.is_some_and(|s| !s.unsubscribe(uri)) {
+            return Ok(());
+        }
+        let Some(route) = self.inventory().resource_route(uri) else { return Ok(()) };
+        if self.subscriptions.remove(&route)
+            && let Ok(upstream) = self.upstream(&route.upstream)
+            && supports_subscriptions(&upstream)
+        {
+            upstream.unsubscribe(&route.original).await?;
+        }
+        Ok(())
+    }
+
+    /// Releases what sessions that have closed held: their resource subscriptions (the
+    /// upstream is unsubscribed after the last subscriber goes). Housekeeping, not a client's
+    /// request: it does not pass the pipeline.
+    pub(super) async fn release_closed_sessions(&self) {
+        for uri in self.sessions.take_released() {
+            if let Err(error) = self.unfollow(None, &uri).await {
+                tracing::debug!(%uri, %error, "releasing a closed session's subscription failed");
+            }
+        }
+    }
+
+    /// Ends what a `subscriptions/listen` stream followed (housekeeping, as above).
+    pub(crate) async fn release_listened(&self, uris: &[String]) {
+        for uri in uris {
+            if let Err(error) = self.unfollow(None, uri).await {
+                tracing::debug!(%uri, %error, "releasing a listen stream's subscription failed");
+            }
+        }
+    }
+
+    /// After a reconnection, subscribes the upstream again to what sessions follow.
+    pub(super) async fn restore_subscriptions(&self, upstream: &Arc<Upstream>) {
+        if !supports_subscriptions(upstream) {
+            return;
+        }
+        for uri in self.subscriptions.of(upstream.name()) {
+            if let Err(error) = upstream.subscribe(&uri).await {
+                tracing::debug!(upstream = upstream.name(), %uri, %error, "re-subscribe failed");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(upstream: &str, uri: &str) -> Route {
+        Route { upstream: upstream.into(), original: uri.to_owned() }
+    }
+
+    #[test]
+    fn the_first_follower_subscribes_and_the_last_unsubscribes() {
+        let subscriptions = ResourceSubscriptions::default();
+        let a = route("fs", "file:///a");
+        assert!(subscriptions.add(&a), "first");
+        assert!(!subscriptions.add(&a), "second");
+        assert!(subscriptions.add(&route("git", "file:///a")), "another upstream's resource");
+        assert_eq!(subscriptions.of("fs"), ["file:///a"]);
+        assert!(!subscriptions.remove(&a), "one follower is left");
+        assert!(subscriptions.remove(&a), "the last one went");
+        assert!(!subscriptions.remove(&a), "nobody followed it any more");
+        assert!(subscriptions.of("fs").is_empty());
+    }
+}
