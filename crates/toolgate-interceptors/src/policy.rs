@@ -10,8 +10,16 @@
 //!   { tools = ["delete_*"], decision = "deny", reason = "nothing is deleted from here" },
 //!   { tools = ["run"], when = { path = "cmd", matches = "^rm " }, decision = "deny" },
 //!   { servers = ["github"], annotations = { read_only = false }, decision = "ask" },
+//!   { events = ["sampling/createMessage"], servers = ["scratch"], decision = "deny" },
 //! ]
 //! ```
+//!
+//! A rule applies to `tools/call` unless it names other `events` (globs on the interception
+//! events, such as `completion/complete`, `resources/*` or `sampling/createMessage`). For
+//! those, `servers` matches the server the request goes to (or, for what an upstream asks the
+//! client, the server asking) and `tools` the name or URI it is about; the first matching
+//! rule decides `allow` or `deny`, and a request no rule names is allowed: `default` and
+//! `trust` are about tool calls. `when`, `annotations` and `ask` are only for `tools/call`.
 //!
 //! Evaluation: the first matching rule that names tools, else the first matching rule that
 //! does not, else `default`. Then the server's trust: `trusted` turns the default into
@@ -88,6 +96,10 @@ pub struct Policy {
 struct Rule {
     /// `rules[i]`, for reasons.
     label: String,
+    /// The events it applies to (`None`: `tools/call` only).
+    events: Option<GlobSet>,
+    /// Its `events` as written, for the descriptor's hooks.
+    event_patterns: Vec<String>,
     servers: Option<GlobSet>,
     tools: Option<GlobSet>,
     when: Vec<Condition>,
@@ -179,6 +191,14 @@ enum RuleMatch {
 }
 
 impl Rule {
+    /// Whether the rule is about `event`.
+    fn covers(&self, event: InterceptionEvent) -> bool {
+        match &self.events {
+            None => event == InterceptionEvent::ToolsCall,
+            Some(events) => events.is_match(event.as_str()),
+        }
+    }
+
     fn matches(
         &self,
         server: &str,
@@ -229,10 +249,11 @@ impl Policy {
                 ),
             });
         }
-        let tool_rules = self.rules.iter().filter(|r| r.tools.is_some());
-        let server_rules = self.rules.iter().filter(|r| r.tools.is_none());
+        let for_calls = self.rules.iter().filter(|r| r.covers(InterceptionEvent::ToolsCall));
+        let (tool_rules, server_rules): (Vec<&Rule>, Vec<&Rule>) =
+            for_calls.partition(|r| r.tools.is_some());
         let mut verdict = None;
-        for rule in tool_rules.chain(server_rules) {
+        for rule in tool_rules.into_iter().chain(server_rules) {
             match rule.matches(server, tool, traits, arguments) {
                 RuleMatch::No => continue,
                 RuleMatch::DependsOnArguments => return None,
@@ -260,6 +281,36 @@ impl Policy {
             };
         }
         Some(verdict)
+    }
+
+    /// Decides a request other than a tool call: the first rule about `event` whose `servers`
+    /// and `tools` globs match `server` and `name` (the tool, prompt or URI it is about);
+    /// allowed when none does.
+    pub fn decide_request(
+        &self,
+        event: InterceptionEvent,
+        server: Option<&str>,
+        name: Option<&str>,
+    ) -> Verdict {
+        let glob_matches = |globs: &Option<GlobSet>, value: Option<&str>| match (globs, value) {
+            (None, _) => true,
+            (Some(globs), Some(value)) => globs.is_match(value),
+            (Some(_), None) => false,
+        };
+        let rule = self.rules.iter().find(|rule| {
+            rule.covers(event)
+                && glob_matches(&rule.servers, server)
+                && glob_matches(&rule.tools, name)
+        });
+        match rule {
+            Some(rule) => {
+                let why = rule.reason.clone().unwrap_or_else(|| "no reason given".into());
+                Verdict { decision: rule.decision, reason: format!("{why} ({})", rule.label) }
+            }
+            None => {
+                Verdict { decision: Decision::Allow, reason: format!("no rule is about {event}") }
+            }
+        }
     }
 
     /// Builds it from its `[[pipeline]]` entry.
@@ -316,8 +367,13 @@ impl Policy {
                 options.error(&path, format!("expected an array of tables, found {other}"));
             }
         }
+        // Tool calls and the tool list always; other requests where a rule is about them.
+        let mut request_events = vec!["tools/call".to_owned()];
+        request_events.extend(rules.iter().flat_map(|r| r.event_patterns.iter().cloned()));
+        request_events.sort();
+        request_events.dedup();
         let hooks = vec![
-            Hook::new(["tools/call"], Phase::Request).expect("a literal event"),
+            Hook::new(request_events, Phase::Request).expect("patterns that compiled above"),
             Hook::new(["tools/list"], Phase::Response).expect("a literal event"),
         ];
         // A mutation: it rewrites the tool list. Security: fails closed (the default).
@@ -354,7 +410,50 @@ fn parse_rule(
     table: &Map<String, Value>,
 ) -> Option<Rule> {
     let mut rule = Options::new(path, table);
-    rule.only(&["servers", "tools", "when", "annotations", "decision", "reason"]);
+    rule.only(&["events", "servers", "tools", "when", "annotations", "decision", "reason"]);
+    let event_patterns = rule.strings("events");
+    let events = globs(&mut rule, "events");
+    if let Some(Some(set)) = &events {
+        for (i, pattern) in event_patterns.iter().enumerate() {
+            let one = Glob::new(pattern).map(|g| g.compile_matcher());
+            if one.is_ok_and(|m| !InterceptionEvent::ALL.iter().any(|e| m.is_match(e.as_str()))) {
+                let at = format!("{}[{i}]", rule.at("events"));
+                let known: Vec<&str> = InterceptionEvent::ALL.iter().map(|e| e.as_str()).collect();
+                rule.error(&at, format!("matches no event (events: {})", known.join(", ")));
+            }
+        }
+        let beyond_calls = InterceptionEvent::ALL
+            .iter()
+            .filter(|e| **e != InterceptionEvent::ToolsCall && set.is_match(e.as_str()))
+            .map(|e| e.as_str())
+            .collect::<Vec<_>>();
+        if !beyond_calls.is_empty() {
+            for key in ["when", "annotations"] {
+                if table.contains_key(key) {
+                    let at = rule.at(key);
+                    rule.error(
+                        &at,
+                        format!(
+                            "`{key}` is about a tool call's arguments and tool, and this rule is \
+                             also about {}",
+                            beyond_calls.join(", ")
+                        ),
+                    );
+                }
+            }
+            if rule.get("decision").and_then(Value::as_str) == Some("ask") {
+                let at = rule.at("decision");
+                rule.error(
+                    &at,
+                    format!(
+                        "`ask` holds tool calls for approval; this rule is also about {} \
+                         (use allow or deny)",
+                        beyond_calls.join(", ")
+                    ),
+                );
+            }
+        }
+    }
     let servers = globs(&mut rule, "servers");
     let tools = globs(&mut rule, "tools");
     let decided = match rule.string("decision") {
@@ -413,6 +512,8 @@ fn parse_rule(
     options.errors.append(&mut rule.errors);
     Some(Rule {
         label: format!("rules[{index}]"),
+        events: events?,
+        event_patterns,
         servers: servers?,
         tools: tools?,
         when,
@@ -490,7 +591,7 @@ impl Interceptor for Policy {
 
     fn intercept<'a>(
         &'a self,
-        _event: InterceptionEvent,
+        event: InterceptionEvent,
         _phase: Phase,
         message: &'a Message,
         ctx: &'a mut CallContext,
@@ -544,6 +645,15 @@ impl Interceptor for Policy {
                         .map(|(listed, _)| listed.clone())
                         .collect();
                     Outcome::Rewrite(Message::Tools(kept))
+                }
+            }
+            // Any other request: the rules about its event.
+            _ if event != InterceptionEvent::ToolsCall => {
+                let (server, name) = ctx.server_and_tool();
+                let verdict = self.decide_request(event, server, name);
+                match verdict.decision {
+                    Decision::Deny => Outcome::Refuse(self.refusal(&verdict)),
+                    Decision::Allow | Decision::Ask => Outcome::Continue,
                 }
             }
             _ => Outcome::Continue,

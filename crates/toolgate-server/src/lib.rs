@@ -12,6 +12,7 @@ mod handler;
 mod json_answer;
 mod jsonrpc;
 mod line_transport;
+pub mod methods;
 mod record;
 mod serve;
 mod session;

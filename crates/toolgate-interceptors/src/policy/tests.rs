@@ -161,3 +161,107 @@ async fn calls_are_refused_with_who_and_why_and_lists_hide_what_is_always_denied
         other => panic!("expected a rewritten list: {other:?}"),
     }
 }
+
+#[test]
+fn rules_about_other_events_decide_them_and_leave_tool_calls_alone() {
+    let p = policy(json!({
+        "default": "deny",
+        "rules": [
+            { "events": ["completion/complete"], "servers": ["fs"], "decision": "deny", "reason": "no hints" },
+            { "events": ["sampling/*", "elicitation/create"], "decision": "deny" },
+            { "events": ["resources/read"], "tools": ["secret://*"], "decision": "deny" },
+            { "events": ["resources/read"], "decision": "allow" },
+        ]
+    }));
+    let completion = p.decide_request(InterceptionEvent::CompletionComplete, Some("fs"), None);
+    assert_eq!(completion.decision, Decision::Deny);
+    assert!(completion.reason.contains("no hints") && completion.reason.contains("rules[0]"));
+    let elsewhere = p.decide_request(InterceptionEvent::CompletionComplete, Some("gh"), None);
+    assert_eq!(elsewhere.decision, Decision::Allow, "the rule names only fs");
+    for event in [InterceptionEvent::SamplingCreateMessage, InterceptionEvent::ElicitationCreate] {
+        assert_eq!(p.decide_request(event, Some("gh"), Some("t")).decision, Decision::Deny);
+    }
+    let secret = p.decide_request(InterceptionEvent::ResourcesRead, Some("fs"), Some("secret://k"));
+    assert_eq!(secret.decision, Decision::Deny);
+    assert!(secret.reason.contains("rules[2]"), "the first matching rule decides");
+    let open = p.decide_request(InterceptionEvent::ResourcesRead, Some("fs"), Some("file:///a"));
+    assert_eq!(open.decision, Decision::Allow);
+    assert!(open.reason.contains("rules[3]"));
+    let unnamed = p.decide_request(InterceptionEvent::LoggingSetLevel, None, None);
+    assert_eq!(unnamed.decision, Decision::Allow, "`default` is about tool calls only");
+    assert_eq!(p.decide("fs", "read", None, None).decision, Decision::Deny, "calls keep default");
+}
+
+#[test]
+fn a_rule_with_events_applies_to_tool_calls_only_when_it_names_them() {
+    let p = policy(json!({
+        "rules": [
+            { "events": ["prompts/get"], "tools": ["run"], "decision": "deny" },
+            { "events": ["tools/*"], "tools": ["drop"], "decision": "deny" },
+        ]
+    }));
+    assert_eq!(p.decide("s", "run", None, None).decision, Decision::Allow);
+    assert_eq!(p.decide("s", "drop", None, None).decision, Decision::Deny);
+    assert_eq!(
+        p.decide_request(InterceptionEvent::ToolsList, Some("s"), Some("drop")).decision,
+        Decision::Deny,
+        "tools/* covers tools/list too"
+    );
+}
+
+#[test]
+fn event_rules_are_checked_when_the_policy_is_built() {
+    let errors = Policy::from_config(&entry(json!({
+        "rules": [
+            { "events": ["sampling/createmessage"], "decision": "deny" },
+            { "events": ["prompts/get"], "when": { "path": "a", "equals": 1 }, "decision": "deny" },
+            { "events": ["*"], "annotations": { "read_only": true }, "decision": "allow" },
+            { "events": ["completion/complete"], "decision": "ask" },
+            { "events": ["tools/call"], "when": { "path": "a", "equals": 1 }, "decision": "ask" },
+        ]
+    })))
+    .expect_err("invalid");
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let text = text.join("\n");
+    for expected in [
+        "pipeline[0].rules[0].events[0]: matches no event",
+        "pipeline[0].rules[1].when: `when` is about a tool call's arguments",
+        "pipeline[0].rules[2].annotations: `annotations` is about a tool call's arguments",
+        "pipeline[0].rules[3].decision: `ask` holds tool calls for approval",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    assert!(!text.contains("rules[4]"), "when and ask are fine on tools/call:\n{text}");
+}
+
+#[tokio::test]
+async fn other_requests_are_refused_by_the_rules_about_their_event() {
+    let p = policy(json!({
+        "rules": [{ "events": ["sampling/createMessage"], "servers": ["wild"], "decision": "deny" }]
+    }));
+    let hooked = |event: InterceptionEvent| {
+        p.descriptor().hooks.iter().any(|hook| hook.covers(event, Phase::Request))
+    };
+    assert!(hooked(InterceptionEvent::SamplingCreateMessage));
+    assert!(hooked(InterceptionEvent::ToolsCall));
+    assert!(!hooked(InterceptionEvent::CompletionComplete), "no rule is about it: not run");
+    let ask = Message::CreateMessage(mcp::CreateMessageRequestParams::new(vec![], 10));
+    let mut ctx = CallContext::new(Principal::local());
+    ctx.target = Some(Target {
+        server: "wild".into(),
+        original: "summarise".into(),
+        exposed: "wild__summarise".into(),
+        tool: None,
+    });
+    let event = InterceptionEvent::SamplingCreateMessage;
+    match p.intercept(event, Phase::Request, &ask, &mut ctx).await {
+        Ok(Outcome::Refuse(refusal)) => {
+            assert_eq!(refusal.interceptor, "policy");
+            assert!(refusal.reason.contains("rules[0]"), "{}", refusal.reason);
+        }
+        other => panic!("expected a refusal: {other:?}"),
+    }
+    ctx.target.as_mut().expect("a target").server = "tame".into();
+    let allowed = p.intercept(event, Phase::Request, &ask, &mut ctx).await;
+    assert!(matches!(allowed, Ok(Outcome::Continue)), "{allowed:?}");
+}
