@@ -235,6 +235,7 @@ fn event_rules_are_checked_when_the_policy_is_built() {
 }
 
 #[tokio::test]
+#[allow(deprecated)] // sampling is deprecated in 2026-07-28 (SEP-2577) but still spoken
 async fn other_requests_are_refused_by_the_rules_about_their_event() {
     let p = policy(json!({
         "rules": [{ "events": ["sampling/createMessage"], "servers": ["wild"], "decision": "deny" }]
