@@ -341,6 +341,24 @@ impl Fixture {
         Ok(success(format!("LLM response: {text}")).into())
     }
 
+    /// Asks the client for its roots (`roots/list`) and lists their URIs.
+    #[tool(annotations(read_only_hint = true))]
+    async fn test_roots(
+        &self,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::CallToolResponse, McpError> {
+        let retry = Retry { state, responses };
+        let result = match input::list_roots(&self.hub, &cx, retry, "test_roots").await? {
+            Asked::Answered(result) => result,
+            Asked::InputRequired(result) => return Ok(result.into()),
+            Asked::Failed(message) => return Ok(failure(message).into()),
+        };
+        let uris: Vec<&str> = result.roots.iter().map(|root| root.uri.as_str()).collect();
+        Ok(success(format!("roots: {}", uris.join(" "))).into())
+    }
+
     /// Asks the user for a username and email (`elicitation/create`), showing `message`.
     #[tool(annotations(read_only_hint = true))]
     async fn test_elicitation(
