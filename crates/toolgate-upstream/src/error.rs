@@ -62,6 +62,19 @@ pub enum UpstreamError {
     /// The server answered with something this request cannot use.
     #[error("upstream {upstream}: unexpected answer to {operation} `{target}`: {detail}")]
     Unexpected { upstream: String, operation: &'static str, target: String, detail: String },
+    /// A 2026-07-28 server asked for input while serving the request, and the client (or
+    /// toolgate's pipeline on its behalf) did not give it.
+    #[error(
+        "upstream {upstream}: {operation} `{target}` needed an answer to {method} from the \
+         client, and got none: {message}"
+    )]
+    InputRefused {
+        upstream: String,
+        operation: &'static str,
+        target: String,
+        method: &'static str,
+        message: String,
+    },
     /// The first connection attempt failed (the cause, flattened to text, is kept so that
     /// every waiter can see it).
     #[error("upstream {upstream}: {reason}")]
@@ -84,6 +97,7 @@ impl UpstreamError {
             | UpstreamError::Cancelled { upstream, .. }
             | UpstreamError::ConnectionLost { upstream, .. }
             | UpstreamError::Unexpected { upstream, .. }
+            | UpstreamError::InputRefused { upstream, .. }
             | UpstreamError::Failed { upstream, .. }
             | UpstreamError::Disconnected { upstream } => upstream,
         }

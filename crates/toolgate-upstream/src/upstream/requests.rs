@@ -191,7 +191,15 @@ impl Upstream {
                 Ok(result) => return Ok(result),
                 Err(other) => match *other {
                     mcp::ServerResult::InputRequiredResult(input) => {
-                        let (responses, state) = self.answer_inputs(input, options).await;
+                        let (responses, state) = self.answer_inputs(input, options).await.map_err(
+                            |(method, error)| UpstreamError::InputRefused {
+                                upstream: self.config.name.clone(),
+                                operation: P::OPERATION,
+                                target: target.to_owned(),
+                                method,
+                                message: error.message.to_string(),
+                            },
+                        )?;
                         params.answered(responses, state);
                     }
                     other => return Err(self.unexpected(P::OPERATION, target, &other)),
@@ -293,34 +301,54 @@ impl Upstream {
         }
     }
 
-    /// Answers a 2026-07-28 `input_required` result by asking the caller, for the retry.
+    /// Answers a 2026-07-28 `input_required` result by asking the caller, for the retry. A
+    /// question the caller does not answer (refused, declined, or not supported) ends the
+    /// request, as a client of that era would end it: the protocol has no way to send an
+    /// error back as an answer.
     async fn answer_inputs(
         &self,
         input: mcp::InputRequiredResult,
         options: &CallOptions,
-    ) -> (mcp::InputResponses, Option<String>) {
+    ) -> Result<(mcp::InputResponses, Option<String>), (&'static str, mcp::ErrorData)> {
         let mut responses = mcp::InputResponses::new();
         for (key, request) in input.input_requests.unwrap_or_default() {
-            let answer = match (&options.caller, request) {
-                (None, _) => Err(crate::call::unsupported("requests for input")),
-                (Some(caller), mcp::InputRequest::Elicitation(request)) => caller
-                    .create_elicitation(request.params)
-                    .await
-                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
-                (Some(caller), mcp::InputRequest::CreateMessage(request)) => caller
-                    .create_message(request.params)
-                    .await
-                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
-                (Some(caller), mcp::InputRequest::ListRoots(_)) => {
-                    caller.list_roots().await.map(|r| serde_json::to_value(r).unwrap_or_default())
+            let (method, answer) = match (&options.caller, request) {
+                (None, request) => {
+                    let method = input_method(&request);
+                    (method, Err(crate::call::unsupported(method)))
                 }
-                (Some(_), _) => Err(crate::call::unsupported("this kind of input request")),
+                (Some(caller), mcp::InputRequest::Elicitation(request)) => (
+                    "elicitation/create",
+                    caller.create_elicitation(request.params).await.map(json),
+                ),
+                (Some(caller), mcp::InputRequest::CreateMessage(request)) => (
+                    "sampling/createMessage",
+                    caller.create_message(request.params).await.map(json),
+                ),
+                (Some(caller), mcp::InputRequest::ListRoots(_)) => {
+                    ("roots/list", caller.list_roots().await.map(json))
+                }
+                (Some(_), request) => {
+                    let method = input_method(&request);
+                    (method, Err(crate::call::unsupported(method)))
+                }
             };
-            let value = answer.unwrap_or_else(|error| {
-                serde_json::json!({ "error": { "code": error.code.0, "message": error.message } })
-            });
-            responses.insert(key, value);
+            responses.insert(key, answer.map_err(|error| (method, error))?);
         }
-        (responses, input.request_state)
+        Ok((responses, input.request_state))
     }
+}
+
+/// The method of an input request.
+fn input_method(request: &mcp::InputRequest) -> &'static str {
+    match request {
+        mcp::InputRequest::CreateMessage(_) => "sampling/createMessage",
+        mcp::InputRequest::Elicitation(_) => "elicitation/create",
+        mcp::InputRequest::ListRoots(_) => "roots/list",
+        _ => "a kind of input request toolgate does not know",
+    }
+}
+
+fn json(value: impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or_default()
 }

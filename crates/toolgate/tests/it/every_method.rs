@@ -22,7 +22,9 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 use toolgate_server::methods::{Handling, METHODS, Sender};
 
-use crate::support::{ConfigDir, HttpGateway, fixture_server, object, toml_str, toolgate_bin};
+use crate::support::{
+    ConfigDir, FixtureUpstream, HttpGateway, fixture_server, object, toml_str, toolgate_bin,
+};
 
 const WATCHED: &str = "test://watched-resource";
 
@@ -108,11 +110,14 @@ fn events_under_test() -> Vec<&'static str> {
 }
 
 fn config(mode: &str, audit_log: &std::path::Path) -> String {
+    config_with(&fixture_server("fx", "stdio", None), mode, audit_log)
+}
+
+fn config_with(upstream: &str, mode: &str, audit_log: &std::path::Path) -> String {
     let events: Vec<String> = events_under_test().iter().map(|e| toml_str(e)).collect();
     format!(
-        "{}\n[audit]\nfile = {}\n\n[[pipeline]]\nkind = \"policy\"\nmode = \"{mode}\"\n\
+        "{upstream}\n[audit]\nfile = {}\n\n[[pipeline]]\nkind = \"policy\"\nmode = \"{mode}\"\n\
          rules = [{{ events = [{}], decision = \"deny\", reason = \"the rule under test\" }}]\n",
-        fixture_server("fx", "stdio", None),
         toml_str(&audit_log.to_string_lossy()),
         events.join(", ")
     )
@@ -367,6 +372,42 @@ async fn listen_is_refused_then_audited() {
                 let subscribed = records(&log, "resources/subscribe/finished");
                 assert_eq!(subscribed[0]["exposed"], WATCHED, "{subscribed:?}");
             }
+        }
+    }
+}
+
+/// A 2026-07-28 upstream asks its questions as `input_required` rounds of the tool call, not
+/// as requests of its own: each question passes the same events, refused or audited alike.
+#[tokio::test]
+async fn questions_asked_as_input_required_rounds_pass_the_pipeline_too() {
+    let upstream = FixtureUpstream::start("http").await;
+    for mode in ["active", "audit"] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log = dir.path().join("audit.jsonl");
+        let server = fixture_server("fx", "http", Some(&upstream.url));
+        let config = ConfigDir::new(&config_with(&server, mode, &log));
+        let gateway = HttpGateway::start(&config.path()).await;
+        let answering = Answering::default();
+        let client = http_client(&gateway.url, answering.clone()).await;
+        for method in ["sampling/createMessage", "elicitation/create", "roots/list"] {
+            let result = exercise(client.peer(), method).await.expect("a tool result");
+            match mode {
+                "active" => {
+                    assert!(result.contains("refused by policy"), "{method}: {result}");
+                    assert!(answering.asked().is_empty(), "{method} reached the client");
+                }
+                _ => {
+                    assert!(!result.contains("\"isError\":true"), "{method}: {result}");
+                    assert_eq!(answering.asked().last(), Some(&method));
+                }
+            }
+        }
+        client.cancel().await.expect("close");
+        assert!(gateway.terminate().await.success());
+        let kind = if mode == "active" { "denied" } else { "finished" };
+        for method in ["sampling/createMessage", "elicitation/create", "roots/list"] {
+            let found = records(&log, &format!("{method}/{kind}"));
+            assert_eq!(found[0]["server"], "fx", "{found:?}");
         }
     }
 }
