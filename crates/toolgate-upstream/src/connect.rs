@@ -15,7 +15,7 @@ use toolgate_config::{HttpConfig, HttpTransport, ServerConfig, TransportConfig};
 use toolgate_core::{BoxError, mcp};
 
 use crate::catalog::list_catalog;
-use crate::error::{BothTransportsFailed, StderrTail, UpstreamError};
+use crate::error::{ConnectError, Endpoint, StderrTail};
 use crate::event::ChangedLists;
 use crate::handler::UpstreamHandler;
 use crate::http_client::SessionAwareClient;
@@ -68,14 +68,14 @@ pub(crate) struct Connection {
 pub(crate) async fn connect(
     config: &ServerConfig,
     shared: &Arc<Shared>,
-) -> Result<Connection, UpstreamError> {
+) -> Result<Connection, ConnectError> {
     let started = Instant::now();
     let name = config.name.clone();
     let stderr = StderrLog::default();
     let handler = UpstreamHandler::new(shared.clone());
     let connecting = connect_service(config, handler, stderr.clone());
-    let timed_out = || UpstreamError::StartupTimeout {
-        upstream: name.clone(),
+    let timed_out = || ConnectError::StartupTimeout {
+        endpoint: endpoint(config),
         timeout: config.startup_timeout,
         stderr: stderr.tail(),
     };
@@ -100,10 +100,10 @@ pub(crate) async fn connect(
         if let Some(group) = group {
             group.kill();
         }
-        return Err(UpstreamError::Connect {
-            upstream: name.clone(),
+        return Err(ConnectError::Failed {
+            endpoint: endpoint(config),
+            cause: "the connection closed while toolgate listed what the server offers".into(),
             stderr: stderr.tail(),
-            source: "the connection closed while listing its catalog".into(),
         });
     }
     shared.set_catalog(catalog);
@@ -130,11 +130,27 @@ pub(crate) async fn connect(
     Ok(Connection { service, link, group })
 }
 
+/// Where `config`'s server is, for messages: its URL without credentials or query, or its
+/// command (without arguments, which may hold secrets).
+fn endpoint(config: &ServerConfig) -> Endpoint {
+    match &config.transport {
+        TransportConfig::Stdio(stdio) => Endpoint::Command(stdio.command.clone()),
+        TransportConfig::Http(http) => {
+            let mut url = http.url.clone();
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.set_query(None);
+            url.set_fragment(None);
+            Endpoint::Url(url.to_string())
+        }
+    }
+}
+
 async fn connect_service(
     config: &ServerConfig,
     handler: UpstreamHandler,
     stderr: StderrLog,
-) -> Result<(Service, &'static str, Option<ProcessGroupHandle>), UpstreamError> {
+) -> Result<(Service, &'static str, Option<ProcessGroupHandle>), ConnectError> {
     let name = &config.name;
     match &config.transport {
         TransportConfig::Stdio(stdio) => {
@@ -143,57 +159,83 @@ async fn connect_service(
             match handler.serve(child.transport, ClientLifecycleMode::Initialize).await {
                 Ok(service) => Ok((service, "stdio", Some(group))),
                 Err(source) => {
-                    // Give the child a moment to finish writing why it failed.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // Its last words on stderr usually say why: wait (briefly) until they are
+                    // all read.
+                    let _ = tokio::time::timeout(STDERR_GRACE, stderr.closed()).await;
                     group.kill();
-                    Err(UpstreamError::Connect {
-                        upstream: name.clone(),
+                    tracing::debug!(upstream = %name, error = ?source, "handshake failed");
+                    Err(ConnectError::Failed {
+                        endpoint: endpoint(config),
+                        cause: crate::cause::describe(&source, None),
                         stderr: stderr.tail(),
-                        source: Box::new(source),
                     })
                 }
             }
         }
-        TransportConfig::Http(http) => connect_http(name, http, handler).await,
+        TransportConfig::Http(http) => connect_http(config, http, handler).await,
     }
 }
 
+/// How long a child that failed its handshake gets to finish writing why.
+const STDERR_GRACE: Duration = Duration::from_millis(500);
+
 async fn connect_http(
-    name: &str,
+    server: &ServerConfig,
     config: &HttpConfig,
     handler: UpstreamHandler,
-) -> Result<(Service, &'static str, Option<ProcessGroupHandle>), UpstreamError> {
-    let connect_error = |source: BoxError| UpstreamError::Connect {
-        upstream: name.to_owned(),
-        stderr: StderrTail::default(),
-        source,
+) -> Result<(Service, &'static str, Option<ProcessGroupHandle>), ConnectError> {
+    let name = &server.name;
+    let url = config.url.as_str();
+    let failed = |error: BoxError| {
+        tracing::debug!(upstream = %name, error = ?error, "connection failed");
+        ConnectError::Failed {
+            endpoint: endpoint(server),
+            cause: crate::cause::describe(error.as_ref(), Some(url)),
+            stderr: StderrTail::default(),
+        }
     };
-    let headers = header_map(name, config)?;
+    let headers = header_map(config)?;
     match config.transport {
         HttpTransport::StreamableHttp => {
-            let service =
-                connect_streamable(config, headers, handler).await.map_err(connect_error)?;
+            let service = connect_streamable(config, headers, handler).await.map_err(failed)?;
             Ok((service, "streamable-http", None))
         }
         HttpTransport::Sse => {
-            let service = connect_sse(config, headers, handler).await.map_err(connect_error)?;
+            let service = connect_sse(config, headers, handler).await.map_err(failed)?;
             Ok((service, "sse", None))
         }
         HttpTransport::Auto => {
             match connect_streamable(config, headers.clone(), handler.clone()).await {
                 Ok(service) => Ok((service, "streamable-http", None)),
                 Err(streamable) => {
-                    tracing::debug!(upstream = name, error = %streamable, "streamable HTTP failed; trying legacy SSE");
+                    tracing::debug!(upstream = %name, error = ?streamable, "streamable HTTP failed; trying legacy SSE");
                     match connect_sse(config, headers, handler).await {
                         Ok(service) => Ok((service, "sse", None)),
-                        Err(sse) => Err(connect_error(Box::new(BothTransportsFailed {
-                            streamable: toolgate_core::ErrorChain(streamable.as_ref()).to_string(),
-                            sse: toolgate_core::ErrorChain(sse.as_ref()).to_string(),
-                        }))),
+                        Err(sse) => {
+                            let streamable = failed(streamable);
+                            let sse = failed(sse);
+                            Err(both_failed(streamable, sse))
+                        }
                     }
                 }
             }
         }
+    }
+}
+
+/// The failure of a server tried as streamable HTTP and then as legacy SSE: one cause when
+/// both say the same, else both.
+fn both_failed(streamable: ConnectError, sse: ConnectError) -> ConnectError {
+    match (streamable, sse) {
+        (
+            ConnectError::Failed { endpoint, cause: first, stderr },
+            ConnectError::Failed { cause: second, .. },
+        ) if first != second => ConnectError::Failed {
+            endpoint,
+            cause: format!("{first} (as streamable HTTP); {second} (as legacy SSE)"),
+            stderr,
+        },
+        (streamable, _) => streamable,
     }
 }
 
@@ -235,16 +277,12 @@ async fn connect_sse(
     Ok(handler.serve(transport, ClientLifecycleMode::Initialize).await?)
 }
 
-fn header_map(
-    upstream: &str,
-    config: &HttpConfig,
-) -> Result<Vec<(HeaderName, HeaderValue)>, UpstreamError> {
+fn header_map(config: &HttpConfig) -> Result<Vec<(HeaderName, HeaderValue)>, ConnectError> {
     config
         .headers
         .iter()
         .map(|(name, value)| {
-            let bad =
-                || UpstreamError::Header { upstream: upstream.to_owned(), name: name.clone() };
+            let bad = || ConnectError::Header { name: name.clone() };
             let header = HeaderName::try_from(name.as_str()).map_err(|_| bad())?;
             let mut value = HeaderValue::try_from(value.expose()).map_err(|_| bad())?;
             value.set_sensitive(true);

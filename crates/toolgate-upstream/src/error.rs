@@ -3,40 +3,19 @@
 use std::fmt;
 use std::time::Duration;
 
-use toolgate_core::BoxError;
-
 /// An upstream could not be started, reached, or asked.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum UpstreamError {
-    /// The child process could not be spawned.
-    #[error("upstream {upstream}: cannot start `{command}`")]
-    Spawn {
-        upstream: String,
-        command: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A configured header is not a valid HTTP header.
-    #[error("upstream {upstream}: invalid header `{name}`")]
-    Header { upstream: String, name: String },
-    /// The server did not finish its handshake in time.
-    #[error("upstream {upstream}: not ready within {}{stderr}", humanize(*timeout))]
-    StartupTimeout { upstream: String, timeout: Duration, stderr: StderrTail },
-    /// The server could not be reached, or its handshake failed.
-    #[error("upstream {upstream}: connection failed{stderr}")]
-    Connect {
-        upstream: String,
-        stderr: StderrTail,
-        #[source]
-        source: BoxError,
-    },
+    /// A connection attempt failed.
+    #[error("upstream {upstream}: {error}")]
+    Connect { upstream: String, error: ConnectError },
     /// A request to a connected server failed.
-    #[error("upstream {upstream}: {operation} failed")]
+    #[error("upstream {upstream}: {operation} failed: {}", crate::cause::describe(source.as_ref(), None))]
     Request {
         upstream: String,
         operation: &'static str,
-        #[source]
+        // Not `#[source]`: its chain is told in words above (rmcp's own text names types).
         source: Box<rmcp::ServiceError>,
     },
     /// A request went `timeout` without an answer or progress, or (`in_all`) reached the
@@ -75,30 +54,71 @@ pub enum UpstreamError {
         method: &'static str,
         message: String,
     },
-    /// The first connection attempt failed (the cause, flattened to text, is kept so that
-    /// every waiter can see it).
-    #[error("upstream {upstream}: {reason}")]
-    Failed { upstream: String, reason: String },
     /// The server is not connected (any more).
     #[error("upstream {upstream}: not connected")]
     Disconnected { upstream: String },
+}
+
+/// Why one attempt to connect to an upstream failed, in words; [`UpstreamError::Connect`]
+/// adds which upstream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The child process could not be spawned.
+    #[error("cannot start `{command}`: {cause}")]
+    Spawn { command: String, cause: String },
+    /// A configured header is not a valid HTTP header.
+    #[error("invalid header `{name}`")]
+    Header { name: String },
+    /// The server did not complete its handshake and listing in time.
+    #[error("{endpoint} did not complete the MCP handshake within {}{stderr}", humanize(*timeout))]
+    StartupTimeout { endpoint: Endpoint, timeout: Duration, stderr: StderrTail },
+    /// The server could not be reached, or its handshake failed.
+    #[error("{}{cause}{stderr}", endpoint.failed_prefix())]
+    Failed { endpoint: Endpoint, cause: String, stderr: StderrTail },
+    /// The supervisor stopped before the first attempt ended.
+    #[error("stopped before connecting")]
+    Stopped,
+}
+
+/// Where an upstream is: a URL, or the command that starts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// An HTTP server.
+    Url(String),
+    /// A child process, by its command line.
+    Command(String),
+}
+
+impl Endpoint {
+    fn failed_prefix(&self) -> String {
+        match self {
+            Endpoint::Url(url) => format!("cannot connect to {url}: "),
+            Endpoint::Command(command) => format!("`{command}`: "),
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Url(url) => f.write_str(url),
+            Endpoint::Command(command) => write!(f, "`{command}`"),
+        }
+    }
 }
 
 impl UpstreamError {
     /// The name of the upstream this error is about.
     pub fn upstream(&self) -> &str {
         match self {
-            UpstreamError::Spawn { upstream, .. }
-            | UpstreamError::Header { upstream, .. }
-            | UpstreamError::StartupTimeout { upstream, .. }
-            | UpstreamError::Connect { upstream, .. }
+            UpstreamError::Connect { upstream, .. }
             | UpstreamError::Request { upstream, .. }
             | UpstreamError::Timeout { upstream, .. }
             | UpstreamError::Cancelled { upstream, .. }
             | UpstreamError::ConnectionLost { upstream, .. }
             | UpstreamError::Unexpected { upstream, .. }
             | UpstreamError::InputRefused { upstream, .. }
-            | UpstreamError::Failed { upstream, .. }
             | UpstreamError::Disconnected { upstream } => upstream,
         }
     }
@@ -106,7 +126,7 @@ impl UpstreamError {
 
 /// The last lines a child wrote to stderr, shown with start-up errors because they usually
 /// say what went wrong (`command not found`, a missing token, ...).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StderrTail(pub Vec<String>);
 
 impl fmt::Display for StderrTail {
@@ -128,12 +148,4 @@ pub(crate) fn humanize(duration: Duration) -> String {
     } else {
         format!("{}ms", duration.as_millis())
     }
-}
-
-/// Both HTTP transports were tried for a `transport = "auto"` server.
-#[derive(Debug, thiserror::Error)]
-#[error("streamable HTTP failed ({streamable}), and so did legacy SSE ({sse})")]
-pub struct BothTransportsFailed {
-    pub(crate) streamable: String,
-    pub(crate) sse: String,
 }

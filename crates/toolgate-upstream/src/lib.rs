@@ -8,6 +8,7 @@
 mod call;
 mod call_table;
 mod catalog;
+mod cause;
 mod connect;
 mod error;
 mod event;
@@ -27,7 +28,7 @@ use toolgate_config::ServerConfig;
 pub use call::{CallOptions, Caller, unsupported};
 pub use catalog::Catalog;
 pub use connect::UpstreamInfo;
-pub use error::{BothTransportsFailed, StderrTail, UpstreamError};
+pub use error::{ConnectError, Endpoint, StderrTail, UpstreamError};
 pub use event::{ChangedLists, EventSender, UpstreamEvent};
 pub use inventory::{Collision, Contribution, Inventory, Route};
 pub use sse::{SseError, SseTransport};

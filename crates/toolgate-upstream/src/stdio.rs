@@ -16,7 +16,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, Command};
 use toolgate_config::StdioConfig;
 
-use crate::error::{StderrTail, UpstreamError};
+use crate::error::{ConnectError, StderrTail};
 
 /// Lines of stderr kept for error messages.
 const STDERR_TAIL_LINES: usize = 12;
@@ -33,7 +33,7 @@ pub(crate) fn spawn(
     upstream: &str,
     config: &StdioConfig,
     log: StderrLog,
-) -> Result<SpawnedChild, UpstreamError> {
+) -> Result<SpawnedChild, ConnectError> {
     let mut command = Command::new(&config.command);
     command.args(&config.args);
     if let Some(cwd) = &config.cwd {
@@ -47,10 +47,9 @@ pub(crate) fn spawn(
     }
     let mut wrapped = CommandWrap::from(command);
     wrapped.wrap(ProcessGroup::leader());
-    let spawn_error = |source| UpstreamError::Spawn {
-        upstream: upstream.to_owned(),
+    let spawn_error = |source: std::io::Error| ConnectError::Spawn {
         command: config.command.clone(),
-        source,
+        cause: crate::cause::describe(&source, None),
     };
     let (transport, stderr) =
         TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn().map_err(spawn_error)?;
@@ -88,15 +87,25 @@ async fn forward_stderr(upstream: String, stderr: ChildStderr, log: StderrLog) {
         tracing::info!(target: "toolgate::upstream::stderr", upstream = %upstream, "{line}");
         log.push(line);
     }
+    log.closed.send_replace(true);
 }
 
 /// The last lines of a child's stderr.
 #[derive(Clone, Default)]
-pub(crate) struct StderrLog(Arc<Mutex<VecDeque<String>>>);
+pub(crate) struct StderrLog {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    /// Set once the child's stderr has closed (it exited, or closed it).
+    closed: Arc<tokio::sync::watch::Sender<bool>>,
+}
 
 impl StderrLog {
+    /// Waits until the child's stderr has closed, so that its last words are all read.
+    pub(crate) async fn closed(&self) {
+        let _ = self.closed.subscribe().wait_for(|closed| *closed).await;
+    }
+
     fn push(&self, line: String) {
-        let mut lines = self.0.lock().expect("stderr log lock must not be poisoned");
+        let mut lines = self.lines.lock().expect("stderr log lock must not be poisoned");
         if lines.len() == STDERR_TAIL_LINES {
             lines.pop_front();
         }
@@ -105,7 +114,12 @@ impl StderrLog {
 
     pub(crate) fn tail(&self) -> StderrTail {
         StderrTail(
-            self.0.lock().expect("stderr log lock must not be poisoned").iter().cloned().collect(),
+            self.lines
+                .lock()
+                .expect("stderr log lock must not be poisoned")
+                .iter()
+                .cloned()
+                .collect(),
         )
     }
 }

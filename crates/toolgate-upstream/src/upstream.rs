@@ -9,7 +9,7 @@ use toolgate_config::ServerConfig;
 
 use crate::catalog::Catalog;
 use crate::connect::{Link, UpstreamInfo};
-use crate::error::UpstreamError;
+use crate::error::{ConnectError, UpstreamError};
 use crate::event::EventSender;
 use crate::shared::Shared;
 
@@ -24,7 +24,7 @@ pub struct Upstream {
     shared: Arc<Shared>,
     link: RwLock<Option<Arc<Link>>>,
     last_error: Mutex<Option<String>>,
-    first_attempt: watch::Receiver<Option<Result<(), String>>>,
+    first_attempt: watch::Receiver<Option<Result<(), ConnectError>>>,
     shutdown: CancellationToken,
     stopped: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Resources subscribed to; on 2026-07-28 connections they are part of the listen filter.
@@ -80,12 +80,12 @@ impl Upstream {
         let mut first = self.first_attempt.clone();
         let outcome = match first.wait_for(Option::is_some).await {
             Ok(outcome) => outcome.clone(),
-            Err(_) => Some(Err("the supervisor stopped".to_owned())),
+            Err(_) => Some(Err(ConnectError::Stopped)),
         };
         match outcome {
             Some(Ok(())) => Ok(()),
-            Some(Err(reason)) => {
-                Err(UpstreamError::Failed { upstream: self.config.name.clone(), reason })
+            Some(Err(error)) => {
+                Err(UpstreamError::Connect { upstream: self.config.name.clone(), error })
             }
             None => Err(UpstreamError::Disconnected { upstream: self.config.name.clone() }),
         }

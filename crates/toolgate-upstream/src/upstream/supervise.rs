@@ -13,6 +13,7 @@ use toolgate_core::mcp;
 use super::Upstream;
 use crate::catalog::Catalog;
 use crate::connect::{Connection, Link, Service, connect};
+use crate::error::ConnectError;
 use crate::event::{ChangedLists, UpstreamEvent};
 
 /// Time one cancellation may take to send on shutdown.
@@ -42,7 +43,7 @@ fn quit_reason(quit: Result<QuitReason, tokio::task::JoinError>) -> &'static str
 impl Upstream {
     pub(super) async fn supervise(
         self: Arc<Self>,
-        first: watch::Sender<Option<Result<(), String>>>,
+        first: watch::Sender<Option<Result<(), ConnectError>>>,
     ) {
         let mut failures: u32 = 0;
         loop {
@@ -87,10 +88,7 @@ impl Upstream {
                     });
                 }
                 Err(error) => {
-                    // `UpstreamError::Failed` names the upstream itself.
-                    let chain = toolgate_core::ErrorChain(&error).to_string();
-                    let own_name = format!("upstream {}: ", self.config.name);
-                    let reason = chain.strip_prefix(&own_name).unwrap_or(&chain).to_owned();
+                    let reason = error.to_string();
                     if failures == 0 {
                         tracing::warn!(upstream = %self.config.name, error = %reason, "upstream failed to start");
                     } else {
@@ -98,7 +96,7 @@ impl Upstream {
                     }
                     *self.last_error.lock().expect("last error lock") = Some(reason.clone());
                     if first.borrow().is_none() {
-                        first.send_replace(Some(Err(reason.clone())));
+                        first.send_replace(Some(Err(error)));
                         self.shared.emit(UpstreamEvent::Disconnected {
                             upstream: self.config.name.clone(),
                             reason,
@@ -114,7 +112,7 @@ impl Upstream {
             }
         }
         if first.borrow().is_none() {
-            first.send_replace(Some(Err("stopped before connecting".to_owned())));
+            first.send_replace(Some(Err(ConnectError::Stopped)));
         }
     }
 

@@ -36,14 +36,17 @@ async fn a_missing_optional_server_leaves_the_others_working() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_times_out_at_startup() {
-    // `cat` reads the handshake and never answers it.
+    // `sleep` never reads the handshake, let alone answers it.
     let config = ConfigDir::new(
         "[servers.mute]\ncommand = \"sleep\"\nargs = [\"600\"]\nstartup_timeout = \"1s\"\nrequired = true\n",
     );
     let output = run_toolgate(&["tools", "--config", &config.path().to_string_lossy()]).await;
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("mute") && stderr.contains("not ready within 1s"), "{stderr}");
+    assert!(
+        stderr.contains("upstream mute: `sleep` did not complete the MCP handshake within 1s"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ mod builtins;
 mod cli;
 mod conformance;
 mod deps;
+mod error_messages;
 mod every_method;
 mod failures;
 mod fidelity;
