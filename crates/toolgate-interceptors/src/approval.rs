@@ -36,16 +36,13 @@
 //! It is a validator that runs after the others by default (priority 1000): a call that
 //! another check refuses is never put in front of a person.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
+use serde_json::{Value, json};
 use tokio::time::Instant;
-use toolgate_audit::{Event as AuditEvent, EventBus, kind};
+use toolgate_audit::{Event as AuditEvent, kind};
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
@@ -54,6 +51,11 @@ use toolgate_intercept::{
 };
 
 use crate::options::{OptionError, Options};
+
+mod desk;
+
+use desk::Settled;
+pub use desk::{ApprovalDesk, DecideError, PendingApproval, Ruling};
 
 /// The config `kind`.
 pub const KIND: &str = "approval";
@@ -83,234 +85,6 @@ impl Via {
             Via::Elicit => "elicit",
             Via::External => "external",
             Via::Deny => "deny",
-        }
-    }
-}
-
-/// A call waiting on the desk, as approvers see it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PendingApproval {
-    /// Its id on the desk.
-    pub id: String,
-    /// What is approved: see [`call_digest`].
-    pub digest: String,
-    /// The upstream.
-    pub server: String,
-    /// The tool's name at the upstream.
-    pub tool: String,
-    /// The name the caller used.
-    pub exposed: String,
-    /// The arguments, as they will be sent.
-    pub arguments: Value,
-    /// Who asked (`kind:id`).
-    pub caller: String,
-    /// The caller's id, for separation of duties.
-    caller_id: String,
-    /// Why approval is needed.
-    pub reason: String,
-    /// The interceptor that asked for approval.
-    pub asked_by: String,
-    /// When it was put on the desk.
-    pub requested_at: SystemTime,
-    /// When it expires.
-    pub deadline: Instant,
-    /// Whether the approver must differ from the caller.
-    pub separate_duties: bool,
-}
-
-impl PendingApproval {
-    /// As JSON for the admin API.
-    pub fn to_json(&self) -> Value {
-        let now = Instant::now();
-        let unix_ms = self
-            .requested_at
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        json!({
-            "id": self.id,
-            "server": self.server,
-            "tool": self.tool,
-            "exposed": self.exposed,
-            "arguments": self.arguments,
-            "caller": self.caller,
-            "reason": self.reason,
-            "asked_by": self.asked_by,
-            "digest": self.digest,
-            "requested_at_unix_ms": unix_ms,
-            "expires_in_ms": self.deadline.saturating_duration_since(now).as_millis() as u64,
-            "separate_duties": self.separate_duties,
-        })
-    }
-}
-
-/// An approver's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// Let it run; and the very same call again by the same caller for this long.
-    Allow {
-        /// How long the same call stays approved.
-        remember: Option<Duration>,
-    },
-    /// Refuse it.
-    Deny {
-        /// Why, for the model and the audit log.
-        reason: Option<String>,
-    },
-}
-
-/// Why a decision was not taken.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecideError {
-    /// No call with this id is waiting (never was, decided, or expired).
-    #[error("no call {0:?} is waiting for approval (it was decided, expired, or never existed)")]
-    NotPending(String),
-    /// Separation of duties: the approver is the caller.
-    #[error("{approver:?} made this call and cannot approve it (separation of duties)")]
-    OwnCall {
-        /// Who tried.
-        approver: String,
-    },
-}
-
-/// How a wait on the desk ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Settled {
-    Decided { by: String, answer: Answer },
-    Expired,
-}
-
-/// Calls held for an approver's decision, shared by the `approval` interceptors and the admin
-/// API; also remembers approvals that were given for a while.
-#[derive(Debug)]
-pub struct ApprovalDesk {
-    state: Mutex<DeskState>,
-    events: EventBus,
-    /// Whether anyone can decide (the admin API is serving).
-    attended: AtomicBool,
-}
-
-#[derive(Debug, Default)]
-struct DeskState {
-    next: u64,
-    pending: BTreeMap<String, Waiting>,
-    /// (caller, digest) -> approved until.
-    remembered: HashMap<(String, String), Remembered>,
-}
-
-#[derive(Debug)]
-struct Waiting {
-    request: PendingApproval,
-    answer: oneshot::Sender<Settled>,
-}
-
-#[derive(Debug, Clone)]
-struct Remembered {
-    until: Instant,
-    by: String,
-}
-
-impl ApprovalDesk {
-    /// An empty desk whose decisions are published on `events`.
-    pub fn new(events: EventBus) -> Arc<ApprovalDesk> {
-        Arc::new(ApprovalDesk { state: Mutex::default(), events, attended: AtomicBool::new(false) })
-    }
-
-    /// Says whether anyone can decide held calls (the admin API is serving). An unattended
-    /// desk refuses at once rather than holding a call nobody can see.
-    pub fn set_attended(&self, attended: bool) {
-        self.attended.store(attended, Ordering::Release);
-    }
-
-    fn is_attended(&self) -> bool {
-        self.attended.load(Ordering::Acquire)
-    }
-
-    /// The calls waiting now, oldest first.
-    pub fn pending(&self) -> Vec<PendingApproval> {
-        let state = self.state.lock().expect("approval desk lock");
-        let mut waiting: Vec<_> = state.pending.values().map(|w| w.request.clone()).collect();
-        waiting.sort_by_key(|r| r.deadline);
-        waiting
-    }
-
-    /// Decides the call `id` as `approver`.
-    pub fn decide(
-        &self,
-        id: &str,
-        approver: &str,
-        answer: Answer,
-    ) -> Result<PendingApproval, DecideError> {
-        let mut state = self.state.lock().expect("approval desk lock");
-        let waiting =
-            state.pending.get(id).ok_or_else(|| DecideError::NotPending(id.to_owned()))?;
-        if waiting.request.separate_duties && waiting.request.caller_id == approver {
-            return Err(DecideError::OwnCall { approver: approver.to_owned() });
-        }
-        let waiting = state.pending.remove(id).expect("it was just found");
-        let request = waiting.request.clone();
-        let settled = Settled::Decided { by: approver.to_owned(), answer };
-        if waiting.answer.send(settled).is_err() {
-            // The caller went away just now; there is nothing left to decide.
-            return Err(DecideError::NotPending(id.to_owned()));
-        }
-        Ok(request)
-    }
-
-    /// Who approved this very call for this caller earlier, if that still holds.
-    fn remembered(&self, caller: &str, digest: &str) -> Option<String> {
-        let mut state = self.state.lock().expect("approval desk lock");
-        let now = Instant::now();
-        state.remembered.retain(|_, r| r.until > now);
-        state.remembered.get(&(caller.to_owned(), digest.to_owned())).map(|r| r.by.clone())
-    }
-
-    fn remember(&self, caller: &str, digest: &str, by: &str, duration: Duration) {
-        let mut state = self.state.lock().expect("approval desk lock");
-        let until = Instant::now() + duration;
-        state.remembered.insert(
-            (caller.to_owned(), digest.to_owned()),
-            Remembered { until, by: by.to_owned() },
-        );
-    }
-
-    /// Puts `request` on the desk, calls `notice` with its id, and waits for a decision until
-    /// its deadline.
-    async fn hold(&self, request: PendingApproval, notice: impl FnOnce(&str)) -> Settled {
-        let (answer, decided) = oneshot::channel();
-        let deadline = request.deadline;
-        let id = {
-            let mut state = self.state.lock().expect("approval desk lock");
-            state.next += 1;
-            let id = format!("a{}", state.next);
-            let mut request = request;
-            request.id = id.clone();
-            state.pending.insert(id.clone(), Waiting { request, answer });
-            id
-        };
-        notice(&id);
-        let _off = OffTheDesk { desk: self, id: &id };
-        match tokio::time::timeout_at(deadline, decided).await {
-            Ok(Ok(settled)) => settled,
-            Ok(Err(_)) | Err(_) => Settled::Expired,
-        }
-    }
-
-    fn publish(&self, event: AuditEvent) {
-        self.events.publish(event);
-    }
-}
-
-/// Removes a call from the desk when its wait ends.
-struct OffTheDesk<'a> {
-    desk: &'a ApprovalDesk,
-    id: &'a str,
-}
-
-impl Drop for OffTheDesk<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut state) = self.desk.state.lock() {
-            state.pending.remove(self.id);
         }
     }
 }
@@ -507,7 +281,7 @@ impl Approval {
             }
         };
         match settled {
-            Settled::Decided { by, answer: Answer::Allow { remember } } => {
+            Settled::Decided { by, answer: Ruling::Allow { remember } } => {
                 if let Some(duration) = remember {
                     self.desk.remember(&caller, &digest, &by, duration);
                 }
@@ -519,7 +293,7 @@ impl Approval {
                 ctx.insert(Approved { digest, by });
                 Ok(Outcome::Continue)
             }
-            Settled::Decided { by, answer: Answer::Deny { reason } } => {
+            Settled::Decided { by, answer: Ruling::Deny { reason } } => {
                 let why = reason.clone().unwrap_or_else(|| "no reason given".to_owned());
                 self.desk.publish(
                     event(kind::APPROVAL_REFUSED)
@@ -590,7 +364,7 @@ impl Approval {
             Err(_) => return Settled::Expired,
             Ok(Err(error)) => {
                 let reason = format!("the client could not be asked: {error}");
-                return Settled::Decided { by, answer: Answer::Deny { reason: Some(reason) } };
+                return Settled::Decided { by, answer: Ruling::Deny { reason: Some(reason) } };
             }
             Ok(Ok(result)) => result,
         };
@@ -598,15 +372,15 @@ impl Approval {
         let decision = content.get("decision").and_then(Value::as_str).unwrap_or("");
         let reason = content.get("reason").and_then(Value::as_str).map(str::to_owned);
         let answer = match (result.action, decision) {
-            (mcp::ElicitationAction::Accept, "allow once") => Answer::Allow { remember: None },
+            (mcp::ElicitationAction::Accept, "allow once") => Ruling::Allow { remember: None },
             (mcp::ElicitationAction::Accept, d) if d == again => {
-                Answer::Allow { remember: Some(self.remember) }
+                Ruling::Allow { remember: Some(self.remember) }
             }
-            (mcp::ElicitationAction::Accept, _) => Answer::Deny { reason },
+            (mcp::ElicitationAction::Accept, _) => Ruling::Deny { reason },
             (mcp::ElicitationAction::Decline, _) => {
-                Answer::Deny { reason: reason.or(Some("declined".to_owned())) }
+                Ruling::Deny { reason: reason.or(Some("declined".to_owned())) }
             }
-            _ => Answer::Deny { reason: Some("the question was dismissed".to_owned()) },
+            _ => Ruling::Deny { reason: Some("the question was dismissed".to_owned()) },
         };
         Settled::Decided { by, answer }
     }
@@ -688,39 +462,6 @@ impl Interceptor for Approval {
                 _ => Ok(Outcome::Continue),
             }
         })
-    }
-}
-
-/// Parses an admin API decision body: `{"decision": "allow" | "deny", "remember": "10m",
-/// "reason": "..."}`.
-pub fn parse_answer(body: &Map<String, Value>) -> Result<Answer, String> {
-    for key in body.keys() {
-        if !["decision", "remember", "reason"].contains(&key.as_str()) {
-            return Err(format!("unknown field {key:?} (expected decision, remember, reason)"));
-        }
-    }
-    let reason = match body.get("reason") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => return Err(format!("`reason` must be a string, found {other}")),
-    };
-    let remember = match body.get("remember") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) => match toolgate_config::parse_duration(text) {
-            Ok(d) if !d.is_zero() => Some(d),
-            Ok(_) => return Err("`remember` must be greater than zero".to_owned()),
-            Err(e) => return Err(format!("`remember`: invalid duration {text:?}: {e}")),
-        },
-        Some(other) => {
-            return Err(format!("`remember` must be a duration such as \"10m\", found {other}"));
-        }
-    };
-    match body.get("decision").and_then(Value::as_str) {
-        Some("allow") => Ok(Answer::Allow { remember }),
-        Some("deny") if remember.is_some() => Err("`remember` only goes with \"allow\"".to_owned()),
-        Some("deny") => Ok(Answer::Deny { reason }),
-        Some(other) => Err(format!("`decision` must be \"allow\" or \"deny\", found {other:?}")),
-        None => Err("missing `decision` (\"allow\" or \"deny\")".to_owned()),
     }
 }
 

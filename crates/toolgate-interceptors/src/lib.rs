@@ -18,7 +18,7 @@ use toolgate_audit::EventBus;
 use toolgate_config::InterceptorConfig;
 use toolgate_intercept::{Descriptor, Interceptor, Mode, Pipeline};
 
-pub use approval::ApprovalDesk;
+pub use approval::{ApprovalDesk, DecideError};
 pub use options::OptionError;
 
 /// What the built-ins share with the rest of the process.

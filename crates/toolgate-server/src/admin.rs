@@ -21,8 +21,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use toolgate_audit::{EventPattern, SINK_CAPACITY};
-use toolgate_interceptors::ApprovalDesk;
-use toolgate_interceptors::approval::{Answer, DecideError, parse_answer};
+use toolgate_interceptors::{ApprovalDesk, DecideError};
 
 use crate::gateway::Gateway;
 use crate::handler::interceptors_list;
@@ -150,25 +149,8 @@ async fn decide(
         Ok(name) => name.to_owned(),
         Err(unauthorised) => return unauthorised.into_response(),
     };
-    let body: Value = match serde_json::from_slice(&body) {
-        Ok(body) => body,
-        Err(error) => {
-            return problem(StatusCode::BAD_REQUEST, format!("body is not JSON: {error}"));
-        }
-    };
-    let Some(body) = body.as_object() else {
-        return problem(StatusCode::BAD_REQUEST, "body must be a JSON object");
-    };
-    let answer = match parse_answer(body) {
-        Ok(answer) => answer,
-        Err(message) => return problem(StatusCode::BAD_REQUEST, message),
-    };
-    let decision = match &answer {
-        Answer::Allow { .. } => "allow",
-        Answer::Deny { .. } => "deny",
-    };
-    match admin.approvals.decide(&id, &approver, answer) {
-        Ok(decided) => {
+    match admin.approvals.decide_body(&id, &approver, &body) {
+        Ok((decided, decision)) => {
             tracing::info!(
                 target: "toolgate::approval",
                 id = %decided.id,
@@ -179,6 +161,7 @@ async fn decide(
             );
             Json(json!({ "id": decided.id, "decision": decision, "by": approver })).into_response()
         }
+        Err(error @ DecideError::BadBody(_)) => problem(StatusCode::BAD_REQUEST, error.to_string()),
         Err(error @ DecideError::NotPending(_)) => {
             problem(StatusCode::NOT_FOUND, error.to_string())
         }

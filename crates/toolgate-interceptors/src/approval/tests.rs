@@ -1,7 +1,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
-use toolgate_audit::EventPattern;
+use std::sync::Mutex;
+
+use toolgate_audit::{EventBus, EventPattern};
 use toolgate_intercept::{Elicitor, Principal, Target};
 
 use super::*;
@@ -92,7 +94,7 @@ async fn external_approval_lets_the_call_through_and_binds_it_to_the_digest() {
     assert_eq!(pending.caller, "token:bob");
     assert_eq!(pending.reason, "writes need a person");
     assert_eq!(pending.to_json()["expires_in_ms"], json!(300_000));
-    desk.decide(&pending.id, "alice", Answer::Allow { remember: None }).expect("decided");
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).expect("decided");
     let (outcome, approved) = held.await.unwrap();
     assert_eq!(outcome, Outcome::Continue);
     let approved = approved.expect("the approval is left for the dispatch check");
@@ -105,7 +107,7 @@ async fn external_approval_lets_the_call_through_and_binds_it_to_the_digest() {
     assert!(desk.pending().is_empty());
     assert_eq!(kinds(&mut events), ["approval/requested", "approval/granted"]);
     assert_eq!(
-        desk.decide(&pending.id, "alice", Answer::Allow { remember: None }),
+        desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }),
         Err(DecideError::NotPending(pending.id.clone())),
         "a decided call cannot be decided again"
     );
@@ -121,7 +123,7 @@ async fn a_denial_is_a_refusal_naming_who_and_why() {
         tokio::spawn(async move { run(&approval, &call(json!({})), &mut context(bob())).await })
     };
     let pending = first_pending(&desk).await;
-    desk.decide(&pending.id, "alice", Answer::Deny { reason: Some("not on a Friday".into()) })
+    desk.decide(&pending.id, "alice", Ruling::Deny { reason: Some("not on a Friday".into()) })
         .unwrap();
     match held.await.unwrap() {
         Outcome::Refuse(refusal) => {
@@ -168,11 +170,11 @@ async fn separation_of_duties_refuses_the_caller_as_approver() {
     };
     let pending = first_pending(&desk).await;
     assert_eq!(
-        desk.decide(&pending.id, "bob", Answer::Allow { remember: None }),
+        desk.decide(&pending.id, "bob", Ruling::Allow { remember: None }),
         Err(DecideError::OwnCall { approver: "bob".into() })
     );
     assert_eq!(desk.pending().len(), 1, "still waiting for someone else");
-    desk.decide(&pending.id, "alice", Answer::Allow { remember: None }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).unwrap();
     assert_eq!(held.await.unwrap(), Outcome::Continue);
 }
 
@@ -188,7 +190,7 @@ async fn allow_again_is_remembered_for_the_same_caller_and_call_only() {
     };
     let pending = first_pending(&desk).await;
     let remember = Some(Duration::from_secs(600));
-    desk.decide(&pending.id, "alice", Answer::Allow { remember }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).unwrap();
     assert_eq!(held.await.unwrap(), Outcome::Continue);
 
     // The very same call by the same caller: no question.
@@ -336,7 +338,7 @@ async fn elicit_without_a_capable_client_falls_back() {
         tokio::spawn(async move { run(&external, &call(json!({})), &mut context(bob())).await })
     };
     let pending = first_pending(&desk).await;
-    desk.decide(&pending.id, "alice", Answer::Allow { remember: None }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).unwrap();
     assert_eq!(held.await.unwrap(), Outcome::Continue);
 }
 
@@ -399,15 +401,15 @@ fn approval_runs_after_the_other_validators_by_default() {
 
 #[test]
 fn admin_answers_are_parsed_strictly() {
-    let parse = |v: Value| parse_answer(v.as_object().unwrap());
-    assert_eq!(parse(json!({"decision": "allow"})), Ok(Answer::Allow { remember: None }));
+    let parse = |v: Value| Ruling::from_body(v.as_object().unwrap());
+    assert_eq!(parse(json!({"decision": "allow"})), Ok(Ruling::Allow { remember: None }));
     assert_eq!(
         parse(json!({"decision": "allow", "remember": "10m"})),
-        Ok(Answer::Allow { remember: Some(Duration::from_secs(600)) })
+        Ok(Ruling::Allow { remember: Some(Duration::from_secs(600)) })
     );
     assert_eq!(
         parse(json!({"decision": "deny", "reason": "no"})),
-        Ok(Answer::Deny { reason: Some("no".into()) })
+        Ok(Ruling::Deny { reason: Some("no".into()) })
     );
     assert!(parse(json!({})).unwrap_err().contains("missing `decision`"));
     assert!(parse(json!({"decision": "maybe"})).unwrap_err().contains("\"maybe\""));
