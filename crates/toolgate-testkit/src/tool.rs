@@ -174,6 +174,10 @@ impl Fixture {
 
     /// Exits the server process immediately with `code` (no response is sent).
     #[tool(annotations(destructive_hint = true, open_world_hint = false))]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "simulating a server that dies mid-call is this tool's whole purpose"
+    )]
     async fn crash(&self, Parameters(args): Parameters<CrashArgs>) -> mcp::CallToolResult {
         tracing::warn!(code = args.code, "crash: exiting");
         std::process::exit(args.code)
