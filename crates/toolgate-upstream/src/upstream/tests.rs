@@ -1,3 +1,5 @@
+//! Tests of supervision helpers: reconnection backoff and matching a server request to its call.
+
 use super::*;
 
 #[test]
