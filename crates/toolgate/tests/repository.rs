@@ -64,11 +64,10 @@ fn the_module_doc_check_reads_the_first_non_blank_line() {
 
 /// Paths of the tracked files, relative to the root.
 fn tracked_files(root: &Path) -> Vec<PathBuf> {
-    let output = Command::new("git")
-        .args(["ls-files", "-z"])
-        .current_dir(root)
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run `git ls-files` in {}: {error}", root.display()));
+    let output =
+        Command::new("git").args(["ls-files", "-z"]).current_dir(root).output().unwrap_or_else(
+            |error| panic!("cannot run `git ls-files` in {}: {error}", root.display()),
+        );
     assert!(
         output.status.success(),
         "`git ls-files` failed in {}: {}",
