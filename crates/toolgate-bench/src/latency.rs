@@ -40,6 +40,7 @@ use crate::latency::report::{PathRecord, PeerRecord, Report, Row, Settings};
 use crate::latency::session::{Call, Era, Payload};
 use crate::latency::stats::{Samples, Shuffler};
 use crate::latency::target::{PathSpec, Setup, Target, Via};
+use crate::portable::portable;
 use crate::proc_stats;
 
 /// How many paths start at the same time.
@@ -184,7 +185,10 @@ impl Plan {
             );
         }
         if let Some(dir) = &args.pipelines {
-            notes.push(format!("pipelines read from {}, not bench/pipelines", dir.display()));
+            notes.push(format!(
+                "pipelines read from {}, not bench/pipelines",
+                portable(&dir.display().to_string())
+            ));
         }
         if paths.is_empty() {
             bail!("no path left to measure (--only {:?})", args.only.join(","));
@@ -492,7 +496,7 @@ fn records(targets: &[Target]) -> Vec<PathRecord> {
                 peer,
                 front: spec.front,
                 upstream: spec.upstream,
-                command: target.command.clone(),
+                command: portable(&target.command),
                 front_processes: target.front_processes(),
                 peak_rss_kib: target.peak_rss_kib(),
                 protocol: target.sessions.first().map(|s| s.protocol()).unwrap_or_default(),
@@ -540,7 +544,7 @@ fn build_report(
             concurrency: plan.concurrency.clone(),
             payloads: plan.payloads.iter().map(|p| p.name()).collect(),
             seed: plan.seed,
-            toolgate: plan.toolgate.display().to_string(),
+            toolgate: portable(&plan.toolgate.display().to_string()),
             client: format!(
                 "rmcp 3.9.0 (toolgate's client) in this process, {}, HTTP {}",
                 match plan.era {

@@ -6,6 +6,7 @@
 //! - `scale`: 10,000 tools across 100 upstreams, and idle sessions.
 
 mod latency;
+mod portable;
 mod proc_stats;
 mod scale;
 mod startup;

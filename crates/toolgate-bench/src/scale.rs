@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde::Serialize;
 
+use crate::portable::portable;
 use crate::startup::{gateway, report};
 
 /// Options of `scale`.
@@ -84,8 +85,12 @@ async fn bench(mut args: ScaleArgs) -> anyhow::Result<()> {
 
     println!("{}", tools::render(&tools));
     println!("{}", sessions::render(&sessions));
-    let report =
-        Report { benchmark: "scale", toolgate: toolgate.display().to_string(), tools, sessions };
+    let report = Report {
+        benchmark: "scale",
+        toolgate: portable(&toolgate.display().to_string()),
+        tools,
+        sessions,
+    };
     if let Some(path) = &args.json {
         report::write_json(path, &report)?;
         eprintln!("scale: wrote {}", path.display());

@@ -26,6 +26,7 @@ use serde::Serialize;
 use self::gateway::{Gateway, Upstream};
 use self::mcp_http::Session;
 use self::report::{Summary, Table, ms};
+use crate::portable::portable;
 
 /// The target from issue 5: ready at most this long after the slowest server.
 const TARGET_OVERHEAD_MS: f64 = 50.0;
@@ -200,7 +201,7 @@ async fn bench(args: StartupArgs) -> anyhow::Result<()> {
 
     let report = Report {
         benchmark: "startup",
-        toolgate: toolgate.display().to_string(),
+        toolgate: portable(&toolgate.display().to_string()),
         repeat,
         delay_base_ms: args.delay_base,
         delay_step_ms: args.delay_step,

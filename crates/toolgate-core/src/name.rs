@@ -1,9 +1,10 @@
 //! Exposed names of tools and prompts: `<prefix>__<name>`, always valid for every LLM API.
 //!
-//! The rules (DESIGN §4): an exposed name matches `^[a-zA-Z0-9_-]{1,64}$`. Characters outside
-//! that set become `_`. A name longer than 64 characters is cut and given a short hash of the
-//! full original `(prefix, name)`, so it stays unique and never depends on which other servers
-//! exist. The way back from an exposed name to its upstream is a table, never a split on `__`.
+//! The rules (`docs/design.md`, Names): an exposed name matches `^[a-zA-Z0-9_-]{1,64}$`.
+//! Characters outside that set become `_`. A name longer than 64 characters is cut and given a
+//! short hash of the full original `(prefix, name)`, so it stays unique and never depends on which
+//! other servers exist. The way back from an exposed name to its upstream is a table, never a
+//! split on `__`.
 
 use sha2::{Digest, Sha256};
 

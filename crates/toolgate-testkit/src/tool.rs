@@ -176,7 +176,12 @@ impl Fixture {
     #[tool(annotations(destructive_hint = true, open_world_hint = false))]
     async fn crash(&self, Parameters(args): Parameters<CrashArgs>) -> mcp::CallToolResult {
         tracing::warn!(code = args.code, "crash: exiting");
-        std::process::exit(args.code)
+        // Here, not on the function: another attribute there costs the tool its description.
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "simulating a server that dies mid-call is this tool's whole purpose"
+        )]
+        std::process::exit(args.code);
     }
 
     /// Returns the value of environment variable `name`, or `<unset>`.

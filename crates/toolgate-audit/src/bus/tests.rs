@@ -1,3 +1,5 @@
+//! Tests of the event bus: pattern routing, never waiting on a slow subscriber, and closing.
+
 use crate::event::{Event, kind};
 use crate::pattern::EventPattern;
 

@@ -1,3 +1,5 @@
+//! Tests of the hash chain: a clean log verifies, and each kind of tampering is named at its line.
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};

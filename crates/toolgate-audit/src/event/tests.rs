@@ -1,3 +1,5 @@
+//! Tests of `Event`: field order, the flat JSON shape, and an envelope fields cannot override.
+
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::json;

@@ -1,3 +1,5 @@
+//! Tests of event patterns: what `*` matches at each position, alternatives, and invalid patterns.
+
 use super::EventPattern;
 
 /// Checks `pattern` against each kind: `+kind` must match, `-kind` must not.

@@ -1,3 +1,5 @@
+//! Tests of argument records: canonical JSON, hashes taken before redaction, and redaction paths.
+
 use serde_json::{Value, json};
 
 use toolgate_core::canonical::canonical_json;

@@ -1,3 +1,5 @@
+//! Tests of the RFC 3339 formatter against known instants, including before the epoch.
+
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::format;

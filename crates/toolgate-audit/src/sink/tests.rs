@@ -1,3 +1,5 @@
+//! Tests of the audit log and tracing sinks: order, counted losses, and write errors.
+
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};

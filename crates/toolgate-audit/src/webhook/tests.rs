@@ -1,3 +1,5 @@
+//! Tests of the webhook sink's retry timing, `Retry-After` reading and URL redaction.
+
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};

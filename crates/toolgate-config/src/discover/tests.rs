@@ -1,3 +1,6 @@
+//! Tests of config discovery: the order of `--config`, `$TOOLGATE_CONFIG`, the current dir and the
+//! user dir.
+
 use std::fs;
 use std::path::Path;
 

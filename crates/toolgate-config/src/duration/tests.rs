@@ -1,3 +1,5 @@
+//! Tests of duration parsing: units, sums of terms, and the error messages.
+
 use std::time::Duration;
 
 use super::{DurationError, parse_duration};

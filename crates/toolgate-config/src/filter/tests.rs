@@ -1,3 +1,5 @@
+//! Tests of tool filters: allow and deny globs and which one wins.
+
 use crate::model::ToolFilter;
 
 fn filter(allow: &[&str], deny: &[&str]) -> ToolFilter {

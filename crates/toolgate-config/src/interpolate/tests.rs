@@ -1,3 +1,6 @@
+//! Tests of `${VAR}` interpolation: defaults, `$$`, and each problem reported once, never
+//! quoting the text.
+
 use super::{InterpolationError, interpolate};
 
 fn check(text: &str) -> Result<String, Vec<InterpolationError>> {

@@ -1,3 +1,5 @@
+//! Tests of the JSONC stripper: comments and trailing commas go, strings stay intact.
+
 use super::strip;
 
 #[test]

@@ -1,3 +1,6 @@
+//! Tests of the pipeline: ordering by kind and priority, refusals, answers, audit mode and failure
+//! handling.
+
 use std::sync::Mutex;
 use std::time::Duration;
 

@@ -1,3 +1,6 @@
+//! Tests of the `approval` interceptor: external and elicited decisions, separation of duties,
+//! expiry and remembered grants.
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;

@@ -1,3 +1,6 @@
+//! Tests of the `policy` interceptor: rule order, argument conditions, trust levels and list
+//! hiding.
+
 use serde_json::json;
 use toolgate_intercept::{Listed, Principal, Target};
 

@@ -1,3 +1,5 @@
+//! Tests of JSON-RPC screening: which error code each kind of bad message gets.
+
 use super::*;
 
 fn rejected(text: &str) -> Rejection {

@@ -1,3 +1,5 @@
+//! Tests of the line transport: the size limit, answers to bad lines, and flushing on close.
+
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::*;

@@ -1,3 +1,6 @@
+//! Tests of the HTTP client's repair: an id-less error to a request in a session counts as an
+//! expired session.
+
 use super::*;
 
 fn message(json: &str) -> ClientJsonRpcMessage {

@@ -1,3 +1,5 @@
+//! Tests of the inventory: prefixes, collisions, stable names and resource routing.
+
 use super::*;
 
 fn tool(name: &str) -> mcp::Tool {
