@@ -35,6 +35,8 @@ const STATE_TTL: Duration = Duration::from_secs(600);
 pub(crate) const SAMPLING_KEY: &str = "sampling";
 /// See [`SAMPLING_KEY`].
 pub(crate) const ELICITATION_KEY: &str = "elicitation";
+/// See [`SAMPLING_KEY`].
+pub(crate) const ROOTS_KEY: &str = "roots";
 
 /// Whether this request speaks 2026-07-28 or later (per-request `_meta`, else the handshake).
 pub(crate) fn is_modern(cx: &RequestContext<RoleServer>) -> bool {
@@ -93,6 +95,23 @@ pub(crate) async fn elicit(
     }
     let request = mcp::InputRequest::Elicitation(mcp::ElicitRequest::new(params));
     ask(hub.seal(), retry, tool, ELICITATION_KEY, request)
+}
+
+/// `roots/list`, as a peer request or an MRTR round.
+pub(crate) async fn roots(
+    hub: &FixtureHub,
+    cx: &RequestContext<RoleServer>,
+    retry: Retry,
+    tool: &str,
+) -> Result<Asked<mcp::ListRootsResult>, McpError> {
+    if !is_modern(cx) {
+        return Ok(match cx.peer.list_roots().await {
+            Ok(result) => Asked::Answered(result),
+            Err(error) => Asked::Failed(format!("roots/list failed: {error}")),
+        });
+    }
+    let request = mcp::InputRequest::ListRoots(mcp::ListRootsRequest::default());
+    ask(hub.seal(), retry, tool, ROOTS_KEY, request)
 }
 
 /// One MRTR round: the answer to `request` if the retry carries it under `key` with a state
