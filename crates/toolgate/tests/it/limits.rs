@@ -33,7 +33,7 @@ async fn calls_beyond_the_concurrency_limit_are_refused_and_never_reach_the_upst
     let running = client
         .peer()
         .send_request_with_option(
-            ClientRequest::CallToolRequest(CallToolRequest::new(slow(30))),
+            ClientRequest::CallToolRequest(CallToolRequest::new(slow(40))),
             PeerRequestOptions::no_options(),
         )
         .await
@@ -53,7 +53,7 @@ async fn calls_beyond_the_concurrency_limit_are_refused_and_never_reach_the_upst
     assert_eq!(upstream.tools_called(), ["slow"], "refused calls never reached the upstream");
 
     match running.await_response().await.expect("answered") {
-        ServerResult::CallToolResult(result) => assert_eq!(first_text(&result), "done 30"),
+        ServerResult::CallToolResult(result) => assert_eq!(first_text(&result), "done 40"),
         other => panic!("unexpected {other:?}"),
     }
     // The slot is free again once the call is over.
