@@ -47,14 +47,19 @@ async fn run(
     approval.intercept(Event::ToolsCall, Phase::Request, &message, ctx).await.expect("decides")
 }
 
-/// Waits until the desk holds a call, yielding to the held task.
+/// Waits until the desk holds a call, yielding to the held task. A call that is not on the
+/// desk after this many turns never will be (it was refused or let through at once), and the
+/// test must fail saying so rather than spin: under the paused clock, time does not move while
+/// this loop runs.
 async fn first_pending(desk: &ApprovalDesk) -> PendingApproval {
-    loop {
+    const TURNS: usize = 10_000;
+    for _ in 0..TURNS {
         if let Some(p) = desk.pending().into_iter().next() {
             return p;
         }
         tokio::task::yield_now().await;
     }
+    panic!("no call was put on the desk");
 }
 
 fn kinds(subscription: &mut toolgate_audit::Subscription) -> Vec<String> {
@@ -424,4 +429,26 @@ async fn an_unattended_desk_refuses_at_once() {
     }
     assert_eq!(started.elapsed(), Duration::ZERO, "nothing waits for nobody");
     assert!(desk.pending().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn allow_again_lasts_ten_minutes_by_default() {
+    let (approval, _, _) = approval(json!({}));
+    let again = answers(
+        true,
+        mcp::ElicitationAction::Accept,
+        json!({"decision": "allow this exact call for 10m"}),
+    );
+    let ask = |client: &Arc<Answers>| {
+        let mut ctx = context(bob());
+        ctx.elicitor = Some(client.clone());
+        ctx
+    };
+    assert_eq!(run(&approval, &call(json!({})), &mut ask(&again)).await, Outcome::Continue);
+    tokio::time::advance(Duration::from_secs(10 * 60 - 1)).await;
+    assert_eq!(run(&approval, &call(json!({})), &mut ask(&again)).await, Outcome::Continue);
+    assert_eq!(again.asked.load(Ordering::SeqCst), 1, "remembered until the end");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    run(&approval, &call(json!({})), &mut ask(&again)).await;
+    assert_eq!(again.asked.load(Ordering::SeqCst), 2, "asked again after ten minutes");
 }
