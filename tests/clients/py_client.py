@@ -20,6 +20,11 @@ Options (must come before the transport word):
                       otherwise passes only HOME LOGNAME PATH SHELL TERM USER
   --inherit-env       pass this process's whole environment to the stdio child
   --cwd DIR           working directory of the stdio child
+  --answer-input      declare sampling, elicitation and roots, and answer each with a
+                      fixed reply: sampling 'the model says "<prompt>"' (model test-model),
+                      elicitation accept {"username":"ada","email":"ada@example.com"},
+                      roots [file:///home/ada/project "project"]; each question asked is
+                      listed in the output's "asked"
   --pretty            indent the JSON output
 
 Steps (every step may carry an "id" that is echoed back):
@@ -86,6 +91,7 @@ def parse_argv(argv: list[str]) -> dict[str, Any]:
         "env": {},
         "inherit_env": False,
         "cwd": None,
+        "answer_input": False,
         "pretty": False,
     }
     i = 0
@@ -125,6 +131,8 @@ def parse_argv(argv: list[str]) -> dict[str, Any]:
             opts["inherit_env"] = True
         elif a == "--cwd":
             opts["cwd"] = value()
+        elif a == "--answer-input":
+            opts["answer_input"] = True
         elif a == "--pretty":
             opts["pretty"] = True
         elif a in ("stdio", "http", "sse"):
@@ -276,6 +284,35 @@ async def main(opts: dict[str, Any]) -> int:
     async def no_log(_params: Any) -> None:
         return None
 
+    # --answer-input: fixed answers to the server's questions, each question noted.
+    asked: list[str] = []
+
+    async def answer_sampling(_context: Any, params: Any) -> Any:
+        prompt = " ".join(getattr(m.content, "text", "") for m in params.messages)
+        asked.append(f"sampling: {prompt}")
+        return mcp.types.CreateMessageResult(
+            role="assistant",
+            content=mcp.types.TextContent(type="text", text=f"the model says {json.dumps(prompt)}"),
+            model="test-model",
+        )
+
+    async def answer_elicitation(_context: Any, params: Any) -> Any:
+        asked.append(f"elicitation: {params.message}")
+        return mcp.types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
+
+    async def answer_roots(_context: Any) -> Any:
+        asked.append("roots")
+        return mcp.types.ListRootsResult(roots=[mcp.types.Root(uri="file:///home/ada/project", name="project")])
+
+    answers: dict[str, Any] = {}
+    if opts["answer_input"]:
+        out["asked"] = asked
+        answers = {
+            "sampling_callback": answer_sampling,
+            "elicitation_callback": answer_elicitation,
+            "list_roots_callback": answer_roots,
+        }
+
     timeout = opts["timeout"]
     target: Any
     http_client = None
@@ -308,6 +345,7 @@ async def main(opts: dict[str, Any]) -> int:
             message_handler=on_message,
             logging_callback=no_log,
             client_info=mcp.Implementation(name="toolgate-py-client", version="0.1.0"),
+            **answers,
         )
     except ValueError as e:
         usage_error(str(e))

@@ -669,4 +669,21 @@ mod tests {
         ));
         assert!(!d.applies(InterceptionEvent::ToolsList, Phase::Response, None, None));
     }
+
+    #[tokio::test]
+    async fn a_value_of_up_to_64_characters_is_shown_and_a_longer_one_is_not() {
+        let v = validator(json!({}));
+        let schema = tool(json!({
+            "type": "object",
+            "properties": { "text": { "type": "string", "maxLength": 5 } },
+        }));
+        // A JSON string of 64 characters: 62 letters between its quotes.
+        let shown = "x".repeat(62);
+        let reason = run(&v, &schema, json!({ "text": shown })).await.expect("too long");
+        assert!(reason.contains(&format!("\"{shown}\" is longer than 5 characters")), "{reason}");
+        let hidden = "x".repeat(63);
+        let reason = run(&v, &schema, json!({ "text": hidden })).await.expect("too long");
+        assert!(reason.contains("/text: the value is longer than 5 characters"), "{reason}");
+        assert!(!reason.contains(&hidden), "{reason}");
+    }
 }

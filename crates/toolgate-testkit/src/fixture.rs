@@ -211,7 +211,7 @@ impl ServerHandler for Fixture {
             .with_server_info(mcp::Implementation::new(&self.opts.name, &self.opts.version))
             .with_instructions(
                 "toolgate's fixture server: the MCP conformance fixtures plus echo, large, slow, \
-                 fail, crash, env_get, meta_echo, spawn_child, stderr, toggle_tool and \
+                 fail, crash, env_get, meta_echo, list_roots, spawn_child, stderr, toggle_tool and \
                  touch_resource.",
             )
     }

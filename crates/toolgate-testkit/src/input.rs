@@ -98,7 +98,7 @@ pub(crate) async fn elicit(
 }
 
 /// `roots/list`, as a peer request or an MRTR round.
-pub(crate) async fn list_roots(
+pub(crate) async fn roots(
     hub: &FixtureHub,
     cx: &RequestContext<RoleServer>,
     retry: Retry,

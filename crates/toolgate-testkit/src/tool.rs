@@ -199,6 +199,28 @@ impl Fixture {
         success(serde_json::to_string(&cx.meta).unwrap_or_default())
     }
 
+    /// Asks the client for its roots (`roots/list`) and returns them as JSON text
+    /// (`{"roots": [...]}`), or an `isError` result when the client has no roots capability.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_roots(
+        &self,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<mcp::CallToolResponse, McpError> {
+        if cx.client_capabilities().and_then(|caps| caps.roots).is_none() {
+            return Ok(failure("the client does not support roots").into());
+        }
+        let retry = Retry { state, responses };
+        Ok(match input::roots(&self.hub, &cx, retry, "list_roots").await? {
+            Asked::Answered(result) => {
+                success(serde_json::to_string(&result).unwrap_or_default()).into()
+            }
+            Asked::InputRequired(result) => result.into(),
+            Asked::Failed(message) => failure(message).into(),
+        })
+    }
+
     /// Starts a long-lived grandchild process (`sleep 600`) and returns its pid.
     #[tool(annotations(read_only_hint = false, destructive_hint = false, open_world_hint = false))]
     async fn spawn_child(&self) -> mcp::CallToolResult {
@@ -344,24 +366,6 @@ impl Fixture {
         let text = result.message.content.first().and_then(|block| block.as_text());
         let text = text.map(|text| text.text.as_str()).unwrap_or_default();
         Ok(success(format!("LLM response: {text}")).into())
-    }
-
-    /// Asks the client for its roots (`roots/list`) and lists their URIs.
-    #[tool(annotations(read_only_hint = true))]
-    async fn test_roots(
-        &self,
-        RequestState(state): RequestState,
-        InputResponses(responses): InputResponses,
-        cx: RequestContext<RoleServer>,
-    ) -> Result<mcp::CallToolResponse, McpError> {
-        let retry = Retry { state, responses };
-        let result = match input::list_roots(&self.hub, &cx, retry, "test_roots").await? {
-            Asked::Answered(result) => result,
-            Asked::InputRequired(result) => return Ok(result.into()),
-            Asked::Failed(message) => return Ok(failure(message).into()),
-        };
-        let uris: Vec<&str> = result.roots.iter().map(|root| root.uri.as_str()).collect();
-        Ok(success(format!("roots: {}", uris.join(" "))).into())
     }
 
     /// Asks the user for a username and email (`elicitation/create`), showing `message`.

@@ -334,3 +334,22 @@ fn a_log_that_grew_past_the_expected_head_says_where_it_was() {
     let error = verify_with_head(&path, &head).expect_err("the head moved on");
     assert!(matches!(error, AuditError::HeadMismatch { expected_at: Some(2), .. }), "{error:?}");
 }
+
+#[test]
+fn a_prev_must_be_exactly_64_lowercase_hex_digits() {
+    let not_hashes = [
+        "abc".to_owned(), // hex, too short
+        "a".repeat(65),   // hex, too long
+        "g".repeat(64),   // the right length, not hex
+        "A".repeat(64),   // upper case
+    ];
+    for prev in not_hashes {
+        let text = format!(r#"{{"seq":2,"prev":"{prev}"}}"#);
+        let (line, problem) = tampered(3, |lines| lines[1] = text.clone());
+        assert_eq!(line, 2, "{text}");
+        assert!(
+            matches!(&problem, ChainProblem::Malformed { reason } if reason.contains("`prev` is")),
+            "{text}: {problem:?}"
+        );
+    }
+}

@@ -55,14 +55,19 @@ async fn run(
         .expect("decides")
 }
 
-/// Waits until the desk holds a call, yielding to the held task.
+/// Waits until the desk holds a call, yielding to the held task. A call that is not on the
+/// desk after this many turns never will be (it was refused or let through at once), and the
+/// test must fail saying so rather than spin: under the paused clock, time does not move while
+/// this loop runs.
 async fn first_pending(desk: &ApprovalDesk) -> PendingApproval {
-    loop {
+    const TURNS: usize = 10_000;
+    for _ in 0..TURNS {
         if let Some(p) = desk.pending().into_iter().next() {
             return p;
         }
         tokio::task::yield_now().await;
     }
+    panic!("no call was put on the desk");
 }
 
 fn kinds(subscription: &mut toolgate_audit::Subscription) -> Vec<String> {
@@ -310,7 +315,10 @@ async fn elicit_allow_again_and_decline() {
     let no = answers(true, mcp::ElicitationAction::Decline, json!(null));
     let mut ctx = context(Principal::local());
     ctx.elicitor = Some(no);
-    assert!(matches!(run(&approval, &call(json!({})), &mut ctx).await, Outcome::Refuse(_)));
+    match run(&approval, &call(json!({})), &mut ctx).await {
+        Outcome::Refuse(refusal) => assert!(refusal.reason.ends_with(": declined"), "{refusal:?}"),
+        other => panic!("a declined question refuses the call: {other:?}"),
+    }
     let deny =
         answers(true, mcp::ElicitationAction::Accept, json!({"decision": "deny", "reason": "no"}));
     let mut ctx = context(Principal::local());
@@ -432,4 +440,76 @@ async fn an_unattended_desk_refuses_at_once() {
     }
     assert_eq!(started.elapsed(), Duration::ZERO, "nothing waits for nobody");
     assert!(desk.pending().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn allow_again_lasts_ten_minutes_by_default() {
+    let (approval, _, _) = approval(json!({}));
+    let again = answers(
+        true,
+        mcp::ElicitationAction::Accept,
+        json!({"decision": "allow this exact call for 10m"}),
+    );
+    let ask = |client: &Arc<Answers>| {
+        let mut ctx = context(bob());
+        ctx.elicitor = Some(client.clone());
+        ctx
+    };
+    assert_eq!(run(&approval, &call(json!({})), &mut ask(&again)).await, Outcome::Continue);
+    tokio::time::advance(Duration::from_secs(10 * 60 - 1)).await;
+    assert_eq!(run(&approval, &call(json!({})), &mut ask(&again)).await, Outcome::Continue);
+    assert_eq!(again.asked.load(Ordering::SeqCst), 1, "remembered until the end");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    run(&approval, &call(json!({})), &mut ask(&again)).await;
+    assert_eq!(again.asked.load(Ordering::SeqCst), 2, "asked again after ten minutes");
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_held_together_are_decided_separately() {
+    let (approval, desk, _) = approval(json!({ "via": "external" }));
+    let approval = Arc::new(approval);
+    let hold = |n: u64| {
+        let approval = approval.clone();
+        tokio::spawn(
+            async move { run(&approval, &call(json!({"n": n})), &mut context(bob())).await },
+        )
+    };
+    let (first, second) = (hold(1), hold(2));
+    first_pending(&desk).await;
+    for _ in 0..10_000 {
+        if desk.pending().len() == 2 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let pending = desk.pending();
+    assert_eq!(pending.len(), 2, "both calls are on the desk");
+    assert_ne!(pending[0].id, pending[1].id, "each has its own id");
+    let id_of =
+        |n: u64| pending.iter().find(|p| p.arguments == json!({"n": n})).expect("held").id.clone();
+    desk.decide(&id_of(2), "alice", Ruling::Deny { reason: Some("not this one".into()) }).unwrap();
+    desk.decide(&id_of(1), "alice", Ruling::Allow { remember: None }).unwrap();
+    assert_eq!(first.await.unwrap(), Outcome::Continue);
+    assert!(matches!(second.await.unwrap(), Outcome::Refuse(_)));
+}
+
+#[test]
+fn long_arguments_are_clipped_on_a_character_boundary() {
+    assert_eq!(clip("short", 5), "short", "a text within the limit is whole");
+    // `é` is two bytes: a cut at byte 3 would split the second one.
+    assert_eq!(clip("ééé", 3), "é\n… (4 more bytes)");
+    assert_eq!(clip("abcdef", 4), "abcd\n… (2 more bytes)");
+}
+
+#[test]
+fn durations_of_zero_are_refused() {
+    let desk = ApprovalDesk::new(EventBus::new());
+    let errors = Approval::from_config(&entry(json!({ "via": "external", "expires": "0s" })), desk)
+        .unwrap_err();
+    assert_eq!(errors[0].to_string(), "pipeline[1].expires: must be greater than zero");
+    let parse = |v: Value| Ruling::from_body(v.as_object().unwrap());
+    assert_eq!(
+        parse(json!({"decision": "allow", "remember": "0s"})),
+        Err("`remember` must be greater than zero".to_owned())
+    );
 }

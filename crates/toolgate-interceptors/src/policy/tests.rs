@@ -269,3 +269,147 @@ async fn other_requests_are_refused_by_the_rules_about_their_event() {
     let allowed = p.intercept(event, Phase::Request, &ask, &mut ctx).await;
     assert!(matches!(allowed, Ok(Outcome::Continue)), "{allowed:?}");
 }
+
+/// A tool with every annotation MCP defines set as given.
+fn annotated(name: &str, destructive: bool, idempotent: bool, open_world: bool) -> mcp::Tool {
+    let mut tool = mcp::Tool::new(name.to_owned(), "", Map::new());
+    tool.annotations = Some(
+        mcp::ToolAnnotations::new()
+            .read_only(false)
+            .destructive(destructive)
+            .idempotent(idempotent)
+            .open_world(open_world),
+    );
+    tool
+}
+
+#[test]
+fn conditions_follow_array_indexes_in_their_path() {
+    let p = policy(json!({
+        "rules": [
+            { "tools": ["mail"], "when": { "path": "to.1.domain", "equals": "evil.example" }, "decision": "deny" },
+        ]
+    }));
+    let decide = |a: Value| p.decide("s", "mail", None, Some(&args(a))).decision;
+    let second_is_evil = json!({"to": [{"domain": "ok.example"}, {"domain": "evil.example"}]});
+    assert_eq!(decide(second_is_evil), Decision::Deny);
+    let first_is_evil = json!({"to": [{"domain": "evil.example"}, {"domain": "ok.example"}]});
+    assert_eq!(decide(first_is_evil), Decision::Allow);
+    // An index past the end, or a key that is not a number, finds nothing.
+    assert_eq!(decide(json!({"to": [{"domain": "evil.example"}]})), Decision::Allow);
+    let keyed = json!({"to": {"1": {"domain": "evil.example"}}});
+    assert_eq!(decide(keyed), Decision::Deny, "an object key that reads like an index");
+}
+
+#[test]
+fn each_annotation_a_rule_names_must_match_the_tool() {
+    let p = policy(json!({
+        "default": "allow",
+        "rules": [
+            { "servers": ["a"], "annotations": { "destructive": true }, "decision": "deny", "reason": "destroys" },
+            { "servers": ["b"], "annotations": { "idempotent": false }, "decision": "ask", "reason": "repeats differ" },
+            { "servers": ["c"], "annotations": { "open_world": true }, "decision": "deny", "reason": "reaches out" },
+        ]
+    }));
+    let harmless = annotated("t", false, true, false);
+    let destructive = annotated("t", true, true, false);
+    let once_only = annotated("t", false, false, false);
+    let outward = annotated("t", false, true, true);
+    let decide = |server: &str, tool: &mcp::Tool| p.decide(server, "t", Some(tool), None);
+    assert_eq!(decide("a", &destructive).decision, Decision::Deny);
+    assert!(decide("a", &destructive).reason.starts_with("destroys"));
+    assert_eq!(decide("a", &harmless).decision, Decision::Allow);
+    assert_eq!(decide("b", &once_only).decision, Decision::Ask);
+    assert_eq!(decide("b", &harmless).decision, Decision::Allow);
+    assert_eq!(decide("c", &outward).decision, Decision::Deny);
+    assert_eq!(decide("c", &harmless).decision, Decision::Allow);
+    // A tool that says nothing gets MCP's defaults: destructive, not idempotent, open world.
+    let silent = tool("t", None);
+    for server in ["a", "b", "c"] {
+        assert_ne!(decide(server, &silent).decision, Decision::Allow, "{server}");
+    }
+}
+
+#[test]
+fn a_standard_server_is_decided_by_rules_and_the_default() {
+    let p = policy(json!({
+        "default": "deny",
+        "trust": { "fs": "standard", "home": "trusted" },
+        "rules": [{ "tools": ["read"], "decision": "allow" }]
+    }));
+    let write = tool("write", Some(false));
+    let read = tool("read", Some(true));
+    // Neither promoted like `trusted` nor made to ask like `untrusted`.
+    let written = p.decide("fs", "write", Some(&write), None);
+    assert_eq!(
+        written,
+        Verdict { decision: Decision::Deny, reason: "the policy's default".into() }
+    );
+    assert_eq!(p.decide("fs", "read", Some(&read), None).decision, Decision::Allow);
+    assert_eq!(p.decide("home", "write", Some(&write), None).decision, Decision::Allow);
+}
+
+#[test]
+fn a_path_of_the_wrong_type_is_reported_as_such_not_as_missing() {
+    let errors = Policy::from_config(&entry(json!({
+        "rules": [{ "tools": ["t"], "when": { "path": 5, "equals": 1 }, "decision": "deny" }]
+    })))
+    .expect_err("invalid");
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(text, ["pipeline[0].rules[0].when.path: expected a string, found 5"]);
+
+    let errors = Policy::from_config(&entry(json!({
+        "rules": [{ "tools": ["t"], "when": { "equals": 1 }, "decision": "deny" }]
+    })))
+    .expect_err("invalid");
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(text[0].starts_with("pipeline[0].rules[0].when: missing `path`"), "{text:?}");
+}
+
+/// A call of `tool` on server `fs`, with its context.
+fn call_of(tool: &str) -> (Message, CallContext) {
+    let mut ctx = CallContext::new(Principal::local());
+    ctx.target = Some(Target {
+        server: "fs".into(),
+        original: tool.into(),
+        exposed: format!("fs__{tool}"),
+        tool: None,
+    });
+    (Message::CallTool(mcp::CallToolRequestParams::new(format!("fs__{tool}"))), ctx)
+}
+
+#[tokio::test]
+async fn in_audit_mode_an_ask_is_recorded_as_a_refusal_and_asks_nobody() {
+    let mut audit = entry(
+        json!({ "rules": [{ "tools": ["push"], "decision": "ask", "reason": "it publishes" }] }),
+    );
+    audit.audit = Some(true);
+    let p = Policy::from_config(&audit).expect("valid policy");
+    let (call, mut ctx) = call_of("push");
+    match p.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call, &mut ctx).await {
+        Ok(Outcome::Refuse(refusal)) => {
+            assert_eq!(refusal.interceptor, "policy");
+            assert_eq!(
+                refusal.reason,
+                "this call needs a person's approval (it publishes (rules[0]))"
+            );
+        }
+        other => panic!("audit mode records what `ask` would do: {other:?}"),
+    }
+    assert!(
+        ctx.get::<ApprovalRequired>().is_none(),
+        "audit mode changes nothing, so it must not hold the call for approval"
+    );
+}
+
+#[tokio::test]
+async fn a_deny_refusal_carries_the_rules_reason_unchanged() {
+    let p =
+        policy(json!({ "rules": [{ "tools": ["push"], "decision": "deny", "reason": "frozen" }] }));
+    let (call, mut ctx) = call_of("push");
+    match p.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call, &mut ctx).await {
+        Ok(Outcome::Refuse(refusal)) => assert_eq!(refusal.reason, "frozen (rules[0])"),
+        other => panic!("expected a refusal: {other:?}"),
+    }
+}

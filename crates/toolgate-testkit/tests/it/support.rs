@@ -221,6 +221,7 @@ async fn lists(client: &Client) {
         "test_elicitation_sep1034_defaults",
         "test_elicitation_sep1330_enums",
         "meta_echo",
+        "list_roots",
         "toggle_tool",
         "touch_resource",
     ] {

@@ -310,39 +310,117 @@ fn args(items: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
 
 // === server mode: toolgate in front of the fixture ===
 
-/// toolgate over HTTP with the fixture mounted in passthrough over `transport`; the suite with
-/// the checked-in baseline must pass.
-async fn server_suite_through_toolgate(transport: &str) {
+/// Scenarios of a server-mode run (the suite's whole list at the pinned version).
+const SERVER_SCENARIOS: usize = 30;
+/// Checks of a server-mode run against the fixture: all pass but the [`SSE_OPTIONAL_CHECKS`],
+/// which the suite reports as not applicable (`INFO`).
+const SERVER_CHECKS: usize = 40;
+
+/// A pipeline as a team would run it, none of whose rules concerns what the suite calls:
+/// policy (allow by default; a rule for tools the suite never calls), validate_args, arg_map
+/// with an alias, limits (a per-server timeout, concurrency and rate the suite stays within),
+/// and the audit log. `prefix = ""`, so the tool keys are the upstream's names.
+fn realistic_pipeline(audit_log: &Path) -> String {
+    format!(
+        "[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{{ tools = [\"crash\", \"spawn_child\"], decision = \"deny\", \
+         reason = \"not for clients\" }}]\n\n\
+         [[pipeline]]\nkind = \"validate_args\"\n\n\
+         [[pipeline]]\nkind = \"arg_map\"\nmap.\"echo\" = {{ alias = \"say\" }}\n\n\
+         [[pipeline]]\nkind = \"limits\"\n\
+         server.fixture = {{ timeout = \"30s\", concurrency = 16, rate = \"100/s\" }}\n\n\
+         [audit]\nfile = {}\n",
+        toml_str(&audit_log.to_string_lossy())
+    )
+}
+
+/// toolgate over HTTP with the fixture mounted in passthrough over `transport`, plus the
+/// `extra` config; the suite with the checked-in baseline must pass, and `checks.json` must
+/// show every scenario run and every check passed (the exit code alone would also be 0 if
+/// the suite ran fewer scenarios).
+async fn server_suite_through_toolgate(transport: &str, extra: &str) -> SuiteRun {
     let fixture = match transport {
         "stdio" => None,
         other => Some(FixtureUpstream::start(other).await),
     };
     let mut table = fixture_server("fixture", transport, fixture.as_ref().map(|f| f.url.as_str()));
     table.push_str("prefix = \"\"\n");
+    table.push_str(extra);
     let config = ConfigDir::new(&table);
     let gateway = HttpGateway::start(&config.path()).await;
+    let label = if extra.is_empty() { "" } else { " with a pipeline" };
     let run = run_suite(
-        &format!("server suite, toolgate -> fixture over {transport}"),
+        &format!("server suite, toolgate{label} -> fixture over {transport}"),
         &args(&[&"server", &"--url", &gateway.url, &"--expected-failures", &expected_failures()]),
         SERVER_SUITE_TIMEOUT,
     )
     .await;
     assert!(run.status.success(), "{}", run.report());
+    assert_all_checks_passed(&run);
+    run
+}
+
+/// Every scenario ran and every check passed, except the ones the suite reports as not
+/// applicable to a server that answers with JSON bodies.
+fn assert_all_checks_passed(run: &SuiteRun) {
+    assert_eq!(run.scenarios.len(), SERVER_SCENARIOS, "scenarios run\n{}", run.report());
+    let checks = run.scenarios.values().map(Vec::len).sum::<usize>();
+    assert_eq!(checks, SERVER_CHECKS, "checks reported\n{}", run.report());
+    let not_applicable = SSE_OPTIONAL_CHECKS
+        .iter()
+        .filter(|(scenario, id)| answered_as_json(run, scenario, id))
+        .count();
+    assert_eq!(not_applicable, SSE_OPTIONAL_CHECKS.len(), "{}", run.report());
+    assert_eq!(
+        run.counts(),
+        (SERVER_CHECKS - not_applicable, 0, 0),
+        "(passed, failed, warned)\n{}",
+        run.report()
+    );
 }
 
 #[tokio::test]
 async fn conformance_server_suite_through_toolgate_fixture_over_stdio() {
-    server_suite_through_toolgate("stdio").await;
+    server_suite_through_toolgate("stdio", "").await;
 }
 
 #[tokio::test]
 async fn conformance_server_suite_through_toolgate_fixture_over_streamable_http() {
-    server_suite_through_toolgate("http").await;
+    server_suite_through_toolgate("http", "").await;
 }
 
 #[tokio::test]
 async fn conformance_server_suite_through_toolgate_fixture_over_legacy_sse() {
-    server_suite_through_toolgate("sse").await;
+    server_suite_through_toolgate("sse", "").await;
+}
+
+/// The pipeline keeps the protocol intact: the same suite, the same counts, with every
+/// built-in but approval in the way (approval only acts on calls a policy sends to it); the
+/// audit log shows the suite's calls went through the pipeline.
+#[tokio::test]
+async fn conformance_server_suite_through_a_realistic_pipeline() {
+    let audit = tempfile::tempdir().expect("temp dir");
+    let log = audit.path().join("audit.jsonl");
+    server_suite_through_toolgate("stdio", &realistic_pipeline(&log)).await;
+
+    let report = toolgate_audit::verify(&log).expect("the audit chain is intact");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("read the audit log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON record"))
+        .collect();
+    assert_eq!(report.records, records.len() as u64);
+    let finished: Vec<_> = records.iter().filter(|r| r["kind"] == "tools/call/finished").collect();
+    assert!(
+        finished.iter().any(|r| r["tool"] == "test_simple_text"),
+        "the suite's calls are on record: {finished:?}"
+    );
+    for record in &finished {
+        let decided = record["decisions"].to_string();
+        for interceptor in ["policy", "validate_args", "arg_map", "limits"] {
+            assert!(decided.contains(interceptor), "{interceptor} did not see {record}");
+        }
+    }
 }
 
 // === transparency: server-everything directly and through toolgate ===

@@ -45,6 +45,20 @@ pub fn npm_bin(name: &str) -> PathBuf {
     require(npm_dir().join("node_modules/.bin").join(name), name)
 }
 
+/// A `[servers.NAME]` table running npm package bin `bin` with `args` and `env` under
+/// [`node`].
+pub fn npm_stdio_server(name: &str, bin: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut all_args = vec![npm_bin(bin).to_string_lossy().into_owned()];
+    all_args.extend(args.iter().map(|a| a.to_string()));
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    format!(
+        "[servers.{name}]\ncommand = {:?}\nargs = {}\nenv = {{ {} }}\n",
+        node().to_string_lossy(),
+        serde_json::to_string(&all_args).expect("json"),
+        env.join(", ")
+    )
+}
+
 /// The Python interpreter of the venv with the MCP Python SDK.
 pub fn python() -> PathBuf {
     let python = std::env::var_os("TOOLGATE_TEST_PYTHON")

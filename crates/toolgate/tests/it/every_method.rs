@@ -169,7 +169,7 @@ async fn exercise(peer: &Peer<RoleClient>, method: &str) -> Result<String, Servi
         "elicitation/create" => {
             call(peer, "fx__test_elicitation", json!({"message": "who are you?"})).await?
         }
-        "roots/list" => call(peer, "fx__test_roots", json!({})).await?,
+        "roots/list" => call(peer, "fx__list_roots", json!({})).await?,
         "subscriptions/listen" => {
             unreachable!("a 2026-07-28 request: see `listen_is_refused_then_audited`")
         }

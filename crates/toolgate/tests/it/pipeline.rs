@@ -78,3 +78,24 @@ async fn a_pipeline_that_cannot_be_built_is_a_config_error_naming_the_entry() {
         "{stderr}"
     );
 }
+
+/// A client of the 2026-07-28 era (`server/discover`, no session) meets the same policy: it
+/// is shown only what it may call, the allowed call runs, the denied one is refused by name.
+#[tokio::test]
+async fn a_2026_07_28_client_meets_the_same_pipeline() {
+    use rmcp::ClientServiceExt;
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::ClientLifecycleMode;
+
+    let config = guarded();
+    let gateway = HttpGateway::start(&config.path()).await;
+    let lifecycle =
+        ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(gateway.url.as_str());
+    let client = ().serve_with_lifecycle(transport, lifecycle).await.expect("discover");
+    let version = client.peer().peer_info().map(|info| info.protocol_version.clone());
+    assert_eq!(version, Some(ProtocolVersion::V_2026_07_28), "the era this test is about");
+    assert_guarded(&client).await;
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}

@@ -7,18 +7,6 @@ use serde_json::json;
 use crate::deps::{self, EverythingServer};
 use crate::support::*;
 
-fn stdio_server(name: &str, bin: &str, args: &[&str], env: &[(&str, &str)]) -> String {
-    let mut all_args = vec![deps::npm_bin(bin).to_string_lossy().into_owned()];
-    all_args.extend(args.iter().map(|a| a.to_string()));
-    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", toml_str(v))).collect();
-    format!(
-        "[servers.{name}]\ncommand = {}\nargs = {}\nenv = {{ {} }}\n",
-        toml_str(&deps::node().to_string_lossy()),
-        serde_json::to_string(&all_args).expect("json"),
-        env.join(", ")
-    )
-}
-
 /// What every server-everything mount must show.
 async fn everything_assertions(client: &Client, prefix: &str) {
     let tools = client.list_all_tools().await.expect("tools/list");
@@ -61,7 +49,8 @@ async fn everything_assertions(client: &Client, prefix: &str) {
 
 #[tokio::test]
 async fn server_everything_over_stdio() {
-    let config = ConfigDir::new(&stdio_server("ev", "mcp-server-everything", &["stdio"], &[]));
+    let config =
+        ConfigDir::new(&deps::npm_stdio_server("ev", "mcp-server-everything", &["stdio"], &[]));
     let client = stdio_client(&config.path()).await;
     everything_assertions(&client, "ev").await;
     client.cancel().await.expect("close");
@@ -101,8 +90,12 @@ async fn server_filesystem_reads_files_and_deny_tools_hides_writes() {
     let root = tempfile::tempdir().expect("temp dir");
     let root_path = root.path().canonicalize().expect("canonical");
     std::fs::write(root_path.join("note.txt"), "hello from a file").expect("write");
-    let mut config =
-        stdio_server("files", "mcp-server-filesystem", &[&root_path.to_string_lossy()], &[]);
+    let mut config = deps::npm_stdio_server(
+        "files",
+        "mcp-server-filesystem",
+        &[&root_path.to_string_lossy()],
+        &[],
+    );
     config.push_str("deny_tools = [\"write_*\", \"move_file\", \"edit_file\"]\n");
     let config = ConfigDir::new(&config);
     let client = stdio_client(&config.path()).await;
@@ -132,7 +125,7 @@ async fn server_filesystem_reads_files_and_deny_tools_hides_writes() {
 async fn server_memory_keeps_entities_across_calls() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("memory.jsonl");
-    let config = ConfigDir::new(&stdio_server(
+    let config = ConfigDir::new(&deps::npm_stdio_server(
         "mem",
         "mcp-server-memory",
         &[],

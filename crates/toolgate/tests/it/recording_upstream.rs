@@ -1,0 +1,121 @@
+//! The fixture over streamable HTTP in this test process, behind a recorder that writes down
+//! every JSON-RPC message POSTed to it: what an upstream really received, for tests that must
+//! show that something did *not* reach it.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use toolgate_testkit::{Fixture, FixtureHub, FixtureOptions};
+
+/// The largest body the recorder reads (the fixture's messages are small).
+const BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// One message the upstream received: its method, and for `tools/call` the tool's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    pub method: String,
+    pub tool: Option<String>,
+}
+
+impl Received {
+    fn of(message: &Value) -> Option<Received> {
+        let method = message.get("method")?.as_str()?.to_owned();
+        let tool = (method == "tools/call")
+            .then(|| message["params"]["name"].as_str().map(str::to_owned))
+            .flatten();
+        Some(Received { method, tool })
+    }
+}
+
+/// The fixture at `url`, recording; stops when dropped.
+pub struct RecordingUpstream {
+    pub url: String,
+    log: watch::Sender<Vec<Received>>,
+    stop: CancellationToken,
+}
+
+impl RecordingUpstream {
+    pub async fn start() -> RecordingUpstream {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let stop = CancellationToken::new();
+        let (log, _) = watch::channel(Vec::new());
+        let hub = FixtureHub::new();
+        let options = Arc::new(FixtureOptions::default());
+        let service = StreamableHttpService::new(
+            move || Ok(Fixture::with_hub(options.clone(), hub.clone())),
+            LocalSessionManager::default().into(),
+            StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
+        );
+        let app = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(log.clone(), record));
+        let shutdown = stop.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+                .expect("the recording upstream serves");
+        });
+        RecordingUpstream { url: format!("http://{address}/mcp"), log, stop }
+    }
+
+    /// Everything received so far, in order.
+    pub fn received(&self) -> Vec<Received> {
+        self.log.borrow().clone()
+    }
+
+    /// The tools called so far, in order.
+    pub fn tools_called(&self) -> Vec<String> {
+        self.received().into_iter().filter_map(|r| r.tool).collect()
+    }
+
+    /// Waits (bounded) until `tool` has been called `times` times in all.
+    pub async fn wait_for_calls(&self, tool: &str, times: usize) {
+        let mut log = self.log.subscribe();
+        let reached = |log: &Vec<Received>| {
+            log.iter().filter(|r| r.tool.as_deref() == Some(tool)).count() >= times
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), log.wait_for(reached))
+            .await
+            .unwrap_or_else(|_| {
+                panic!("{tool} was not called {times} times: {:?}", self.received())
+            })
+            .expect("the recorder lives as long as the upstream");
+    }
+}
+
+impl Drop for RecordingUpstream {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Writes down each JSON-RPC message of a POST body (one message or a batch), then hands the
+/// request on unchanged.
+async fn record(
+    State(log): State<watch::Sender<Vec<Received>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.expect("a body within the limit");
+    if let Ok(json) = serde_json::from_slice::<Value>(&bytes) {
+        let messages = match json {
+            Value::Array(batch) => batch,
+            one => vec![one],
+        };
+        log.send_modify(|log| log.extend(messages.iter().filter_map(Received::of)));
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
