@@ -16,8 +16,8 @@ use crate::check::{Checker, Entry, Mode, optional};
 use crate::duration::parse_duration;
 use crate::error::key_path;
 use crate::model::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport, ServerConfig,
-    StdioConfig, ToolFilter, TransportConfig,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport,
+    ServerConfig, StdioConfig, ToolFilter, TransportConfig,
 };
 use crate::value::Value;
 
@@ -143,6 +143,7 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
         tools: ToolFilter { allow: Vec::new(), deny: deny?.unwrap_or_default() },
         startup_timeout: DEFAULT_STARTUP_TIMEOUT,
         timeout: timeout?.unwrap_or(DEFAULT_CALL_TIMEOUT),
+        restart_wait: DEFAULT_RESTART_WAIT,
         required: false,
         enabled: !disabled?.unwrap_or(false),
     };

@@ -14,6 +14,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8931";
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time one upstream call may take.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a call waits by default for a server that is restarting.
+pub const DEFAULT_RESTART_WAIT: Duration = Duration::from_secs(5);
+/// How long `serve` waits by default for servers that are not `required` before serving.
+pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(2);
 
 /// A whole, validated configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +152,9 @@ pub struct GatewayConfig {
     /// `Origin` values accepted by the HTTP endpoint. Empty = browsers' cross-origin requests
     /// are refused; requests without `Origin` are accepted.
     pub allowed_origins: Vec<String>,
+    /// How long `serve` waits for servers that are not `required` before it serves what is
+    /// ready (the others join when they connect).
+    pub startup_wait: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -156,6 +163,7 @@ impl Default for GatewayConfig {
             listen: DEFAULT_LISTEN.parse().expect("DEFAULT_LISTEN must parse"),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            startup_wait: DEFAULT_STARTUP_WAIT,
         }
     }
 }
@@ -175,6 +183,8 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// Time allowed for one call.
     pub timeout: Duration,
+    /// How long a call waits for the server while it is restarting (its tools stay listed).
+    pub restart_wait: Duration,
     /// When true, `serve` refuses to start without this server.
     pub required: bool,
     /// When false, the server is not started at all.

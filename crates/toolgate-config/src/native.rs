@@ -6,14 +6,14 @@ use std::net::SocketAddr;
 use crate::check::{Checker, Entry, Mode, optional};
 use crate::error::{index_path, key_path};
 use crate::model::{
-    AdminConfig, AuditConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, GatewayConfig,
-    HttpConfig, HttpTransport, InterceptorConfig, ServerConfig, StdioConfig, ToolFilter,
-    TransportConfig,
+    AdminConfig, AuditConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT,
+    GatewayConfig, HttpConfig, HttpTransport, InterceptorConfig, ServerConfig, StdioConfig,
+    ToolFilter, TransportConfig,
 };
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline", "audit", "admin"];
-const GATEWAY_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins"];
+const GATEWAY_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins", "startup_wait"];
 const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
@@ -28,6 +28,7 @@ const SERVER_KEYS: &[&str] = &[
     "deny_tools",
     "startup_timeout",
     "timeout",
+    "restart_wait",
     "required",
     "enabled",
 ];
@@ -183,6 +184,10 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         None => Some(defaults.allowed_hosts),
         Some(value) => hosts(cx, value, "gateway.allowed_hosts"),
     };
+    let startup_wait = match fields.get("startup_wait") {
+        None => Some(defaults.startup_wait),
+        Some(value) => cx.duration(value, "gateway.startup_wait"),
+    };
     let allowed_origins = match fields.get("allowed_origins") {
         None => Some(defaults.allowed_origins),
         Some(value) => origins(cx, value, "gateway.allowed_origins"),
@@ -191,6 +196,7 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         listen: listen?,
         allowed_hosts: allowed_hosts?,
         allowed_origins: allowed_origins?,
+        startup_wait: startup_wait?,
     })
 }
 
@@ -291,6 +297,9 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     .map(|d| d.unwrap_or(DEFAULT_STARTUP_TIMEOUT));
     let timeout = optional(fields.get("timeout").copied(), |v| cx.duration(v, &at("timeout")))
         .map(|d| d.unwrap_or(DEFAULT_CALL_TIMEOUT));
+    let restart_wait =
+        optional(fields.get("restart_wait").copied(), |v| cx.duration(v, &at("restart_wait")))
+            .map(|d| d.unwrap_or(DEFAULT_RESTART_WAIT));
     let required = optional(fields.get("required").copied(), |v| cx.boolean(v, &at("required")));
     let enabled = optional(fields.get("enabled").copied(), |v| cx.boolean(v, &at("enabled")));
 
@@ -315,6 +324,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         tools: ToolFilter { allow: allow?.unwrap_or_default(), deny: deny?.unwrap_or_default() },
         startup_timeout: startup_timeout?,
         timeout: timeout?,
+        restart_wait: restart_wait?,
         required: required?.unwrap_or(false),
         enabled: enabled?.unwrap_or(true),
     };

@@ -116,13 +116,17 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
     let Config { gateway, servers, pipeline, audit, admin, warnings } = config;
-    let GatewayConfig { listen, allowed_hosts, allowed_origins } = gateway;
+    let GatewayConfig { listen, allowed_hosts, allowed_origins, startup_wait } = gateway;
     let mut out = String::new();
     let w = &mut out;
     line(w, 0, "gateway", "");
     line(w, 1, "listen", listen);
     line(w, 1, "allowed_hosts", format!("{allowed_hosts:?}"));
     line(w, 1, "allowed_origins", format!("{allowed_origins:?}"));
+    // Shown only when set, so that fixtures written before it existed still hold.
+    if *startup_wait != toolgate_config::DEFAULT_STARTUP_WAIT {
+        line(w, 1, "startup_wait", format!("{startup_wait:?}"));
+    }
     line(w, 0, "servers", "");
     for server in servers {
         let ServerConfig {
@@ -132,6 +136,7 @@ fn dump(config: &Config) -> String {
             tools,
             startup_timeout,
             timeout,
+            restart_wait,
             required,
             enabled,
         } = server;
@@ -156,6 +161,9 @@ fn dump(config: &Config) -> String {
         line(w, 2, "deny_tools", format!("{deny:?}"));
         line(w, 2, "startup_timeout", format!("{startup_timeout:?}"));
         line(w, 2, "timeout", format!("{timeout:?}"));
+        if *restart_wait != toolgate_config::DEFAULT_RESTART_WAIT {
+            line(w, 2, "restart_wait", format!("{restart_wait:?}"));
+        }
         line(w, 2, "required", required);
         line(w, 2, "enabled", enabled);
     }

@@ -89,6 +89,7 @@ fn server_config(url: url::Url) -> ServerConfig {
         tools: Default::default(),
         startup_timeout: STARTUP_TIMEOUT,
         timeout: CALL_TIMEOUT,
+        restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
         required: true,
         enabled: true,
     }

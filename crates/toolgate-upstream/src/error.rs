@@ -54,6 +54,13 @@ pub enum UpstreamError {
         method: &'static str,
         message: String,
     },
+    /// The server is restarting and did not come back within `waited`.
+    #[error(
+        "upstream {upstream}: the server is restarting, and did not come back within {} to \
+         take {operation} `{target}`; try again shortly",
+        humanize(*waited)
+    )]
+    Restarting { upstream: String, operation: &'static str, target: String, waited: Duration },
     /// The server is not connected (any more).
     #[error("upstream {upstream}: not connected")]
     Disconnected { upstream: String },
@@ -119,6 +126,7 @@ impl UpstreamError {
             | UpstreamError::ConnectionLost { upstream, .. }
             | UpstreamError::Unexpected { upstream, .. }
             | UpstreamError::InputRefused { upstream, .. }
+            | UpstreamError::Restarting { upstream, .. }
             | UpstreamError::Disconnected { upstream } => upstream,
         }
     }

@@ -10,7 +10,8 @@ use toolgate_core::mcp;
 pub enum UpstreamEvent {
     /// It connected (or reconnected) and its catalog is listed.
     Connected { upstream: String },
-    /// It could not connect or lost its connection; its catalog is now empty.
+    /// It could not connect, lost its connection (its catalog is kept while it reconnects),
+    /// or could not reconnect (its catalog is now empty).
     Disconnected { upstream: String, reason: String },
     /// Its catalog changed (after a `list_changed` notification and a re-list).
     CatalogChanged { upstream: String, lists: ChangedLists },

@@ -81,7 +81,7 @@ impl Shared {
             catalog.resource_templates = fresh.resource_templates;
         }
         if peer.is_transport_closed() {
-            // That connection is gone; its catalog was already dropped.
+            // That connection is gone; the next one lists the catalog afresh.
             return;
         }
         self.set_catalog(catalog);

@@ -1,7 +1,7 @@
 //! One upstream server: its supervised connection and what it offers. Requests to it are in
 //! `requests`, the supervisor that connects and reconnects it in `supervise`.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -16,13 +16,14 @@ use crate::shared::Shared;
 mod requests;
 mod supervise;
 
-/// One upstream server, supervised: it is connected in the background, reconnected with
-/// backoff when its process dies or its connection drops, and its catalog is empty while it is
-/// down.
+/// One upstream server, supervised: it is connected in the background and reconnected with
+/// backoff when its process dies or its connection drops. While it reconnects its last
+/// catalog stays listed and calls wait for it (up to its `restart_wait`); when a reconnection
+/// fails, its catalog is emptied.
 pub struct Upstream {
     config: ServerConfig,
     shared: Arc<Shared>,
-    link: RwLock<Option<Arc<Link>>>,
+    link: watch::Sender<LinkState>,
     last_error: Mutex<Option<String>>,
     first_attempt: watch::Receiver<Option<Result<(), ConnectError>>>,
     shutdown: CancellationToken,
@@ -31,6 +32,20 @@ pub struct Upstream {
     subscribed: Mutex<std::collections::BTreeSet<String>>,
     /// Wakes the listen loop to reopen its stream with a new filter.
     refilter: tokio::sync::Notify,
+}
+
+/// Whether an upstream can take requests now.
+#[derive(Clone, Default)]
+pub(crate) enum LinkState {
+    /// The first connection attempt is under way.
+    #[default]
+    Starting,
+    /// Connected.
+    Up(Arc<Link>),
+    /// The connection was lost and a new one is being made; the catalog is kept.
+    Restarting,
+    /// Not connected, nor about to be: the last attempt failed, or it was shut down.
+    Down,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -47,7 +62,7 @@ impl Upstream {
         let upstream = Arc::new(Upstream {
             shared: Arc::new(Shared::new(config.name.clone(), events)),
             config,
-            link: RwLock::new(None),
+            link: watch::Sender::new(LinkState::Starting),
             last_error: Mutex::new(None),
             first_attempt,
             shutdown: CancellationToken::new(),
@@ -135,7 +150,15 @@ impl Upstream {
     }
 
     fn current_link(&self) -> Option<Arc<Link>> {
-        self.link.read().expect("link lock must not be poisoned").clone()
+        match &*self.link.borrow() {
+            LinkState::Up(link) => Some(link.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether it is reconnecting now (its last catalog is still listed).
+    pub fn is_restarting(&self) -> bool {
+        matches!(*self.link.borrow(), LinkState::Restarting)
     }
 }
 

@@ -91,6 +91,7 @@ async fn every_page_of_every_list_is_fetched() {
         tools: Default::default(),
         startup_timeout: Duration::from_secs(20),
         timeout: Duration::from_secs(20),
+        restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
         required: true,
         enabled: true,
     };

@@ -10,7 +10,7 @@ use rmcp::ServiceError;
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::mcp;
 
-use super::{HARD_TIMEOUT_FACTOR, Upstream};
+use super::{HARD_TIMEOUT_FACTOR, LinkState, Upstream};
 use crate::call::CallOptions;
 use crate::connect::Link;
 use crate::error::UpstreamError;
@@ -224,9 +224,10 @@ impl Upstream {
         options: &CallOptions,
     ) -> Result<mcp::ServerResult, UpstreamError> {
         let name = &self.config.name;
-        let link = self
-            .current_link()
-            .ok_or_else(|| UpstreamError::Disconnected { upstream: name.clone() })?;
+        let link = match self.current_link() {
+            Some(link) => link,
+            None => self.link_back(operation, target, options).await?,
+        };
         let timeout = options.timeout.unwrap_or(self.config.timeout);
         let request_options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
@@ -265,6 +266,39 @@ impl Upstream {
             }
             () = link.lost.cancelled() => Err(UpstreamError::ConnectionLost {
                 upstream: name.clone(), operation, target,
+            }),
+        }
+    }
+
+    /// The connection, once the server is back from a restart (or its first start): waits up
+    /// to its `restart_wait`, or until the caller gives up.
+    async fn link_back(
+        &self,
+        operation: &'static str,
+        target: &str,
+        options: &CallOptions,
+    ) -> Result<Arc<Link>, UpstreamError> {
+        let name = &self.config.name;
+        let mut state = self.link.subscribe();
+        let settled = state.wait_for(|s| !matches!(s, LinkState::Restarting | LinkState::Starting));
+        tokio::select! {
+            settled = tokio::time::timeout(self.config.restart_wait, settled) => match settled {
+                Ok(Ok(state)) => match &*state {
+                    LinkState::Up(link) => Ok(link.clone()),
+                    _ => Err(UpstreamError::Disconnected { upstream: name.clone() }),
+                },
+                Ok(Err(_)) => Err(UpstreamError::Disconnected { upstream: name.clone() }),
+                Err(_) => Err(UpstreamError::Restarting {
+                    upstream: name.clone(),
+                    operation,
+                    target: target.to_owned(),
+                    waited: self.config.restart_wait,
+                }),
+            },
+            () = options.cancel.cancelled() => Err(UpstreamError::Cancelled {
+                upstream: name.clone(),
+                operation,
+                target: target.to_owned(),
             }),
         }
     }

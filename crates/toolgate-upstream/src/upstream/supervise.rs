@@ -10,7 +10,7 @@ use rmcp::service::QuitReason;
 use tokio::sync::watch;
 use toolgate_core::mcp;
 
-use super::Upstream;
+use super::{LinkState, Upstream};
 use crate::catalog::Catalog;
 use crate::connect::{Connection, Link, Service, connect};
 use crate::error::ConnectError;
@@ -55,7 +55,7 @@ impl Upstream {
                 Ok(Connection { service, link, group }) => {
                     failures = 0;
                     *self.last_error.lock().expect("last error lock") = None;
-                    *self.link.write().expect("link lock") = Some(link.clone());
+                    self.link.send_replace(LinkState::Up(link.clone()));
                     tracing::info!(
                         upstream = %self.config.name,
                         transport = link.info.transport,
@@ -72,14 +72,15 @@ impl Upstream {
                     }
                     let reason = self.run_until_lost(service, &link).await;
                     link.lost.cancel();
-                    *self.link.write().expect("link lock") = None;
-                    self.shared.set_catalog(Catalog::default());
                     if let Some(group) = group {
                         group.kill();
                     }
                     if self.shutdown.is_cancelled() {
                         break;
                     }
+                    // Its tools stay listed while it comes back: clients see no change, and
+                    // calls wait for it instead of finding an unknown tool.
+                    self.link.send_replace(LinkState::Restarting);
                     tracing::warn!(upstream = %self.config.name, %reason, "upstream connection lost; reconnecting");
                     *self.last_error.lock().expect("last error lock") = Some(reason.clone());
                     self.shared.emit(UpstreamEvent::Disconnected {
@@ -95,8 +96,16 @@ impl Upstream {
                         tracing::debug!(upstream = %self.config.name, error = %reason, failures, "upstream still failing");
                     }
                     *self.last_error.lock().expect("last error lock") = Some(reason.clone());
+                    let was = self.link.send_replace(LinkState::Down);
                     if first.borrow().is_none() {
                         first.send_replace(Some(Err(error)));
+                        self.shared.emit(UpstreamEvent::Disconnected {
+                            upstream: self.config.name.clone(),
+                            reason,
+                        });
+                    } else if matches!(was, LinkState::Restarting) {
+                        // It did not come back: its tools go now.
+                        self.shared.set_catalog(Catalog::default());
                         self.shared.emit(UpstreamEvent::Disconnected {
                             upstream: self.config.name.clone(),
                             reason,
@@ -111,6 +120,7 @@ impl Upstream {
                 () = self.shutdown.cancelled() => break,
             }
         }
+        self.link.send_replace(LinkState::Down);
         if first.borrow().is_none() {
             first.send_replace(Some(Err(ConnectError::Stopped)));
         }
