@@ -6,6 +6,7 @@ mod bad_input;
 mod builtins;
 mod cli;
 mod conformance;
+mod demo;
 mod deps;
 mod failures;
 mod fidelity;
