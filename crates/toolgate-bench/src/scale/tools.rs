@@ -8,7 +8,6 @@
 //! fixed text) through this gateway and through a second one with a single upstream of 100
 //! tools, alternating between the two so that drift hits both alike.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
