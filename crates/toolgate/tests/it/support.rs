@@ -132,6 +132,9 @@ impl HttpGateway {
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
             .env("TOOLGATE_LOG", "info")
+            // Read by toolgate-fixture upstreams, which inherit it (toolgate reads
+            // TOOLGATE_LOG): their info lines (`slow: cancelled`) reach toolgate's log.
+            .env("RUST_LOG", "info,rmcp=error")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
