@@ -73,10 +73,8 @@ mod tests {
 
     #[test]
     fn a_missing_binary_says_how_to_build_it() {
-        let args = BinaryArgs {
-            toolgate: Some(PathBuf::from("/nonexistent/toolgate")),
-            fixture: None,
-        };
+        let args =
+            BinaryArgs { toolgate: Some(PathBuf::from("/nonexistent/toolgate")), fixture: None };
         let error = args.resolve().expect_err("no such file").to_string();
         assert!(error.contains("/nonexistent/toolgate"), "{error}");
         assert!(error.contains("--toolgate PATH"), "{error}");

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 
-use crate::binaries::{BinaryArgs, Binaries};
+use crate::binaries::{Binaries, BinaryArgs};
 use crate::latency::machine::Machine;
 use crate::latency::report::{PathRecord, PeerRecord, Report, Row, Settings};
 use crate::latency::session::{Call, Era, Payload};

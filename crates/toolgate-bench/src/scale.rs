@@ -84,8 +84,12 @@ async fn bench(mut args: ScaleArgs) -> anyhow::Result<()> {
 
     println!("{}", tools::render(&tools));
     println!("{}", sessions::render(&sessions));
-    let report =
-        Report { benchmark: "scale", toolgate: binaries.toolgate.display().to_string(), tools, sessions };
+    let report = Report {
+        benchmark: "scale",
+        toolgate: binaries.toolgate.display().to_string(),
+        tools,
+        sessions,
+    };
     if let Some(path) = &args.json {
         report::write_json(path, &report)?;
         eprintln!("scale: wrote {}", path.display());

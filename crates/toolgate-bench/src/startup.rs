@@ -24,9 +24,9 @@ use anyhow::{Context as _, bail};
 use serde::Serialize;
 
 use self::gateway::{Gateway, Upstream};
-use crate::binaries::{BinaryArgs, Binaries};
 use self::mcp_http::Session;
 use self::report::{Summary, Table, ms};
+use crate::binaries::{Binaries, BinaryArgs};
 
 /// The target from issue 5: ready at most this long after the slowest server.
 const TARGET_OVERHEAD_MS: f64 = 50.0;

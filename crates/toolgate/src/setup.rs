@@ -179,11 +179,11 @@ pub(crate) fn describe(source: &ConfigSource) -> String {
     match source {
         ConfigSource::File(path) => format!("config {}", path.display()),
         ConfigSource::Demo => {
-            let user_file =
-                toolgate_config::user_config_file(&toolgate_config::SystemEnvironment)
-                    .map_or_else(|| "~/.config/toolgate/toolgate.toml".to_owned(), |path| {
-                        path.display().to_string()
-                    });
+            let user_file = toolgate_config::user_config_file(&toolgate_config::SystemEnvironment)
+                .map_or_else(
+                    || "~/.config/toolgate/toolgate.toml".to_owned(),
+                    |path| path.display().to_string(),
+                );
             format!(
                 "no config found: serving the built-in demo server (sample tools only). To serve \
                  your MCP servers, list them in ./toolgate.toml or {user_file}, or pass \

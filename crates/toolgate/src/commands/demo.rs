@@ -49,11 +49,13 @@ VS Code JSON config works as it is. See \"Quick start\" in toolgate's README.
 ";
 
 /// An 8×8 PNG: a green gate on white.
-static GATE_PNG: LazyLock<String> =
-    LazyLock::new(|| base64::engine::general_purpose::STANDARD.encode(include_bytes!("demo/gate.png")));
+static GATE_PNG: LazyLock<String> = LazyLock::new(|| {
+    base64::engine::general_purpose::STANDARD.encode(include_bytes!("demo/gate.png"))
+});
 /// A tenth of a second of a 440 Hz tone: 8 kHz, 8-bit mono WAV.
-static BEEP_WAV: LazyLock<String> =
-    LazyLock::new(|| base64::engine::general_purpose::STANDARD.encode(include_bytes!("demo/beep.wav")));
+static BEEP_WAV: LazyLock<String> = LazyLock::new(|| {
+    base64::engine::general_purpose::STANDARD.encode(include_bytes!("demo/beep.wav"))
+});
 
 /// Serves the demo on this process's stdin/stdout until the client hangs up.
 pub(crate) async fn run(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
@@ -184,7 +186,10 @@ impl DemoServer {
 impl DemoServer {
     /// Asks the model to greet someone and say what toolgate is.
     #[prompt]
-    async fn greeting(&self, Parameters(args): Parameters<GreetingArgs>) -> Vec<mcp::PromptMessage> {
+    async fn greeting(
+        &self,
+        Parameters(args): Parameters<GreetingArgs>,
+    ) -> Vec<mcp::PromptMessage> {
         vec![mcp::PromptMessage::new_text(
             mcp::Role::User,
             format!("Greet {} and say in one sentence what an MCP gateway does.", args.name),
@@ -196,7 +201,10 @@ impl DemoServer {
     async fn describe_image(&self) -> Vec<mcp::PromptMessage> {
         vec![
             mcp::PromptMessage::new(mcp::Role::User, png()),
-            mcp::PromptMessage::new_text(mcp::Role::User, "Describe the image above in one sentence."),
+            mcp::PromptMessage::new_text(
+                mcp::Role::User,
+                "Describe the image above in one sentence.",
+            ),
         ]
     }
 }
@@ -205,8 +213,11 @@ impl DemoServer {
 #[prompt_handler(router = self.prompts)]
 impl ServerHandler for DemoServer {
     fn get_info(&self) -> mcp::ServerConfig {
-        let capabilities =
-            mcp::ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().build();
+        let capabilities = mcp::ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .build();
         mcp::ServerConfig::new(capabilities)
             .with_server_info(mcp::Implementation::new("toolgate-demo", env!("CARGO_PKG_VERSION")))
             .with_instructions(

@@ -209,7 +209,8 @@ async fn man_dir_writes_one_page_per_command() {
     let output = run_toolgate(&["man", "--dir", &out.to_string_lossy()]).await;
     assert!(output.status.success(), "{}", stderr(&output));
     for page in ["toolgate.1", "toolgate-serve.1", "toolgate-audit-verify.1", "toolgate-man.1"] {
-        let text = std::fs::read_to_string(out.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        let text =
+            std::fs::read_to_string(out.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
         assert!(text.contains(".TH toolgate"), "{page} is a manual page");
     }
     assert!(!out.join("toolgate-demo-server.1").exists(), "hidden commands get no page");

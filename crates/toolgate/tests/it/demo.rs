@@ -266,3 +266,35 @@ fn sample_arguments(schema: &Value) -> serde_json::Map<String, Value> {
         })
         .collect()
 }
+
+/// The product does not link the test fixture: neither `toolgate` nor any workspace crate it
+/// depends on (transitively) has `toolgate-testkit` among its normal dependencies.
+#[test]
+fn the_binary_does_not_depend_on_the_testkit() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("crates/");
+    let mut pending = vec!["toolgate".to_owned()];
+    let mut seen = Vec::new();
+    while let Some(name) = pending.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        let manifest = crates.join(&name).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest)
+            .unwrap_or_else(|error| panic!("{}: {error}", manifest.display()));
+        let dependencies: Vec<&str> = text
+            .split("\n[")
+            .filter(|section| section.starts_with("dependencies]"))
+            .flat_map(str::lines)
+            .filter_map(|line| line.split(['.', ' ', '=']).next())
+            .filter(|dependency| dependency.starts_with("toolgate-"))
+            .collect();
+        assert!(
+            !dependencies.contains(&"toolgate-testkit"),
+            "{} lists toolgate-testkit as a normal dependency",
+            manifest.display()
+        );
+        pending.extend(dependencies.into_iter().map(str::to_owned));
+        seen.push(name);
+    }
+    assert!(seen.len() >= 8, "toolgate and its library crates were read: {seen:?}");
+}

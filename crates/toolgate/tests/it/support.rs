@@ -67,10 +67,9 @@ pub fn toml_str(text: &str) -> String {
 /// A `[servers.NAME]` table for the fixture upstream over `transport`.
 pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String {
     match transport {
-        "stdio" => format!(
-            "[servers.{name}]\ncommand = {}\n",
-            toml_str(&fixture_bin().to_string_lossy())
-        ),
+        "stdio" => {
+            format!("[servers.{name}]\ncommand = {}\n", toml_str(&fixture_bin().to_string_lossy()))
+        }
         "http" => format!(
             "[servers.{name}]\nurl = {}\ntransport = \"streamable-http\"\n",
             toml_str(url.expect("url"))

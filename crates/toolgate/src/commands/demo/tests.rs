@@ -102,8 +102,9 @@ async fn content_samples_are_what_they_say() {
 #[tokio::test(start_paused = true)]
 async fn slow_reports_progress_after_each_step() {
     let (client, mut progress) = connect().await;
-    let params = mcp::CallToolRequestParams::new("slow")
-        .with_arguments(serde_json::json!({ "steps": 3, "step_ms": 500 }).as_object().cloned().unwrap());
+    let params = mcp::CallToolRequestParams::new("slow").with_arguments(
+        serde_json::json!({ "steps": 3, "step_ms": 500 }).as_object().cloned().unwrap(),
+    );
     let request = mcp::ClientRequest::CallToolRequest(mcp::CallToolRequest::new(params));
     let started = tokio::time::Instant::now();
     let handle = client
@@ -126,8 +127,9 @@ async fn slow_reports_progress_after_each_step() {
 #[tokio::test(start_paused = true)]
 async fn slow_stops_when_cancelled() {
     let (client, mut progress) = connect().await;
-    let params = mcp::CallToolRequestParams::new("slow")
-        .with_arguments(serde_json::json!({ "steps": 60, "step_ms": 1000 }).as_object().cloned().unwrap());
+    let params = mcp::CallToolRequestParams::new("slow").with_arguments(
+        serde_json::json!({ "steps": 60, "step_ms": 1000 }).as_object().cloned().unwrap(),
+    );
     let request = mcp::ClientRequest::CallToolRequest(mcp::CallToolRequest::new(params));
     let handle = client
         .send_request_with_option(request, PeerRequestOptions::no_options())
