@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 
+use crate::binaries::{Binaries, BinaryArgs};
 use crate::latency::machine::Machine;
 use crate::latency::report::{PathRecord, PeerRecord, Report, Row, Settings};
 use crate::latency::session::{Call, Era, Payload};
@@ -81,9 +82,8 @@ pub(crate) struct LatencyArgs {
     /// Also write the results as JSON to FILE
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// The toolgate binary to measure [default: `toolgate` next to this executable]
-    #[arg(long, value_name = "PATH")]
-    toolgate: Option<PathBuf>,
+    #[command(flatten)]
+    binaries: BinaryArgs,
     /// Where bench/setup installed the peers [default: bench/.peers of this workspace]
     #[arg(long, value_name = "DIR")]
     peers: Option<PathBuf>,
@@ -113,7 +113,7 @@ struct Plan {
     concurrency: Vec<usize>,
     payloads: Vec<Payload>,
     paths: Vec<PathSpec>,
-    toolgate: PathBuf,
+    binaries: Binaries,
     peers: PathBuf,
     json: Option<PathBuf>,
     seed: u64,
@@ -150,13 +150,7 @@ impl Plan {
         if concurrency.contains(&0) {
             bail!("--concurrency takes numbers of sessions of at least 1");
         }
-        let toolgate = match args.toolgate {
-            Some(path) => path,
-            None => default_toolgate()?,
-        };
-        if !toolgate.is_file() {
-            bail!("{} does not exist", toolgate.display());
-        }
+        let binaries = args.binaries.resolve()?;
         let peers = args.peers.unwrap_or_else(default_peers);
         let mut notes = Vec::new();
         let mut paths: Vec<PathSpec> =
@@ -205,7 +199,7 @@ impl Plan {
             concurrency,
             payloads,
             paths,
-            toolgate,
+            binaries,
             peers,
             json: args.json,
             seed,
@@ -220,21 +214,6 @@ impl Plan {
     fn calls_in_round(&self, round: usize) -> usize {
         self.calls / self.rounds + usize::from(round < self.calls % self.rounds)
     }
-}
-
-/// `toolgate` next to this executable: `cargo build --release -p toolgate -p toolgate-bench`
-/// puts both in the same folder.
-fn default_toolgate() -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe().context("cannot find this executable's path")?;
-    let path = exe.with_file_name("toolgate");
-    if !path.is_file() {
-        bail!(
-            "no toolgate binary next to {} (build it with `cargo build --release -p toolgate`, \
-             or pass --toolgate PATH)",
-            exe.display()
-        );
-    }
-    Ok(path)
 }
 
 /// `bench/.peers` of the workspace this binary was built from.
@@ -289,13 +268,14 @@ async fn measure(plan: Plan) -> anyhow::Result<()> {
     }
     let needs_http_fixture = plan.paths.iter().any(|spec| spec.upstream == target::Transport::Http);
     let (fixture, shared) = if needs_http_fixture {
-        let (server, shared) = target::start_http_fixture(&plan.toolgate).await?;
+        let (server, shared) = target::start_http_fixture(&plan.binaries.fixture).await?;
         (Some(server), Some(shared))
     } else {
         (None, None)
     };
     let setup = Setup {
-        toolgate: plan.toolgate.clone(),
+        toolgate: plan.binaries.toolgate.clone(),
+        fixture: plan.binaries.fixture.clone(),
         peers: plan.peers.clone(),
         scratch: scratch.path().to_owned(),
         http_fixture: shared,
@@ -544,7 +524,8 @@ fn build_report(
             concurrency: plan.concurrency.clone(),
             payloads: plan.payloads.iter().map(|p| p.name()).collect(),
             seed: plan.seed,
-            toolgate: portable(&plan.toolgate.display().to_string()),
+            toolgate: portable(&plan.binaries.toolgate.display().to_string()),
+            fixture: portable(&plan.binaries.fixture.display().to_string()),
             client: format!(
                 "rmcp 3.9.0 (toolgate's client) in this process, {}, HTTP {}",
                 match plan.era {
@@ -590,7 +571,7 @@ mod tests {
             concurrency: vec![1],
             payloads: vec![Payload::Small],
             paths: Vec::new(),
-            toolgate: PathBuf::new(),
+            binaries: Binaries { toolgate: PathBuf::new(), fixture: PathBuf::new() },
             peers: PathBuf::new(),
             json: None,
             seed: 0,

@@ -5,6 +5,7 @@
 //! - `startup`: time until toolgate is ready with 1, 5 and 10 upstreams;
 //! - `scale`: 10,000 tools across 100 upstreams, and idle sessions.
 
+mod binaries;
 mod latency;
 mod portable;
 mod proc_stats;

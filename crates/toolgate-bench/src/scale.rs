@@ -14,8 +14,9 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde::Serialize;
 
+use crate::binaries::BinaryArgs;
 use crate::portable::portable;
-use crate::startup::{gateway, report};
+use crate::startup::report;
 
 /// Options of `scale`.
 #[derive(Debug, clap::Args)]
@@ -41,9 +42,8 @@ pub(crate) struct ScaleArgs {
     /// Also write the results to FILE as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// The toolgate binary (default: `toolgate` next to this executable).
-    #[arg(long, value_name = "PATH")]
-    toolgate: Option<PathBuf>,
+    #[command(flatten)]
+    binaries: BinaryArgs,
 }
 
 /// What `--json` writes.
@@ -71,7 +71,7 @@ async fn bench(mut args: ScaleArgs) -> anyhow::Result<()> {
     if args.upstreams == 0 || args.tools_per_upstream == 0 || args.sessions == 0 {
         bail!("--upstreams, --tools-per-upstream and --sessions must be at least 1");
     }
-    let toolgate = gateway::toolgate_binary(args.toolgate.as_deref())?;
+    let binaries = args.binaries.resolve()?;
     let http = crate::startup::mcp_http::http_client()?;
 
     let tools_settings = tools::Settings {
@@ -80,14 +80,14 @@ async fn bench(mut args: ScaleArgs) -> anyhow::Result<()> {
         lists: args.lists,
         calls: args.calls,
     };
-    let tools = tools::run(&toolgate, &http, &tools_settings).await?;
-    let sessions = sessions::run(&toolgate, &http, args.sessions).await?;
+    let tools = tools::run(&binaries, &http, &tools_settings).await?;
+    let sessions = sessions::run(&binaries, &http, args.sessions).await?;
 
     println!("{}", tools::render(&tools));
     println!("{}", sessions::render(&sessions));
     let report = Report {
         benchmark: "scale",
-        toolgate: portable(&toolgate.display().to_string()),
+        toolgate: portable(&binaries.toolgate.display().to_string()),
         tools,
         sessions,
     };

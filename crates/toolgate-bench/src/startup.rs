@@ -1,6 +1,6 @@
 //! `toolgate-bench startup`: time until toolgate is ready with 1, 5 and 10 upstream servers.
 //!
-//! Each upstream is the testkit fixture on stdio (`toolgate demo-server`) waiting before it
+//! Each upstream is the testkit fixture on stdio (`toolgate-fixture`) waiting before it
 //! reads its handshake, the k-th one (from 0) `base + k × step` ms, so that the table shows
 //! whether start-up follows the slowest server or the sum of them. The same cases with no
 //! delay show what toolgate's own start costs.
@@ -26,6 +26,7 @@ use serde::Serialize;
 use self::gateway::{Gateway, Upstream};
 use self::mcp_http::Session;
 use self::report::{Summary, Table, ms};
+use crate::binaries::{Binaries, BinaryArgs};
 use crate::portable::portable;
 
 /// The target from issue 5: ready at most this long after the slowest server.
@@ -54,9 +55,8 @@ pub(crate) struct StartupArgs {
     /// Also write the results to FILE as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// The toolgate binary (default: `toolgate` next to this executable).
-    #[arg(long, value_name = "PATH")]
-    toolgate: Option<PathBuf>,
+    #[command(flatten)]
+    binaries: BinaryArgs,
 }
 
 /// One configuration of upstreams to start.
@@ -165,7 +165,7 @@ pub(crate) async fn run(args: StartupArgs) -> anyhow::Result<()> {
 }
 
 async fn bench(args: StartupArgs) -> anyhow::Result<()> {
-    let toolgate = gateway::toolgate_binary(args.toolgate.as_deref())?;
+    let Binaries { toolgate, fixture } = args.binaries.resolve()?;
     let (counts, repeat) =
         if args.quick { (vec![1, 5], 1) } else { (args.servers.clone(), args.repeat) };
     if repeat == 0 || counts.is_empty() || counts.contains(&0) {
@@ -180,7 +180,7 @@ async fn bench(args: StartupArgs) -> anyhow::Result<()> {
     for (i, case) in cases.iter().enumerate() {
         let case_dir = dir.path().join(format!("case{i}"));
         std::fs::create_dir(&case_dir).context("cannot make a temporary folder")?;
-        configs.push(gateway::write_config(&case_dir, &toolgate, &case.upstreams())?);
+        configs.push(gateway::write_config(&case_dir, &fixture, &case.upstreams())?);
     }
     let http = mcp_http::http_client()?;
     let mut samples: Vec<Vec<Sample>> = cases.iter().map(|_| Vec::new()).collect();

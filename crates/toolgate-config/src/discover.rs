@@ -28,7 +28,7 @@ pub(crate) fn discover(
 }
 
 /// `$XDG_CONFIG_HOME/toolgate/toolgate.toml`, else `~/.config/toolgate/toolgate.toml`.
-fn user_config_file(env: &dyn Environment) -> Option<PathBuf> {
+pub(crate) fn user_config_file(env: &dyn Environment) -> Option<PathBuf> {
     let config_dir = env
         .var("XDG_CONFIG_HOME")
         .map(PathBuf::from)

@@ -121,6 +121,13 @@ pub fn discover(
     discover::discover(explicit, env)
 }
 
+/// Where the user's own config file is looked for (step 4 of [`discover`]):
+/// `toolgate/toolgate.toml` in `$XDG_CONFIG_HOME` (when absolute), else in `~/.config`.
+/// `None` when neither is known.
+pub fn user_config_file(env: &dyn Environment) -> Option<PathBuf> {
+    discover::user_config_file(env)
+}
+
 /// Reads and checks one configuration file. Its format comes from its extension (`.toml`,
 /// `.json`), else from its first character. Relative paths inside it (`import`, `cwd`) are
 /// relative to its directory. The errors carry the file ([`ConfigErrors::file`]).

@@ -78,7 +78,9 @@ fn removed_variables(
         }
     }
     let Ok(set) = builder.build() else { return Vec::new() };
-    inherited.filter(|name| name.to_str().is_some_and(|name| set.is_match(name))).collect()
+    // A name that is not Unicode is matched as its lossy form: removing too much is safe, and
+    // `*` must remove every variable.
+    inherited.filter(|name| set.is_match(&*name.to_string_lossy())).collect()
 }
 
 async fn forward_stderr(upstream: String, stderr: ChildStderr, log: StderrLog) {
@@ -153,6 +155,18 @@ mod tests {
         );
         let removed: Vec<_> = removed.iter().map(|n| n.to_str().expect("ascii")).collect();
         assert_eq!(removed, ["AWS_KEY", "AWS_SECRET", "GITHUB_TOKEN"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_star_removes_every_variable_even_one_not_unicode() {
+        use std::os::unix::ffi::OsStringExt as _;
+        let odd = std::ffi::OsString::from_vec(b"KEY_\xff".to_vec());
+        let inherited = vec!["HOME".into(), odd.clone(), "PATH".into()];
+        let removed = removed_variables(&["*".to_owned()], inherited.clone().into_iter());
+        assert_eq!(removed, inherited);
+        let removed = removed_variables(&["KEY_*".to_owned()], inherited.into_iter());
+        assert_eq!(removed, [odd]);
     }
 
     #[test]

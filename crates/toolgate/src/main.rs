@@ -57,9 +57,13 @@ enum Command {
     /// Check the audit log's hash chain, or print its last records.
     #[command(subcommand)]
     Audit(commands::audit::AuditCommand),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(commands::completions::CompletionsArgs),
+    /// Print the manual page (roff), or write one page per command into a folder.
+    Man(commands::man::ManArgs),
     /// Run the built-in demo MCP server on stdio (what toolgate starts when no config exists).
     #[command(hide = true)]
-    DemoServer(commands::demo::DemoArgs),
+    DemoServer,
 }
 
 fn main() -> ExitCode {
@@ -80,7 +84,9 @@ fn main() -> ExitCode {
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,
             Command::Config(command) => commands::config::run(&cli.global, command),
             Command::Audit(command) => commands::audit::run(&cli.global, command).await,
-            Command::DemoServer(args) => commands::demo::run(&cli.global, args).await,
+            Command::Completions(args) => commands::completions::run(&args),
+            Command::Man(args) => commands::man::run(&args),
+            Command::DemoServer => commands::demo::run(&cli.global).await,
         }
     });
     // Children are ended by the commands themselves; don't wait for blocked stdin readers.

@@ -89,7 +89,8 @@ pub(crate) fn load_config(global: &GlobalArgs) -> anyhow::Result<(Config, Config
     }
 }
 
-/// One upstream: this very binary running its built-in demo server.
+/// One upstream: this very binary running its built-in demo server, with an emptied
+/// environment (nothing of the gateway's environment, API keys included, reaches it).
 fn demo_config() -> anyhow::Result<Config> {
     let exe = std::env::current_exe().context("cannot find toolgate's own executable")?;
     let server = ServerConfig {
@@ -98,7 +99,7 @@ fn demo_config() -> anyhow::Result<Config> {
             command: exe.to_string_lossy().into_owned(),
             args: vec!["demo-server".into()],
             env: Default::default(),
-            env_remove: Vec::new(),
+            env_remove: vec!["*".into()],
             cwd: None,
         }),
         prefix: "demo".into(),
@@ -173,12 +174,23 @@ pub(crate) async fn connect(config: &Config) -> anyhow::Result<Running> {
     Ok(running)
 }
 
-/// Where the config came from, for the first log line.
+/// Where the config came from, for the first log line. With no config, it also says how to
+/// configure real servers.
 pub(crate) fn describe(source: &ConfigSource) -> String {
     match source {
         ConfigSource::File(path) => format!("config {}", path.display()),
-        ConfigSource::Demo => "no config found ($TOOLGATE_CONFIG, ./toolgate.toml, \
-             ~/.config/toolgate/toolgate.toml): serving the built-in demo server"
-            .to_owned(),
+        ConfigSource::Demo => {
+            let user_file = toolgate_config::user_config_file(&toolgate_config::SystemEnvironment)
+                .map_or_else(
+                    || "~/.config/toolgate/toolgate.toml".to_owned(),
+                    |path| path.display().to_string(),
+                );
+            format!(
+                "no config found: serving the built-in demo server (sample tools only). To serve \
+                 your MCP servers, list them in ./toolgate.toml or {user_file}, or pass \
+                 --config FILE (a Claude Desktop, Cursor or VS Code JSON file works too); see \
+                 \"Quick start\" in toolgate's README"
+            )
+        }
     }
 }

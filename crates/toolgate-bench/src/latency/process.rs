@@ -25,7 +25,7 @@ const TAIL_LINES: usize = 20;
 #[derive(Debug, Clone)]
 pub(crate) enum Ready {
     /// A stdout line starting with this prefix; the rest of the line is the URL
-    /// (`toolgate demo-server`: `listening <url>`).
+    /// (`toolgate-fixture --transport http`: `listening <url>`).
     StdoutPrefix(&'static str),
     /// A stderr line containing this; the next word is the URL
     /// (`toolgate serve`: `serving MCP at <url>`).

@@ -34,6 +34,8 @@ pub(crate) struct Settings {
     /// Seed of the order of cells in each round.
     pub(crate) seed: u64,
     pub(crate) toolgate: String,
+    /// The upstream server (`toolgate-fixture`).
+    pub(crate) fixture: String,
     pub(crate) client: String,
 }
 

@@ -205,8 +205,10 @@ impl PathSpec {
 /// What every path needs to start.
 #[derive(Debug)]
 pub(crate) struct Setup {
-    /// The `toolgate` binary: the gateway and the fixture (`toolgate demo-server`).
+    /// The `toolgate` binary.
     pub(crate) toolgate: PathBuf,
+    /// The `toolgate-fixture` binary, the upstream of every path.
+    pub(crate) fixture: PathBuf,
     /// Where the peers are installed (`bench/.peers`).
     pub(crate) peers: PathBuf,
     /// A temporary folder for configs and audit logs.
@@ -230,10 +232,10 @@ pub(crate) struct SharedFixture {
     pub(crate) pid: u32,
 }
 
-/// Starts the fixture on streamable HTTP (`toolgate demo-server --transport http`).
-pub(crate) async fn start_http_fixture(toolgate: &Path) -> anyhow::Result<(Server, SharedFixture)> {
-    let mut command = Command::new(toolgate);
-    command.args(["demo-server", "--transport", "http", "--port", "0"]).env_remove("RUST_LOG");
+/// Starts the fixture on streamable HTTP (`toolgate-fixture --transport http`).
+pub(crate) async fn start_http_fixture(fixture: &Path) -> anyhow::Result<(Server, SharedFixture)> {
+    let mut command = Command::new(fixture);
+    command.args(["--transport", "http", "--port", "0"]).env_remove("RUST_LOG");
     let (server, url) =
         Server::start("fixture-http", command, Ready::StdoutPrefix("listening ")).await?;
     let pid = server.pid();
@@ -267,7 +269,7 @@ impl Target {
             (_, Transport::Stdio) => (None, None, stdio_command(&spec, setup, 0)?.1),
             (Via::Direct, Transport::Http) => {
                 let fixture = setup.http_fixture.as_ref().context("the HTTP fixture is up")?;
-                let command = format!("{} demo-server --transport http", setup.toolgate.display());
+                let command = format!("{} --transport http", setup.fixture.display());
                 (None, Some(fixture.url.clone()), command)
             }
             (Via::Toolgate(pipeline), Transport::Http) => {
@@ -406,13 +408,11 @@ fn stdio_command(
     setup: &Setup,
     index: usize,
 ) -> anyhow::Result<(Command, String)> {
-    let mut command = Command::new(&setup.toolgate);
+    let program = if spec.via == Via::Direct { &setup.fixture } else { &setup.toolgate };
+    let mut command = Command::new(program);
     command.env_remove("TOOLGATE_CONFIG").env_remove("RUST_LOG").env_remove("TOOLGATE_LOG");
     match spec.via {
-        Via::Direct => {
-            command.arg("demo-server");
-            Ok((command, format!("{} demo-server", setup.toolgate.display())))
-        }
+        Via::Direct => Ok((command, setup.fixture.display().to_string())),
         Via::Toolgate(pipeline) => {
             let config = write_config(&spec.name(), Some(index), pipeline, spec.upstream, setup)?;
             command.args(["serve", "--stdio", "--config"]).arg(&config);
@@ -443,8 +443,8 @@ fn write_config(
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let server = match upstream {
         Transport::Stdio => format!(
-            "[servers.{UPSTREAM}]\ncommand = {}\nargs = [\"demo-server\"]\nrequired = true\n",
-            toml_string(&setup.toolgate.to_string_lossy())
+            "[servers.{UPSTREAM}]\ncommand = {}\nrequired = true\n",
+            toml_string(&setup.fixture.to_string_lossy())
         ),
         Transport::Http => {
             let fixture = setup.http_fixture.as_ref().context("the HTTP fixture is up")?;
@@ -482,7 +482,7 @@ async fn start_peer(
 ) -> anyhow::Result<(Server, String, String)> {
     let executable = peer.find(&setup.peers).map_err(anyhow::Error::msg)?;
     let port = free_port()?;
-    let fixture = format!("{} demo-server", setup.toolgate.display());
+    let fixture = setup.fixture.display().to_string();
     let mut command = Command::new(&executable);
     let (path, described) = match peer {
         Peer::McpProxyRs => {
@@ -494,8 +494,8 @@ async fn start_peer(
                 "[proxy]\nname = \"bench\"\nseparator = \"/\"\n\n[proxy.listen]\n\
                  host = \"127.0.0.1\"\nport = {port}\n\n[observability]\nlog_level = \"warn\"\n\n\
                  [[backends]]\nname = \"{UPSTREAM}\"\ntransport = \"stdio\"\ncommand = {}\n\
-                 args = [\"demo-server\"]\n",
-                toml_string(&setup.toolgate.to_string_lossy())
+                 args = []\n",
+                toml_string(&setup.fixture.to_string_lossy())
             );
             std::fs::write(&config, text)
                 .with_context(|| format!("cannot write {}", config.display()))?;
@@ -507,7 +507,7 @@ async fn start_peer(
         Peer::McpProxyPy => {
             let args =
                 ["--host", "127.0.0.1", "--port", &port.to_string(), "--log-level", "WARNING"];
-            command.args(args).arg("--").arg(&setup.toolgate).arg("demo-server");
+            command.args(args).arg("--").arg(&setup.fixture);
             ("/mcp", format!("{} {} -- {fixture}", executable.display(), args.join(" ")))
         }
         Peer::Supergateway => {

@@ -9,7 +9,6 @@
 //! the first and last are pinged at the end to show they were still alive when the memory was
 //! read.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -17,6 +16,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::mib;
+use crate::binaries::Binaries;
 use crate::proc_stats;
 use crate::startup::gateway::{self, Gateway, HttpFixture, Upstream};
 use crate::startup::mcp_http::Session;
@@ -53,19 +53,19 @@ struct Checkpoint {
 }
 
 pub(super) async fn run(
-    toolgate: &Path,
+    binaries: &Binaries,
     http: &reqwest::Client,
     count: usize,
 ) -> anyhow::Result<SessionsReport> {
     eprintln!("scale: opening {count} idle sessions on the fixture, directly ...");
-    let fixture = HttpFixture::start(toolgate, PATIENCE).await?;
+    let fixture = HttpFixture::start(&binaries.fixture, PATIENCE).await?;
     let direct = measure(http, fixture.url(), fixture.pid(), count).await?;
     fixture.stop().await?;
 
     eprintln!("scale: opening {count} idle sessions on toolgate ...");
     let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
-    let config = gateway::write_config(dir.path(), toolgate, &[Upstream::new("fx")])?;
-    let gateway = Gateway::start(toolgate, &config, PATIENCE).await?;
+    let config = gateway::write_config(dir.path(), &binaries.fixture, &[Upstream::new("fx")])?;
+    let gateway = Gateway::start(&binaries.toolgate, &config, PATIENCE).await?;
     let through_toolgate = measure(http, gateway.url(), gateway.pid(), count).await?;
     gateway.stop().await?;
     Ok(SessionsReport { sessions: count, toolgate: through_toolgate, direct })

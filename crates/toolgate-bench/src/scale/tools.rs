@@ -8,13 +8,13 @@
 //! fixed text) through this gateway and through a second one with a single upstream of 100
 //! tools, alternating between the two so that drift hits both alike.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 
 use super::mib;
+use crate::binaries::Binaries;
 use crate::proc_stats;
 use crate::startup::gateway::{self, Gateway, Upstream};
 use crate::startup::mcp_http::Session;
@@ -91,7 +91,7 @@ impl CallStats {
 }
 
 pub(super) async fn run(
-    toolgate: &Path,
+    binaries: &Binaries,
     http: &reqwest::Client,
     settings: &Settings,
 ) -> anyhow::Result<ToolsReport> {
@@ -110,13 +110,13 @@ pub(super) async fn run(
     for folder in [&all_dir, &one_dir] {
         std::fs::create_dir(folder).context("cannot make a temporary folder")?;
     }
-    let all_config = gateway::write_config(&all_dir, toolgate, &all)?;
-    let one_config = gateway::write_config(&one_dir, toolgate, &[upstream(&names[0])])?;
+    let all_config = gateway::write_config(&all_dir, &binaries.fixture, &all)?;
+    let one_config = gateway::write_config(&one_dir, &binaries.fixture, &[upstream(&names[0])])?;
 
     eprintln!(
         "scale: starting toolgate with {upstreams} upstreams × {tools_per_upstream} tools ..."
     );
-    let big = Gateway::start(toolgate, &all_config, PATIENCE).await?;
+    let big = Gateway::start(&binaries.toolgate, &all_config, PATIENCE).await?;
     let serving_ms = ms(big.serving_after());
     let cpu_ms_at_serving = proc_stats::cpu_time(big.pid()).map(ms).unwrap_or_default();
     let rss_kib_after_start = rss(&big)?;
@@ -140,7 +140,7 @@ pub(super) async fn run(
         report::median(&list_samples)
     );
 
-    let small = Gateway::start(toolgate, &one_config, PATIENCE).await?;
+    let small = Gateway::start(&binaries.toolgate, &one_config, PATIENCE).await?;
     let mut small_session = Session::open(http, small.url()).await?;
     let listed = small_session.list_tools().await?.value.len();
     if listed != tools_per_upstream {

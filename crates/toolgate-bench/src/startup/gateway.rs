@@ -27,25 +27,7 @@ const STOP_GRACE: Duration = Duration::from_secs(15);
 /// Log lines kept to explain a failure.
 const TAIL_LINES: usize = 30;
 
-/// The `toolgate` binary: `explicit`, else the one next to this executable.
-pub(crate) fn toolgate_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let path = match explicit {
-        Some(path) => path.to_owned(),
-        None => std::env::current_exe()
-            .context("cannot find toolgate-bench's own executable")?
-            .with_file_name("toolgate"),
-    };
-    if !path.is_file() {
-        bail!(
-            "no toolgate binary at {}: build it (`cargo build --release -p toolgate`, or \
-             bench/setup) or pass --toolgate PATH",
-            path.display()
-        );
-    }
-    Ok(path)
-}
-
-/// One upstream: `toolgate demo-server` (the testkit fixture) on stdio.
+/// One upstream: `toolgate-fixture` (the testkit fixture) on stdio.
 #[derive(Debug, Clone)]
 pub(crate) struct Upstream {
     /// The server name, which is also its tools' prefix.
@@ -68,16 +50,17 @@ impl Upstream {
         }
     }
 
-    fn to_toml(&self, toolgate: &Path) -> toml::Table {
-        let mut args = vec!["demo-server".to_owned()];
+    fn to_toml(&self, fixture: &Path) -> toml::Table {
+        let mut args = Vec::new();
         if !self.startup_delay.is_zero() {
-            args.extend(["--startup-delay".to_owned(), self.startup_delay.as_millis().to_string()]);
+            let delay = format!("{}ms", self.startup_delay.as_millis());
+            args.extend(["--startup-delay".to_owned(), delay]);
         }
         if self.extra_tools > 0 {
             args.extend(["--extra-tools".to_owned(), self.extra_tools.to_string()]);
         }
         let mut server = toml::Table::new();
-        server.insert("command".into(), toolgate.to_string_lossy().into_owned().into());
+        server.insert("command".into(), fixture.to_string_lossy().into_owned().into());
         server.insert("args".into(), args.into());
         if self.only_extra_tools {
             server.insert("allow_tools".into(), vec!["t[0-9]*".to_owned()].into());
@@ -94,15 +77,16 @@ pub(crate) fn extra_tool(index: usize) -> String {
     format!("t{index:04}")
 }
 
-/// Writes a `toolgate.toml` serving `upstreams` into `dir` and returns its path.
+/// Writes a `toolgate.toml` serving `upstreams` (each one `fixture`) into `dir` and returns
+/// its path.
 pub(crate) fn write_config(
     dir: &Path,
-    toolgate: &Path,
+    fixture: &Path,
     upstreams: &[Upstream],
 ) -> anyhow::Result<PathBuf> {
     let servers: toml::Table = upstreams
         .iter()
-        .map(|upstream| (upstream.name.clone(), upstream.to_toml(toolgate).into()))
+        .map(|upstream| (upstream.name.clone(), upstream.to_toml(fixture).into()))
         .collect();
     let mut config = toml::Table::new();
     config.insert("servers".into(), servers.into());
@@ -224,7 +208,7 @@ impl Drop for Gateway {
     }
 }
 
-/// The fixture served directly on streamable HTTP (`toolgate demo-server --transport http`):
+/// The fixture served directly on streamable HTTP (`toolgate-fixture --transport http`):
 /// the baseline to compare toolgate with.
 #[derive(Debug)]
 pub(crate) struct HttpFixture {
@@ -235,9 +219,9 @@ pub(crate) struct HttpFixture {
 
 impl HttpFixture {
     /// Starts it on a free port of 127.0.0.1 and returns once it printed its URL.
-    pub(crate) async fn start(toolgate: &Path, patience: Duration) -> anyhow::Result<HttpFixture> {
-        let mut child = Command::new(toolgate)
-            .args(["demo-server", "--transport", "http", "--port", "0"])
+    pub(crate) async fn start(fixture: &Path, patience: Duration) -> anyhow::Result<HttpFixture> {
+        let mut child = Command::new(fixture)
+            .args(["--transport", "http", "--port", "0"])
             .env_remove("TOOLGATE_LOG")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
@@ -246,7 +230,7 @@ impl HttpFixture {
             // It has no children, and dies of SIGTERM's default action; this is the fallback.
             .kill_on_drop(true)
             .spawn()
-            .with_context(|| format!("cannot start {} demo-server", toolgate.display()))?;
+            .with_context(|| format!("cannot start {}", fixture.display()))?;
         let pid = child.id().context("the fixture exited at once")?;
         let stdout = child.stdout.take().context("the fixture's stdout is not piped")?;
         let mut lines = BufReader::new(stdout).lines();
@@ -322,22 +306,22 @@ mod tests {
         slow.only_extra_tools = true;
         let path = write_config(
             dir.path(),
-            Path::new("/bin/toolgate \"x\""),
+            Path::new("/bin/toolgate-fixture \"x\""),
             &[Upstream::new("s000"), slow],
         )
         .expect("written");
         let config: toml::Table =
             std::fs::read_to_string(path).expect("read").parse().expect("valid TOML");
         let servers = config["servers"].as_table().expect("servers");
-        assert_eq!(servers["s000"]["command"].as_str(), Some("/bin/toolgate \"x\""));
-        assert_eq!(servers["s000"]["args"].as_array().map(Vec::len), Some(1));
+        assert_eq!(servers["s000"]["command"].as_str(), Some("/bin/toolgate-fixture \"x\""));
+        assert_eq!(servers["s000"]["args"].as_array().map(Vec::len), Some(0));
         let args: Vec<&str> = servers["s001"]["args"]
             .as_array()
             .expect("args")
             .iter()
             .filter_map(|arg| arg.as_str())
             .collect();
-        assert_eq!(args, ["demo-server", "--startup-delay", "120", "--extra-tools", "100"]);
+        assert_eq!(args, ["--startup-delay", "120ms", "--extra-tools", "100"]);
         assert_eq!(servers["s001"]["allow_tools"][0].as_str(), Some("t[0-9]*"));
     }
 

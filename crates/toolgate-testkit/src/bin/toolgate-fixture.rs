@@ -1,4 +1,5 @@
-//! `toolgate-fixture`: the fixture MCP server on stdio, streamable HTTP or legacy SSE.
+//! `toolgate-fixture`: the fixture MCP server on stdio (the default), streamable HTTP or
+//! legacy SSE. toolgate's integration tests and benchmarks run it as their upstream.
 //!
 //! For http and sse it binds, prints exactly one line, `listening http://HOST:PORT/mcp` (or
 //! `/sse`), to stdout, and serves until SIGTERM or ctrl-c. Logs go to stderr (`RUST_LOG`,
@@ -21,7 +22,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 #[command(version, about)]
 struct Args {
     /// Transport to serve.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, default_value_t = FixtureTransport::Stdio)]
     transport: FixtureTransport,
     /// Port to listen on (http, sse); 0 picks a free one.
     #[arg(long, default_value_t = 0)]

@@ -2,9 +2,11 @@
 
 pub(crate) mod audit;
 pub(crate) mod call;
+pub(crate) mod completions;
 pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod interceptors;
+pub(crate) mod man;
 pub(crate) mod serve;
 pub(crate) mod servers;
 pub(crate) mod tools;

@@ -270,10 +270,10 @@ async fn an_upstream_that_writes_garbage_stays_usable() {
     // and it starts with such noise before its handshake.
     let script = format!(
         "echo 'starting up...'; echo '{{\"level\":\"info\",\"msg\":\"json noise\"}}'; \
-         '{}' demo-server | while IFS= read -r line; do \
+         '{}' | while IFS= read -r line; do \
            printf '%s\\n' \"$line\"; echo '}}{{ not json'; echo '{{\"msg\":\"more noise\"}}'; \
          done",
-        toolgate_bin().to_string_lossy()
+        fixture_bin().to_string_lossy()
     );
     let config = ConfigDir::new(&format!(
         "[servers.fx]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n",

@@ -1,4 +1,4 @@
-//! The command line: help, tools, call, servers, config check, demo mode.
+//! The command line: help, tools, call, servers, config check, demo mode, completions, man.
 
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ async fn help_lists_every_subcommand() {
     let output = run_toolgate(&["--help"]).await;
     assert!(output.status.success());
     let text = stdout(&output);
-    for command in ["serve", "tools", "call", "servers", "config"] {
+    for command in ["serve", "tools", "call", "servers", "config", "completions", "man"] {
         assert!(text.contains(command), "{command} missing from --help:\n{text}");
     }
     assert!(!text.contains("demo-server"), "internal commands stay hidden");
@@ -131,7 +131,7 @@ async fn every_command_refuses_an_invalid_config_with_64() {
 #[tokio::test]
 async fn claude_desktop_json_works_as_a_whole_config() {
     let json = serde_json::json!({
-        "mcpServers": { "fx": { "command": toolgate_bin(), "args": ["demo-server"] } }
+        "mcpServers": { "fx": { "command": fixture_bin() } }
     });
     let config = ConfigDir::with_file("claude_desktop_config.json", &json.to_string());
     let output = run_toolgate(&[
@@ -167,4 +167,51 @@ async fn toolgate_toml_in_the_working_directory_is_found() {
     let output = run_toolgate_in(&["call", "here__echo", "text=found"], Some(config.dir())).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output).trim(), "found");
+}
+
+/// The visible subcommands, which completions and the manual must all know.
+const SUBCOMMANDS: [&str; 9] =
+    ["serve", "tools", "call", "servers", "interceptors", "config", "audit", "completions", "man"];
+
+#[tokio::test]
+async fn completions_cover_every_subcommand_in_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let output = run_toolgate(&["completions", shell]).await;
+        assert!(output.status.success(), "{shell}: {}", stderr(&output));
+        let script = stdout(&output);
+        assert!(script.contains("toolgate"), "{shell}: the script names the program");
+        for command in SUBCOMMANDS {
+            assert!(script.contains(command), "{shell}: {command} missing from:\n{script}");
+        }
+        assert!(!script.contains("demo-server"), "{shell}: hidden commands stay hidden");
+    }
+    let unknown = run_toolgate(&["completions", "tcsh"]).await;
+    assert_eq!(unknown.status.code(), Some(2), "an unknown shell is a usage error");
+}
+
+#[tokio::test]
+async fn man_prints_a_page_naming_every_subcommand() {
+    let output = run_toolgate(&["man"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(page.starts_with(".ie") || page.contains("\n.TH toolgate 1"), "a roff page:\n{page}");
+    assert!(page.contains(".TH toolgate 1"), "titled toolgate(1):\n{page}");
+    for command in SUBCOMMANDS {
+        assert!(page.contains(&format!("toolgate\\-{command}(1)")), "{command} missing:\n{page}");
+    }
+    assert!(!page.contains("demo\\-server"), "hidden commands stay hidden");
+}
+
+#[tokio::test]
+async fn man_dir_writes_one_page_per_command() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("man1");
+    let output = run_toolgate(&["man", "--dir", &out.to_string_lossy()]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    for page in ["toolgate.1", "toolgate-serve.1", "toolgate-audit-verify.1", "toolgate-man.1"] {
+        let text =
+            std::fs::read_to_string(out.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH toolgate"), "{page} is a manual page");
+    }
+    assert!(!out.join("toolgate-demo-server.1").exists(), "hidden commands get no page");
 }

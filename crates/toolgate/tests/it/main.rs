@@ -6,6 +6,7 @@ mod bad_input;
 mod builtins;
 mod cli;
 mod conformance;
+mod demo;
 mod denials;
 mod deps;
 mod error_messages;

@@ -151,8 +151,8 @@ async fn upstreams_start_concurrently() {
     for name in ["one", "two", "three"] {
         let script = format!(
             "touch {gate_dir}/{name}; while [ $(ls {gate_dir} | wc -l) -lt 3 ]; do sleep 0.02; done; \
-             exec {} demo-server",
-            toolgate_bin().to_string_lossy()
+             exec {}",
+            fixture_bin().to_string_lossy()
         );
         config.push_str(&format!(
             "[servers.{name}]\ncommand = \"sh\"\nargs = [\"-c\", {}]\nstartup_timeout = \"20s\"\nrequired = true\n\n",

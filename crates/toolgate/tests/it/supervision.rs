@@ -16,9 +16,9 @@ fn call(name: &str, args: serde_json::Value) -> CallToolRequestParams {
 /// A stdio upstream that refuses to start while `<dir>/down` exists.
 fn switchable_server(name: &str, dir: &std::path::Path) -> String {
     let script = format!(
-        "if [ -e {dir}/down ]; then echo 'switched off' >&2; exit 1; fi; exec {bin} demo-server",
+        "if [ -e {dir}/down ]; then echo 'switched off' >&2; exit 1; fi; exec {bin}",
         dir = dir.display(),
-        bin = toolgate_bin().display()
+        bin = fixture_bin().display()
     );
     format!("[servers.{name}]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n", toml_str(&script))
 }
@@ -68,14 +68,14 @@ async fn a_dead_upstream_ends_its_calls_leaves_and_returns_with_list_changed() {
     client.cancel().await.expect("close");
 }
 
-/// The upstream child of toolgate `gateway` (the `demo-server`), waiting for a new one when
+/// The upstream child of toolgate `gateway` (the `toolgate-fixture`), waiting for a new one when
 /// `previous` is given.
 async fn upstream_child(gateway: u32, previous: Option<u32>) -> u32 {
     for _ in 0..400 {
         let found = children_of(gateway).into_iter().find(|pid| {
             Some(*pid) != previous
                 && std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| c.contains("demo-server"))
+                    .is_ok_and(|c| c.contains("toolgate-fixture"))
         });
         if let Some(pid) = found {
             return pid;

@@ -22,6 +22,13 @@ pub fn toolgate_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
 }
 
+/// The `toolgate-fixture` binary (toolgate-testkit's full fixture server), the upstream of
+/// these tests. `cargo build --workspace --bins` builds it next to `toolgate` (scripts/test
+/// does); `$TOOLGATE_FIXTURE_BIN` overrides where it is looked for.
+pub fn fixture_bin() -> PathBuf {
+    toolgate_testkit::fixture_bin()
+}
+
 /// A temporary folder holding a config file.
 pub struct ConfigDir {
     dir: tempfile::TempDir,
@@ -60,10 +67,9 @@ pub fn toml_str(text: &str) -> String {
 /// A `[servers.NAME]` table for the fixture upstream over `transport`.
 pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String {
     match transport {
-        "stdio" => format!(
-            "[servers.{name}]\ncommand = {}\nargs = [\"demo-server\"]\n",
-            toml_str(&toolgate_bin().to_string_lossy())
-        ),
+        "stdio" => {
+            format!("[servers.{name}]\ncommand = {}\n", toml_str(&fixture_bin().to_string_lossy()))
+        }
         "http" => format!(
             "[servers.{name}]\nurl = {}\ntransport = \"streamable-http\"\n",
             toml_str(url.expect("url"))
@@ -78,7 +84,7 @@ pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String 
     }
 }
 
-/// The fixture served by `toolgate demo-server` on HTTP or legacy SSE.
+/// The fixture served by `toolgate-fixture` on HTTP or legacy SSE.
 pub struct FixtureUpstream {
     child: Child,
     pub url: String,
@@ -86,8 +92,8 @@ pub struct FixtureUpstream {
 
 impl FixtureUpstream {
     pub async fn start(transport: &str) -> Self {
-        let mut child = Command::new(toolgate_bin())
-            .args(["demo-server", "--transport", transport])
+        let mut child = Command::new(fixture_bin())
+            .args(["--transport", transport, "--port", "0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -125,6 +131,9 @@ impl HttpGateway {
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
             .env("TOOLGATE_LOG", "info")
+            // Read by toolgate-fixture upstreams, which inherit it (toolgate reads
+            // TOOLGATE_LOG): their info lines (`slow: cancelled`) reach toolgate's log.
+            .env("RUST_LOG", "info,rmcp=error")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
