@@ -1,3 +1,5 @@
+//! Tests of the demo server: what it lists, and that each tool, prompt and resource does what it says.
+
 use base64::Engine as _;
 use rmcp::model as mcp;
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
