@@ -141,7 +141,7 @@ pub(crate) fn check_admin(cx: &mut Checker<'_>, value: &Value) -> Option<AdminCo
     let entries = cx.table(value, "admin")?;
     let fields = cx.known_keys(entries, "admin", ADMIN_KEYS);
     let listen = match fields.get("listen") {
-        Some(value) => crate::native::listen(cx, value, "admin.listen"),
+        Some(value) => cx.listen(value, "admin.listen"),
         None => {
             cx.error("admin", "missing `listen` (the admin API's address, such as 127.0.0.1:8932)");
             None

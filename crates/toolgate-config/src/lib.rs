@@ -32,7 +32,6 @@ mod audit;
 mod check;
 mod client;
 mod discover;
-mod duration;
 mod env;
 mod error;
 mod filter;
@@ -46,7 +45,6 @@ mod value;
 use std::path::{Path, PathBuf};
 
 pub use discover::{CONFIG_VAR, FILE_NAME};
-pub use duration::{DurationError, parse_duration};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};

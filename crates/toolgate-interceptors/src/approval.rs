@@ -47,7 +47,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use toolgate_audit::{Event as AuditEvent, EventBus, kind};
 use toolgate_config::InterceptorConfig;
-use toolgate_core::mcp;
+use toolgate_core::{duration, mcp};
 use toolgate_intercept::{
     ApprovalRequired, Approved, CallContext, Descriptor, Event, Hook, InterceptError, Interceptor,
     InterceptorType, Message, Mode, Outcome, Phase, Refusal, call_digest,
@@ -500,7 +500,7 @@ impl Approval {
                     tracing::warn!(
                         target: "toolgate::approval",
                         "call {id} ({exposed}) is held for approval: decide with POST /approvals/{id} on the admin API within {}",
-                        humanize(expires)
+                        duration::format(expires)
                     );
                 });
                 held.await
@@ -533,7 +533,7 @@ impl Approval {
                     .publish(event(kind::APPROVAL_EXPIRED).with("after_s", self.expires.as_secs()));
                 Ok(Outcome::Refuse(self.refusal(format!(
                     "nobody approved this call within {}",
-                    humanize(self.expires)
+                    duration::format(self.expires)
                 ))))
             }
         }
@@ -549,7 +549,7 @@ impl Approval {
         ctx: &CallContext,
     ) -> Settled {
         let Some(elicitor) = ctx.elicitor.clone() else { return Settled::Expired };
-        let again = format!("allow this exact call for {}", humanize(self.remember));
+        let again = format!("allow this exact call for {}", duration::format(self.remember));
         let arguments = call
             .arguments
             .as_ref()
@@ -628,20 +628,6 @@ fn clip(text: &str, limit: usize) -> String {
     format!("{}\n… ({} more bytes)", &text[..end], text.len() - end)
 }
 
-/// `5m`, `90s`, `1h`: short and exact enough for a notice.
-fn humanize(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    if secs == 0 {
-        format!("{}ms", duration.as_millis())
-    } else if secs.is_multiple_of(3600) {
-        format!("{}h", secs / 3600)
-    } else if secs.is_multiple_of(60) {
-        format!("{}m", secs / 60)
-    } else {
-        format!("{secs}s")
-    }
-}
-
 fn read_via(options: &mut Options<'_>, key: &str, allowed: &[Via]) -> Option<Via> {
     let text = options.string(key)?;
     let via = allowed.iter().copied().find(|v| v.as_str() == text);
@@ -655,7 +641,7 @@ fn read_via(options: &mut Options<'_>, key: &str, allowed: &[Via]) -> Option<Via
 
 fn read_duration(options: &mut Options<'_>, key: &str) -> Option<Duration> {
     let text = options.string(key)?;
-    match toolgate_config::parse_duration(text) {
+    match toolgate_core::duration::parse(text) {
         Ok(duration) if !duration.is_zero() => Some(duration),
         Ok(_) => {
             let path = options.at(key);
@@ -706,7 +692,7 @@ pub fn parse_answer(body: &Map<String, Value>) -> Result<Answer, String> {
     };
     let remember = match body.get("remember") {
         None | Some(Value::Null) => None,
-        Some(Value::String(text)) => match toolgate_config::parse_duration(text) {
+        Some(Value::String(text)) => match toolgate_core::duration::parse(text) {
             Ok(d) if !d.is_zero() => Some(d),
             Ok(_) => return Err("`remember` must be greater than zero".to_owned()),
             Err(e) => return Err(format!("`remember`: invalid duration {text:?}: {e}")),

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use toolgate_audit::EventBus;
 use toolgate_config::InterceptorConfig;
-use toolgate_intercept::{Descriptor, Interceptor, Mode, Pipeline};
+use toolgate_intercept::{Descriptor, Interceptor, Pipeline};
 
 pub use approval::ApprovalDesk;
 pub use options::OptionError;
@@ -89,9 +89,7 @@ pub(crate) fn configure(
     if let Some(name) = &entry.name {
         descriptor.name = name.clone();
     }
-    if entry.audit == Some(true) {
-        descriptor.mode = Mode::Audit;
-    }
+    descriptor.mode = entry.mode;
     if let Some(fail_open) = entry.fail_open {
         descriptor.fail_open = fail_open;
     }

@@ -21,7 +21,7 @@ pub enum UpstreamError {
     #[error("upstream {upstream}: invalid header `{name}`")]
     Header { upstream: String, name: String },
     /// The server did not finish its handshake in time.
-    #[error("upstream {upstream}: not ready within {}{stderr}", humanize(*timeout))]
+    #[error("upstream {upstream}: not ready within {}{stderr}", toolgate_core::duration::format(*timeout))]
     StartupTimeout { upstream: String, timeout: Duration, stderr: StderrTail },
     /// The server could not be reached, or its handshake failed.
     #[error("upstream {upstream}: connection failed{stderr}")]
@@ -43,7 +43,7 @@ pub enum UpstreamError {
     /// hard maximum however much progress it reported. The upstream was sent a cancellation.
     #[error(
         "upstream {upstream}: {operation} `{target}` timed out after {}{}",
-        humanize(*timeout),
+        toolgate_core::duration::format(*timeout),
         if *in_all { " in all (the limit however much progress it reports)" } else { " without progress" }
     )]
     Timeout {
@@ -105,14 +105,6 @@ impl fmt::Display for StderrTail {
             write!(f, "\n    {line}")?;
         }
         f.write_str(")")
-    }
-}
-
-pub(crate) fn humanize(duration: Duration) -> String {
-    if duration.subsec_millis() == 0 {
-        format!("{}s", duration.as_secs())
-    } else {
-        format!("{}ms", duration.as_millis())
     }
 }
 
