@@ -19,8 +19,9 @@
 //!   `{"decision": "allow" | "deny", "remember": "10m", "reason": "..."}`), and logs a
 //!   one-line notice saying so. With `separate_duties` the approver (the admin token's name)
 //!   must differ from the caller.
-//!   Where no admin API serves (`toolgate call`, or no `[admin]` section), nobody could
-//!   decide, so the call is refused at once, saying so.
+//!   It needs an `[admin]` section: without one, the pipeline is refused at start-up (and by
+//!   `toolgate config check`). Where the admin API does not run (`toolgate call`), nobody
+//!   could decide, so the call is refused at once, saying so.
 //! - `deny` refuses, for non-interactive use.
 //!
 //! An approval is bound to [`call_digest`], the SHA-256 of the tool's identity (server,
@@ -390,6 +391,16 @@ impl Approval {
             separate_duties,
             desk,
         })
+    }
+
+    /// The option (`via` or `fallback`) that sends calls to the admin API's approvers, if one
+    /// does: such a pipeline needs an `[admin]` section.
+    pub fn approver_option(&self) -> Option<&'static str> {
+        match (self.via, self.fallback) {
+            (Via::External, _) => Some("via"),
+            (Via::Elicit, Via::External) => Some("fallback"),
+            _ => None,
+        }
     }
 
     fn refusal(&self, reason: impl Into<String>) -> Refusal {
