@@ -19,6 +19,7 @@ mod error;
 mod event;
 mod hash;
 mod pattern;
+mod place;
 mod redact;
 mod rfc3339;
 mod sink;
@@ -26,7 +27,7 @@ mod webhook;
 
 pub use bus::{EventBus, Subscription};
 pub use chain::{AuditLog, GENESIS, VerifyReport, verify, verify_with_head};
-pub use error::{AuditError, ChainProblem};
+pub use error::{AuditError, ChainProblem, PlaceProblem};
 pub use event::{Event, kind};
 pub use hash::{hmac_sha256_hex, sha256_hex};
 pub use pattern::{EventPattern, PatternError};
