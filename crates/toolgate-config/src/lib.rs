@@ -123,7 +123,33 @@ pub fn discover(
 /// `.json`), else from its first character. Relative paths inside it (`import`, `cwd`) are
 /// relative to its directory. The errors carry the file ([`ConfigErrors::file`]).
 pub fn load_file(path: &Path, env: &dyn Environment) -> Result<Config, ConfigErrors> {
-    load::load_file(path, env)
+    check_file(path, env).into_result()
+}
+
+/// [`load_file`], keeping what is valid when something is not: for reports that go on to
+/// check what the rest of toolgate would make of it (`toolgate config check`).
+pub fn check_file(path: &Path, env: &dyn Environment) -> Checked {
+    load::check_file(path, env)
+}
+
+/// What checking a configuration file found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The file, absolute.
+    pub path: PathBuf,
+    /// What is valid in it. A server, `[[pipeline]]` entry or section with a problem is left
+    /// out (sections at their defaults, `[admin]` at `None`); a file that cannot be read or
+    /// parsed gives the default config.
+    pub config: Config,
+    /// Every problem, each with its path; empty when the file is valid.
+    pub errors: ConfigErrors,
+}
+
+impl Checked {
+    /// The config when it is valid, else every problem.
+    pub fn into_result(self) -> Result<Config, ConfigErrors> {
+        if self.errors.is_empty() { Ok(self.config) } else { Err(self.errors) }
+    }
 }
 
 /// Checks a configuration given as text. Relative paths inside it (`import`, `cwd`) are

@@ -17,8 +17,8 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time one upstream call may take.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A whole, validated configuration.
-#[derive(Debug, Clone, PartialEq)]
+/// A whole, validated configuration. The default is an empty one (no servers, no pipeline).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
     /// Settings of the gateway itself.
     pub gateway: GatewayConfig,
