@@ -137,9 +137,10 @@ pub fn check_file(path: &Path, env: &dyn Environment) -> Checked {
 pub struct Checked {
     /// The file, absolute.
     pub path: PathBuf,
-    /// What is valid in it. A server, `[[pipeline]]` entry or section with a problem is left
-    /// out (sections at their defaults, `[admin]` at `None`); a file that cannot be read or
-    /// parsed gives the default config.
+    /// What is valid in it. A server, `[[pipeline]]` entry or webhook with a problem is left
+    /// out, an `[audit]` field with one is at its default, `[gateway]` with one is at its
+    /// defaults and `[admin]` with one is `None`; a file that cannot be read or parsed gives
+    /// the default config.
     pub config: Config,
     /// Every problem, each with its path; empty when the file is valid.
     pub errors: ConfigErrors,

@@ -17,7 +17,7 @@ pub mod validate_args;
 use std::sync::Arc;
 
 use toolgate_audit::EventBus;
-use toolgate_config::{Config, InterceptorConfig};
+use toolgate_config::InterceptorConfig;
 use toolgate_intercept::{Descriptor, Interceptor, Pipeline};
 
 pub use approval::ApprovalDesk;
@@ -72,12 +72,13 @@ pub fn build_pipeline(
         .map_err(|duplicate| vec![OptionError::new("pipeline", duplicate.to_string())])
 }
 
-/// Every reason [`build_pipeline`] would refuse `config`'s pipeline, found by building it
-/// with services that nothing else shares (a bus nobody listens to, a desk nobody reads), so
-/// the check and the real build can never disagree. Starts nothing and does no IO.
-pub fn check_pipeline(config: &Config) -> Vec<OptionError> {
-    let services = Services::new(EventBus::new()).with_admin_api(config.admin.is_some());
-    build_pipeline(&config.pipeline, &services).err().unwrap_or_default()
+/// Every reason [`build_pipeline`] would refuse `entries` in a config that has (`admin_api`)
+/// or has not an `[admin]` section, found by building them with services that nothing else
+/// shares (a bus nobody listens to, a desk nobody reads), so that the check and the real build
+/// can never disagree. Starts nothing and does no IO.
+pub fn check_pipeline(entries: &[InterceptorConfig], admin_api: bool) -> Vec<OptionError> {
+    let services = Services::new(EventBus::new()).with_admin_api(admin_api);
+    build_pipeline(entries, &services).err().unwrap_or_default()
 }
 
 fn build(

@@ -1,24 +1,6 @@
-use std::collections::BTreeMap;
-
 use serde_json::json;
-use toolgate_config::{AdminConfig, Config, InterceptorConfig, Secret};
 
 use super::*;
-
-/// A config whose only content is `pipeline`, with or without an `[admin]` section.
-fn config(pipeline: Vec<InterceptorConfig>, admin: bool) -> Config {
-    Config {
-        gateway: Default::default(),
-        servers: Vec::new(),
-        pipeline,
-        audit: Default::default(),
-        admin: admin.then(|| AdminConfig {
-            listen: "127.0.0.1:8932".parse().expect("an address"),
-            tokens: BTreeMap::from([("alice".to_owned(), Secret::new("0123456789abcdef"))]),
-        }),
-        warnings: Vec::new(),
-    }
-}
 
 fn paths(errors: &[OptionError]) -> Vec<&str> {
     errors.iter().map(|e| e.path.as_str()).collect()
@@ -33,13 +15,12 @@ fn a_valid_pipeline_passes() {
         test_entry("arg_map", "pipeline[3]", json!({ "map": { "fs__read": { "alias": "read" } } })),
         test_entry("limits", "pipeline[4]", json!({ "server": { "a": { "concurrency": 1 } } })),
     ];
-    assert_eq!(check_pipeline(&config(entries, false)), Vec::new());
+    assert_eq!(check_pipeline(&entries, false), Vec::new());
 }
 
 #[test]
 fn an_unknown_kind_is_named_with_the_known_ones() {
-    let errors =
-        check_pipeline(&config(vec![test_entry("polcy", "pipeline[0]", json!({}))], false));
+    let errors = check_pipeline(&[test_entry("polcy", "pipeline[0]", json!({}))], false);
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].path, "pipeline[0].kind");
     assert!(errors[0].message.contains("\"polcy\""), "{}", errors[0]);
@@ -55,7 +36,7 @@ fn every_entry_is_checked_and_the_findings_are_those_of_the_build() {
         test_entry("arg_map", "pipeline[3]", json!({ "aliases": 3 })),
         test_entry("limits", "pipeline[4]", json!({ "server": { "a": { "rate": "fast" } } })),
     ];
-    let checked = check_pipeline(&config(entries.clone(), true));
+    let checked = check_pipeline(&entries, true);
     let services = Services::new(EventBus::new()).with_admin_api(true);
     let built = build_pipeline(&entries, &services).expect_err("the pipeline is invalid");
     assert_eq!(checked, built);
@@ -68,13 +49,13 @@ fn every_entry_is_checked_and_the_findings_are_those_of_the_build() {
 #[test]
 fn holding_calls_for_approvers_needs_an_admin_section() {
     let via = || vec![test_entry("approval", "pipeline[0]", json!({ "via": "external" }))];
-    let errors = check_pipeline(&config(via(), false));
+    let errors = check_pipeline(&via(), false);
     assert_eq!(paths(&errors), ["pipeline[0].via"]);
     assert!(errors[0].message.contains("[admin]"), "{}", errors[0]);
-    assert_eq!(check_pipeline(&config(via(), true)), Vec::new());
+    assert_eq!(check_pipeline(&via(), true), Vec::new());
 
     let fallback = vec![test_entry("approval", "pipeline[0]", json!({ "fallback": "external" }))];
-    assert_eq!(paths(&check_pipeline(&config(fallback, false))), ["pipeline[0].fallback"]);
+    assert_eq!(paths(&check_pipeline(&fallback, false)), ["pipeline[0].fallback"]);
 
     let services = Services::new(EventBus::new());
     let built = build_pipeline(&via(), &services).expect_err("no admin API");
@@ -87,6 +68,6 @@ fn duplicate_names_are_found_too() {
         test_entry("policy", "pipeline[0]", json!({})),
         test_entry("policy", "pipeline[1]", json!({})),
     ];
-    let errors = check_pipeline(&config(entries, false));
+    let errors = check_pipeline(&entries, false);
     assert_eq!(paths(&errors), ["pipeline"]);
 }
