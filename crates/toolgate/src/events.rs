@@ -1,14 +1,17 @@
 //! The event bus of one run and its sinks, as `[audit]` configures them: the hash-chained
 //! audit log, the tracing log, and webhooks. [`AuditPlan`] checks `[audit]` without starting
-//! anything (what `config check` and `serve` share); [`AuditPlan::start`] opens the log and
-//! starts the sinks. `finish` lets the sinks write what is queued (a webhook that is down gets
-//! [`FLUSH_LIMIT`] for its retries, then what is left is lost).
+//! anything and [`check_log_file`] asks the file system, read only (what `config check` and
+//! `serve` share); [`AuditPlan::start`] opens the log and starts the sinks. `finish` lets the
+//! sinks write what is queued (a webhook that is down gets [`FLUSH_LIMIT`] for its retries,
+//! then what is left is lost).
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::task::JoinHandle;
-use toolgate_audit::{AuditLog, EventBus, EventPattern, FieldPath, WebhookError, WebhookOptions};
+use toolgate_audit::{
+    AuditError, AuditLog, EventBus, EventPattern, FieldPath, WebhookError, WebhookOptions,
+};
 use toolgate_config::AuditConfig;
 
 use crate::problem::Problem;
@@ -72,21 +75,20 @@ impl<'a> AuditPlan<'a> {
         Ok(AuditPlan { config, redact, file_pattern, webhooks })
     }
 
-    /// What the file system says about the audit log's place (its directory exists and takes
-    /// new files; a log already there can be appended to and its chain verifies), found
-    /// without creating or writing anything.
-    pub(crate) fn check_file(&self) -> Option<Problem> {
-        let path = self.config.file.as_ref()?;
-        AuditLog::check(path).err().map(|error| Problem::new("audit.file", error.to_string()))
-    }
-
     /// Opens the audit log and starts the sinks on `bus` (and the tracing log when it shows
     /// events).
     pub(crate) fn start(self, bus: EventBus) -> anyhow::Result<Events> {
         let mut sinks = Vec::new();
         if let Some(path) = &self.config.file {
-            let log = AuditLog::open(path)
-                .with_context(|| format!("cannot open the audit log {}", path.display()))?;
+            let log = AuditLog::open(path).map_err(|error| match error {
+                // The config points at a place that cannot hold the log: a config problem,
+                // worded as `config check` words it.
+                AuditError::Place { .. } => {
+                    InvalidAudit(vec![Problem::new("audit.file", error.to_string())]).into()
+                }
+                other => anyhow::Error::new(other)
+                    .context(format!("cannot open the audit log {}", path.display())),
+            })?;
             sinks.push(toolgate_audit::spawn_audit_sink(&bus, self.file_pattern, log));
         }
         for (i, (pattern, options)) in self.webhooks.into_iter().enumerate() {
@@ -99,6 +101,14 @@ impl<'a> AuditPlan<'a> {
         }
         Ok(Events { bus, redact: self.redact, sinks })
     }
+}
+
+/// What the file system says about the place of `[audit] file` (its directory exists and
+/// takes new files; a log already there can be appended to and its chain verifies), found
+/// without creating or writing anything.
+pub(crate) fn check_log_file(config: &AuditConfig) -> Option<Problem> {
+    let path = config.file.as_ref()?;
+    AuditLog::check(path).err().map(|error| Problem::new("audit.file", error.to_string()))
 }
 
 /// The bus and the tasks that drain it.

@@ -14,7 +14,7 @@ use serde_json::json;
 use toolgate_config::{Config, SystemEnvironment};
 
 use crate::GlobalArgs;
-use crate::events::AuditPlan;
+use crate::events::{self, AuditPlan};
 use crate::problem::Problem;
 use crate::setup;
 
@@ -70,10 +70,8 @@ fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
             .into_iter()
             .map(Problem::from),
     );
-    match AuditPlan::new(&config.audit) {
-        Ok(plan) => problems.extend(plan.check_file()),
-        Err(found) => problems.extend(found),
-    }
+    problems.extend(AuditPlan::new(&config.audit).err().unwrap_or_default());
+    problems.extend(events::check_log_file(&config.audit));
     let report = Report { path: Some(&checked.path), problems, warnings: &config.warnings };
     print(args, &report, Some(config))
 }
