@@ -70,7 +70,8 @@ pub fn parse(text: &str) -> Result<Duration, DurationError> {
 /// How exactly [`format_with`] writes a duration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
-    /// The duration itself: `"1s"`, `"1.5s"`, `"2m 6s"`, `"1h 30m"`, `"2d 1h"`.
+    /// The duration itself: `"300ms"` (under a second), `"1s"`, `"1.5s"`, `"2m 6s"`,
+    /// `"1h 30m"`, `"2d 1h"`.
     Exact,
     /// A wait as a caller reads it, rounded up so that trying again then succeeds: always with
     /// tenths under a minute (`"4.2s"`, `"1.0s"`), whole seconds under an hour (`"2m 6s"`), whole
@@ -78,8 +79,8 @@ pub enum Precision {
     WaitRoundedUp,
 }
 
-/// The shortest exact form of `duration` that [`parse`] reads back: `"500ms"` is written
-/// `"0.5s"`, `"90s"` is `"1m 30s"`.
+/// The shortest exact form of `duration` that [`parse`] reads back: `"300ms"`, `"1.5s"`,
+/// `"90s"` is `"1m 30s"`.
 pub fn format(duration: Duration) -> String {
     format_with(duration, Precision::Exact)
 }
@@ -104,6 +105,13 @@ pub fn format_with(duration: Duration, precision: Precision) -> String {
             }
         }
     };
+    if !tenths && nanos > 0 && nanos < NANOS {
+        const PER_MS: u128 = 1_000_000;
+        let digits = format!("{:06}", nanos % PER_MS);
+        let decimals = digits.trim_end_matches('0');
+        let point = if decimals.is_empty() { "" } else { "." };
+        return format!("{}{point}{decimals}ms", nanos / PER_MS);
+    }
     let (secs, fraction) = (nanos / NANOS, nanos % NANOS);
     let mut out = String::new();
     let parts = [(secs / 86_400, "d"), (secs / 3600 % 24, "h"), (secs / 60 % 60, "m")];

@@ -84,7 +84,9 @@ fn messages() {
 #[test]
 fn exact_forms() {
     assert_eq!(format(Duration::ZERO), "0s");
-    assert_eq!(format(ms(500)), "0.5s");
+    assert_eq!(format(ms(500)), "500ms");
+    assert_eq!(format(ms(300)), "300ms");
+    assert_eq!(format(Duration::from_micros(1500)), "1.5ms");
     assert_eq!(format(ms(1500)), "1.5s");
     assert_eq!(format(secs(1)), "1s");
     assert_eq!(format(secs(3)), "3s");
@@ -93,13 +95,22 @@ fn exact_forms() {
     assert_eq!(format(secs(3600)), "1h");
     assert_eq!(format(secs(5400)), "1h 30m");
     assert_eq!(format(secs(86_400 + 3600 + 1)), "1d 1h 1s");
-    assert_eq!(format(Duration::from_nanos(1)), "0.000000001s");
+    assert_eq!(format(Duration::from_nanos(1)), "0.000001ms");
     assert_eq!(format(ms(60_250)), "1m 0.25s");
 }
 
 #[test]
 fn exact_forms_parse_back() {
-    for duration in [ms(1), ms(500), ms(1500), secs(59), secs(90), secs(3601), secs(200_000)] {
+    for duration in [
+        Duration::from_nanos(1),
+        ms(1),
+        ms(500),
+        ms(1500),
+        secs(59),
+        secs(90),
+        secs(3601),
+        secs(200_000),
+    ] {
         assert_eq!(parse(&format(duration)), Ok(duration), "{}", format(duration));
     }
 }
