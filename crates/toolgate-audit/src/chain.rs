@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::error::{AuditError, ChainProblem};
 use crate::event::Event;
+use crate::place::check_place;
 use toolgate_core::hash::sha256_hex;
 
 /// The `prev` of the first record, and the head of an empty log: 64 zeros.
@@ -56,18 +57,17 @@ pub struct AuditLog {
 // === impl AuditLog ===
 
 impl AuditLog {
-    /// Opens the log at `path` for appending, creating it (and its parent directories) if need
-    /// be. An existing file is verified in full first and its chain continued; a file that fails
-    /// verification is refused with the error [`verify`] would give.
+    /// Opens the log at `path` for appending, creating the file if need be (not its directory,
+    /// which must exist: [`AuditError::Place`]). An existing file is verified in full first and
+    /// its chain continued; a file that fails verification is refused with the error
+    /// [`verify`] would give.
     pub fn open(path: impl AsRef<Path>) -> Result<AuditLog, AuditError> {
         let path = path.as_ref().to_path_buf();
         let io_error = |action| {
             let path = path.clone();
             move |source| AuditError::Io { path, action, source }
         };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(io_error("create the directory of"))?;
-        }
+        check_place(&path)?;
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -82,6 +82,19 @@ impl AuditLog {
         }
         let len = file.metadata().map_err(io_error("read the metadata of"))?.len();
         Ok(AuditLog { path, file, seq: walk.records, head: walk.head, len })
+    }
+
+    /// Every reason [`open`](AuditLog::open) would refuse `path`, found without creating or
+    /// writing anything: the directory must exist and take new files ([`AuditError::Place`]);
+    /// a log already there must be a regular file this process may read and append to, and its
+    /// chain must verify.
+    pub fn check(path: impl AsRef<Path>) -> Result<(), AuditError> {
+        let path = path.as_ref();
+        check_place(path)?;
+        if path.exists() {
+            verify(path)?;
+        }
+        Ok(())
     }
 
     /// Appends `event` as the next record and hands it to the operating system before

@@ -31,6 +31,14 @@ pub enum AuditError {
         /// How it breaks it.
         problem: ChainProblem,
     },
+    /// The path cannot hold the log: see [`PlaceProblem`].
+    #[error("audit log {}: {problem}", path.display())]
+    Place {
+        /// The audit log's file.
+        path: PathBuf,
+        /// Why it cannot be there.
+        problem: PlaceProblem,
+    },
     /// The chain is whole but does not end where it was expected to
     /// ([`verify_with_head`](crate::verify_with_head)).
     #[error(
@@ -52,6 +60,50 @@ pub enum AuditError {
         found: String,
         /// The line that hashes to `expected`, if one does.
         expected_at: Option<u64>,
+    },
+}
+
+/// Why a path cannot hold the audit log ([`AuditLog::check`](crate::AuditLog::check)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlaceProblem {
+    /// The directory the log would be in does not exist (toolgate does not create it: a
+    /// missing directory is more often a typo than a wish).
+    #[error("its directory {} does not exist", dir.display())]
+    NoDirectory {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// What should be the log's directory, or one above it, is something else.
+    #[error("{} is not a directory", path.display())]
+    NotADirectory {
+        /// The first path on the way that is not a directory.
+        path: PathBuf,
+    },
+    /// The directory exists but new files may not be made in it.
+    #[error("toolgate may not create files in {} ({reason})", dir.display())]
+    DirectoryNotWritable {
+        /// The directory.
+        dir: PathBuf,
+        /// What the operating system said.
+        reason: String,
+    },
+    /// The log's path exists and is not a regular file.
+    #[error("it exists and is not a regular file")]
+    NotAFile,
+    /// The log exists but may not be read and appended to.
+    #[error("toolgate may not read and append to it ({reason})")]
+    FileNotWritable {
+        /// What the operating system said.
+        reason: String,
+    },
+    /// The directory could not be looked at.
+    #[error("cannot look at {} ({reason})", path.display())]
+    Inaccessible {
+        /// What could not be looked at.
+        path: PathBuf,
+        /// What the operating system said.
+        reason: String,
     },
 }
 

@@ -18,6 +18,7 @@ mod chain;
 mod error;
 mod event;
 mod pattern;
+mod place;
 mod redact;
 mod rfc3339;
 mod sink;
@@ -25,7 +26,7 @@ mod webhook;
 
 pub use bus::{EventBus, Subscription};
 pub use chain::{AuditLog, GENESIS, VerifyReport, verify, verify_with_head};
-pub use error::{AuditError, ChainProblem};
+pub use error::{AuditError, ChainProblem, PlaceProblem};
 pub use event::{Event, kind};
 pub use pattern::{EventPattern, PatternError};
 pub use redact::{ArgumentRecord, FieldPath, FieldPathError, REDACTED};

@@ -190,6 +190,33 @@ impl WebhookOptions {
         self
     }
 
+    /// Every reason [`spawn_webhook_sink`] would refuse these options (the URL's scheme, the
+    /// headers), found without starting anything or touching the network.
+    pub fn check(&self) -> Result<(), WebhookError> {
+        self.request_headers().map(drop)
+    }
+
+    /// The headers every request carries, after checking the scheme they will go over.
+    fn request_headers(&self) -> Result<HeaderMap, WebhookError> {
+        let host = endpoint(&self.url);
+        let scheme = self.url.scheme();
+        if scheme != "http" && scheme != "https" {
+            return Err(WebhookError::Scheme { host, scheme: scheme.to_owned() });
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let Ok(header_name) = HeaderName::from_bytes(name.as_bytes()) else {
+                return Err(WebhookError::HeaderName { host, name: name.clone() });
+            };
+            let Ok(mut header_value) = HeaderValue::from_str(value) else {
+                return Err(WebhookError::HeaderValue { host, name: name.clone() });
+            };
+            header_value.set_sensitive(true);
+            headers.append(header_name, header_value);
+        }
+        Ok(headers)
+    }
+
     /// The counts of the sink these options start. Sinks started from clones of the same
     /// options share them.
     pub fn stats(&self) -> WebhookStats {
@@ -258,21 +285,7 @@ struct Webhook {
 impl Webhook {
     fn new(options: &WebhookOptions) -> Result<Webhook, WebhookError> {
         let host = endpoint(&options.url);
-        let scheme = options.url.scheme();
-        if scheme != "http" && scheme != "https" {
-            return Err(WebhookError::Scheme { host, scheme: scheme.to_owned() });
-        }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &options.headers {
-            let Ok(header_name) = HeaderName::from_bytes(name.as_bytes()) else {
-                return Err(WebhookError::HeaderName { host, name: name.clone() });
-            };
-            let Ok(mut header_value) = HeaderValue::from_str(value) else {
-                return Err(WebhookError::HeaderValue { host, name: name.clone() });
-            };
-            header_value.set_sensitive(true);
-            headers.append(header_name, header_value);
-        }
+        let headers = options.request_headers()?;
         let client = reqwest::Client::builder()
             .default_headers(headers)
             .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))

@@ -16,7 +16,8 @@ const MIN_KEY_LEN: usize = 16;
 const WEBHOOK_KEYS: &[&str] = &["url", "events", "headers", "queue", "retries"];
 const ADMIN_KEYS: &[&str] = &["listen", "tokens"];
 
-/// `[audit]`.
+/// `[audit]`. A field with a problem is left at its default and a webhook with one is left
+/// out (the checker has the errors), so that what is valid can still be checked further.
 pub(crate) fn check_audit(cx: &mut Checker<'_>, value: &Value) -> Option<AuditConfig> {
     let entries = cx.table(value, "audit")?;
     let fields = cx.known_keys(entries, "audit", AUDIT_KEYS);
@@ -45,13 +46,14 @@ pub(crate) fn check_audit(cx: &mut Checker<'_>, value: &Value) -> Option<AuditCo
         }
         Some(Secret::new(key))
     });
-    let webhooks = optional(fields.get("webhook").copied(), |v| webhooks(cx, v));
+    let webhooks = fields.get("webhook").map(|v| webhooks(cx, v)).unwrap_or_default();
+    let defaults = AuditConfig::default();
     Some(AuditConfig {
-        file: file?,
-        events: events?.unwrap_or_else(|| vec!["*".to_owned()]),
-        redact: redact?.unwrap_or_default(),
-        hash_key: hash_key?,
-        webhooks: webhooks?.unwrap_or_default(),
+        file: file.flatten(),
+        events: events.flatten().unwrap_or(defaults.events),
+        redact: redact.flatten().unwrap_or_default(),
+        hash_key: hash_key.flatten(),
+        webhooks,
     })
 }
 
@@ -82,20 +84,17 @@ fn patterns(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Vec<Strin
     ok.then(|| items.into_iter().map(str::to_owned).collect())
 }
 
-/// `[[audit.webhook]]`.
-fn webhooks(cx: &mut Checker<'_>, value: &Value) -> Option<Vec<WebhookConfig>> {
+/// `[[audit.webhook]]`: the valid ones.
+fn webhooks(cx: &mut Checker<'_>, value: &Value) -> Vec<WebhookConfig> {
     let Value::Array(items) = value else {
         cx.expected("audit.webhook", "an array of tables ([[audit.webhook]])", value);
-        return None;
+        return Vec::new();
     };
-    let mut out = Some(Vec::new());
-    for (i, item) in items.iter().enumerate() {
-        match (webhook(cx, &index_path("audit.webhook", i), item), &mut out) {
-            (Some(hook), Some(out)) => out.push(hook),
-            _ => out = None,
-        }
-    }
-    out
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| webhook(cx, &index_path("audit.webhook", i), item))
+        .collect()
 }
 
 fn webhook(cx: &mut Checker<'_>, path: &str, value: &Value) -> Option<WebhookConfig> {
@@ -141,7 +140,7 @@ pub(crate) fn check_admin(cx: &mut Checker<'_>, value: &Value) -> Option<AdminCo
     let entries = cx.table(value, "admin")?;
     let fields = cx.known_keys(entries, "admin", ADMIN_KEYS);
     let listen = match fields.get("listen") {
-        Some(value) => crate::native::listen(cx, value, "admin.listen"),
+        Some(value) => cx.listen(value, "admin.listen"),
         None => {
             cx.error("admin", "missing `listen` (the admin API's address, such as 127.0.0.1:8932)");
             None

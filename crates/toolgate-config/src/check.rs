@@ -5,10 +5,10 @@
 //! field first and combine the results last.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::duration::parse_duration;
 use crate::env::Environment;
 use crate::error::{ConfigError, index_path, key_path};
 use crate::filter::glob;
@@ -29,7 +29,7 @@ pub(crate) struct Entry {
 
 /// Whether a server is a local command or a remote url.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub(crate) enum ServerKind {
     Stdio,
     Http,
 }
@@ -262,7 +262,7 @@ impl<'a> Checker<'a> {
         fields: &BTreeMap<&str, &Value>,
         stdio_keys: &[&str],
         http_keys: &[&str],
-    ) -> Option<Mode> {
+    ) -> Option<ServerKind> {
         let (mode, misplaced, message) =
             match (fields.contains_key("command"), fields.contains_key("url")) {
                 (true, true) => {
@@ -279,12 +279,16 @@ impl<'a> Checker<'a> {
                     );
                     return None;
                 }
-                (true, false) => {
-                    (Mode::Stdio, http_keys, "only valid for a url server (this one has command)")
-                }
-                (false, true) => {
-                    (Mode::Http, stdio_keys, "only valid for a command server (this one has url)")
-                }
+                (true, false) => (
+                    ServerKind::Stdio,
+                    http_keys,
+                    "only valid for a url server (this one has command)",
+                ),
+                (false, true) => (
+                    ServerKind::Http,
+                    stdio_keys,
+                    "only valid for a command server (this one has url)",
+                ),
             };
         for key in misplaced.iter().filter(|key| fields.contains_key(*key)) {
             self.error(&key_path(path, key), message);
@@ -458,6 +462,23 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A socket address to listen on (`IP:port`): `[gateway] listen`, `[admin] listen`.
+    pub(crate) fn listen(&mut self, value: &Value, path: &str) -> Option<SocketAddr> {
+        let text = self.string(value, path)?;
+        match text.parse() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                self.error(
+                    path,
+                    format!(
+                        "invalid listen address {text:?} (expected IP:port, such as 127.0.0.1:8931)"
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     /// `headers`: names to values, which are secrets.
     pub(crate) fn headers(
         &mut self,
@@ -497,7 +518,7 @@ impl<'a> Checker<'a> {
     /// A duration: a string such as `"30s"`, or an integer number of seconds.
     pub(crate) fn duration(&mut self, value: &Value, path: &str) -> Option<Duration> {
         let duration = match value {
-            Value::String(text) => match parse_duration(text) {
+            Value::String(text) => match toolgate_core::duration::parse(text) {
                 Ok(duration) => duration,
                 Err(error) => {
                     self.error(path, format!("invalid duration {text:?}: {error}"));

@@ -12,8 +12,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::check::{Checker, Entry, Mode, optional};
-use crate::duration::parse_duration;
+use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::error::key_path;
 use crate::model::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport,
@@ -104,8 +103,8 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
     let mode = cx.mode(&path, &fields, STDIO_KEYS, HTTP_KEYS);
     let http_transport =
         optional(fields.get("type").copied(), |v| check_type(cx, v, &at("type"), mode));
-    let stdio = mode != Some(Mode::Http);
-    let http = mode != Some(Mode::Stdio);
+    let stdio = mode != Some(ServerKind::Http);
+    let http = mode != Some(ServerKind::Stdio);
     let field = |key: &str, wanted: bool| fields.get(key).copied().filter(|_| wanted);
 
     let command = field("command", true).map(|v| cx.command(v, &at("command")));
@@ -123,14 +122,14 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
     let prefix = cx.default_prefix(name, &path);
 
     let transport = match mode? {
-        Mode::Stdio => TransportConfig::Stdio(StdioConfig {
+        ServerKind::Stdio => TransportConfig::Stdio(StdioConfig {
             command: command??,
             args: args?.unwrap_or_default(),
             env: env?.unwrap_or_default(),
             env_remove: Vec::new(),
             cwd: cwd?,
         }),
-        Mode::Http => TransportConfig::Http(HttpConfig {
+        ServerKind::Http => TransportConfig::Http(HttpConfig {
             url: url??,
             transport: http_transport?.flatten().unwrap_or_default(),
             headers: headers?.unwrap_or_default(),
@@ -156,24 +155,24 @@ fn check_type(
     cx: &mut Checker<'_>,
     value: &Value,
     path: &str,
-    mode: Option<Mode>,
+    mode: Option<ServerKind>,
 ) -> Option<Option<HttpTransport>> {
     let text = cx.string(value, path)?;
     let declared = match text {
-        "stdio" => (Mode::Stdio, None),
-        "http" | "streamable-http" => (Mode::Http, Some(HttpTransport::StreamableHttp)),
-        "sse" => (Mode::Http, Some(HttpTransport::Sse)),
+        "stdio" => (ServerKind::Stdio, None),
+        "http" | "streamable-http" => (ServerKind::Http, Some(HttpTransport::StreamableHttp)),
+        "sse" => (ServerKind::Http, Some(HttpTransport::Sse)),
         _ => {
             cx.error(path, format!("unknown type {text:?} (expected one of: {TYPES})"));
             return None;
         }
     };
     match (declared, mode) {
-        ((Mode::Stdio, _), Some(Mode::Http)) => {
+        ((ServerKind::Stdio, _), Some(ServerKind::Http)) => {
             cx.error(path, format!("type {text:?} needs command, but this server has url"));
             None
         }
-        ((Mode::Http, _), Some(Mode::Stdio)) => {
+        ((ServerKind::Http, _), Some(ServerKind::Stdio)) => {
             cx.error(path, format!("type {text:?} needs url, but this server has command"));
             None
         }
@@ -199,7 +198,7 @@ fn timeout(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Duration> 
             }
             cx.positive(Duration::from_millis(millis), path)
         }
-        Value::String(text) => match parse_duration(text) {
+        Value::String(text) => match toolgate_core::duration::parse(text) {
             Ok(duration) => cx.positive(duration, path),
             Err(error) => {
                 cx.error(path, format!("invalid duration {text:?}: {error}"));

@@ -32,7 +32,6 @@ mod audit;
 mod check;
 mod client;
 mod discover;
-mod duration;
 mod env;
 mod error;
 mod filter;
@@ -46,7 +45,6 @@ mod value;
 use std::path::{Path, PathBuf};
 
 pub use discover::{CONFIG_VAR, FILE_NAME};
-pub use duration::{DurationError, parse_duration};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};
@@ -132,7 +130,34 @@ pub fn user_config_file(env: &dyn Environment) -> Option<PathBuf> {
 /// `.json`), else from its first character. Relative paths inside it (`import`, `cwd`) are
 /// relative to its directory. The errors carry the file ([`ConfigErrors::file`]).
 pub fn load_file(path: &Path, env: &dyn Environment) -> Result<Config, ConfigErrors> {
-    load::load_file(path, env)
+    check_file(path, env).into_result()
+}
+
+/// [`load_file`], keeping what is valid when something is not: for reports that go on to
+/// check what the rest of toolgate would make of it (`toolgate config check`).
+pub fn check_file(path: &Path, env: &dyn Environment) -> Checked {
+    load::check_file(path, env)
+}
+
+/// What checking a configuration file found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The file, absolute.
+    pub path: PathBuf,
+    /// What is valid in it. A server, `[[pipeline]]` entry or webhook with a problem is left
+    /// out, an `[audit]` field with one is at its default, `[gateway]` with one is at its
+    /// defaults and `[admin]` with one is `None`; a file that cannot be read or parsed gives
+    /// the default config.
+    pub config: Config,
+    /// Every problem, each with its path; empty when the file is valid.
+    pub errors: ConfigErrors,
+}
+
+impl Checked {
+    /// The config when it is valid, else every problem.
+    pub fn into_result(self) -> Result<Config, ConfigErrors> {
+        if self.errors.is_empty() { Ok(self.config) } else { Err(self.errors) }
+    }
 }
 
 /// Checks a configuration given as text. Relative paths inside it (`import`, `cwd`) are

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::Checked;
 use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors};
@@ -11,18 +12,21 @@ use crate::value::{Syntax, parse_json, parse_toml};
 use crate::{Format, client, native};
 
 /// Reads and checks the file at `path` (relative to `env`'s current directory).
-pub(crate) fn load_file(path: &Path, env: &dyn Environment) -> Result<Config, ConfigErrors> {
+pub(crate) fn check_file(path: &Path, env: &dyn Environment) -> Checked {
     let path = absolute(path, env);
-    let text = std::fs::read_to_string(&path).map_err(|error| {
-        ConfigErrors::from(ConfigError::new(
-            "",
-            format!("cannot read {}: {}", path.display(), io_reason(&error)),
-        ))
-        .with_file(&path)
-    })?;
-    let format = Format::from_path(&path).unwrap_or_else(|| Format::sniff(&text));
-    let base_dir = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
-    parse_str(&text, format, &base_dir, env).map_err(|errors| errors.with_file(&path))
+    let (config, errors) = match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let format = Format::from_path(&path).unwrap_or_else(|| Format::sniff(&text));
+            let base_dir = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
+            check_str(&text, format, &base_dir, env)
+        }
+        Err(error) => {
+            let message = format!("cannot read {}: {}", path.display(), io_reason(&error));
+            (Config::default(), vec![ConfigError::new("", message)])
+        }
+    };
+    let errors = ConfigErrors::from_vec(errors).with_file(&path);
+    Checked { path, config, errors }
 }
 
 /// Checks a whole document given as text.
@@ -32,9 +36,26 @@ pub(crate) fn parse_str(
     base_dir: &Path,
     env: &dyn Environment,
 ) -> Result<Config, ConfigErrors> {
+    match check_str(text, format, base_dir, env) {
+        (config, errors) if errors.is_empty() => Ok(config),
+        (_, errors) => Err(ConfigErrors::from_vec(errors)),
+    }
+}
+
+/// Checks a whole document given as text: what is valid in it, and every problem.
+fn check_str(
+    text: &str,
+    format: Format,
+    base_dir: &Path,
+    env: &dyn Environment,
+) -> (Config, Vec<ConfigError>) {
+    let syntax_error = |error| (Config::default(), vec![error]);
     let (gateway, servers, pipeline, audit, admin, cx) = match format {
         Format::Toml => {
-            let root = parse_toml(text)?;
+            let root = match parse_toml(text) {
+                Ok(root) => root,
+                Err(error) => return syntax_error(error),
+            };
             let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
             let document = native::check(&mut cx, &root);
             let mut servers = document.servers;
@@ -44,7 +65,10 @@ pub(crate) fn parse_str(
             (document.gateway, servers, document.pipeline, document.audit, document.admin, cx)
         }
         Format::Json => {
-            let root = parse_json(text)?;
+            let root = match parse_json(text) {
+                Ok(root) => root,
+                Err(error) => return syntax_error(error),
+            };
             let mut cx = Checker::new(env, Syntax::Json, None, base_dir);
             let servers = client::check(&mut cx, &root);
             (GatewayConfig::default(), servers, Vec::new(), AuditConfig::default(), None, cx)
@@ -53,12 +77,11 @@ pub(crate) fn parse_str(
     let (mut errors, warnings) = cx.finish();
     errors.extend(duplicate_names(&servers));
     errors.extend(duplicate_prefixes(&servers));
-    if !errors.is_empty() {
-        return Err(ConfigErrors::from_vec(errors));
-    }
     let mut servers: Vec<_> = servers.into_iter().map(|entry| entry.server).collect();
+    // A server defined twice was reported above; the first definition is the one kept.
     servers.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Config { gateway, servers, pipeline, audit, admin, warnings })
+    servers.dedup_by(|later, first| later.name == first.name);
+    (Config { gateway, servers, pipeline, audit, admin, warnings }, errors)
 }
 
 /// Reads the client config `file` named at `path` (`import[i]`); its errors and warnings go to

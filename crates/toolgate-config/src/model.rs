@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use toolgate_core::Mode;
+
 /// Default address of the streamable HTTP endpoint.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8931";
 /// Default time an upstream has to finish its MCP handshake.
@@ -19,8 +21,8 @@ pub const DEFAULT_RESTART_WAIT: Duration = Duration::from_secs(5);
 /// How long `serve` waits by default for servers that are not `required` before serving.
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(2);
 
-/// A whole, validated configuration.
-#[derive(Debug, Clone, PartialEq)]
+/// A whole, validated configuration. The default is an empty one (no servers, no pipeline).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
     /// Settings of the gateway itself.
     pub gateway: GatewayConfig,
@@ -47,8 +49,9 @@ pub struct InterceptorConfig {
     pub kind: String,
     /// Its name in refusals and the audit log; defaults to `kind` (unique in the pipeline).
     pub name: Option<String>,
-    /// `audit`: record what it would do and change nothing.
-    pub audit: Option<bool>,
+    /// `mode`: act (`active`, the default), or record what it would do and change nothing
+    /// (`audit`).
+    pub mode: Mode,
     /// On its own failure: let the message through (`true`) or refuse it. Default: the kind's.
     pub fail_open: Option<bool>,
     /// Lower runs first; ties keep config order.
@@ -75,7 +78,7 @@ impl InterceptorConfig {
             path: path.into(),
             kind: kind.into(),
             name: None,
-            audit: None,
+            mode: Mode::Active,
             fail_open: None,
             priority: 0,
             timeout: None,

@@ -1,13 +1,11 @@
 //! `toolgate.toml`, toolgate's own format: `import`, `[gateway]`, `[servers.<name>]` and
 //! `[[pipeline]]` (`[audit]` and `[admin]` are checked in `audit`).
 
-use std::net::SocketAddr;
-
-use crate::check::{Checker, Entry, Mode, optional};
+use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::error::{index_path, key_path};
 use crate::model::{
     AdminConfig, AuditConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT,
-    GatewayConfig, HttpConfig, HttpTransport, InterceptorConfig, ServerConfig, StdioConfig,
+    GatewayConfig, HttpConfig, HttpTransport, InterceptorConfig, Mode, ServerConfig, StdioConfig,
     ToolFilter, TransportConfig,
 };
 use crate::value::Value;
@@ -121,16 +119,16 @@ fn check_interceptor(cx: &mut Checker<'_>, path: &str, value: &Value) -> Option<
         }
     };
     let name = optional(get("name"), |v| cx.string(v, &at("name")).map(str::to_owned));
-    let audit = optional(get("mode"), |v| match cx.string(v, &at("mode"))? {
-        "active" => Some(false),
-        "audit" => Some(true),
-        other => {
+    let mode = optional(get("mode"), |v| {
+        let text = cx.string(v, &at("mode"))?;
+        let mode = Mode::from_name(text);
+        if mode.is_none() {
             cx.error(
                 &at("mode"),
-                format!("unknown mode {other:?}: expected \"active\" or \"audit\""),
+                format!("unknown mode {text:?}: expected \"active\" or \"audit\""),
             );
-            None
         }
+        mode
     });
     let fail_open = optional(get("fail_open"), |v| cx.boolean(v, &at("fail_open")));
     let priority = optional(get("priority"), |v| match v {
@@ -158,7 +156,7 @@ fn check_interceptor(cx: &mut Checker<'_>, path: &str, value: &Value) -> Option<
         path: path.to_owned(),
         kind: kind?,
         name: name?,
-        audit: audit?,
+        mode: mode?.unwrap_or_default(),
         fail_open: fail_open?,
         priority: priority?.unwrap_or(0),
         timeout: timeout?,
@@ -178,7 +176,7 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
     let defaults = GatewayConfig::default();
     let listen = match fields.get("listen") {
         None => Some(defaults.listen),
-        Some(value) => listen(cx, value, "gateway.listen"),
+        Some(value) => cx.listen(value, "gateway.listen"),
     };
     let allowed_hosts = match fields.get("allowed_hosts") {
         None => Some(defaults.allowed_hosts),
@@ -198,22 +196,6 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         allowed_origins: allowed_origins?,
         startup_wait: startup_wait?,
     })
-}
-
-pub(crate) fn listen(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<SocketAddr> {
-    let text = cx.string(value, path)?;
-    match text.parse() {
-        Ok(addr) => Some(addr),
-        Err(_) => {
-            cx.error(
-                path,
-                format!(
-                    "invalid listen address {text:?} (expected IP:port, such as 127.0.0.1:8931)"
-                ),
-            );
-            None
-        }
-    }
 }
 
 /// Host names (optionally with `:port`) accepted in the `Host` header.
@@ -273,8 +255,8 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     let at = |key: &str| key_path(&path, key);
 
     let mode = cx.mode(&path, &fields, STDIO_KEYS, HTTP_KEYS);
-    let stdio = mode != Some(Mode::Http);
-    let http = mode != Some(Mode::Stdio);
+    let stdio = mode != Some(ServerKind::Http);
+    let http = mode != Some(ServerKind::Stdio);
     let field = |key: &str, wanted: bool| fields.get(key).copied().filter(|_| wanted);
 
     let command = field("command", true).map(|v| cx.command(v, &at("command")));
@@ -304,14 +286,14 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     let enabled = optional(fields.get("enabled").copied(), |v| cx.boolean(v, &at("enabled")));
 
     let transport = match mode? {
-        Mode::Stdio => TransportConfig::Stdio(StdioConfig {
+        ServerKind::Stdio => TransportConfig::Stdio(StdioConfig {
             command: command??,
             args: args?.unwrap_or_default(),
             env: env?.unwrap_or_default(),
             env_remove: env_remove?.unwrap_or_default(),
             cwd: cwd?.flatten(),
         }),
-        Mode::Http => TransportConfig::Http(HttpConfig {
+        ServerKind::Http => TransportConfig::Http(HttpConfig {
             url: url??,
             transport: transport?.unwrap_or_default(),
             headers: headers?.unwrap_or_default(),

@@ -183,3 +183,35 @@ fn unknown_extension_is_sniffed() {
         assert_eq!(config.servers[0].name, name);
     }
 }
+
+#[test]
+fn check_file_keeps_what_is_valid_beside_every_problem() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("toolgate.toml");
+    fs::write(
+        &path,
+        "[servers.good]\ncommand = \"x\"\n[servers.bad]\ncomand = \"x\"\n\
+         [[pipeline]]\nkind = \"policy\"\nmode = \"audit\"\n[[pipeline]]\nkind = 3\n\
+         [admin]\nlisten = \"nope\"\n",
+    )
+    .expect("write");
+    let checked = toolgate_config::check_file(&path, &env());
+    assert_eq!(checked.path, path);
+    let paths: Vec<_> = checked.errors.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["servers.bad.comand", "servers.bad", "pipeline[1].kind", "admin.listen", "admin"]
+    );
+    assert_eq!(checked.errors.file(), Some(path.as_path()));
+    let names: Vec<_> = checked.config.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["good"]);
+    assert_eq!(checked.config.pipeline.len(), 1);
+    assert_eq!(checked.config.pipeline[0].mode, toolgate_config::Mode::Audit);
+    assert_eq!(checked.config.admin, None);
+    assert!(checked.clone().into_result().is_err());
+
+    fs::write(&path, "[servers.good]\ncommand = \"x\"\n").expect("write");
+    let valid = toolgate_config::check_file(&path, &env());
+    assert!(valid.errors.is_empty());
+    assert_eq!(valid.into_result().expect("valid").servers.len(), 1);
+}

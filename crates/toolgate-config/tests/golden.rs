@@ -175,7 +175,7 @@ fn dump(config: &Config) -> String {
             path,
             kind,
             name,
-            audit,
+            mode,
             fail_open,
             priority,
             timeout,
@@ -186,7 +186,7 @@ fn dump(config: &Config) -> String {
         line(w, 1, path, "");
         line(w, 2, "kind", kind);
         line(w, 2, "name", format!("{name:?}"));
-        line(w, 2, "audit", format!("{audit:?}"));
+        line(w, 2, "mode", mode.as_str());
         line(w, 2, "fail_open", format!("{fail_open:?}"));
         line(w, 2, "priority", priority);
         line(w, 2, "timeout", format!("{timeout:?}"));

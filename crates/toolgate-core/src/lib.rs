@@ -1,16 +1,19 @@
 //! toolgate's shared vocabulary (see ARCHITECTURE.md, `toolgate-core`).
 //!
-//! Names of exposed tools and prompts, error helpers, retry backoff, canonical JSON and the
-//! hashes taken over it, and the MCP model types re-exported as
-//! [`mcp`]. Nothing in this crate does IO.
+//! Names of exposed tools and prompts, error helpers, retry backoff, durations as text, an
+//! interceptor's [`Mode`], canonical JSON and the hashes taken over it, and the MCP model
+//! types re-exported as [`mcp`]. Nothing in this crate does IO.
 
 pub mod backoff;
 pub mod canonical;
+pub mod duration;
 pub mod error;
 pub mod hash;
+pub mod mode;
 pub mod name;
 
 /// The MCP wire types (rmcp's model), used qualified: `mcp::Tool`, `mcp::ErrorData`.
 pub use rmcp::model as mcp;
 
 pub use error::{BoxError, ErrorChain};
+pub use mode::Mode;

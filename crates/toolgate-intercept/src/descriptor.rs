@@ -37,15 +37,8 @@ pub enum InterceptorType {
     Mutation,
 }
 
-/// `Active` interceptors act; `Audit` ones only record what they would have done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Decisions take effect.
-    #[default]
-    Active,
-    /// Decisions are recorded and nothing changes.
-    Audit,
-}
+/// Lives in `toolgate-core` so that the config can name it without depending on this crate.
+pub use toolgate_core::Mode;
 
 /// Events (exact names or globs such as `tools/*` and `*`) at one phase.
 #[derive(Debug, Clone)]
@@ -189,7 +182,7 @@ impl Descriptor {
                 InterceptorType::Mutation => "mutation",
             },
             "hooks": hooks,
-            "mode": match self.mode { Mode::Active => "active", Mode::Audit => "audit" },
+            "mode": self.mode.as_str(),
             "failOpen": self.fail_open,
             "priorityHint": self.priority,
             "toolgate": {

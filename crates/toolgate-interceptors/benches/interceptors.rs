@@ -148,7 +148,8 @@ fn limits(index: usize) -> InterceptorConfig {
 }
 
 fn pipeline(entries: &[InterceptorConfig]) -> Pipeline {
-    let services = Services::new(EventBus::new());
+    // As `toolgate serve` with an [admin] section, where `approval` may hold calls.
+    let services = Services::new(EventBus::new()).with_admin_api(true);
     build_pipeline(entries, &services).expect("the bench's pipeline config is valid")
 }
 

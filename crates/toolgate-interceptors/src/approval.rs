@@ -19,8 +19,9 @@
 //!   `{"decision": "allow" | "deny", "remember": "10m", "reason": "..."}`), and logs a
 //!   one-line notice saying so. With `separate_duties` the approver (the admin token's name)
 //!   must differ from the caller.
-//!   Where no admin API serves (`toolgate call`, or no `[admin]` section), nobody could
-//!   decide, so the call is refused at once, saying so.
+//!   It needs an `[admin]` section: without one, the pipeline is refused at start-up (and by
+//!   `toolgate config check`). Where the admin API does not run (`toolgate call`), nobody
+//!   could decide, so the call is refused at once, saying so.
 //! - `deny` refuses, for non-interactive use.
 //!
 //! An approval is bound to [`call_digest`], the SHA-256 of the tool's identity (server,
@@ -44,7 +45,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use toolgate_audit::{Event as AuditEvent, kind};
 use toolgate_config::InterceptorConfig;
-use toolgate_core::mcp;
+use toolgate_core::{duration, mcp};
 use toolgate_intercept::{
     ApprovalRequired, Approved, CallContext, Descriptor, Hook, InterceptError, InterceptionEvent,
     Interceptor, InterceptorType, Message, Mode, Outcome, Phase, Refusal, call_digest,
@@ -166,6 +167,16 @@ impl Approval {
         })
     }
 
+    /// The option (`via` or `fallback`) that sends calls to the admin API's approvers, if one
+    /// does: such a pipeline needs an `[admin]` section.
+    pub fn approver_option(&self) -> Option<&'static str> {
+        match (self.via, self.fallback) {
+            (Via::External, _) => Some("via"),
+            (Via::Elicit, Via::External) => Some("fallback"),
+            _ => None,
+        }
+    }
+
     fn refusal(&self, reason: impl Into<String>) -> Refusal {
         Refusal { interceptor: self.descriptor.name.clone(), reason: reason.into() }
     }
@@ -274,7 +285,7 @@ impl Approval {
                     tracing::warn!(
                         target: "toolgate::approval",
                         "call {id} ({exposed}) is held for approval: decide with POST /approvals/{id} on the admin API within {}",
-                        humanize(expires)
+                        duration::format(expires)
                     );
                 });
                 held.await
@@ -307,7 +318,7 @@ impl Approval {
                     .publish(event(kind::APPROVAL_EXPIRED).with("after_s", self.expires.as_secs()));
                 Ok(Outcome::Refuse(self.refusal(format!(
                     "nobody approved this call within {}",
-                    humanize(self.expires)
+                    duration::format(self.expires)
                 ))))
             }
         }
@@ -323,7 +334,7 @@ impl Approval {
         ctx: &CallContext,
     ) -> Settled {
         let Some(elicitor) = ctx.elicitor.clone() else { return Settled::Expired };
-        let again = format!("allow this exact call for {}", humanize(self.remember));
+        let again = format!("allow this exact call for {}", duration::format(self.remember));
         let arguments = call
             .arguments
             .as_ref()
@@ -402,20 +413,6 @@ fn clip(text: &str, limit: usize) -> String {
     format!("{}\n… ({} more bytes)", &text[..end], text.len() - end)
 }
 
-/// `5m`, `90s`, `1h`: short and exact enough for a notice.
-fn humanize(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    if secs == 0 {
-        format!("{}ms", duration.as_millis())
-    } else if secs.is_multiple_of(3600) {
-        format!("{}h", secs / 3600)
-    } else if secs.is_multiple_of(60) {
-        format!("{}m", secs / 60)
-    } else {
-        format!("{secs}s")
-    }
-}
-
 fn read_via(options: &mut Options<'_>, key: &str, allowed: &[Via]) -> Option<Via> {
     let text = options.string(key)?;
     let via = allowed.iter().copied().find(|v| v.as_str() == text);
@@ -429,7 +426,7 @@ fn read_via(options: &mut Options<'_>, key: &str, allowed: &[Via]) -> Option<Via
 
 fn read_duration(options: &mut Options<'_>, key: &str) -> Option<Duration> {
     let text = options.string(key)?;
-    match toolgate_config::parse_duration(text) {
+    match toolgate_core::duration::parse(text) {
         Ok(duration) if !duration.is_zero() => Some(duration),
         Ok(_) => {
             let path = options.at(key);

@@ -4,6 +4,8 @@
 //! [`build_pipeline`] turns the `[[pipeline]]` entries of a config into a [`Pipeline`],
 //! reporting every problem at once with the entry's path. What interceptors share with the
 //! rest of the process (the event bus, the approval desk) comes in [`Services`].
+//! [`check_pipeline`] runs the very same code without anything to share, for
+//! `toolgate config check`.
 
 pub mod approval;
 pub mod arg_map;
@@ -16,7 +18,7 @@ use std::sync::Arc;
 
 use toolgate_audit::EventBus;
 use toolgate_config::InterceptorConfig;
-use toolgate_intercept::{Descriptor, Interceptor, Mode, Pipeline};
+use toolgate_intercept::{Descriptor, Interceptor, Pipeline};
 
 pub use approval::{ApprovalDesk, DecideError};
 pub use options::OptionError;
@@ -28,12 +30,21 @@ pub struct Services {
     pub events: EventBus,
     /// Where `approval` holds calls for the admin API.
     pub approvals: Arc<ApprovalDesk>,
+    /// Whether the config has an admin API (`[admin]`), where approvers decide held calls. An
+    /// `approval` that sends calls there is refused without one.
+    pub admin_api: bool,
 }
 
 impl Services {
-    /// Services on `events`, with an empty approval desk.
+    /// Services on `events`, with an empty approval desk and no admin API.
     pub fn new(events: EventBus) -> Services {
-        Services { approvals: ApprovalDesk::new(events.clone()), events }
+        Services { approvals: ApprovalDesk::new(events.clone()), events, admin_api: false }
+    }
+
+    /// The same, saying whether the config has an admin API.
+    pub fn with_admin_api(mut self, admin_api: bool) -> Services {
+        self.admin_api = admin_api;
+        self
     }
 }
 
@@ -61,6 +72,15 @@ pub fn build_pipeline(
         .map_err(|duplicate| vec![OptionError::new("pipeline", duplicate.to_string())])
 }
 
+/// Every reason [`build_pipeline`] would refuse `entries` in a config that has (`admin_api`)
+/// or has not an `[admin]` section, found by building them with services that nothing else
+/// shares (a bus nobody listens to, a desk nobody reads), so that the check and the real build
+/// can never disagree. Starts nothing and does no IO.
+pub fn check_pipeline(entries: &[InterceptorConfig], admin_api: bool) -> Vec<OptionError> {
+    let services = Services::new(EventBus::new()).with_admin_api(admin_api);
+    build_pipeline(entries, &services).err().unwrap_or_default()
+}
+
 fn build(
     entry: &InterceptorConfig,
     services: &Services,
@@ -71,7 +91,15 @@ fn build(
         arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
         approval::KIND => {
-            Ok(Arc::new(approval::Approval::from_config(entry, services.approvals.clone())?))
+            let approval = approval::Approval::from_config(entry, services.approvals.clone())?;
+            match approval.approver_option() {
+                Some(option) if !services.admin_api => Err(vec![OptionError::new(
+                    &format!("{}.{option}", entry.path),
+                    "\"external\" needs the admin API, where approvers decide: add an [admin] \
+                     section (listen, tokens), or use \"elicit\" or \"deny\"",
+                )]),
+                _ => Ok(Arc::new(approval)),
+            }
         }
         other => Err(vec![OptionError::new(
             &format!("{}.kind", entry.path),
@@ -89,9 +117,7 @@ pub(crate) fn configure(
     if let Some(name) = &entry.name {
         descriptor.name = name.clone();
     }
-    if entry.audit == Some(true) {
-        descriptor.mode = Mode::Audit;
-    }
+    descriptor.mode = entry.mode;
     if let Some(fail_open) = entry.fail_open {
         descriptor.fail_open = fail_open;
     }
@@ -111,3 +137,6 @@ pub(crate) fn configure(
 pub(crate) fn test_entry(kind: &str, path: &str, options: serde_json::Value) -> InterceptorConfig {
     InterceptorConfig::new(path, kind, options.as_object().cloned().expect("options are a table"))
 }
+
+#[cfg(test)]
+mod tests;

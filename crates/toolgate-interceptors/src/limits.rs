@@ -81,6 +81,7 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use toolgate_config::InterceptorConfig;
+use toolgate_core::duration::{self, Precision};
 use toolgate_intercept::{
     CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
     Message, Mode, Outcome, Phase, Refusal, UpstreamTimeout,
@@ -324,7 +325,7 @@ impl Limits {
                     limiter.label,
                     calls(n.into()),
                     per.name(),
-                    human(wait)
+                    duration::format_with(wait, Precision::WaitRoundedUp)
                 ));
             }
         }
@@ -366,26 +367,6 @@ fn calls(n: u64) -> String {
     if n == 1 { "1 call".to_owned() } else { format!("{n} calls") }
 }
 
-/// A wait as the caller reads it, rounded up so that trying again then succeeds: tenths of
-/// a second under a minute, then minutes and seconds, then hours and minutes.
-fn human(wait: Duration) -> String {
-    let tenths = wait.as_nanos().div_ceil(100_000_000);
-    if tenths < 600 {
-        return format!("{}.{}s", tenths / 10, tenths % 10);
-    }
-    let secs = wait.as_nanos().div_ceil(1_000_000_000);
-    if secs < 3600 {
-        return match (secs / 60, secs % 60) {
-            (m, 0) => format!("{m}m"),
-            (m, s) => format!("{m}m {s}s"),
-        };
-    }
-    match (secs.div_ceil(60) / 60, secs.div_ceil(60) % 60) {
-        (h, 0) => format!("{h}h"),
-        (h, m) => format!("{h}h {m}m"),
-    }
-}
-
 /// One limits table, or `None` after reporting what is wrong with it.
 fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Spec> {
     let Some(table) = value.as_object() else {
@@ -400,7 +381,7 @@ fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Sp
     if !["timeout", "concurrency", "rate"].iter().any(|k| table.contains_key(*k)) {
         limits.error(path, "sets no limit (expected timeout, concurrency or rate)");
     }
-    let timeout = limits.string("timeout").and_then(|text| match parse_duration(text) {
+    let timeout = limits.string("timeout").and_then(|text| match positive_duration(text) {
         Ok(timeout) => Some(timeout),
         Err(why) => {
             let at = limits.at("timeout");
@@ -466,8 +447,8 @@ fn parse_rate(text: &str) -> Option<(u32, Per)> {
 }
 
 /// A duration as the rest of the config writes them, above zero.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    match toolgate_config::parse_duration(text) {
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match toolgate_core::duration::parse(text) {
         Ok(duration) if duration.is_zero() => Err("it must be more than 0".into()),
         Ok(duration) => Ok(duration),
         Err(error) => Err(error.to_string()),
@@ -749,7 +730,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn audit_mode_leaves_no_timeout() {
         let mut config = entry(json!({ "server": { "github": { "timeout": "5s" } } }));
-        config.audit = Some(true);
+        config.mode = Mode::Audit;
         let l = Limits::from_config(&config).expect("valid");
         let ctx = call(&l, "github__x").await.expect("continues");
         assert_eq!(timeout_of(&ctx), None);
@@ -821,26 +802,13 @@ mod tests {
         for bad in ["", "10", "0/s", "-1/s", "1.5/s", "10/day", "10/ms", "ten/min", "/min"] {
             assert_eq!(parse_rate(bad), None, "{bad:?}");
         }
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("1h 2m"), Ok(Duration::from_secs(3720)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        for bad in ["", "0s", "30", "s", "3 fortnights", "1.5s", "-1s"] {
-            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        assert_eq!(positive_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(positive_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(positive_duration("1h 2m"), Ok(Duration::from_secs(3720)));
+        assert_eq!(positive_duration("250ms"), Ok(Duration::from_millis(250)));
+        for bad in ["", "0s", "30", "s", "3 fortnights", "-1s"] {
+            assert!(positive_duration(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn waits_read_well() {
-        assert_eq!(human(Duration::from_millis(4150)), "4.2s");
-        assert_eq!(human(Duration::from_millis(4200)), "4.2s");
-        assert_eq!(human(Duration::from_nanos(1)), "0.1s");
-        assert_eq!(human(Duration::from_millis(59_900)), "59.9s");
-        assert_eq!(human(Duration::from_secs(60)), "1m");
-        assert_eq!(human(Duration::from_millis(125_500)), "2m 6s");
-        assert_eq!(human(Duration::from_secs(3600)), "1h");
-        assert_eq!(human(Duration::from_secs(3600 + 600 + 5)), "1h 11m");
-        assert_eq!(human(Duration::from_secs(2 * 3600)), "2h");
     }
 
     #[test]

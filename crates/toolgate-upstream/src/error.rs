@@ -22,7 +22,7 @@ pub enum UpstreamError {
     /// hard maximum however much progress it reported. The upstream was sent a cancellation.
     #[error(
         "upstream {upstream}: {operation} `{target}` timed out after {}{}",
-        humanize(*timeout),
+        toolgate_core::duration::format(*timeout),
         if *in_all { " in all (the limit however much progress it reports)" } else { " without progress" }
     )]
     Timeout {
@@ -58,7 +58,7 @@ pub enum UpstreamError {
     #[error(
         "upstream {upstream}: the server is restarting, and did not come back within {} to \
          take {operation} `{target}`; try again shortly",
-        humanize(*waited)
+        toolgate_core::duration::format(*waited)
     )]
     Restarting { upstream: String, operation: &'static str, target: String, waited: Duration },
     /// The server is not connected (any more).
@@ -78,7 +78,7 @@ pub enum ConnectError {
     #[error("invalid header `{name}`")]
     Header { name: String },
     /// The server did not complete its handshake and listing in time.
-    #[error("{endpoint} did not complete the MCP handshake within {}{stderr}", humanize(*timeout))]
+    #[error("{endpoint} did not complete the MCP handshake within {}{stderr}", toolgate_core::duration::format(*timeout))]
     StartupTimeout { endpoint: Endpoint, timeout: Duration, stderr: StderrTail },
     /// The server could not be reached, or its handshake failed.
     #[error("{}{cause}{stderr}", endpoint.failed_prefix())]
@@ -147,13 +147,5 @@ impl fmt::Display for StderrTail {
             write!(f, "\n    {line}")?;
         }
         f.write_str(")")
-    }
-}
-
-pub(crate) fn humanize(duration: Duration) -> String {
-    if duration.subsec_millis() == 0 {
-        format!("{}s", duration.as_secs())
-    } else {
-        format!("{}ms", duration.as_millis())
     }
 }

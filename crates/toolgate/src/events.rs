@@ -1,21 +1,115 @@
 //! The event bus of one run and its sinks, as `[audit]` configures them: the hash-chained
-//! audit log, the tracing log, and webhooks. `finish` lets the sinks write what is queued
-//! (a webhook that is down gets [`FLUSH_LIMIT`] for its retries, then what is left is lost).
+//! audit log, the tracing log, and webhooks. [`AuditPlan`] checks `[audit]` without starting
+//! anything and [`check_log_file`] asks the file system, read only (what `config check` and
+//! `serve` share); [`AuditPlan::start`] opens the log and starts the sinks. `finish` lets the
+//! sinks write what is queued (a webhook that is down gets [`FLUSH_LIMIT`] for its retries,
+//! then what is left is lost).
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::task::JoinHandle;
-use toolgate_audit::{AuditLog, EventBus, EventPattern, FieldPath, WebhookOptions};
+use toolgate_audit::{
+    AuditError, AuditLog, EventBus, EventPattern, FieldPath, WebhookError, WebhookOptions,
+};
 use toolgate_config::AuditConfig;
+
+use crate::problem::Problem;
 
 /// How long the sinks get to write what is queued when toolgate exits.
 const FLUSH_LIMIT: Duration = Duration::from_secs(5);
 
 /// `[audit]` settings that do not hold together: exits with `EXIT_USAGE`.
 #[derive(Debug, thiserror::Error)]
-#[error("invalid [audit] settings:\n{}", .0.join("\n"))]
-pub(crate) struct InvalidAudit(pub(crate) Vec<String>);
+#[error("invalid [audit] settings:\n{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+pub(crate) struct InvalidAudit(pub(crate) Vec<Problem>);
+
+/// `[audit]`, checked and ready to start: nothing is opened or started yet.
+#[derive(Debug)]
+pub(crate) struct AuditPlan<'a> {
+    config: &'a AuditConfig,
+    redact: Vec<FieldPath>,
+    file_pattern: EventPattern,
+    webhooks: Vec<(EventPattern, WebhookOptions)>,
+}
+
+impl<'a> AuditPlan<'a> {
+    /// Every problem `[audit]` has that can be found without touching the file system or the
+    /// network: redaction paths, event patterns, webhook schemes and headers.
+    pub(crate) fn new(config: &'a AuditConfig) -> Result<AuditPlan<'a>, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let redact = config
+            .redact
+            .iter()
+            .enumerate()
+            .filter_map(|(i, text)| match FieldPath::parse(text) {
+                Ok(path) => Some(path),
+                Err(error) => {
+                    problems.push(Problem::new(format!("audit.redact[{i}]"), error.to_string()));
+                    None
+                }
+            })
+            .collect();
+        let file_pattern = pattern(&config.events, "audit.events", &mut problems);
+        let webhooks = config
+            .webhooks
+            .iter()
+            .enumerate()
+            .map(|(i, hook)| {
+                let at = format!("audit.webhook[{i}]");
+                let pattern = pattern(&hook.events, &format!("{at}.events"), &mut problems);
+                let mut options = WebhookOptions::new(hook.url.clone());
+                options.headers =
+                    hook.headers.iter().map(|(k, v)| (k.clone(), v.expose().to_owned())).collect();
+                options.queue = hook.queue;
+                options.retries = hook.retries;
+                if let Err(error) = options.check() {
+                    problems.push(Problem::new(webhook_field(&at, &error), error.to_string()));
+                }
+                (pattern, options)
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        Ok(AuditPlan { config, redact, file_pattern, webhooks })
+    }
+
+    /// Opens the audit log and starts the sinks on `bus` (and the tracing log when it shows
+    /// events).
+    pub(crate) fn start(self, bus: EventBus) -> anyhow::Result<Events> {
+        let mut sinks = Vec::new();
+        if let Some(path) = &self.config.file {
+            let log = AuditLog::open(path).map_err(|error| match error {
+                // The config points at a place that cannot hold the log: a config problem,
+                // worded as `config check` words it.
+                AuditError::Place { .. } => {
+                    InvalidAudit(vec![Problem::new("audit.file", error.to_string())]).into()
+                }
+                other => anyhow::Error::new(other)
+                    .context(format!("cannot open the audit log {}", path.display())),
+            })?;
+            sinks.push(toolgate_audit::spawn_audit_sink(&bus, self.file_pattern, log));
+        }
+        for (i, (pattern, options)) in self.webhooks.into_iter().enumerate() {
+            let sink = toolgate_audit::spawn_webhook_sink(&bus, pattern, options)
+                .with_context(|| format!("cannot start audit.webhook[{i}]"))?;
+            sinks.push(sink);
+        }
+        if tracing::enabled!(target: "toolgate::event", tracing::Level::INFO) {
+            sinks.push(toolgate_audit::spawn_tracing_sink(&bus, EventPattern::all()));
+        }
+        Ok(Events { bus, redact: self.redact, sinks })
+    }
+}
+
+/// What the file system says about the place of `[audit] file` (its directory exists and
+/// takes new files; a log already there can be appended to and its chain verifies), found
+/// without creating or writing anything.
+pub(crate) fn check_log_file(config: &AuditConfig) -> Option<Problem> {
+    let path = config.file.as_ref()?;
+    AuditLog::check(path).err().map(|error| Problem::new("audit.file", error.to_string()))
+}
 
 /// The bus and the tasks that drain it.
 #[derive(Debug)]
@@ -26,58 +120,9 @@ pub(crate) struct Events {
 }
 
 impl Events {
-    /// Starts the sinks `config` asks for (and the tracing log when it shows events).
-    pub(crate) fn start(config: &AuditConfig) -> anyhow::Result<Events> {
-        let bus = EventBus::new();
-        let mut problems = Vec::new();
-        let redact = config
-            .redact
-            .iter()
-            .enumerate()
-            .filter_map(|(i, text)| match FieldPath::parse(text) {
-                Ok(path) => Some(path),
-                Err(error) => {
-                    problems.push(format!("audit.redact[{i}]: {error}"));
-                    None
-                }
-            })
-            .collect();
-        let file_pattern = pattern(&config.events, "audit.events", &mut problems);
-        let hook_patterns: Vec<EventPattern> = config
-            .webhooks
-            .iter()
-            .enumerate()
-            .map(|(i, hook)| {
-                pattern(&hook.events, &format!("audit.webhook[{i}].events"), &mut problems)
-            })
-            .collect();
-        if !problems.is_empty() {
-            return Err(InvalidAudit(problems).into());
-        }
-        let mut sinks = Vec::new();
-        if let Some(path) = &config.file {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("cannot create {}", dir.display()))?;
-            }
-            let log = AuditLog::open(path)
-                .with_context(|| format!("cannot open the audit log {}", path.display()))?;
-            sinks.push(toolgate_audit::spawn_audit_sink(&bus, file_pattern, log));
-        }
-        for (i, (hook, pattern)) in config.webhooks.iter().zip(hook_patterns).enumerate() {
-            let mut options = WebhookOptions::new(hook.url.clone());
-            options.headers =
-                hook.headers.iter().map(|(k, v)| (k.clone(), v.expose().to_owned())).collect();
-            options.queue = hook.queue;
-            options.retries = hook.retries;
-            let sink = toolgate_audit::spawn_webhook_sink(&bus, pattern, options)
-                .with_context(|| format!("cannot start audit.webhook[{i}]"))?;
-            sinks.push(sink);
-        }
-        if tracing::enabled!(target: "toolgate::event", tracing::Level::INFO) {
-            sinks.push(toolgate_audit::spawn_tracing_sink(&bus, EventPattern::all()));
-        }
-        Ok(Events { bus, redact, sinks })
+    /// Checks `config` and starts the sinks it asks for on `bus`.
+    pub(crate) fn start(config: &AuditConfig, bus: EventBus) -> anyhow::Result<Events> {
+        AuditPlan::new(config).map_err(InvalidAudit)?.start(bus)
     }
 
     /// The bus.
@@ -101,12 +146,23 @@ impl Events {
 }
 
 /// The patterns at `path` as one pattern (any of them).
-fn pattern(patterns: &[String], path: &str, problems: &mut Vec<String>) -> EventPattern {
+fn pattern(patterns: &[String], path: &str, problems: &mut Vec<Problem>) -> EventPattern {
     match EventPattern::parse(&patterns.join(",")) {
         Ok(pattern) => pattern,
         Err(error) => {
-            problems.push(format!("{path}: {error}"));
+            problems.push(Problem::new(path, error.to_string()));
             EventPattern::all()
         }
+    }
+}
+
+/// The key of webhook `at` that `error` is about.
+fn webhook_field(at: &str, error: &WebhookError) -> String {
+    match error {
+        WebhookError::Scheme { .. } => format!("{at}.url"),
+        WebhookError::HeaderName { name, .. } | WebhookError::HeaderValue { name, .. } => {
+            format!("{at}.headers.{name}")
+        }
+        _ => at.to_owned(),
     }
 }

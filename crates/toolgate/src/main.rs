@@ -3,6 +3,7 @@
 
 mod commands;
 mod events;
+mod problem;
 mod setup;
 
 use std::path::PathBuf;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use toolgate_audit::EventBus;
 use toolgate_config::{Config, ServerConfig, StdioConfig, TransportConfig};
 use toolgate_interceptors::{ApprovalDesk, Services};
 use toolgate_server::{Gateway, Recorder};
@@ -144,12 +145,14 @@ impl std::ops::Deref for Running {
     }
 }
 
-/// Starts the event sinks, builds the pipeline, and starts every enabled server.
+/// Builds the pipeline, starts the event sinks, and starts every enabled server. The pipeline
+/// comes first: a config it refuses leaves no audit log created and no sink started.
 pub(crate) async fn start(config: &Config) -> anyhow::Result<Running> {
-    let events = Events::start(&config.audit)?;
-    let services = Services::new(events.bus().clone());
+    let bus = EventBus::new();
+    let services = Services::new(bus.clone()).with_admin_api(config.admin.is_some());
     let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
         .map_err(InvalidPipeline)?;
+    let events = Events::start(&config.audit, bus)?;
     let mut recorder = Recorder::new(events.bus().clone(), events.redact().to_vec());
     if let Some(key) = &config.audit.hash_key {
         recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());

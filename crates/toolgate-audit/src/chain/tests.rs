@@ -265,14 +265,39 @@ fn open_refuses_a_broken_log_and_leaves_it_alone() {
 }
 
 #[test]
-fn open_creates_parent_directories() {
+fn open_creates_the_file_but_not_its_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a/b/audit.jsonl");
-    let mut log = AuditLog::open(&path).expect("open must create the directories");
+    let path = dir.path().join("audit.jsonl");
+    let mut log = AuditLog::open(&path).expect("open must create the file");
     assert_eq!((log.records(), log.head()), (0, GENESIS));
     log.append(&event(1)).unwrap();
     assert_eq!(log.path(), path);
     assert_eq!(verify(&path).unwrap().records, 1);
+
+    let nested = dir.path().join("a/b/audit.jsonl");
+    let error = AuditLog::open(&nested).expect_err("the directory is missing");
+    assert!(matches!(error, AuditError::Place { .. }), "{error}");
+    assert!(error.to_string().ends_with("/a/b does not exist"), "{error}");
+    assert!(!dir.path().join("a").exists());
+}
+
+#[test]
+fn check_finds_what_open_would_refuse_and_changes_nothing() {
+    let (_dir, path) = log_of(3);
+    assert!(AuditLog::check(&path).is_ok());
+    let mut lines = lines(&path);
+    lines.swap(0, 1);
+    write_lines(&path, &lines);
+    let before = std::fs::read(&path).unwrap();
+    let error = AuditLog::check(&path).expect_err("the chain is broken");
+    assert!(error.problem().is_some(), "{error}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert!(AuditLog::open(&path).is_err());
+
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("audit.jsonl");
+    assert!(AuditLog::check(&fresh).is_ok());
+    assert!(!fresh.exists(), "check must not create the log");
 }
 
 #[test]

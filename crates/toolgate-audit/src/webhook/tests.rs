@@ -56,3 +56,15 @@ fn only_the_host_of_a_url_is_ever_shown() {
         assert!(!debug.contains(secret), "{secret} in {debug}");
     }
 }
+
+#[test]
+fn check_refuses_what_the_sink_would_refuse() {
+    let url = |text: &str| text.parse().expect("a URL");
+    assert!(WebhookOptions::new(url("https://hooks.example.com/x")).check().is_ok());
+    let ftp = WebhookOptions::new(url("ftp://hooks.example.com/x")).check();
+    assert!(matches!(ftp, Err(super::WebhookError::Scheme { .. })), "{ftp:?}");
+    let name = WebhookOptions::new(url("https://h.example/x")).header("bad name", "v").check();
+    assert!(matches!(name, Err(super::WebhookError::HeaderName { .. })), "{name:?}");
+    let value = WebhookOptions::new(url("https://h.example/x")).header("X-A", "a\nb").check();
+    assert!(matches!(value, Err(super::WebhookError::HeaderValue { .. })), "{value:?}");
+}

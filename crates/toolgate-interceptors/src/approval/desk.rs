@@ -288,7 +288,7 @@ impl Ruling {
         };
         let remember = match body.get("remember") {
             None | Some(Value::Null) => None,
-            Some(Value::String(text)) => match toolgate_config::parse_duration(text) {
+            Some(Value::String(text)) => match toolgate_core::duration::parse(text) {
                 Ok(d) if !d.is_zero() => Some(d),
                 Ok(_) => return Err("`remember` must be greater than zero".to_owned()),
                 Err(e) => return Err(format!("`remember`: invalid duration {text:?}: {e}")),

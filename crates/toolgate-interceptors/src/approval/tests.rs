@@ -356,7 +356,7 @@ async fn elicit_without_a_capable_client_falls_back() {
 #[tokio::test(start_paused = true)]
 async fn audit_mode_never_holds_a_call() {
     let mut config = entry(json!({ "via": "external" }));
-    config.audit = Some(true);
+    config.mode = Mode::Audit;
     let desk = ApprovalDesk::new(EventBus::new());
     let approval = Approval::from_config(&config, desk.clone()).unwrap();
     let mut ctx = context(bob());

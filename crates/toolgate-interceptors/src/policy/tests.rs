@@ -384,7 +384,7 @@ async fn in_audit_mode_an_ask_is_recorded_as_a_refusal_and_asks_nobody() {
     let mut audit = entry(
         json!({ "rules": [{ "tools": ["push"], "decision": "ask", "reason": "it publishes" }] }),
     );
-    audit.audit = Some(true);
+    audit.mode = toolgate_core::Mode::Audit;
     let p = Policy::from_config(&audit).expect("valid policy");
     let (call, mut ctx) = call_of("push");
     match p.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call, &mut ctx).await {

@@ -31,7 +31,7 @@ struct Args {
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
     /// Wait this long before accepting connections or reading the handshake (`500ms`, `2s`).
-    #[arg(long, value_parser = parse_duration, default_value = "0ms")]
+    #[arg(long, value_parser = toolgate_core::duration::parse, default_value = "0ms")]
     startup_delay: Duration,
     /// `serverInfo.name` to report.
     #[arg(long, default_value = "toolgate-fixture")]
@@ -125,38 +125,9 @@ async fn terminated() {
     }
 }
 
-/// `500ms`, `2s`, `1.5s`, `1m` or `0`.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?}"))?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "" if value == 0.0 => 0.0,
-        _ => return Err(format!("invalid duration {text:?}: use ms, s or m")),
-    };
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|error| format!("invalid duration {text:?}: {error}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_durations() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert!(parse_duration("5").is_err());
-        assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("-1s").is_err());
-    }
 
     #[test]
     fn cli_is_consistent() {

@@ -20,7 +20,8 @@ pub(crate) struct InterceptorsArgs {
 pub(crate) async fn run(global: &GlobalArgs, args: InterceptorsArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
     let (config, _) = setup::load_config(global)?;
-    let services = toolgate_interceptors::Services::new(toolgate_audit::EventBus::new());
+    let services = toolgate_interceptors::Services::new(toolgate_audit::EventBus::new())
+        .with_admin_api(config.admin.is_some());
     let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
         .map_err(setup::InvalidPipeline)?;
     let mut out = std::io::stdout().lock();

@@ -5,6 +5,7 @@ mod audit_cli;
 mod bad_input;
 mod builtins;
 mod cli;
+mod config_check;
 mod conformance;
 mod demo;
 mod denials;
