@@ -1,3 +1,5 @@
+//! Tests of checking a whole pipeline: unknown kinds, bad options, and approval without the admin API.
+
 use serde_json::json;
 
 use super::*;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use toolgate_config::ServerConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::Pipeline;
-use toolgate_upstream::{Connected, Contribution, Inventory, Upstream, UpstreamError};
+use toolgate_upstream::{Connected, Contribution, Inventory, StartupWait, Upstream, UpstreamError};
 
 use crate::error::GatewayError;
 use crate::record::Recorder;
@@ -44,6 +44,8 @@ pub struct Gateway {
     upstreams: Arc<HashMap<Arc<str>, Arc<Upstream>>>,
     ordered: Vec<Arc<Upstream>>,
     failed: Vec<FailedUpstream>,
+    /// Servers still starting when the gateway began serving.
+    starting: Vec<String>,
     inventory: RwLock<Arc<Inventory>>,
     sessions: Sessions,
     /// Downstream subscriptions per upstream resource: the upstream is subscribed once.
@@ -74,16 +76,18 @@ impl Drop for InFlightGuard<'_> {
 }
 
 impl Gateway {
-    /// Starts every enabled server in `servers`, waits for each one's first attempt, and
-    /// starts following their events. Every request passes `pipeline`; what happens is
+    /// Starts every enabled server in `servers`, waits for their first attempts as `wait`
+    /// says, and starts following their events (servers still starting join when they
+    /// connect, with `list_changed`). Every request passes `pipeline`; what happens is
     /// published through `recorder`.
     pub async fn start(
         servers: &[ServerConfig],
+        wait: StartupWait,
         pipeline: Pipeline,
         recorder: Recorder,
     ) -> Arc<Gateway> {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let connected = toolgate_upstream::connect_all(servers, Some(events)).await;
+        let connected = toolgate_upstream::connect_all(servers, Some(events), wait).await;
         let gateway = Arc::new(Gateway::new(connected, pipeline, recorder));
         events::follow(Arc::downgrade(&gateway), receiver);
         gateway
@@ -109,6 +113,7 @@ impl Gateway {
             ),
             ordered: connected.upstreams,
             failed,
+            starting: connected.starting,
             inventory: RwLock::new(inventory),
             sessions: Sessions::default(),
             subscriptions: ResourceSubscriptions::default(),
@@ -132,6 +137,12 @@ impl Gateway {
     /// Servers whose first connection attempt failed.
     pub fn failed(&self) -> &[FailedUpstream] {
         &self.failed
+    }
+
+    /// Servers whose first connection attempt had not ended when the gateway began serving
+    /// (only when it did not wait for all; see [`StartupWait`]).
+    pub fn starting(&self) -> &[String] {
+        &self.starting
     }
 
     /// The downstream sessions.

@@ -29,3 +29,4 @@ pub use serve::{
     serve_stdio,
 };
 pub use session::{Session, Sessions};
+pub use toolgate_upstream::StartupWait;

@@ -2,7 +2,8 @@
 //!
 //! - [`Upstream`]: one connected server (stdio child, streamable HTTP, or legacy SSE) and
 //!   calls to it;
-//! - [`connect_all`]: every configured server, concurrently, each with its own start-up timeout;
+//! - [`connect_all`]: every configured server, concurrently, each with its own start-up timeout,
+//!   waiting for all of them or, as [`StartupWait`] says, only for the required ones;
 //! - [`Inventory`]: what they offer, merged under the names clients see.
 
 mod call;
@@ -22,6 +23,7 @@ mod stdio;
 mod upstream;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use toolgate_config::ServerConfig;
 
@@ -38,20 +40,60 @@ pub use upstream::{HARD_TIMEOUT_FACTOR, Upstream};
 #[derive(Debug, Default)]
 pub struct Connected {
     /// Every enabled server, in config order, connected or not: those that failed keep
-    /// retrying in the background.
+    /// retrying in the background, and those still starting go on starting.
     pub upstreams: Vec<Arc<Upstream>>,
     /// Servers whose first attempt failed, with why.
     pub failed: Vec<UpstreamError>,
+    /// Servers whose first attempt had not ended when [`connect_all`] stopped waiting (only
+    /// with [`StartupWait::Bounded`]): they join when they connect.
+    pub starting: Vec<String>,
 }
 
-/// Starts every enabled server at once and waits for each one's first attempt. Start-up costs
-/// about the slowest server, not the sum; each server has its own `startup_timeout`.
-pub async fn connect_all(servers: &[ServerConfig], events: Option<EventSender>) -> Connected {
+/// How long [`connect_all`] waits for the servers' first connection attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartupWait {
+    /// Until every server's first attempt has ended (each within its own `startup_timeout`):
+    /// for one-shot commands, which want every server.
+    All,
+    /// Until every `required` server's first attempt has ended, and at most this long for
+    /// the others: for `serve`, so that one slow server does not hold up the rest.
+    Bounded(Duration),
+}
+
+/// Starts every enabled server at once and waits for their first attempts as `wait` says.
+/// Start-up costs about the slowest server waited for, not the sum; each server has its own
+/// `startup_timeout`.
+pub async fn connect_all(
+    servers: &[ServerConfig],
+    events: Option<EventSender>,
+    wait: StartupWait,
+) -> Connected {
     let upstreams: Vec<_> = servers
         .iter()
         .filter(|s| s.enabled)
         .map(|server| Upstream::start(server.clone(), events.clone()))
         .collect();
-    let outcomes = futures::future::join_all(upstreams.iter().map(|u| u.ready())).await;
-    Connected { failed: outcomes.into_iter().filter_map(Result::err).collect(), upstreams }
+    let deadline = match wait {
+        StartupWait::All => None,
+        StartupWait::Bounded(wait) => Some(tokio::time::Instant::now() + wait),
+    };
+    let outcomes = futures::future::join_all(upstreams.iter().map(|upstream| async move {
+        match deadline {
+            Some(deadline) if !upstream.config().required => {
+                tokio::time::timeout_at(deadline, upstream.ready()).await.ok()
+            }
+            _ => Some(upstream.ready().await),
+        }
+    }))
+    .await;
+    let mut connected = Connected::default();
+    for (upstream, outcome) in upstreams.iter().zip(outcomes) {
+        match outcome {
+            Some(Ok(())) => {}
+            Some(Err(error)) => connected.failed.push(error),
+            None => connected.starting.push(upstream.name().to_owned()),
+        }
+    }
+    connected.upstreams = upstreams;
+    connected
 }

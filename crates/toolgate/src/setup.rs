@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use toolgate_audit::EventBus;
 use toolgate_config::{Config, ServerConfig, StdioConfig, TransportConfig};
 use toolgate_interceptors::{ApprovalDesk, Services};
-use toolgate_server::{Gateway, Recorder};
+use toolgate_server::{Gateway, Recorder, StartupWait};
 use tracing_subscriber::EnvFilter;
 
 use crate::GlobalArgs;
@@ -145,9 +145,10 @@ impl std::ops::Deref for Running {
     }
 }
 
-/// Builds the pipeline, starts the event sinks, and starts every enabled server. The pipeline
-/// comes first: a config it refuses leaves no audit log created and no sink started.
-pub(crate) async fn start(config: &Config) -> anyhow::Result<Running> {
+/// Builds the pipeline, starts the event sinks, and starts every enabled server, waiting for
+/// their first connection attempts as `wait` says. The pipeline comes first: a config it
+/// refuses leaves no audit log created and no sink started.
+pub(crate) async fn start(config: &Config, wait: StartupWait) -> anyhow::Result<Running> {
     let bus = EventBus::new();
     let services = Services::new(bus.clone()).with_admin_api(config.admin.is_some());
     let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
@@ -157,13 +158,13 @@ pub(crate) async fn start(config: &Config) -> anyhow::Result<Running> {
     if let Some(key) = &config.audit.hash_key {
         recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());
     }
-    let gateway = Gateway::start(&config.servers, pipeline, recorder).await;
+    let gateway = Gateway::start(&config.servers, wait, pipeline, recorder).await;
     Ok(Running { gateway, approvals: services.approvals, events })
 }
 
 /// [`start`], failing when a `required` server did not come up.
-pub(crate) async fn connect(config: &Config) -> anyhow::Result<Running> {
-    let running = start(config).await?;
+pub(crate) async fn connect(config: &Config, wait: StartupWait) -> anyhow::Result<Running> {
+    let running = start(config, wait).await?;
     let required_failures: Vec<_> = running
         .failed()
         .iter()

@@ -1,3 +1,5 @@
+//! Tests of where an audit log may go: missing, unwritable or wrong-kind directories and files.
+
 use std::path::{Path, PathBuf};
 
 use super::check_place;

@@ -1,3 +1,5 @@
+//! Tests of the one duration parser and formatter: forms, errors, and formatting that parses back.
+
 use std::time::Duration;
 
 use super::{DurationError, Precision, format, format_with, parse};

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::Args;
 use serde_json::{Map, Value};
 use toolgate_core::mcp;
-use toolgate_server::GatewayError;
+use toolgate_server::{GatewayError, StartupWait};
 
 use crate::GlobalArgs;
 use crate::setup;
@@ -36,7 +36,7 @@ pub(crate) struct CallArgs {
 pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
     let (config, _) = setup::load_config(global)?;
-    let gateway = setup::connect(&config).await?;
+    let gateway = setup::connect(&config, StartupWait::All).await?;
     let inventory = gateway.inventory();
     let schema =
         inventory.tools().iter().find(|t| t.name == args.tool).map(|t| t.input_schema.clone());

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
-use toolgate_server::{HttpOptions, MCP_PATH};
+use toolgate_server::{HttpOptions, MCP_PATH, StartupWait};
 
 use crate::GlobalArgs;
 use crate::setup;
@@ -29,7 +29,16 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
     if args.stdio && matches!(source, setup::ConfigSource::Demo) {
         tracing::warn!("{}", setup::describe(&source));
     }
-    let gateway = setup::connect(&config).await?;
+    // Required servers are waited for; the others get `startup_wait` and join when ready.
+    let wait = StartupWait::Bounded(config.gateway.startup_wait);
+    let gateway = setup::connect(&config, wait).await?;
+    if !gateway.starting().is_empty() {
+        tracing::warn!(
+            "serving without {} (still starting after {}); they join when they connect",
+            gateway.starting().join(", "),
+            toolgate_core::duration::format(config.gateway.startup_wait),
+        );
+    }
     let inventory = gateway.inventory();
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

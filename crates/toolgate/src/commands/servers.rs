@@ -4,6 +4,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
+use toolgate_server::StartupWait;
 
 use crate::GlobalArgs;
 use crate::setup;
@@ -19,7 +20,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
     setup::init_logging(global, "error");
     let (config, _) = setup::load_config(global)?;
     // Unlike other commands, show failed required servers instead of refusing to go on.
-    let gateway = setup::start(&config).await?;
+    let gateway = setup::start(&config, StartupWait::All).await?;
     let mut rows = Vec::new();
     for server in &config.servers {
         let row = if !server.enabled {

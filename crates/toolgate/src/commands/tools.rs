@@ -4,6 +4,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
+use toolgate_server::StartupWait;
 
 use crate::GlobalArgs;
 use crate::setup;
@@ -18,7 +19,7 @@ pub(crate) struct ToolsArgs {
 pub(crate) async fn run(global: &GlobalArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
     let (config, _) = setup::load_config(global)?;
-    let gateway = setup::connect(&config).await?;
+    let gateway = setup::connect(&config, StartupWait::All).await?;
     let inventory = gateway.inventory();
     let mut out = std::io::stdout().lock();
     if args.json {

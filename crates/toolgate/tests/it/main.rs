@@ -24,6 +24,7 @@ mod recorder;
 mod recording_upstream;
 mod relays;
 mod sdk_clients;
+mod startup;
 mod stdio_front;
 mod supervision;
 mod support;
