@@ -36,7 +36,10 @@ pub enum UpstreamError {
     #[error("upstream {upstream}: {operation} `{target}` cancelled by the client")]
     Cancelled { upstream: String, operation: &'static str, target: String },
     /// The connection was lost while the request was in flight.
-    #[error("upstream {upstream}: connection lost during {operation} `{target}`")]
+    #[error(
+        "upstream {upstream}: connection lost during {operation} `{target}` (it may or may not \
+         have been carried out)"
+    )]
     ConnectionLost { upstream: String, operation: &'static str, target: String },
     /// The server answered with something this request cannot use.
     #[error("upstream {upstream}: unexpected answer to {operation} `{target}`: {detail}")]

@@ -16,6 +16,20 @@ use crate::connect::Link;
 use crate::error::UpstreamError;
 use crate::progress::ProgressLedger;
 
+/// How one attempt to send a request ended, when it did not bring a result.
+enum Attempt {
+    /// The request was never written to the server: it may be sent again.
+    Unwritten(ServiceError),
+    /// Anything else.
+    Failed(UpstreamError),
+}
+
+/// Whether `error` says the request never left toolgate: the connection was already closed,
+/// or writing to it failed.
+fn unwritten(error: &ServiceError) -> bool {
+    matches!(error, ServiceError::TransportClosed | ServiceError::TransportSend(_))
+}
+
 /// Rounds of `input_required` answered for one request before giving up.
 const MAX_INPUT_ROUNDS: usize = 10;
 
@@ -215,7 +229,10 @@ impl Upstream {
     }
 
     /// Sends one request on behalf of `options.caller`, with the server's timeout (reset by
-    /// progress, capped at [`HARD_TIMEOUT_FACTOR`] × timeout), forwarding cancellation.
+    /// progress, capped at [`HARD_TIMEOUT_FACTOR`] × timeout), forwarding cancellation. A
+    /// request that could not even be written to a stdio server (its process had died, and the
+    /// supervisor had not noticed yet) waits for the restart and is sent once more: the server
+    /// never saw it, so sending it again cannot do anything twice.
     async fn send(
         &self,
         request: mcp::ClientRequest,
@@ -223,18 +240,45 @@ impl Upstream {
         target: &str,
         options: &CallOptions,
     ) -> Result<mcp::ServerResult, UpstreamError> {
-        let name = &self.config.name;
-        let link = match self.current_link() {
+        let mut link = match self.current_link() {
             Some(link) => link,
-            None => self.link_back(operation, target, options).await?,
+            None => self.link_back(None, operation, target, options).await?,
         };
+        let mut resent = false;
+        loop {
+            match self.send_on(&link, request.clone(), operation, target, options).await {
+                Ok(result) => return Ok(result),
+                Err(Attempt::Failed(error)) => return Err(error),
+                Err(Attempt::Unwritten(source)) if resent || link.info.transport != "stdio" => {
+                    return Err(self.failed(&link, operation, source));
+                }
+                Err(Attempt::Unwritten(_)) => {
+                    link.reset.cancel();
+                    link = self.link_back(Some(&link), operation, target, options).await?;
+                    resent = true;
+                }
+            }
+        }
+    }
+
+    /// One attempt of [`send`](Self::send) on `link`.
+    async fn send_on(
+        &self,
+        link: &Arc<Link>,
+        request: mcp::ClientRequest,
+        operation: &'static str,
+        target: &str,
+        options: &CallOptions,
+    ) -> Result<mcp::ServerResult, Attempt> {
+        let name = &self.config.name;
         let timeout = options.timeout.unwrap_or(self.config.timeout);
         let request_options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(timeout.saturating_mul(HARD_TIMEOUT_FACTOR));
         let handle = match link.peer.send_request_with_option(request, request_options).await {
             Ok(handle) => handle,
-            Err(source) => return Err(self.failed(&link, operation, source)),
+            Err(source) if unwritten(&source) => return Err(Attempt::Unwritten(source)),
+            Err(source) => return Err(Attempt::Failed(self.failed(link, operation, source))),
         };
         let id = handle.id.clone();
         let ledger = options.caller.as_ref().map(|_| Arc::new(ProgressLedger::default()));
@@ -254,33 +298,44 @@ impl Upstream {
                     Ok(result)
                 }
                 // rmcp says which limit it was, and has told the upstream.
-                Err(ServiceError::Timeout { timeout: limit }) => Err(UpstreamError::Timeout {
+                Err(ServiceError::Timeout { timeout: limit }) => Err(Attempt::Failed(UpstreamError::Timeout {
                     upstream: name.clone(), operation, target, timeout: limit, in_all: limit != timeout,
-                }),
-                Err(source) => Err(self.failed(&link, operation, source)),
+                })),
+                Err(source @ ServiceError::TransportSend(_)) => Err(Attempt::Unwritten(source)),
+                // The connection ended while the request was out: as when `lost` comes first.
+                Err(ServiceError::TransportClosed) => {
+                    link.reset.cancel();
+                    Err(Attempt::Failed(UpstreamError::ConnectionLost { upstream: name.clone(), operation, target }))
+                }
+                Err(source) => Err(Attempt::Failed(self.failed(link, operation, source))),
             },
             () = options.cancel.cancelled() => {
                 let reason = Some("cancelled by the client".to_owned());
                 let _ = link.peer.notify_cancelled(mcp::CancelledNotificationParam::new(Some(id), reason)).await;
-                Err(UpstreamError::Cancelled { upstream: name.clone(), operation, target })
+                Err(Attempt::Failed(UpstreamError::Cancelled { upstream: name.clone(), operation, target }))
             }
-            () = link.lost.cancelled() => Err(UpstreamError::ConnectionLost {
+            () = link.lost.cancelled() => Err(Attempt::Failed(UpstreamError::ConnectionLost {
                 upstream: name.clone(), operation, target,
-            }),
+            })),
         }
     }
 
-    /// The connection, once the server is back from a restart (or its first start): waits up
-    /// to its `restart_wait`, or until the caller gives up.
+    /// The connection, once the server is back from a restart (or its first start), other
+    /// than `broken`: waits up to its `restart_wait`, or until the caller gives up.
     async fn link_back(
         &self,
+        broken: Option<&Arc<Link>>,
         operation: &'static str,
         target: &str,
         options: &CallOptions,
     ) -> Result<Arc<Link>, UpstreamError> {
         let name = &self.config.name;
         let mut state = self.link.subscribe();
-        let settled = state.wait_for(|s| !matches!(s, LinkState::Restarting | LinkState::Starting));
+        let settled = state.wait_for(|s| match s {
+            LinkState::Restarting | LinkState::Starting => false,
+            LinkState::Up(link) => broken.is_none_or(|broken| !Arc::ptr_eq(link, broken)),
+            LinkState::Down => true,
+        });
         tokio::select! {
             settled = tokio::time::timeout(self.config.restart_wait, settled) => match settled {
                 Ok(Ok(state)) => match &*state {

@@ -5,6 +5,7 @@ use std::time::Duration;
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
+use crate::recorder::ended;
 use crate::support::*;
 
 #[tokio::test]
@@ -108,14 +109,10 @@ async fn stopping_toolgate_ends_the_whole_process_group_of_each_child() {
     let grandchild: i32 = first_text(&spawned).trim().parse().expect("a pid");
     assert!(alive(grandchild));
     client.cancel().await.expect("close: toolgate sees stdin close and exits");
-    // The grandchild is not ours to wait for: poll, bounded.
-    for _ in 0..200 {
-        if !alive(grandchild) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("grandchild {grandchild} outlived toolgate");
+    assert!(
+        ended(grandchild as u32, Duration::from_secs(10)).await,
+        "grandchild {grandchild} outlived toolgate"
+    );
 }
 
 #[tokio::test]

@@ -65,7 +65,7 @@ async fn progress_of_concurrent_calls_on_two_upstreams_reaches_each_caller_with_
 async fn a_downstream_cancellation_cancels_the_upstream_request() {
     let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
     let gateway = HttpGateway::start(&config.path()).await;
-    let client = http_client(&gateway.url).await;
+    let (client, mut notes) = recording_http_client(&gateway.url).await;
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(call(
         "fx__slow",
         json!({"steps": 50, "step_ms": 200}),
@@ -75,8 +75,8 @@ async fn a_downstream_cancellation_cancels_the_upstream_request() {
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await
         .expect("send");
-    // Let the upstream start working, then give up.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Once the upstream reports progress it is working on it: give up then.
+    notes.next_matching(|n| matches!(n, Note::Progress(_)).then_some(())).await;
     handle.cancel(Some("test gives up".into())).await.expect("cancel");
     // The fixture logs when its `slow` is cancelled; toolgate forwards that, tagged.
     gateway.wait_for_log(&["slow: cancelled", "fx"]).await;

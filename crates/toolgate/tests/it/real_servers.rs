@@ -5,10 +5,11 @@ use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
 use serde_json::json;
 
 use crate::deps::{self, EverythingServer};
+use crate::recorder::*;
 use crate::support::*;
 
 /// What every server-everything mount must show.
-async fn everything_assertions(client: &Client, prefix: &str) {
+async fn everything_assertions(client: &RecordingClient, notes: &mut Notes, prefix: &str) {
     let tools = client.list_all_tools().await.expect("tools/list");
     let echo = format!("{prefix}__echo");
     assert!(tools.iter().any(|t| t.name == echo), "{echo} missing: {tools:?}");
@@ -28,13 +29,10 @@ async fn everything_assertions(client: &Client, prefix: &str) {
         .expect("get-sum");
     assert!(first_text(&sum).contains('7'), "{sum:?}");
     // server-everything registers some resources after its handshake and then announces
-    // them with `list_changed`, which toolgate follows: under load, wait for them (bounded).
+    // them with `list_changed`, which toolgate follows: until they are there, wait for it.
     let mut resources = client.list_all_resources().await.expect("resources/list");
-    for _ in 0..100 {
-        if !resources.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    while resources.is_empty() {
+        notes.next_matching(|n| matches!(n, Note::ResourcesChanged).then_some(())).await;
         resources = client.list_all_resources().await.expect("resources/list");
     }
     let first = resources.first().expect("server-everything lists resources");
@@ -51,8 +49,8 @@ async fn everything_assertions(client: &Client, prefix: &str) {
 async fn server_everything_over_stdio() {
     let config =
         ConfigDir::new(&deps::npm_stdio_server("ev", "mcp-server-everything", &["stdio"], &[]));
-    let client = stdio_client(&config.path()).await;
-    everything_assertions(&client, "ev").await;
+    let (client, mut notes, _pid) = recording_stdio_client(&config.path()).await;
+    everything_assertions(&client, &mut notes, "ev").await;
     client.cancel().await.expect("close");
 }
 
@@ -67,8 +65,8 @@ async fn server_everything_over_streamable_http() {
     assert_eq!(rows[0]["protocol"], "2025-11-25", "{rows}");
     assert_eq!(rows[0]["transport"], "streamable-http", "{rows}");
     let gateway = HttpGateway::start(&config.path()).await;
-    let client = http_client(&gateway.url).await;
-    everything_assertions(&client, "ev").await;
+    let (client, mut notes) = recording_http_client(&gateway.url).await;
+    everything_assertions(&client, &mut notes, "ev").await;
     client.cancel().await.expect("close");
     assert!(gateway.terminate().await.success());
 }
@@ -80,8 +78,8 @@ async fn server_everything_over_legacy_sse() {
         "[servers.ev]\nurl = {}\ntransport = \"sse\"\n",
         toml_str(&server.url)
     ));
-    let client = stdio_client(&config.path()).await;
-    everything_assertions(&client, "ev").await;
+    let (client, mut notes, _pid) = recording_stdio_client(&config.path()).await;
+    everything_assertions(&client, &mut notes, "ev").await;
     client.cancel().await.expect("close");
 }
 

@@ -153,14 +153,25 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
-/// Waits (bounded) until none of `pids` is alive; panics naming the survivors.
+/// Waits until process `pid` has ended, at most `limit`; whether it did. A pidfd becomes
+/// readable when its process ends, which works for processes that are not our children.
+pub async fn ended(pid: u32, limit: Duration) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else { return true };
+    let fd = match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        // No such process (any more).
+        Err(rustix::io::Errno::SRCH) => return true,
+        Err(error) => panic!("pidfd_open({pid:?}): {error}"),
+    };
+    let fd = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE)
+        .expect("watch a pidfd");
+    tokio::time::timeout(limit, fd.readable()).await.is_ok()
+}
+
+/// Waits (at most 10 s) until none of `pids` is alive; panics naming the survivors.
 pub async fn all_gone(pids: &[u32]) {
-    for _ in 0..200 {
-        if pids.iter().all(|p| !alive(*p)) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let waits = pids.iter().map(|pid| ended(*pid, Duration::from_secs(10)));
+    futures::future::join_all(waits).await;
     let survivors: Vec<_> = pids.iter().filter(|p| alive(**p)).collect();
-    panic!("processes outlived toolgate: {survivors:?}");
+    assert!(survivors.is_empty(), "processes outlived toolgate: {survivors:?}");
 }

@@ -115,7 +115,8 @@ impl FixtureUpstream {
 pub struct HttpGateway {
     child: Child,
     pub url: String,
-    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Every line toolgate wrote to stderr so far.
+    log: std::sync::Arc<tokio::sync::watch::Sender<Vec<String>>>,
 }
 
 impl HttpGateway {
@@ -142,11 +143,11 @@ impl HttpGateway {
             .expect("spawn toolgate serve");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
-        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = std::sync::Arc::new(tokio::sync::watch::Sender::new(Vec::new()));
         let url = tokio::time::timeout(READY_TIMEOUT, async {
             while let Some(line) = lines.next_line().await.expect("read stderr") {
                 eprintln!("[toolgate] {line}");
-                log.lock().expect("log lock").push(line.clone());
+                log.send_modify(|log| log.push(line.clone()));
                 if let Some(at) = line.find("serving MCP at ") {
                     let rest = &line[at + "serving MCP at ".len()..];
                     return rest.split_whitespace().next().expect("url").to_owned();
@@ -160,28 +161,22 @@ impl HttpGateway {
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 eprintln!("[toolgate] {line}");
-                sink.lock().expect("log lock").push(line);
+                sink.send_modify(|log| log.push(line));
             }
         });
         HttpGateway { child, url, log }
     }
 
-    /// Waits (bounded) for a log line containing every one of `parts`.
+    /// Waits (at most 20 s) for a log line containing every one of `parts`.
     pub async fn wait_for_log(&self, parts: &[&str]) -> String {
-        for _ in 0..400 {
-            let found = self
-                .log
-                .lock()
-                .expect("log lock")
-                .iter()
-                .find(|line| parts.iter().all(|p| line.contains(p)))
-                .cloned();
-            if let Some(line) = found {
-                return line;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("no log line with {parts:?}");
+        let matches = |line: &String| parts.iter().all(|p| line.contains(p));
+        let mut log = self.log.subscribe();
+        let found =
+            tokio::time::timeout(Duration::from_secs(20), log.wait_for(|l| l.iter().any(matches)))
+                .await
+                .unwrap_or_else(|_| panic!("no log line with {parts:?}"))
+                .expect("the log is kept while the gateway lives");
+        found.iter().find(|line| matches(line)).cloned().expect("a matching line")
     }
 
     pub fn pid(&self) -> u32 {
