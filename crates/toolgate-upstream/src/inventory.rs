@@ -42,9 +42,9 @@ pub struct Collision {
     pub exposed: String,
     /// Who kept it.
     pub kept: Route,
-    /// Who did not, and the name it got instead (`None` when it could not be exposed at all).
+    /// Who did not.
     pub other: Route,
-    /// The other's name instead.
+    /// The name `other` got instead (`None` when it could not be exposed at all).
     pub renamed_to: Option<String>,
 }
 

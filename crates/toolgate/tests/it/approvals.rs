@@ -17,6 +17,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
+use crate::recorder::{Note, Notes, RecordingClient, recording_http_client};
 use crate::support::*;
 
 const ALICE: &str = "alice-token-0123456789";
@@ -119,6 +120,71 @@ async fn the_person_at_the_client_approves_through_elicitation() {
     let text = first_text(&refused);
     assert!(text.contains("does not support elicitation"), "{text}");
     plain.cancel().await.expect("close");
+}
+
+/// A person who, asked to approve, first has `fx__dynamic_tool` removed from the upstream
+/// (through another session, `other`) and waits until toolgate has seen it go, then allows.
+#[derive(Clone)]
+struct SlowPerson {
+    other: Arc<tokio::sync::Mutex<(RecordingClient, Notes)>>,
+    asked: Arc<Mutex<usize>>,
+}
+
+impl ClientHandler for SlowPerson {
+    fn get_info(&self) -> ClientConfig {
+        Person::answering(&[]).get_info()
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        *self.asked.lock().unwrap() += 1;
+        let (other, notes) = &mut *self.other.lock().await;
+        let toggled = call(other.peer(), "fx__toggle_tool", json!({"enabled": false})).await;
+        assert_eq!(first_text(&toggled), "dynamic_tool disabled");
+        notes.next_matching(|n| matches!(n, Note::ToolsChanged).then_some(())).await;
+        Ok(serde_json::from_value(
+            json!({ "action": "accept", "content": { "decision": "allow once" } }),
+        )
+        .expect("a valid result"))
+    }
+}
+
+#[tokio::test]
+async fn a_call_whose_tool_changed_while_it_waited_for_approval_is_not_sent() {
+    let config = ConfigDir::new(&format!(
+        "{}\n{}",
+        fixture_server("fx", "stdio", None),
+        pipeline("via = \"elicit\"").replace("env_get", "dynamic_tool"),
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let (other, mut notes) = recording_http_client(&gateway.url).await;
+    let enabled = call(other.peer(), "fx__toggle_tool", json!({"enabled": true})).await;
+    assert_eq!(first_text(&enabled), "dynamic_tool enabled");
+    notes.next_matching(|n| matches!(n, Note::ToolsChanged).then_some(())).await;
+
+    let person = SlowPerson {
+        other: Arc::new(tokio::sync::Mutex::new((other, notes))),
+        asked: Arc::default(),
+    };
+    let client = person
+        .clone()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(gateway.url.as_str()))
+        .await
+        .expect("connects");
+    let refused = call(client.peer(), "fx__dynamic_tool", json!({})).await;
+    assert_eq!(*person.asked.lock().unwrap(), 1, "the person was asked and approved");
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let text = first_text(&refused);
+    assert!(
+        text.starts_with("refused by approval:") && text.contains("changed after it was approved"),
+        "{text}"
+    );
+    assert!(!text.contains("dynamic tool called"), "{text}");
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
 }
 
 /// The admin API's base URL, from the gateway's log.
