@@ -4,21 +4,9 @@ use serde_json::{Map, Value};
 use toolgate_config::InterceptorConfig;
 use toolgate_intercept::Descriptor;
 
-/// A problem with one option, at its path (`pipeline[0].rules[2].decision`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct OptionError {
-    /// Where.
-    pub path: String,
-    /// What is wrong, and what was expected.
-    pub message: String,
-}
-
-impl OptionError {
-    pub(crate) fn new(path: &str, message: impl Into<String>) -> OptionError {
-        OptionError { path: path.to_owned(), message: message.into() }
-    }
-}
+/// A problem with one option, at its path (`pipeline[0].rules[2].decision`): a config error
+/// like any other, so that `config check` lists them together.
+pub use toolgate_config::ConfigError as OptionError;
 
 /// A table of options being read; collects every error.
 pub(crate) struct Options<'a> {

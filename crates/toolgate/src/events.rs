@@ -12,9 +12,7 @@ use tokio::task::JoinHandle;
 use toolgate_audit::{
     AuditError, AuditLog, EventBus, EventPattern, FieldPath, WebhookError, WebhookOptions,
 };
-use toolgate_config::AuditConfig;
-
-use crate::problem::Problem;
+use toolgate_config::{AuditConfig, ConfigError};
 
 /// How long the sinks get to write what is queued when toolgate exits.
 const FLUSH_LIMIT: Duration = Duration::from_secs(5);
@@ -22,7 +20,7 @@ const FLUSH_LIMIT: Duration = Duration::from_secs(5);
 /// `[audit]` settings that do not hold together: exits with `EXIT_USAGE`.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid [audit] settings:\n{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-pub(crate) struct InvalidAudit(pub(crate) Vec<Problem>);
+pub(crate) struct InvalidAudit(pub(crate) Vec<ConfigError>);
 
 /// `[audit]`, checked and ready to start: nothing is opened or started yet.
 #[derive(Debug)]
@@ -36,7 +34,7 @@ pub(crate) struct AuditPlan<'a> {
 impl<'a> AuditPlan<'a> {
     /// Every problem `[audit]` has that can be found without touching the file system or the
     /// network: redaction paths, event patterns, webhook schemes and headers.
-    pub(crate) fn new(config: &'a AuditConfig) -> Result<AuditPlan<'a>, Vec<Problem>> {
+    pub(crate) fn new(config: &'a AuditConfig) -> Result<AuditPlan<'a>, Vec<ConfigError>> {
         let mut problems = Vec::new();
         let redact = config
             .redact
@@ -45,7 +43,8 @@ impl<'a> AuditPlan<'a> {
             .filter_map(|(i, text)| match FieldPath::parse(text) {
                 Ok(path) => Some(path),
                 Err(error) => {
-                    problems.push(Problem::new(format!("audit.redact[{i}]"), error.to_string()));
+                    problems
+                        .push(ConfigError::new(format!("audit.redact[{i}]"), error.to_string()));
                     None
                 }
             })
@@ -64,7 +63,7 @@ impl<'a> AuditPlan<'a> {
                 options.queue = hook.queue;
                 options.retries = hook.retries;
                 if let Err(error) = options.check() {
-                    problems.push(Problem::new(webhook_field(&at, &error), error.to_string()));
+                    problems.push(ConfigError::new(webhook_field(&at, &error), error.to_string()));
                 }
                 (pattern, options)
             })
@@ -84,7 +83,7 @@ impl<'a> AuditPlan<'a> {
                 // The config points at a place that cannot hold the log: a config problem,
                 // worded as `config check` words it.
                 AuditError::Place { .. } => {
-                    InvalidAudit(vec![Problem::new("audit.file", error.to_string())]).into()
+                    InvalidAudit(vec![ConfigError::new("audit.file", error.to_string())]).into()
                 }
                 other => anyhow::Error::new(other)
                     .context(format!("cannot open the audit log {}", path.display())),
@@ -106,9 +105,9 @@ impl<'a> AuditPlan<'a> {
 /// What the file system says about the place of `[audit] file` (its directory exists and
 /// takes new files; a log already there can be appended to and its chain verifies), found
 /// without creating or writing anything.
-pub(crate) fn check_log_file(config: &AuditConfig) -> Option<Problem> {
+pub(crate) fn check_log_file(config: &AuditConfig) -> Option<ConfigError> {
     let path = config.file.as_ref()?;
-    AuditLog::check(path).err().map(|error| Problem::new("audit.file", error.to_string()))
+    AuditLog::check(path).err().map(|error| ConfigError::new("audit.file", error.to_string()))
 }
 
 /// The bus and the tasks that drain it.
@@ -146,11 +145,11 @@ impl Events {
 }
 
 /// The patterns at `path` as one pattern (any of them).
-fn pattern(patterns: &[String], path: &str, problems: &mut Vec<Problem>) -> EventPattern {
+fn pattern(patterns: &[String], path: &str, problems: &mut Vec<ConfigError>) -> EventPattern {
     match EventPattern::parse(&patterns.join(",")) {
         Ok(pattern) => pattern,
         Err(error) => {
-            problems.push(Problem::new(path, error.to_string()));
+            problems.push(ConfigError::new(path, error.to_string()));
             EventPattern::all()
         }
     }

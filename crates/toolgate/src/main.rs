@@ -3,7 +3,6 @@
 
 mod commands;
 mod events;
-mod problem;
 mod setup;
 
 use std::path::PathBuf;

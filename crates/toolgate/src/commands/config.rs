@@ -11,11 +11,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
-use toolgate_config::{Config, SystemEnvironment};
+use toolgate_config::{Config, ConfigError, SystemEnvironment};
 
 use crate::GlobalArgs;
 use crate::events::{self, AuditPlan};
-use crate::problem::Problem;
 use crate::setup;
 
 #[derive(Debug, Subcommand)]
@@ -44,7 +43,7 @@ pub(crate) fn run(global: &GlobalArgs, command: ConfigCommand) -> anyhow::Result
 struct Report<'a> {
     /// The file, when one was found.
     path: Option<&'a Path>,
-    problems: Vec<Problem>,
+    problems: Vec<ConfigError>,
     warnings: &'a [String],
 }
 
@@ -54,22 +53,18 @@ fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         Ok(Some(path)) => path,
         Ok(None) => return no_config(args),
         Err(error) => {
-            let report = Report { path: None, problems: vec![(&error).into()], warnings: &[] };
+            let report = Report { path: None, problems: vec![error], warnings: &[] };
             return print(args, &report, None);
         }
     };
     let checked = toolgate_config::check_file(&path, &env);
     let config = &checked.config;
-    let mut problems: Vec<Problem> = checked.errors.iter().map(Problem::from).collect();
+    let mut problems: Vec<ConfigError> = checked.errors.errors().to_vec();
     // An [admin] section with a problem of its own still counts as written: `approval` is not
     // blamed for its absence.
     let admin_written = config.admin.is_some()
         || problems.iter().any(|p| p.path == "admin" || p.path.starts_with("admin."));
-    problems.extend(
-        toolgate_interceptors::check_pipeline(&config.pipeline, admin_written)
-            .into_iter()
-            .map(Problem::from),
-    );
+    problems.extend(toolgate_interceptors::check_pipeline(&config.pipeline, admin_written));
     problems.extend(AuditPlan::new(&config.audit).err().unwrap_or_default());
     problems.extend(events::check_log_file(&config.audit));
     let report = Report { path: Some(&checked.path), problems, warnings: &config.warnings };

@@ -40,6 +40,16 @@ fn silent_http_config(name: &str, url: &str) -> String {
     )
 }
 
+/// A gateway config with `good`, a fixture that answers at once, and `late`, one that takes
+/// `delay` to answer its handshake, waiting at most `startup_wait` for servers not required.
+fn good_and_late(startup_wait: &str, delay: &str, late_required: bool) -> ConfigDir {
+    ConfigDir::new(&format!(
+        "[gateway]\nstartup_wait = \"{startup_wait}\"\n\n{}\n[servers.late]\ncommand = {}\nargs = [\"--startup-delay\", \"{delay}\"]\nrequired = {late_required}\n",
+        fixture_server("good", "stdio", None),
+        toml_str(&fixture_bin().to_string_lossy()),
+    ))
+}
+
 async fn tool_names(client: &RecordingClient) -> Vec<String> {
     client.list_all_tools().await.expect("tools/list").iter().map(|t| t.name.to_string()).collect()
 }
@@ -100,11 +110,7 @@ async fn serve_on_http_listens_without_a_server_that_never_answers() {
 
 #[tokio::test]
 async fn a_server_that_starts_late_joins_with_list_changed() {
-    let config = ConfigDir::new(&format!(
-        "[gateway]\nstartup_wait = \"100ms\"\n\n{}\n[servers.late]\ncommand = {}\nargs = [\"--startup-delay\", \"2s\"]\n",
-        fixture_server("good", "stdio", None),
-        toml_str(&fixture_bin().to_string_lossy()),
-    ));
+    let config = good_and_late("100ms", "2s", false);
     let (client, mut notes, _pid) = recording_stdio_client(&config.path()).await;
     let before = tool_names(&client).await;
     assert!(!before.iter().any(|n| n.starts_with("late__")), "not there yet: {before:?}");
@@ -117,11 +123,7 @@ async fn a_server_that_starts_late_joins_with_list_changed() {
 
 #[tokio::test]
 async fn a_required_server_is_waited_for() {
-    let config = ConfigDir::new(&format!(
-        "[gateway]\nstartup_wait = \"100ms\"\n\n{}\n[servers.late]\ncommand = {}\nargs = [\"--startup-delay\", \"1s\"]\nrequired = true\n",
-        fixture_server("good", "stdio", None),
-        toml_str(&fixture_bin().to_string_lossy()),
-    ));
+    let config = good_and_late("100ms", "1s", true);
     let (client, _notes, _pid) = recording_stdio_client(&config.path()).await;
     let names = tool_names(&client).await;
     assert!(names.contains(&"late__echo".to_owned()), "served only once it was up: {names:?}");
@@ -130,11 +132,7 @@ async fn a_required_server_is_waited_for() {
 
 #[tokio::test]
 async fn one_shot_commands_wait_for_every_server() {
-    let config = ConfigDir::new(&format!(
-        "[gateway]\nstartup_wait = \"100ms\"\n\n{}\n[servers.late]\ncommand = {}\nargs = [\"--startup-delay\", \"1s\"]\n",
-        fixture_server("good", "stdio", None),
-        toml_str(&fixture_bin().to_string_lossy()),
-    ));
+    let config = good_and_late("100ms", "1s", false);
     let output =
         run_toolgate(&["tools", "--json", "--config", &config.path().to_string_lossy()]).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
