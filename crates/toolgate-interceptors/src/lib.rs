@@ -94,7 +94,7 @@ fn build(
             let approval = approval::Approval::from_config(entry, services.approvals.clone())?;
             match approval.approver_option() {
                 Some(option) if !services.admin_api => Err(vec![OptionError::new(
-                    &format!("{}.{option}", entry.path),
+                    format!("{}.{option}", entry.path),
                     "\"external\" needs the admin API, where approvers decide: add an [admin] \
                      section (listen, tokens), or use \"elicit\" or \"deny\"",
                 )]),
@@ -102,7 +102,7 @@ fn build(
             }
         }
         other => Err(vec![OptionError::new(
-            &format!("{}.kind", entry.path),
+            format!("{}.kind", entry.path),
             format!("unknown interceptor kind {other:?} (known: {})", KINDS.join(", ")),
         )]),
     }
@@ -126,7 +126,7 @@ pub(crate) fn configure(
         descriptor.timeout = timeout;
     }
     let bad = |what: &str, e: toolgate_intercept::DescriptorError| {
-        vec![OptionError::new(&format!("{}.{what}", entry.path), e.to_string())]
+        vec![OptionError::new(format!("{}.{what}", entry.path), e.to_string())]
     };
     descriptor = descriptor.for_servers(&entry.servers).map_err(|e| bad("servers", e))?;
     descriptor.for_tools(&entry.tools).map_err(|e| bad("tools", e))
