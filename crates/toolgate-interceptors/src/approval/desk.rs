@@ -112,6 +112,14 @@ pub(super) enum Settled {
     Expired,
 }
 
+/// The most calls held at once: each is a request someone is waiting on, and a person can
+/// look through only so many; more are refused at once, saying why.
+pub(crate) const MOST_HELD: usize = 1_000;
+
+/// The most approvals remembered at once; past it, the one that ends soonest is forgotten
+/// first (its call will be asked about again).
+pub(crate) const MOST_REMEMBERED: usize = 10_000;
+
 /// Calls held for an approver's decision, shared by the `approval` interceptors and the admin
 /// API; also remembers approvals that were given for a while.
 #[derive(Debug)]
@@ -218,9 +226,25 @@ impl ApprovalDesk {
         state.remembered.get(&(caller.to_owned(), digest.to_owned())).map(|r| r.by.clone())
     }
 
+    #[cfg(test)]
+    pub(super) fn remembered_count(&self) -> usize {
+        self.state.lock().expect("approval desk lock").remembered.len()
+    }
+
     pub(super) fn remember(&self, caller: &str, digest: &str, by: &str, duration: Duration) {
         let mut state = self.state.lock().expect("approval desk lock");
-        let until = Instant::now() + duration;
+        let now = Instant::now();
+        let until = now + duration;
+        if state.remembered.len() >= MOST_REMEMBERED {
+            state.remembered.retain(|_, r| r.until > now);
+        }
+        if state.remembered.len() >= MOST_REMEMBERED {
+            let soonest =
+                state.remembered.iter().min_by_key(|(_, r)| r.until).map(|(k, _)| k.clone());
+            if let Some(soonest) = soonest {
+                state.remembered.remove(&soonest);
+            }
+        }
         state.remembered.insert(
             (caller.to_owned(), digest.to_owned()),
             Remembered { until, by: by.to_owned() },
@@ -238,6 +262,15 @@ impl ApprovalDesk {
         let deadline = request.deadline;
         let id = {
             let mut state = self.state.lock().expect("approval desk lock");
+            if state.pending.len() >= MOST_HELD {
+                let reason = format!(
+                    "{MOST_HELD} calls are already waiting for approval; try again when fewer are"
+                );
+                return Settled::Decided {
+                    by: "toolgate".to_owned(),
+                    answer: Ruling::Deny { reason: Some(reason) },
+                };
+            }
             state.next += 1;
             let id = format!("a{}", state.next);
             let mut request = request;

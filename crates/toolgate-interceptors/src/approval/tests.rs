@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use toolgate_audit::{EventBus, EventPattern};
 use toolgate_intercept::{Elicitor, Principal, Target};
 
+use super::desk::{MOST_HELD, MOST_REMEMBERED};
 use super::*;
 
 fn entry(options: Value) -> InterceptorConfig {
@@ -512,4 +513,51 @@ fn durations_of_zero_are_refused() {
         parse(json!({"decision": "allow", "remember": "0s"})),
         Err("`remember` must be greater than zero".to_owned())
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn remembered_approvals_are_capped_forgetting_the_one_that_ends_soonest() {
+    let desk = ApprovalDesk::new(EventBus::new());
+    desk.remember("alice", "first", "bob", Duration::from_secs(60));
+    for i in 0..MOST_REMEMBERED {
+        desk.remember("alice", &format!("d{i}"), "bob", Duration::from_secs(600));
+    }
+    assert_eq!(desk.remembered("alice", "first"), None, "the soonest to end went first");
+    assert_eq!(desk.remembered("alice", "d0").as_deref(), Some("bob"));
+    assert_eq!(desk.remembered_count(), MOST_REMEMBERED);
+    // Expired ones are swept, not kept until the cap.
+    tokio::time::advance(Duration::from_secs(601)).await;
+    assert_eq!(desk.remembered("alice", "d1"), None);
+    assert_eq!(desk.remembered_count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn past_the_most_held_calls_more_are_refused_at_once() {
+    let (approval, desk, _bus) = approval(json!({ "via": "external" }));
+    let approval = Arc::new(approval);
+    let mut held = Vec::new();
+    for i in 0..MOST_HELD {
+        let approval = approval.clone();
+        held.push(tokio::spawn(async move {
+            let mut ctx = context(bob());
+            run(&approval, &call(json!({ "n": i })), &mut ctx).await
+        }));
+    }
+    while desk.pending().len() < MOST_HELD {
+        tokio::task::yield_now().await;
+    }
+    let mut ctx = context(bob());
+    match run(&approval, &call(json!({ "n": "one too many" })), &mut ctx).await {
+        Outcome::Refuse(refusal) => {
+            assert!(
+                refusal.reason.contains("1000 calls are already waiting"),
+                "{}",
+                refusal.reason
+            );
+        }
+        other => panic!("refused at once, not {other:?}"),
+    }
+    for task in held {
+        task.abort();
+    }
 }
