@@ -29,6 +29,15 @@ pub enum GatewayError {
     /// roots) with an error, or cannot answer it; the upstream gets that error unchanged.
     #[error("the client declined: {}", .0.message)]
     Declined(mcp::ErrorData),
+    /// A session (or a listen stream) asked to follow more resources than one may.
+    #[error(
+        "a session may follow at most {most} resources; unsubscribe from some before \
+         subscribing to more"
+    )]
+    TooManySubscriptions {
+        /// The most one session may follow.
+        most: usize,
+    },
     /// An interceptor turned a message into one of another kind (a tool call into a prompt
     /// request, say), which nothing downstream of it can use.
     #[error("an interceptor turned the {event} {} into a message of another kind", phase_noun(*.phase))]
@@ -94,6 +103,12 @@ pub(crate) fn reply(error: GatewayError) -> ErrorReply {
         // A refusal is the model's to read: who refused and why.
         GatewayError::Refused(refusal) => ErrorReply::ToolError(refusal.to_string()),
         GatewayError::Declined(error) => ErrorReply::Protocol(error),
+        error @ GatewayError::TooManySubscriptions { most } => {
+            ErrorReply::Protocol(mcp::ErrorData::invalid_request(
+                error.to_string(),
+                Some(serde_json::json!({ "most": most })),
+            ))
+        }
         error @ GatewayError::MessageChanged { .. } => {
             ErrorReply::Protocol(mcp::ErrorData::internal_error(error.to_string(), None))
         }

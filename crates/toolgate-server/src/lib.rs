@@ -9,6 +9,7 @@ mod caller;
 mod error;
 mod gateway;
 mod handler;
+mod http_sessions;
 mod json_answer;
 mod jsonrpc;
 mod line_transport;
@@ -22,11 +23,12 @@ pub use admin::{AdminTokens, admin_router, serve_admin};
 pub use error::GatewayError;
 pub use gateway::{FailedUpstream, Gateway};
 pub use handler::{GatewayHandler, INTERCEPTORS_LIST, interceptors_list};
+pub use http_sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
 pub use jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 pub use record::Recorder;
 pub use serve::{
     DEFAULT_GRACE, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router, serve_http,
     serve_stdio,
 };
-pub use session::{Session, Sessions};
+pub use session::{MOST_SUBSCRIPTIONS, Session, Sessions};
 pub use toolgate_upstream::StartupWait;

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -13,6 +12,7 @@ use crate::gateway::Gateway;
 use toolgate_intercept::Principal;
 
 use crate::handler::GatewayHandler;
+use crate::http_sessions::{self, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
 use crate::json_answer;
 use crate::jsonrpc::{self, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::line_transport::LineTransport;
@@ -49,6 +49,12 @@ pub struct HttpOptions {
     pub max_body_bytes: Option<usize>,
     /// On shutdown, how long requests in flight may take to finish.
     pub grace: std::time::Duration,
+    /// How many sessions may be open at once ([`DEFAULT_MAX_SESSIONS`]); a client that would
+    /// open one more gets `503`.
+    pub max_sessions: usize,
+    /// How long a session may go without a request before it is closed
+    /// ([`DEFAULT_SESSION_IDLE`]).
+    pub session_idle: std::time::Duration,
 }
 
 /// Serves one MCP session on stdin/stdout until the client closes stdin or `shutdown` fires.
@@ -83,13 +89,18 @@ pub fn http_router(
         .with_cancellation_token(shutdown);
     let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
     config = config.with_max_request_body_bytes(limit);
+    let sessions = http_sessions::manager(options.session_idle);
     let service = StreamableHttpService::new(
         move || Ok(GatewayHandler::new(gateway.clone(), Principal::anonymous())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
+    let most = options.max_sessions;
     let checked = axum::Router::new()
         .fallback_service(service)
+        .layer(axum::middleware::from_fn(move |request, next| {
+            http_sessions::refuse_past(most, sessions.clone(), request, next)
+        }))
         .layer(axum::middleware::from_fn(json_answer::prefer_json))
         .layer(axum::middleware::from_fn(move |request, next| {
             jsonrpc::check_posted_message(limit, request, next)
@@ -106,6 +117,8 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             max_body_bytes: None,
             grace: DEFAULT_GRACE,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle: DEFAULT_SESSION_IDLE,
         }
     }
 }

@@ -10,6 +10,13 @@ use rmcp::service::{SubscriptionSendError, SubscriptionSink};
 use rmcp::{Peer, RoleServer};
 use toolgate_core::mcp;
 
+use crate::error::GatewayError;
+
+/// The most resources one session (or one `subscriptions/listen` stream) may follow: far
+/// more than a person's client follows, and few enough that no client can make the gateway
+/// hold an unbounded set for it.
+pub const MOST_SUBSCRIPTIONS: usize = 1_000;
+
 /// One downstream session of the handshake era (stdio, or HTTP with `Mcp-Session-Id`).
 #[derive(Debug)]
 pub struct Session {
@@ -49,9 +56,17 @@ impl Session {
         self.state().log_level.is_none_or(|min| severity(level) >= severity(min))
     }
 
-    /// Records a subscription; `true` when it is new.
-    pub(crate) fn subscribe(&self, uri: &str) -> bool {
-        self.state().subscriptions.insert(uri.to_owned())
+    /// Records a subscription; `true` when it is new. Refused past
+    /// [`MOST_SUBSCRIPTIONS`].
+    pub(crate) fn subscribe(&self, uri: &str) -> Result<bool, GatewayError> {
+        let mut state = self.state();
+        if state.subscriptions.contains(uri) {
+            return Ok(false);
+        }
+        if state.subscriptions.len() >= MOST_SUBSCRIPTIONS {
+            return Err(GatewayError::TooManySubscriptions { most: MOST_SUBSCRIPTIONS });
+        }
+        Ok(state.subscriptions.insert(uri.to_owned()))
     }
 
     /// Drops a subscription; `true` when it existed.

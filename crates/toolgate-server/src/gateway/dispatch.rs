@@ -16,6 +16,7 @@ use super::exchange::{
 };
 use super::{Gateway, relay};
 use crate::error::GatewayError;
+use crate::session::MOST_SUBSCRIPTIONS;
 
 impl Gateway {
     /// `tools/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
@@ -293,6 +294,9 @@ impl Gateway {
                 let mut uris = filter.resource_subscriptions.unwrap_or_default();
                 uris.sort();
                 uris.dedup();
+                if uris.len() > MOST_SUBSCRIPTIONS {
+                    return Err(GatewayError::TooManySubscriptions { most: MOST_SUBSCRIPTIONS });
+                }
                 for uri in uris {
                     let mut one = ctx.for_another_request();
                     self.subscribe(None, mcp::SubscribeRequestParams::new(uri.clone()), &mut one)

@@ -125,7 +125,9 @@ impl Gateway {
         route: &Route,
     ) -> Result<(), GatewayError> {
         let upstream = self.upstream(&route.upstream)?;
-        if session.is_some_and(|s| !s.subscribe(uri)) {
+        if let Some(session) = session
+            && !session.subscribe(uri)?
+        {
             return Ok(());
         }
         if self.subscriptions.add(route) && supports_subscriptions(&upstream) {

@@ -3,6 +3,7 @@
 mod approvals;
 mod audit_cli;
 mod bad_input;
+mod bounded;
 mod builtins;
 mod cli;
 mod config_check;

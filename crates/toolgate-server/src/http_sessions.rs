@@ -1,0 +1,50 @@
+//! The HTTP front's sessions, bounded: at most so many open at once, and each closed after a
+//! while without a request, so that clients that open sessions and never close them cannot
+//! make the gateway hold ever more.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::response::IntoResponse as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::json;
+
+/// How many HTTP sessions may be open at once by default. Each holds a task, its channels and
+/// its state (tens of KiB): a thousand is more than a team's clients open and little memory.
+pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
+
+/// How long an HTTP session may go without a request before it is closed (rmcp's own
+/// default, stated here so that it is ours).
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+
+/// The session manager: rmcp's, with `idle` as its keep-alive.
+pub(crate) fn manager(idle: Duration) -> Arc<LocalSessionManager> {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(idle);
+    Arc::new(manager)
+}
+
+/// Refuses a request that would open a session (a POST without `Mcp-Session-Id`) while
+/// `most` are open: `503` with a JSON-RPC error saying so. Requests of open sessions pass.
+pub(crate) async fn refuse_past(
+    most: usize,
+    manager: Arc<LocalSessionManager>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let opens =
+        request.method() == http::Method::POST && !request.headers().contains_key("mcp-session-id");
+    if opens && manager.sessions.read().await.len() >= most {
+        let message = format!(
+            "this gateway already has {most} open sessions, the most it keeps; try again when \
+             one has closed (idle sessions close by themselves)"
+        );
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": -32000, "message": message },
+        });
+        return (http::StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+    }
+    next.run(request).await
+}
