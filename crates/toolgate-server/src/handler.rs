@@ -38,7 +38,8 @@ impl GatewayHandler {
         let mut ctx = CallContext::new(self.principal.clone());
         ctx.request_id = Some(context.id.to_string());
         ctx.session = http_session_id(context);
-        ctx.elicitor = Some(Arc::new(DownstreamCaller::new(context.peer.clone(), None)));
+        ctx.elicitor =
+            Some(Arc::new(DownstreamCaller::new(context.peer.clone(), context.id.clone(), None)));
         ctx
     }
 
@@ -50,7 +51,8 @@ impl GatewayHandler {
 
 /// How a downstream request is made upstream: on behalf of this client, cancelled with it.
 fn call_options(context: &RequestContext<RoleServer>) -> CallOptions {
-    let caller = DownstreamCaller::new(context.peer.clone(), context.meta.get_progress_token());
+    let token = context.meta.get_progress_token();
+    let caller = DownstreamCaller::new(context.peer.clone(), context.id.clone(), token);
     CallOptions { caller: Some(Arc::new(caller)), cancel: context.ct.clone(), timeout: None }
 }
 

@@ -1,5 +1,11 @@
 //! Requests in flight on one upstream, by the ids and progress tokens the upstream sees, so
 //! that what the upstream sends about a request (progress, questions) reaches its caller.
+//!
+//! rmcp picks a request's id and progress token as it sends it, and a quick server can answer
+//! with progress or a question before `send_request` has even returned. So a request is
+//! entered from the transport, as it is written: it carries a [`Registration`] in its
+//! (never serialized) extensions, and the transport enters it under the id and token it is
+//! about to write (see [`crate::progress::ProgressCounting`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -71,32 +77,66 @@ impl Calls {
         self.0.lock().expect("call table lock must not be poisoned")
     }
 
-    /// Enters a request; it stays in the table until the returned guard is dropped, however
-    /// the request ends.
+    /// A request about to be sent on behalf of `caller`: the registration goes into the
+    /// request's extensions, and the transport enters it as it writes it
+    /// ([`enter`](Self::enter)). It leaves the table when the returned guard is dropped, however
+    /// the request ends (or if it was never written).
+    pub(crate) fn prepare(
+        &self,
+        caller: Option<Arc<dyn Caller>>,
+        ledger: Option<Arc<ProgressLedger>>,
+    ) -> (Arc<Registration>, InFlight<'_>) {
+        let registration = Arc::new(Registration { caller, ledger, entered: Mutex::default() });
+        (registration.clone(), InFlight { calls: self, registration })
+    }
+
+    /// Enters a request under the id and progress token it is written with.
     pub(crate) fn enter(
         &self,
         id: mcp::RequestId,
         token: mcp::ProgressToken,
-        caller: Option<Arc<dyn Caller>>,
-        ledger: Option<Arc<ProgressLedger>>,
-    ) -> InFlight<'_> {
-        self.lock().insert(id.clone(), token.clone(), caller, ledger);
-        InFlight { calls: self, id, token }
+        registration: &Registration,
+    ) {
+        let mut table = self.lock();
+        let mut entered = registration.entered.lock().expect("registration lock");
+        if let Some((id, token)) = entered.take() {
+            // Written before (a transport that writes again): the new id replaces it.
+            table.by_request.remove(&id);
+            table.by_token.remove(&token);
+        }
+        table.insert(
+            id.clone(),
+            token.clone(),
+            registration.caller.clone(),
+            registration.ledger.clone(),
+        );
+        *entered = Some((id, token));
     }
+}
+
+/// Who a request is sent for, carried in its extensions to the transport, which enters it in
+/// the call table as it writes it.
+pub(crate) struct Registration {
+    caller: Option<Arc<dyn Caller>>,
+    ledger: Option<Arc<ProgressLedger>>,
+    /// The id and token it was entered under, once written.
+    entered: Mutex<Option<(mcp::RequestId, mcp::ProgressToken)>>,
 }
 
 /// Removes a request from the call table when it ends, however it ends.
 pub(crate) struct InFlight<'a> {
     calls: &'a Calls,
-    id: mcp::RequestId,
-    token: mcp::ProgressToken,
+    registration: Arc<Registration>,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let mut table = self.calls.lock();
-        table.by_request.remove(&self.id);
-        table.by_token.remove(&self.token);
+        let entered = self.registration.entered.lock().expect("registration lock").take();
+        if let Some((id, token)) = entered {
+            table.by_request.remove(&id);
+            table.by_token.remove(&token);
+        }
     }
 }
 
@@ -111,34 +151,65 @@ mod tests {
         mcp::NumberOrString::Number(n)
     }
 
+    fn token(n: i64) -> mcp::ProgressToken {
+        mcp::ProgressToken(id(n))
+    }
+
+    /// A request sent for `caller` and written as `n`.
+    fn written(calls: &Calls, n: i64, caller: Option<Arc<dyn Caller>>) -> InFlight<'_> {
+        let (registration, in_flight) = calls.prepare(caller, None);
+        calls.enter(id(n), token(n), &registration);
+        in_flight
+    }
+
     #[test]
     fn the_only_caller_is_found_only_when_unambiguous() {
         let calls = Calls::default();
-        let token = |n: i64| mcp::ProgressToken(id(n));
         assert!(calls.lock().only_caller().is_none());
-        let _one = calls.enter(id(1), token(1), Some(Arc::new(Nobody)), None);
+        let _one = written(&calls, 1, Some(Arc::new(Nobody)));
         assert!(calls.lock().only_caller().is_some());
-        let _own = calls.enter(id(2), token(2), None, None);
+        let _own = written(&calls, 2, None);
         assert!(
             calls.lock().only_caller().is_some(),
             "toolgate's own requests (a re-listing) have no caller and do not count"
         );
-        let three = calls.enter(id(3), token(3), Some(Arc::new(Nobody)), None);
+        let three = written(&calls, 3, Some(Arc::new(Nobody)));
         assert!(calls.lock().only_caller().is_none(), "two calls in flight: nobody can be sure");
         drop(three);
         assert!(calls.lock().only_caller().is_some(), "a request that ended leaves the table");
     }
 
     #[test]
-    fn a_request_is_found_by_its_token_until_it_ends() {
+    fn a_request_is_found_by_its_token_from_when_it_is_written_until_it_ends() {
         let calls = Calls::default();
-        let token = mcp::ProgressToken(id(7));
         let ledger = Arc::new(ProgressLedger::default());
-        let entered = calls.enter(id(7), token.clone(), Some(Arc::new(Nobody)), Some(ledger));
-        assert!(calls.lock().by_token(&token).is_some());
+        let (registration, in_flight) = calls.prepare(Some(Arc::new(Nobody)), Some(ledger));
+        assert!(calls.lock().request_ids().is_empty(), "not written yet");
+        calls.enter(id(7), token(7), &registration);
+        assert!(calls.lock().by_token(&token(7)).is_some());
+        assert!(calls.lock().ledger(&token(7)).is_some());
         assert!(calls.lock().by_request(&id(7)).is_some());
-        drop(entered);
-        assert!(calls.lock().by_token(&token).is_none());
+        drop(in_flight);
+        assert!(calls.lock().by_token(&token(7)).is_none());
         assert!(calls.lock().request_ids().is_empty());
+    }
+
+    #[test]
+    fn a_request_written_again_is_found_only_under_its_new_id() {
+        let calls = Calls::default();
+        let (registration, in_flight) = calls.prepare(Some(Arc::new(Nobody)), None);
+        calls.enter(id(1), token(1), &registration);
+        calls.enter(id(2), token(2), &registration);
+        assert_eq!(calls.lock().request_ids(), [id(2)]);
+        drop(in_flight);
+        assert!(calls.lock().request_ids().is_empty());
+    }
+
+    #[test]
+    fn a_request_never_written_leaves_nothing_behind() {
+        let calls = Calls::default();
+        let _kept = written(&calls, 1, Some(Arc::new(Nobody)));
+        drop(calls.prepare(Some(Arc::new(Nobody)), None));
+        assert_eq!(calls.lock().request_ids(), [id(1)]);
     }
 }

@@ -50,8 +50,8 @@ impl UpstreamHandler {
         })
     }
 
-    /// Runs this handler over `transport`, counting each call's progress as it is read (see
-    /// [`crate::progress`]).
+    /// Runs this handler over `transport`, entering each request in the call table as it is
+    /// written and counting each call's progress as it is read (see [`crate::progress`]).
     pub(crate) async fn serve<T, E, A>(
         self,
         transport: T,
@@ -61,9 +61,7 @@ impl UpstreamHandler {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let shared = self.shared.clone();
-        let ledgers = Arc::new(move |token: &mcp::ProgressToken| shared.calls.lock().ledger(token));
-        let counting = ProgressCounting::new(transport.into_transport(), ledgers);
+        let counting = ProgressCounting::new(transport.into_transport(), self.shared.clone());
         self.serve_with_lifecycle(counting, lifecycle).await
     }
 

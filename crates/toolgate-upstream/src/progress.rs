@@ -10,9 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::RoleClient;
+use rmcp::model::{GetExtensions as _, GetMeta as _};
 use rmcp::transport::Transport;
 use tokio::sync::Notify;
 use toolgate_core::mcp;
+
+use crate::call_table::Registration;
+use crate::shared::Shared;
 
 /// Longest a result waits for its progress to be forwarded: a stuck client must not hold it.
 const CATCH_UP_LIMIT: Duration = Duration::from_secs(1);
@@ -54,19 +58,16 @@ impl ProgressLedger {
     }
 }
 
-/// A client transport that tells each call's ledger about its progress as it is read.
+/// A client transport that enters each request in the call table as it writes it, and tells
+/// each call's ledger about its progress as it is read.
 pub(crate) struct ProgressCounting<T> {
     inner: T,
-    ledgers: LedgerLookup,
+    shared: Arc<Shared>,
 }
 
-/// Finds the ledger of the call a progress token belongs to.
-pub(crate) type LedgerLookup =
-    Arc<dyn Fn(&mcp::ProgressToken) -> Option<Arc<ProgressLedger>> + Send + Sync>;
-
 impl<T> ProgressCounting<T> {
-    pub(crate) fn new(inner: T, ledgers: LedgerLookup) -> Self {
-        ProgressCounting { inner, ledgers }
+    pub(crate) fn new(inner: T, shared: Arc<Shared>) -> Self {
+        ProgressCounting { inner, shared }
     }
 }
 
@@ -77,6 +78,14 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressCounting<T> {
         &mut self,
         item: mcp::ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let mcp::JsonRpcMessage::Request(request) = &item
+            && let Some(registration) = request.request.extensions().get::<Arc<Registration>>()
+        {
+            // Entered before it is written: the first progress can follow at once.
+            let token = request.request.get_meta().get_progress_token();
+            let token = token.unwrap_or_else(|| mcp::ProgressToken(request.id.clone()));
+            self.shared.calls.enter(request.id.clone(), token, registration);
+        }
         self.inner.send(item)
     }
 
@@ -85,7 +94,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressCounting<T> {
         if let mcp::JsonRpcMessage::Notification(notification) = &message
             && let mcp::ServerNotification::ProgressNotification(progress) =
                 &notification.notification
-            && let Some(ledger) = (self.ledgers)(&progress.params.progress_token)
+            && let Some(ledger) = self.shared.calls.lock().ledger(&progress.params.progress_token)
         {
             ledger.read_one();
         }
@@ -99,7 +108,69 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressCounting<T> {
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::GetMeta as _;
+    use tokio::sync::mpsc;
+
     use super::*;
+    use crate::call::Caller;
+
+    /// A transport whose writes never finish, and whose reads come from a channel.
+    struct Wire(mpsc::UnboundedReceiver<mcp::ServerJsonRpcMessage>);
+
+    impl Transport<RoleClient> for Wire {
+        type Error = std::io::Error;
+
+        fn send(
+            &mut self,
+            _item: mcp::ClientJsonRpcMessage,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            std::future::pending()
+        }
+
+        async fn receive(&mut self) -> Option<mcp::ServerJsonRpcMessage> {
+            self.0.recv().await
+        }
+
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    struct Nobody;
+    impl Caller for Nobody {}
+
+    /// A server can send progress (or a question) about a request as soon as it reads it, before
+    /// rmcp's `send_request` returns: the request is in the call table from the moment it is
+    /// handed to the transport, before any byte of it is written.
+    #[tokio::test]
+    async fn a_request_is_entered_before_it_is_written_and_its_first_progress_counts() {
+        let shared = Arc::new(Shared::new("up".into(), None));
+        let (server, incoming) = mpsc::unbounded_channel();
+        let mut transport = ProgressCounting::new(Wire(incoming), shared.clone());
+        let ledger = Arc::new(ProgressLedger::default());
+        let (registration, in_flight) =
+            shared.calls.prepare(Some(Arc::new(Nobody)), Some(ledger.clone()));
+        let id = mcp::NumberOrString::Number(3);
+        let token = mcp::ProgressToken(mcp::NumberOrString::Number(5));
+        let mut request = mcp::ClientRequest::PingRequest(mcp::PingRequest::default());
+        request.get_meta_mut().set_progress_token(token.clone());
+        request.extensions_mut().insert(registration);
+
+        let _writing = transport.send(mcp::JsonRpcMessage::request(request, id.clone()));
+        assert!(shared.calls.lock().by_request(&id).is_some(), "entered before it is written");
+        assert!(shared.calls.lock().by_token(&token).is_some());
+
+        let progress = mcp::ProgressNotificationParam::new(token.clone(), 0.0);
+        let notification = mcp::ServerNotification::ProgressNotification(
+            mcp::ProgressNotification::new(progress),
+        );
+        server.send(mcp::JsonRpcMessage::notification(notification)).expect("open");
+        transport.receive().await.expect("a message");
+        assert_eq!(ledger.read.load(Ordering::SeqCst), 1, "its progress is counted");
+
+        drop(in_flight);
+        assert!(shared.calls.lock().request_ids().is_empty());
+    }
 
     #[tokio::test(start_paused = true)]
     async fn caught_up_waits_for_every_read_progress_to_be_forwarded() {

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use rmcp::ServiceError;
+use rmcp::model::GetExtensions as _;
 use rmcp::service::PeerRequestOptions;
 use toolgate_core::mcp;
 
@@ -275,19 +276,18 @@ impl Upstream {
         let request_options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(timeout.saturating_mul(HARD_TIMEOUT_FACTOR));
+        let ledger = options.caller.as_ref().map(|_| Arc::new(ProgressLedger::default()));
+        // Entered in the call table by the transport as it is written (see `call_table`).
+        let (registration, _in_flight) =
+            self.shared.calls.prepare(options.caller.clone(), ledger.clone());
+        let mut request = request;
+        request.extensions_mut().insert(registration);
         let handle = match link.peer.send_request_with_option(request, request_options).await {
             Ok(handle) => handle,
             Err(source) if unwritten(&source) => return Err(Attempt::Unwritten(source)),
             Err(source) => return Err(Attempt::Failed(self.failed(link, operation, source))),
         };
         let id = handle.id.clone();
-        let ledger = options.caller.as_ref().map(|_| Arc::new(ProgressLedger::default()));
-        let _in_flight = self.shared.calls.enter(
-            id.clone(),
-            handle.progress_token.clone(),
-            options.caller.clone(),
-            ledger.clone(),
-        );
         let target = target.to_owned();
         tokio::select! {
             result = handle.await_response() => match result {

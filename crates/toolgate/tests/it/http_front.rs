@@ -17,11 +17,17 @@ struct RawSession {
 impl RawSession {
     /// Opens a 2025-11-25 session; the `initialize` answer must come as JSON.
     async fn open(url: &str) -> RawSession {
+        RawSession::open_with(url, json!({})).await
+    }
+
+    /// Opens a 2025-11-25 session declaring `capabilities`; it never opens the standalone GET
+    /// stream.
+    async fn open_with(url: &str, capabilities: Value) -> RawSession {
         let http = reqwest::Client::new();
         let initialize = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
+                "protocolVersion": "2025-11-25", "capabilities": capabilities,
                 "clientInfo": {"name": "raw", "version": "1"}
             }
         });
@@ -46,8 +52,19 @@ impl RawSession {
 
     /// POSTs `message` in the session: status, content type, body.
     async fn post(&self, message: Value) -> (u16, String, String) {
-        let response = self
-            .http
+        let response = self.send(message).await;
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().expect("ascii").to_owned())
+            .unwrap_or_default();
+        (status, content_type, response.text().await.expect("body"))
+    }
+
+    /// POSTs `message` in the session; the response, its body unread.
+    async fn send(&self, message: Value) -> reqwest::Response {
+        self.http
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", ACCEPT)
@@ -56,14 +73,36 @@ impl RawSession {
             .body(message.to_string())
             .send()
             .await
-            .expect("answered");
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().expect("ascii").to_owned())
-            .unwrap_or_default();
-        (status, content_type, response.text().await.expect("body"))
+            .expect("answered")
+    }
+}
+
+/// An SSE body read as it arrives, message by message.
+struct EventReader {
+    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    buffer: String,
+}
+
+impl EventReader {
+    fn new(response: reqwest::Response) -> Self {
+        use futures::StreamExt as _;
+        let body = response.bytes_stream().map(|chunk| chunk.map(|bytes| bytes.to_vec()));
+        EventReader { body: body.boxed(), buffer: String::new() }
+    }
+
+    /// The next JSON message of the stream; `None` when it ended.
+    async fn next(&mut self) -> Option<Value> {
+        use futures::StreamExt as _;
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                if let Some(message) = event_messages(&event).into_iter().next() {
+                    return Some(message);
+                }
+            }
+            let chunk = self.body.next().await?.expect("the stream reads");
+            self.buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+        }
     }
 }
 
@@ -132,4 +171,39 @@ async fn a_quick_answer_is_one_json_body_and_a_call_with_progress_keeps_its_stre
     let last = messages.last().expect("messages");
     assert_eq!(last["id"], 8, "the answer comes last: {body}");
     assert_eq!(last["result"]["content"][0]["text"], "Progress test completed", "{body}");
+}
+
+/// An upstream's question during a call comes on that call's own response stream (SEP-2260),
+/// not on the session's standalone GET stream, which this client never opens: it is answered
+/// there, and the call's answer follows on the same stream.
+#[tokio::test]
+async fn an_upstream_question_comes_on_the_stream_of_the_call_that_caused_it() {
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let raw = RawSession::open_with(&gateway.url, json!({"elicitation": {"form": {}}})).await;
+
+    let call = json!({
+        "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "fx__test_elicitation", "arguments": {"message": "who are you?"}}
+    });
+    let response = raw.send(call).await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut stream = EventReader::new(response);
+    let question = tokio::time::timeout(std::time::Duration::from_secs(20), stream.next())
+        .await
+        .expect("the question arrives on the call's stream (not only on a GET stream)")
+        .expect("the stream is open");
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(question["params"]["message"], "who are you?", "{question}");
+
+    let answer = json!({
+        "jsonrpc": "2.0", "id": question["id"],
+        "result": {"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}
+    });
+    let (status, _, body) = raw.post(answer).await;
+    assert_eq!(status, 202, "{body}");
+    let result = stream.next().await.expect("the call's answer on the same stream");
+    assert_eq!(result["id"], 9, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("ada"), "the upstream got the answer: {result}");
 }
