@@ -161,9 +161,8 @@ mod tests {
         assert!(shared.calls.lock().by_token(&token).is_some());
 
         let progress = mcp::ProgressNotificationParam::new(token.clone(), 0.0);
-        let notification = mcp::ServerNotification::ProgressNotification(
-            mcp::ProgressNotification::new(progress),
-        );
+        let notification =
+            mcp::ServerNotification::ProgressNotification(mcp::ProgressNotification::new(progress));
         server.send(mcp::JsonRpcMessage::notification(notification)).expect("open");
         transport.receive().await.expect("a message");
         assert_eq!(ledger.read.load(Ordering::SeqCst), 1, "its progress is counted");

@@ -1,0 +1,17 @@
+//! Tool integrity: what a server promised about each tool, prompt and resource when a user
+//! trusted it, and what changed since.
+//!
+//! - [`contract`]: an item's contract and its digest (SHA-256 of RFC 8785 canonical JSON);
+//! - [`lock`]: the lock file (`toolgate.lock`) that pins contracts, and drift against it;
+//! - [`diff`]: a change shown readably (a word diff of text, a schema path by path,
+//!   annotations spelled out).
+//!
+//! Nothing here talks to a network or a server: callers list what servers offer and hand the
+//! lists in.
+
+pub mod contract;
+pub mod diff;
+pub mod lock;
+
+pub use contract::{Contract, Kind};
+pub use lock::{Drift, Lock, LockError, ServerDrift};
