@@ -61,6 +61,9 @@ pub struct FixtureOptions {
     /// `t0001`, ... (four digits, more past 9999), each without arguments, answering
     /// `<name> called`.
     pub extra_tools: usize,
+    /// With `Some(stage)`, also list `weather` (as it is at `stage`, 0 to 3, until a call to
+    /// `rug_pull` changes it) and `rug_pull`, for integrity tests (see the `rug_pull` module).
+    pub rug_pull: Option<u8>,
     /// Where in-process tests observe what the server did (see [`FixtureEvent`]).
     pub events: Option<mpsc::UnboundedSender<FixtureEvent>>,
 }
@@ -72,6 +75,7 @@ impl Default for FixtureOptions {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             startup_delay: Duration::ZERO,
             extra_tools: 0,
+            rug_pull: None,
             events: None,
         }
     }
@@ -140,6 +144,9 @@ impl Fixture {
         if opts.extra_tools > 0 {
             tool_router.merge(crate::tool::extra_tools(opts.extra_tools));
         }
+        if opts.rug_pull.is_some() {
+            tool_router.merge(crate::rug_pull::router());
+        }
         Self {
             opts,
             session_id: hub.next_session_id(),
@@ -175,6 +182,21 @@ impl Fixture {
 
     fn is_subscribed(&self, uri: &str) -> bool {
         self.hub.is_subscribed(self.session_id, uri)
+    }
+
+    /// The hub this session shares with the server's other sessions.
+    pub(crate) fn hub(&self) -> &FixtureHub {
+        &self.hub
+    }
+
+    /// `tool` as listed now: `weather` changes with the rug-pull stage.
+    fn as_listed(&self, tool: mcp::Tool) -> mcp::Tool {
+        match self.opts.rug_pull {
+            Some(initial) if tool.name == crate::rug_pull::WEATHER => {
+                crate::rug_pull::weather(self.hub.rug_pull_stage(initial))
+            }
+            _ => tool,
+        }
     }
 
     /// Whether the tool list currently shows `name`.
@@ -227,8 +249,12 @@ impl ServerHandler for Fixture {
         _request: Option<mcp::PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<mcp::ListToolsResult, McpError> {
-        let tools =
-            self.tool_router.list_all().into_iter().filter(|tool| self.is_listed(&tool.name));
+        let tools = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .filter(|tool| self.is_listed(&tool.name))
+            .map(|tool| self.as_listed(tool));
         let mut result = mcp::ListToolsResult::with_all_items(tools.collect());
         if crate::input::is_modern(&cx) {
             // The list changes at runtime: never cache it, and it is the same for everyone.
@@ -239,7 +265,8 @@ impl ServerHandler for Fixture {
     }
 
     fn get_tool(&self, name: &str) -> Option<mcp::Tool> {
-        self.is_listed(name).then(|| self.tool_router.get(name).cloned()).flatten()
+        let tool = self.is_listed(name).then(|| self.tool_router.get(name).cloned()).flatten()?;
+        Some(self.as_listed(tool))
     }
 
     async fn call_tool(

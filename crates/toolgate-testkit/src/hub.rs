@@ -19,7 +19,7 @@
 //! [`Fixture::new`]: crate::Fixture::new
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model as mcp;
@@ -43,6 +43,9 @@ pub struct FixtureHub {
 #[derive(Debug)]
 struct Inner {
     dynamic_tool: AtomicBool,
+    /// The stage of `weather` (see `rug_pull`); [`UNSET`] until a fixture with
+    /// `rug_pull` sets it.
+    rug_pull_stage: AtomicU8,
     next_session: AtomicU64,
     /// Handshake-era sessions that finished their handshake or subscribed to something.
     sessions: Mutex<HashMap<u64, LegacySession>>,
@@ -55,6 +58,7 @@ impl Default for Inner {
     fn default() -> Self {
         Self {
             dynamic_tool: AtomicBool::new(false),
+            rug_pull_stage: AtomicU8::new(UNSET),
             next_session: AtomicU64::new(0),
             sessions: Mutex::default(),
             events: broadcast::channel(EVENT_CAPACITY).0,
@@ -79,6 +83,9 @@ pub(crate) enum HubEvent {
     ResourceUpdated(String),
 }
 
+/// `rug_pull_stage` before any fixture set it.
+const UNSET: u8 = u8::MAX;
+
 // === impl FixtureHub ===
 
 impl FixtureHub {
@@ -98,6 +105,23 @@ impl FixtureHub {
 
     pub(crate) fn dynamic_tool_enabled(&self) -> bool {
         self.inner.dynamic_tool.load(Ordering::SeqCst)
+    }
+
+    /// The stage of `weather`, starting at `initial` if no session set it before.
+    pub(crate) fn rug_pull_stage(&self, initial: u8) -> u8 {
+        let stage = &self.inner.rug_pull_stage;
+        let _ = stage.compare_exchange(UNSET, initial, Ordering::SeqCst, Ordering::SeqCst);
+        stage.load(Ordering::SeqCst)
+    }
+
+    /// Moves `weather` to `stage`, or to the next stage (wrapping to 0 after the last);
+    /// returns the stage it is at now.
+    pub(crate) fn set_rug_pull_stage(&self, stage: Option<u8>) -> u8 {
+        let current = self.rug_pull_stage(0);
+        let next =
+            stage.unwrap_or(if current >= crate::rug_pull::LAST_STAGE { 0 } else { current + 1 });
+        self.inner.rug_pull_stage.store(next, Ordering::SeqCst);
+        next
     }
 
     /// Shows (`Some(true)`) or hides (`Some(false)`) `dynamic_tool`, or flips it (`None`).

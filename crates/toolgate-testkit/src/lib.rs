@@ -17,6 +17,7 @@ mod http;
 mod hub;
 mod input;
 mod process;
+mod rug_pull;
 mod sse;
 mod stdio;
 mod tool;
@@ -25,6 +26,7 @@ pub use fixture::{Fixture, FixtureEvent, FixtureOptions};
 pub use http::serve_http;
 pub use hub::FixtureHub;
 pub use process::{FixtureProcess, fixture_bin};
+pub use rug_pull::LAST_STAGE as RUG_PULL_LAST_STAGE;
 pub use sse::serve_sse;
 pub use stdio::serve_stdio;
 

@@ -624,7 +624,7 @@ fn json_schema_2020_12_input() -> Arc<mcp::JsonObject> {
     Arc::new(serde_json::from_value(schema).expect("a json! object literal must be an object"))
 }
 
-fn success(text: impl Into<String>) -> mcp::CallToolResult {
+pub(crate) fn success(text: impl Into<String>) -> mcp::CallToolResult {
     mcp::CallToolResult::success(vec![mcp::ContentBlock::text(text)])
 }
 

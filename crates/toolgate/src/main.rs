@@ -49,6 +49,9 @@ enum Command {
     Call(commands::call::CallArgs),
     /// Connect and show each configured server: state, transport, protocol, tools, start-up time.
     Servers(commands::servers::ServersArgs),
+    /// Pin what each server offers in toolgate.lock, or check (--check) and show (--diff) what
+    /// changed since: descriptions, schemas, annotations of every tool, prompt and resource.
+    Pin(commands::pin::PinArgs),
     /// Show the interceptor pipeline as it will run, phase by phase (--json: SEP-2624 form).
     Interceptors(commands::interceptors::InterceptorsArgs),
     /// Work with the config file.
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => commands::serve::run(&cli.global, args).await,
             Command::Tools(args) => commands::tools::run(&cli.global, args).await,
+            Command::Pin(args) => commands::pin::run(&cli.global, args).await,
             Command::Call(args) => commands::call::run(&cli.global, args).await,
             Command::Servers(args) => commands::servers::run(&cli.global, args).await,
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,

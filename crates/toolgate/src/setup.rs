@@ -31,6 +31,17 @@ pub(crate) struct InvalidConfig {
 #[error("invalid pipeline:\n{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
 pub(crate) struct InvalidPipeline(pub(crate) Vec<toolgate_interceptors::OptionError>);
 
+/// A command used in a way it cannot work (a server that is not configured, no place for a
+/// file): exits with [`EXIT_USAGE`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Usage(pub(crate) String);
+
+/// A [`Usage`] error saying `message`.
+pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
+    Usage(message.into()).into()
+}
+
 fn source_suffix(path: &Option<PathBuf>) -> String {
     path.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default()
 }
@@ -40,6 +51,7 @@ pub(crate) fn exit_code_for(error: &anyhow::Error) -> ExitCode {
     if error.chain().any(|cause| {
         cause.downcast_ref::<InvalidConfig>().is_some()
             || cause.downcast_ref::<InvalidPipeline>().is_some()
+            || cause.downcast_ref::<Usage>().is_some()
             || cause.downcast_ref::<crate::events::InvalidAudit>().is_some()
     }) {
         ExitCode::from(EXIT_USAGE)

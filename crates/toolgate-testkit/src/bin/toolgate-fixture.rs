@@ -39,6 +39,10 @@ struct Args {
     /// List this many more trivial tools (`t0000`, `t0001`, ...), for scale benchmarks.
     #[arg(long, value_name = "N", default_value_t = 0)]
     extra_tools: usize,
+    /// Also list `weather`, as it is at STAGE (0 to 3), and `rug_pull`, which changes it at
+    /// runtime: a server that changes its promises, for integrity tests.
+    #[arg(long, value_name = "STAGE", value_parser = clap::value_parser!(u8).range(0..=3))]
+    rug_pull: Option<u8>,
 }
 
 fn main() -> ExitCode {
@@ -70,6 +74,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         name: args.name,
         startup_delay: args.startup_delay,
         extra_tools: args.extra_tools,
+        rug_pull: args.rug_pull,
         ..FixtureOptions::default()
     };
     let shutdown = CancellationToken::new();

@@ -7,6 +7,7 @@ pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod interceptors;
 pub(crate) mod man;
+pub(crate) mod pin;
 pub(crate) mod serve;
 pub(crate) mod servers;
 pub(crate) mod tools;

@@ -19,6 +19,7 @@ mod http_front;
 mod limits;
 mod matrix;
 mod meta;
+mod pin;
 mod pipeline;
 mod real_servers;
 mod recorder;
