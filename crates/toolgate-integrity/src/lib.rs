@@ -4,7 +4,8 @@
 //! - [`contract`]: an item's contract and its digest (SHA-256 of RFC 8785 canonical JSON);
 //! - [`lock`]: the lock file (`toolgate.lock`) that pins contracts, and drift against it;
 //! - [`diff`]: a change shown readably (a word diff of text, a schema path by path,
-//!   annotations spelled out).
+//!   annotations spelled out);
+//! - [`scan`]: the poisoning scan, offline and deterministic.
 //!
 //! Nothing here talks to a network or a server: callers list what servers offer and hand the
 //! lists in.
@@ -12,6 +13,7 @@
 pub mod contract;
 pub mod diff;
 pub mod lock;
+pub mod scan;
 
 pub use contract::{Contract, Kind};
 pub use lock::{Drift, Lock, LockError, ServerDrift};
