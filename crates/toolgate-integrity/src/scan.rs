@@ -29,7 +29,7 @@ pub enum Severity {
 
 impl fmt::Display for Severity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Severity::Low => "low",
             Severity::Medium => "medium",
             Severity::High => "high",

@@ -52,6 +52,9 @@ enum Command {
     /// Pin what each server offers in toolgate.lock, or check (--check) and show (--diff) what
     /// changed since: descriptions, schemas, annotations of every tool, prompt and resource.
     Pin(commands::pin::PinArgs),
+    /// Scan what each server tells the model (tool, parameter and prompt descriptions, names)
+    /// for hidden instructions, offline; exit 1 on a finding of medium or high severity.
+    Scan(commands::scan::ScanArgs),
     /// Show the interceptor pipeline as it will run, phase by phase (--json: SEP-2624 form).
     Interceptors(commands::interceptors::InterceptorsArgs),
     /// Work with the config file.
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => commands::serve::run(&cli.global, args).await,
             Command::Tools(args) => commands::tools::run(&cli.global, args).await,
             Command::Pin(args) => commands::pin::run(&cli.global, args).await,
+            Command::Scan(args) => commands::scan::run(&cli.global, args).await,
             Command::Call(args) => commands::call::run(&cli.global, args).await,
             Command::Servers(args) => commands::servers::run(&cli.global, args).await,
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,

@@ -4,15 +4,14 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{Value, json};
 use toolgate_integrity::lock::LOCK_FILE;
 use toolgate_integrity::{Contract, Kind, Lock, ServerDrift, diff};
-use toolgate_upstream::{StartupWait, Upstream};
 
 use crate::GlobalArgs;
+use crate::commands::offered::{Offered, offered};
 use crate::setup::{self, ConfigSource};
 
 #[derive(Debug, Args)]
@@ -73,20 +72,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<Ex
         .filter(|s| s.enabled && (args.server.is_empty() || args.server.contains(&s.name)))
         .cloned()
         .collect();
-    let connected = toolgate_upstream::connect_all(&selected, None, StartupWait::All).await;
-    let mut unreachable = Vec::new();
-    let mut offered = Vec::new();
-    for upstream in &connected.upstreams {
-        if upstream.is_connected() {
-            offered.push((upstream.name().to_owned(), contracts_of(upstream)));
-        } else {
-            let why = upstream.last_error().unwrap_or_else(|| "not connected".to_owned());
-            unreachable.push((upstream.name().to_owned(), why));
-        }
-    }
-    for upstream in &connected.upstreams {
-        upstream.shutdown().await;
-    }
+    let Offered { servers: offered, unreachable } = offered(&selected).await;
     let drifts: Vec<ServerDrift> =
         offered.iter().map(|(server, now)| lock.drift(server, now)).collect();
     let mut out = std::io::stdout().lock();
@@ -155,16 +141,6 @@ pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<Ex
         }
     }
     Ok(if drifted { ExitCode::FAILURE } else { ExitCode::SUCCESS })
-}
-
-/// Every contract `upstream` offers now.
-fn contracts_of(upstream: &Arc<Upstream>) -> Vec<Contract> {
-    let catalog = upstream.catalog();
-    let tools = catalog.tools.iter().map(Contract::tool);
-    let prompts = catalog.prompts.iter().map(Contract::prompt);
-    let resources = catalog.resources.iter().map(Contract::resource);
-    let templates = catalog.resource_templates.iter().map(Contract::resource_template);
-    tools.chain(prompts).chain(resources).chain(templates).collect()
 }
 
 /// `fs: pinned 14 tools, 2 prompts (1 changed, 1 added since the last pin)`.

@@ -25,6 +25,7 @@ mod real_servers;
 mod recorder;
 mod recording_upstream;
 mod relays;
+mod scan;
 mod sdk_clients;
 mod startup;
 mod stdio_front;

@@ -1,0 +1,42 @@
+//! What the configured servers offer now, as contracts, for `pin` and `scan`: the upstreams
+//! are connected on their own (no pipeline, no audit log, no events), listed, and shut down.
+
+use std::sync::Arc;
+
+use toolgate_config::ServerConfig;
+use toolgate_integrity::Contract;
+use toolgate_upstream::{StartupWait, Upstream};
+
+/// Each server that connected, with its contracts; each that did not, with why.
+pub(crate) struct Offered {
+    pub(crate) servers: Vec<(String, Vec<Contract>)>,
+    pub(crate) unreachable: Vec<(String, String)>,
+}
+
+/// Connects `servers` (the enabled ones), waits for every first attempt, lists, disconnects.
+pub(crate) async fn offered(servers: &[ServerConfig]) -> Offered {
+    let connected = toolgate_upstream::connect_all(servers, None, StartupWait::All).await;
+    let mut offered = Offered { servers: Vec::new(), unreachable: Vec::new() };
+    for upstream in &connected.upstreams {
+        if upstream.is_connected() {
+            offered.servers.push((upstream.name().to_owned(), contracts_of(upstream)));
+        } else {
+            let why = upstream.last_error().unwrap_or_else(|| "not connected".to_owned());
+            offered.unreachable.push((upstream.name().to_owned(), why));
+        }
+    }
+    for upstream in &connected.upstreams {
+        upstream.shutdown().await;
+    }
+    offered
+}
+
+/// Every contract `upstream` offers now.
+fn contracts_of(upstream: &Arc<Upstream>) -> Vec<Contract> {
+    let catalog = upstream.catalog();
+    let tools = catalog.tools.iter().map(Contract::tool);
+    let prompts = catalog.prompts.iter().map(Contract::prompt);
+    let resources = catalog.resources.iter().map(Contract::resource);
+    let templates = catalog.resource_templates.iter().map(Contract::resource_template);
+    tools.chain(prompts).chain(resources).chain(templates).collect()
+}
