@@ -238,9 +238,15 @@ impl Lock {
                 Some(_) => {}
             }
         }
-        for pinned in self.contracts(server) {
-            if !current.iter().any(|now| now.kind == pinned.kind && now.key == pinned.key) {
-                drift.removed.push(pinned);
+        let offered: std::collections::HashSet<(Kind, &str)> =
+            current.iter().map(|now| (now.kind, now.key.as_str())).collect();
+        if let Some(pins) = self.servers.get(server) {
+            for kind in Kind::ALL {
+                for key in pins.of(kind).keys() {
+                    if !offered.contains(&(kind, key.as_str())) {
+                        drift.removed.extend(self.contract(server, kind, key));
+                    }
+                }
             }
         }
         drift
