@@ -81,9 +81,9 @@ impl Contract {
         let value = normalised(kind, value);
         let canonical = canonical_json(&value);
         let digest = format!("sha256:{}", sha256_hex(canonical.as_bytes()));
-        // Parsed back, the keys are in canonical order (the map keeps insertion order): the
-        // lock file shows them sorted, and rewriting it changes nothing.
-        let value = serde_json::from_str(&canonical).expect("canonical JSON parses");
+        // Keys in canonical order (the map keeps insertion order): the lock file shows them
+        // sorted, and rewriting it changes nothing.
+        let value = sorted(value);
         Contract { kind, key: key.into(), value, digest }
     }
 
@@ -166,6 +166,19 @@ fn without_empty_fields(value: Value) -> Value {
         Value::Object(object) => {
             Value::Object(object.into_iter().filter(|(_, value)| !is_empty(value)).collect())
         }
+        other => other,
+    }
+}
+
+/// `value` with the keys of every object in RFC 8785 order (by UTF-16 code units).
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(object) => {
+            let mut entries: Vec<(String, Value)> = object.into_iter().collect();
+            entries.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
         other => other,
     }
 }
