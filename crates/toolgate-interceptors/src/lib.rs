@@ -9,6 +9,7 @@
 
 pub mod approval;
 pub mod arg_map;
+pub mod integrity;
 pub mod limits;
 mod options;
 pub mod policy;
@@ -33,12 +34,20 @@ pub struct Services {
     /// Whether the config has an admin API (`[admin]`), where approvers decide held calls. An
     /// `approval` that sends calls there is refused without one.
     pub admin_api: bool,
+    /// The config file's folder: where relative paths in options (`integrity`'s `lock`) are
+    /// taken from. `None`: the current directory.
+    pub config_dir: Option<std::path::PathBuf>,
 }
 
 impl Services {
     /// Services on `events`, with an empty approval desk and no admin API.
     pub fn new(events: EventBus) -> Services {
-        Services { approvals: ApprovalDesk::new(events.clone()), events, admin_api: false }
+        Services {
+            approvals: ApprovalDesk::new(events.clone()),
+            events,
+            admin_api: false,
+            config_dir: None,
+        }
     }
 
     /// The same, saying whether the config has an admin API.
@@ -46,11 +55,23 @@ impl Services {
         self.admin_api = admin_api;
         self
     }
+
+    /// The same, with relative paths in options taken from `dir`.
+    pub fn with_config_dir(mut self, dir: Option<std::path::PathBuf>) -> Services {
+        self.config_dir = dir;
+        self
+    }
 }
 
 /// The kinds this build knows.
-pub const KINDS: &[&str] =
-    &[policy::KIND, approval::KIND, validate_args::KIND, arg_map::KIND, limits::KIND];
+pub const KINDS: &[&str] = &[
+    policy::KIND,
+    approval::KIND,
+    validate_args::KIND,
+    arg_map::KIND,
+    limits::KIND,
+    integrity::KIND,
+];
 
 /// Builds the pipeline `entries` describe, or every reason it cannot be built.
 pub fn build_pipeline(
@@ -90,6 +111,11 @@ fn build(
         validate_args::KIND => Ok(Arc::new(validate_args::ValidateArgs::from_config(entry)?)),
         arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
+        integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(
+            entry,
+            services.events.clone(),
+            services.config_dir.as_deref(),
+        )?)),
         approval::KIND => {
             let approval = approval::Approval::from_config(entry, services.approvals.clone())?;
             match approval.approver_option() {

@@ -88,6 +88,16 @@ pub(crate) enum ConfigSource {
     Demo,
 }
 
+impl ConfigSource {
+    /// The config file's folder, where relative paths in it are taken from.
+    pub(crate) fn dir(&self) -> Option<PathBuf> {
+        match self {
+            ConfigSource::File(path) => path.parent().map(std::path::Path::to_path_buf),
+            ConfigSource::Demo => None,
+        }
+    }
+}
+
 /// Finds and loads the config, or falls back to the demo.
 pub(crate) fn load_config(global: &GlobalArgs) -> anyhow::Result<(Config, ConfigSource)> {
     match toolgate_config::load(global.config.as_deref()) {
@@ -160,9 +170,15 @@ impl std::ops::Deref for Running {
 /// Builds the pipeline, starts the event sinks, and starts every enabled server, waiting for
 /// their first connection attempts as `wait` says. The pipeline comes first: a config it
 /// refuses leaves no audit log created and no sink started.
-pub(crate) async fn start(config: &Config, wait: StartupWait) -> anyhow::Result<Running> {
+pub(crate) async fn start(
+    config: &Config,
+    source: &ConfigSource,
+    wait: StartupWait,
+) -> anyhow::Result<Running> {
     let bus = EventBus::new();
-    let services = Services::new(bus.clone()).with_admin_api(config.admin.is_some());
+    let services = Services::new(bus.clone())
+        .with_admin_api(config.admin.is_some())
+        .with_config_dir(source.dir());
     let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
         .map_err(InvalidPipeline)?;
     let events = Events::start(&config.audit, bus)?;
@@ -175,8 +191,12 @@ pub(crate) async fn start(config: &Config, wait: StartupWait) -> anyhow::Result<
 }
 
 /// [`start`], failing when a `required` server did not come up.
-pub(crate) async fn connect(config: &Config, wait: StartupWait) -> anyhow::Result<Running> {
-    let running = start(config, wait).await?;
+pub(crate) async fn connect(
+    config: &Config,
+    source: &ConfigSource,
+    wait: StartupWait,
+) -> anyhow::Result<Running> {
+    let running = start(config, source, wait).await?;
     let required_failures: Vec<_> = running
         .failed()
         .iter()

@@ -35,8 +35,8 @@ pub(crate) struct CallArgs {
 
 pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
-    let (config, _) = setup::load_config(global)?;
-    let gateway = setup::connect(&config, StartupWait::All).await?;
+    let (config, source) = setup::load_config(global)?;
+    let gateway = setup::connect(&config, &source, StartupWait::All).await?;
     let inventory = gateway.inventory();
     let schema =
         inventory.tools().iter().find(|t| t.name == args.tool).map(|t| t.input_schema.clone());

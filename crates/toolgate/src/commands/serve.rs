@@ -31,7 +31,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
     }
     // Required servers are waited for; the others get `startup_wait` and join when ready.
     let wait = StartupWait::Bounded(config.gateway.startup_wait);
-    let gateway = setup::connect(&config, wait).await?;
+    let gateway = setup::connect(&config, &source, wait).await?;
     if !gateway.starting().is_empty() {
         tracing::warn!(
             "serving without {} (still starting after {}); they join when they connect",

@@ -18,9 +18,9 @@ pub(crate) struct ServersArgs {
 
 pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "error");
-    let (config, _) = setup::load_config(global)?;
+    let (config, source) = setup::load_config(global)?;
     // Unlike other commands, show failed required servers instead of refusing to go on.
-    let gateway = setup::start(&config, StartupWait::All).await?;
+    let gateway = setup::start(&config, &source, StartupWait::All).await?;
     let mut rows = Vec::new();
     for server in &config.servers {
         let row = if !server.enabled {

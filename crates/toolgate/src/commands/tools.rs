@@ -18,8 +18,8 @@ pub(crate) struct ToolsArgs {
 
 pub(crate) async fn run(global: &GlobalArgs, args: ToolsArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
-    let (config, _) = setup::load_config(global)?;
-    let gateway = setup::connect(&config, StartupWait::All).await?;
+    let (config, source) = setup::load_config(global)?;
+    let gateway = setup::connect(&config, &source, StartupWait::All).await?;
     let inventory = gateway.inventory();
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -1,0 +1,398 @@
+//! `integrity`: tools are shown and called only as they were pinned.
+//!
+//! Every tool in a `tools/list` answer and the target of every `tools/call` is compared with its
+//! pin in the lock file (`toolgate.lock`, written by `toolgate pin`; see `toolgate-integrity`).
+//! A tool whose contract changed since (description, schemas, annotations, title, name) is
+//! *drift*; a tool with no pin is *unknown*. What happens to each is set per server:
+//!
+//! ```toml
+//! [[pipeline]]
+//! kind = "integrity"
+//! drift = "block"        # block (default): withheld from lists, calls refused | warn | audit
+//! unknown = "warn"       # allow | warn (default) | block | quarantine
+//! lock = "toolgate.lock" # default: toolgate.lock beside the config
+//! server.scratch = { drift = "warn", unknown = "allow" }
+//! ```
+//!
+//! `warn` and `audit` let the tool through and publish the event (`warn` also logs a warning);
+//! `block` and `quarantine` withhold it; `quarantine` says the tool waits for a person to pin
+//! it. Every case publishes one event per tool and contract (`integrity/drift`,
+//! `integrity/unknown`, `integrity/quarantined`), which the audit log records. The lock file is
+//! read when first needed and again whenever it changes on disk, so `toolgate pin` takes effect
+//! without a restart. A lock file that cannot be read fails closed: lists and calls are refused,
+//! saying why.
+//!
+//! Since each list is checked as it is served, a change a server announces with
+//! `notifications/tools/list_changed`, or brings after a reconnection, is caught at the next
+//! list or call.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+use toolgate_audit::{Event, EventBus};
+use toolgate_config::InterceptorConfig;
+use toolgate_core::mcp;
+use toolgate_integrity::diff::{Change, changes};
+use toolgate_integrity::lock::LOCK_FILE;
+use toolgate_integrity::{Contract, Kind, Lock};
+use toolgate_intercept::{
+    CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
+    Listed, Message, Mode, Outcome, Phase, Refusal,
+};
+
+use crate::options::{OptionError, Options};
+
+/// The config `kind`.
+pub const KIND: &str = "integrity";
+
+/// Event kinds this interceptor publishes.
+pub mod kind {
+    /// A tool's contract differs from its pin.
+    pub const DRIFT: &str = "integrity/drift";
+    /// A tool has no pin.
+    pub const UNKNOWN: &str = "integrity/unknown";
+    /// A tool with no pin was withheld until a person pins it.
+    pub const QUARANTINED: &str = "integrity/quarantined";
+}
+
+/// What happens to a tool that changed since it was pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnDrift {
+    Audit,
+    Warn,
+    Block,
+}
+
+/// What happens to a tool with no pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnUnknown {
+    Allow,
+    Warn,
+    Block,
+    Quarantine,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Actions {
+    drift: OnDrift,
+    unknown: OnUnknown,
+}
+
+const DEFAULT_ACTIONS: Actions = Actions { drift: OnDrift::Block, unknown: OnUnknown::Warn };
+
+/// The interceptor.
+pub struct Integrity {
+    descriptor: Descriptor,
+    lock_path: PathBuf,
+    defaults: Actions,
+    servers: HashMap<String, Actions>,
+    events: EventBus,
+    loaded: Mutex<Loaded>,
+    /// (server, tool, digest) already announced, so that each case is published once.
+    announced: Mutex<HashSet<(String, String, String)>>,
+}
+
+/// The lock file as last read, and the modification time and size it had then.
+#[derive(Default)]
+struct Loaded {
+    stamp: Option<(Option<SystemTime>, u64)>,
+    lock: Option<Result<Arc<Lock>, String>>,
+}
+
+/// How one tool compares with its pin.
+enum Verdict {
+    Pinned,
+    Drift { pinned: Box<Contract>, now: Box<Contract> },
+    Unknown,
+}
+
+impl Integrity {
+    /// Builds it from its `[[pipeline]]` entry; relative `lock` paths are taken from
+    /// `config_dir` (the config file's folder), else from the current directory.
+    pub fn from_config(
+        entry: &InterceptorConfig,
+        events: EventBus,
+        config_dir: Option<&Path>,
+    ) -> Result<Integrity, Vec<OptionError>> {
+        let mut options = Options::new(entry.path.clone(), &entry.options);
+        options.only(&["drift", "unknown", "lock", "server"]);
+        let at = options.at("");
+        let at = at.trim_end_matches('.').to_owned();
+        let defaults = actions(&mut options, &at, &entry.options, DEFAULT_ACTIONS);
+        let lock = options.string("lock").unwrap_or(LOCK_FILE);
+        let lock_path = match config_dir {
+            Some(dir) if Path::new(lock).is_relative() => dir.join(lock),
+            _ => PathBuf::from(lock),
+        };
+        let mut servers = HashMap::new();
+        if let Some(table) = options.table("server") {
+            let at = options.at("server");
+            for (server, value) in table {
+                let path = format!("{at}.{server}");
+                match value.as_object() {
+                    Some(table) => {
+                        let mut one = Options::new(path.clone(), table);
+                        one.only(&["drift", "unknown"]);
+                        let actions = actions(&mut one, &path, table, defaults);
+                        options.errors.append(&mut one.errors);
+                        servers.insert(server.clone(), actions);
+                    }
+                    None => options.error(&path, format!("expected a table, found {value}")),
+                }
+            }
+        }
+        let hooks = vec![
+            Hook::new(["tools/call"], Phase::Request).expect("a literal event"),
+            Hook::new(["tools/list"], Phase::Response).expect("a literal event"),
+        ];
+        // A mutation (it withholds tools from lists); fails closed, the default.
+        let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Mutation, hooks);
+        let descriptor = options.configure(descriptor, entry);
+        options.finish(descriptor, |descriptor| Integrity {
+            descriptor,
+            lock_path,
+            defaults,
+            servers,
+            events,
+            loaded: Mutex::default(),
+            announced: Mutex::default(),
+        })
+    }
+
+    /// The lock file's path.
+    pub fn lock_path(&self) -> &Path {
+        &self.lock_path
+    }
+
+    fn actions(&self, server: &str) -> Actions {
+        self.servers.get(server).copied().unwrap_or(self.defaults)
+    }
+
+    /// The lock as it is on disk now (read again only when it changed); no file is an empty
+    /// lock: every tool unknown.
+    fn lock(&self) -> Result<Arc<Lock>, String> {
+        let stamp =
+            std::fs::metadata(&self.lock_path).ok().map(|meta| (meta.modified().ok(), meta.len()));
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lock) = &loaded.lock
+            && loaded.stamp == stamp
+        {
+            return lock.clone();
+        }
+        let lock = match Lock::read(&self.lock_path) {
+            Ok(lock) => Ok(Arc::new(lock.unwrap_or_default())),
+            Err(error) => Err(error.to_string()),
+        };
+        loaded.stamp = stamp;
+        loaded.lock = Some(lock.clone());
+        lock
+    }
+
+    fn verdict(lock: &Lock, server: &str, original: &str, tool: &mcp::Tool) -> Verdict {
+        let mut tool = tool.clone();
+        tool.name = original.to_owned().into();
+        let now = Contract::tool(&tool);
+        match lock.contract(server, Kind::Tool, original) {
+            None => Verdict::Unknown,
+            Some(pinned) if pinned.digest == now.digest => Verdict::Pinned,
+            Some(pinned) => Verdict::Drift { pinned: Box::new(pinned), now: Box::new(now) },
+        }
+    }
+
+    /// Whether the tool is withheld; publishes what was found (once per tool and contract).
+    fn judge(&self, server: &str, original: &str, exposed: &str, verdict: &Verdict) -> bool {
+        let actions = self.actions(server);
+        let (kind, withheld, now_digest, extra): (&str, bool, String, Option<Vec<String>>) =
+            match verdict {
+                Verdict::Pinned => return false,
+                Verdict::Drift { pinned, now } => {
+                    let fields = changed_fields(&changes(pinned, now));
+                    let withheld = actions.drift == OnDrift::Block;
+                    if actions.drift == OnDrift::Warn {
+                        tracing::warn!(
+                            server,
+                            tool = original,
+                            changed = fields.join(", "),
+                            "tool changed since it was pinned"
+                        );
+                    }
+                    (kind::DRIFT, withheld, now.digest.clone(), Some(fields))
+                }
+                Verdict::Unknown => match actions.unknown {
+                    OnUnknown::Allow => return false,
+                    OnUnknown::Warn => {
+                        tracing::warn!(server, tool = original, "tool is not pinned");
+                        (kind::UNKNOWN, false, String::new(), None)
+                    }
+                    OnUnknown::Block => (kind::UNKNOWN, true, String::new(), None),
+                    OnUnknown::Quarantine => (kind::QUARANTINED, true, String::new(), None),
+                },
+            };
+        let withheld = withheld && self.descriptor.mode != Mode::Audit;
+        let key = (server.to_owned(), original.to_owned(), format!("{kind}{now_digest}{withheld}"));
+        let first = self.announced.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+        if first {
+            let mut event = Event::new(kind)
+                .with("server", server)
+                .with("tool", original)
+                .with("exposed", exposed)
+                .with("action", if withheld { "withheld" } else { "passed" })
+                .with("lock", self.lock_path.display().to_string());
+            if let Some(fields) = extra {
+                event = event.with("changed", fields);
+            }
+            if let Verdict::Drift { pinned, now } = verdict {
+                event = event
+                    .with("pinned_digest", pinned.digest.clone())
+                    .with("digest", now.digest.clone());
+            }
+            self.events.publish(event);
+        }
+        withheld
+    }
+
+    fn refusal(&self, server: &str, exposed: &str, verdict: &Verdict) -> Refusal {
+        let lock = self.lock_path.display();
+        let reason = match verdict {
+            Verdict::Drift { pinned, now } => format!(
+                "tool `{exposed}` is withheld: its {} changed since it was pinned in {lock}; \
+                 see the change with `toolgate pin --diff --server {server}`, accept it with \
+                 `toolgate pin --server {server}`",
+                changed_fields(&changes(pinned, now)).join(", ")
+            ),
+            _ => format!(
+                "tool `{exposed}` is withheld: it is not pinned in {lock} (server `{server}` \
+                 withholds tools it has not pinned); pin it with `toolgate pin --server {server}`"
+            ),
+        };
+        Refusal { interceptor: self.descriptor.name.clone(), reason }
+    }
+}
+
+/// The top-level fields that changed (`description`, `inputSchema`, `annotations`), in order.
+fn changed_fields(changes: &[Change]) -> Vec<String> {
+    let mut fields = BTreeSet::new();
+    for change in changes {
+        let field = match change {
+            Change::Text { field, .. } => field.clone(),
+            Change::Annotation { .. } => "annotations".to_owned(),
+            Change::Path { path, .. } => path.split(['.', '[']).next().unwrap_or(path).to_owned(),
+        };
+        fields.insert(field);
+    }
+    fields.into_iter().collect()
+}
+
+/// `drift` and `unknown` of `table`, over `base`.
+fn actions(
+    options: &mut Options<'_>,
+    at: &str,
+    table: &Map<String, Value>,
+    base: Actions,
+) -> Actions {
+    let mut actions = base;
+    if let Some(value) = table.get("drift") {
+        match value.as_str() {
+            Some("audit") => actions.drift = OnDrift::Audit,
+            Some("warn") => actions.drift = OnDrift::Warn,
+            Some("block") => actions.drift = OnDrift::Block,
+            _ => options.error(
+                &format!("{at}.drift"),
+                format!("expected audit, warn or block, found {value}"),
+            ),
+        }
+    }
+    if let Some(value) = table.get("unknown") {
+        match value.as_str() {
+            Some("allow") => actions.unknown = OnUnknown::Allow,
+            Some("warn") => actions.unknown = OnUnknown::Warn,
+            Some("block") => actions.unknown = OnUnknown::Block,
+            Some("quarantine") => actions.unknown = OnUnknown::Quarantine,
+            _ => options.error(
+                &format!("{at}.unknown"),
+                format!("expected allow, warn, block or quarantine, found {value}"),
+            ),
+        }
+    }
+    actions
+}
+
+impl Interceptor for Integrity {
+    fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    fn intercept<'a>(
+        &'a self,
+        _event: InterceptionEvent,
+        _phase: Phase,
+        message: &'a Message,
+        ctx: &'a mut CallContext,
+    ) -> BoxFuture<'a, Result<Outcome, InterceptError>> {
+        let outcome = (|| {
+            let lock =
+                self.lock().map_err(|error| InterceptError(format!("the lock file: {error}")))?;
+            Ok(match message {
+                Message::CallTool(_) => {
+                    let Some(target) = &ctx.target else {
+                        return Err(InterceptError("a tool call without a target".into()));
+                    };
+                    let Some(tool) = target.tool.as_deref() else {
+                        return Err(InterceptError(format!(
+                            "no definition of tool `{}` to check against its pin",
+                            target.exposed
+                        )));
+                    };
+                    let verdict = Self::verdict(&lock, &target.server, &target.original, tool);
+                    if self.judge(&target.server, &target.original, &target.exposed, &verdict) {
+                        Outcome::Refuse(self.refusal(&target.server, &target.exposed, &verdict))
+                    } else {
+                        Outcome::Continue
+                    }
+                }
+                Message::Tools(tools) => {
+                    let shown: Vec<bool> = tools
+                        .iter()
+                        .map(|listed: &Listed<mcp::Tool>| {
+                            if !self.descriptor.covers_target(&listed.server, &listed.original) {
+                                return true;
+                            }
+                            let verdict = Self::verdict(
+                                &lock,
+                                &listed.server,
+                                &listed.original,
+                                &listed.item,
+                            );
+                            !self.judge(
+                                &listed.server,
+                                &listed.original,
+                                &listed.item.name,
+                                &verdict,
+                            )
+                        })
+                        .collect();
+                    if shown.iter().all(|&s| s) {
+                        Outcome::Continue
+                    } else {
+                        let kept = tools
+                            .iter()
+                            .zip(shown)
+                            .filter(|(_, shown)| *shown)
+                            .map(|(listed, _)| listed.clone())
+                            .collect();
+                        Outcome::Rewrite(Message::Tools(kept))
+                    }
+                }
+                _ => Outcome::Continue,
+            })
+        })();
+        Box::pin(std::future::ready(outcome))
+    }
+}
+
+#[cfg(test)]
+mod tests;
