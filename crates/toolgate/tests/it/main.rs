@@ -16,6 +16,7 @@ mod every_method;
 mod failures;
 mod fidelity;
 mod http_front;
+mod integrity;
 mod limits;
 mod matrix;
 mod meta;

@@ -1,0 +1,121 @@
+//! The `integrity` interceptor against a real rug pull at run time: the fixture's `weather` is
+//! pinned with `toolgate pin`, then the server rewrites it (`rug_pull`: description, then
+//! schema, then `destructiveHint` true → false) and announces it with `list_changed`. Over
+//! stdio and HTTP, a changed `weather` is withheld from `tools/list` and its calls refused with
+//! `drift = "block"`, shown with `drift = "warn"`; the audit log records each case.
+
+use std::path::Path;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+use crate::recorder::*;
+use crate::support::*;
+
+/// A config folder: the fixture with `weather` at stage 0, the integrity interceptor with
+/// `drift`, an audit log; `weather` pinned.
+async fn pinned_config(drift: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut text = fixture_server("fx", "stdio", None);
+    text.push_str("args = [\"--rug-pull\", \"0\"]\n\n");
+    text.push_str(&format!(
+        "[[pipeline]]\nkind = \"integrity\"\ndrift = \"{drift}\"\n\n[audit]\nfile = {}\n",
+        toml_str(&dir.path().join("audit.jsonl").to_string_lossy())
+    ));
+    std::fs::write(dir.path().join("toolgate.toml"), text).expect("write the config");
+    let config = dir.path().join("toolgate.toml");
+    let pinned = run_toolgate(&["pin", "--config", config.to_str().expect("UTF-8")]).await;
+    assert!(pinned.status.success(), "{}", String::from_utf8_lossy(&pinned.stderr));
+    dir
+}
+
+async fn tool_names(client: &RecordingClient) -> Vec<String> {
+    client.list_all_tools().await.expect("tools/list").iter().map(|t| t.name.to_string()).collect()
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned()).with_arguments(object(arguments))
+}
+
+/// Moves `weather` to `stage` and waits for the `list_changed` it causes.
+async fn rug_pull(client: &RecordingClient, notes: &mut Notes, stage: u8) {
+    let result =
+        client.call_tool(call("fx__rug_pull", json!({"stage": stage}))).await.expect("rug_pull");
+    assert_eq!(first_text(&result), format!("weather is at stage {stage}"));
+    notes.next_matching(|n| matches!(n, Note::ToolsChanged).then_some(())).await;
+}
+
+async fn rug_pull_is_caught(client: RecordingClient, mut notes: Notes, dir: &Path) {
+    assert!(tool_names(&client).await.contains(&"fx__weather".to_owned()));
+    let sunny = client.call_tool(call("fx__weather", json!({"city": "Oslo"}))).await.expect("call");
+    assert_eq!(first_text(&sunny), "sunny in Oslo");
+
+    let changed = [
+        (1, "description"),
+        (2, "description, inputSchema"),
+        (3, "annotations, description, inputSchema"),
+    ];
+    for (stage, fields) in changed {
+        rug_pull(&client, &mut notes, stage).await;
+        let names = tool_names(&client).await;
+        assert!(!names.contains(&"fx__weather".to_owned()), "stage {stage}: {names:?}");
+        assert!(names.contains(&"fx__echo".to_owned()), "the rest is untouched");
+        let refused = client
+            .call_tool(call("fx__weather", json!({"city": "Oslo", "note": "x"})))
+            .await
+            .expect("an answer");
+        assert_eq!(refused.is_error, Some(true));
+        let text = first_text(&refused);
+        assert!(
+            text.contains(&format!("its {fields} changed since it was pinned")),
+            "stage {stage}: {text}"
+        );
+    }
+    // Back to what was pinned: shown again.
+    rug_pull(&client, &mut notes, 0).await;
+    assert!(tool_names(&client).await.contains(&"fx__weather".to_owned()));
+    client.cancel().await.expect("close");
+
+    let log = std::fs::read_to_string(dir.join("audit.jsonl")).expect("the audit log");
+    let drift: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .filter(|r| r["kind"] == "integrity/drift")
+        .collect();
+    assert_eq!(drift.len(), 3, "one record per changed contract: {drift:?}");
+    assert!(drift.iter().all(|r| r["tool"] == "weather" && r["action"] == "withheld"), "{drift:?}");
+}
+
+#[tokio::test]
+async fn a_rug_pull_at_run_time_is_withheld_over_stdio() {
+    let dir = pinned_config("block").await;
+    let (client, notes, _) = recording_stdio_client(&dir.path().join("toolgate.toml")).await;
+    rug_pull_is_caught(client, notes, dir.path()).await;
+}
+
+#[tokio::test]
+async fn a_rug_pull_at_run_time_is_withheld_over_http() {
+    let dir = pinned_config("block").await;
+    let gateway = HttpGateway::start(&dir.path().join("toolgate.toml")).await;
+    let (client, notes) = recording_http_client(&gateway.url).await;
+    rug_pull_is_caught(client, notes, dir.path()).await;
+}
+
+#[tokio::test]
+async fn with_drift_warn_a_changed_tool_stays_and_the_change_is_recorded() {
+    let dir = pinned_config("warn").await;
+    let (client, mut notes, _) = recording_stdio_client(&dir.path().join("toolgate.toml")).await;
+    rug_pull(&client, &mut notes, 3).await;
+    assert!(tool_names(&client).await.contains(&"fx__weather".to_owned()));
+    let result = client
+        .call_tool(call("fx__weather", json!({"city": "Oslo", "note": "x"})))
+        .await
+        .expect("call");
+    assert_eq!(first_text(&result), "sunny in Oslo");
+    client.cancel().await.expect("close");
+    let log = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("the audit log");
+    assert!(
+        log.lines().any(|l| l.contains("\"integrity/drift\"") && l.contains("\"passed\"")),
+        "{log}"
+    );
+}
