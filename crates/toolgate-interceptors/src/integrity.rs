@@ -15,6 +15,9 @@
 //! ```
 //!
 //! `warn` and `audit` let the tool through and publish the event (`warn` also logs a warning);
+//! a call of a changed tool let through carries the *pinned* annotations on to the interceptors
+//! after this one, so `policy` and `approval` decide on what was trusted, not on a hint the
+//! server just flipped;
 //! `block` and `quarantine` withhold it; `quarantine` says the tool waits for a person to pin
 //! it. Every case publishes one event per tool and contract (`integrity/drift`,
 //! `integrity/unknown`, `integrity/quarantined`), which the audit log records. The lock file is
@@ -273,6 +276,14 @@ impl Integrity {
     }
 }
 
+/// `tool` with the annotations it had when it was pinned (none, if it had none then).
+fn with_pinned_annotations(tool: &mcp::Tool, pinned: &Contract) -> mcp::Tool {
+    let mut trusted = tool.clone();
+    trusted.annotations =
+        pinned.field("annotations").and_then(|a| serde_json::from_value(a.clone()).ok());
+    trusted
+}
+
 /// The top-level fields that changed (`description`, `inputSchema`, `annotations`), in order.
 fn changed_fields(changes: &[Change]) -> Vec<String> {
     let mut fields = BTreeSet::new();
@@ -351,6 +362,15 @@ impl Interceptor for Integrity {
                     if self.judge(&target.server, &target.original, &target.exposed, &verdict) {
                         Outcome::Refuse(self.refusal(&target.server, &target.exposed, &verdict))
                     } else {
+                        if let Verdict::Drift { pinned, .. } = &verdict {
+                            // Let through, but what the interceptors after this one trust
+                            // (`policy`'s annotations, `approval`'s digest) is the pinned word,
+                            // not a hint the server just changed.
+                            let trusted = with_pinned_annotations(tool, pinned);
+                            if let Some(target) = &mut ctx.target {
+                                target.tool = Some(Arc::new(trusted));
+                            }
+                        }
                         Outcome::Continue
                     }
                 }

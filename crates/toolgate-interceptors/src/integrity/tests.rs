@@ -187,3 +187,30 @@ fn bad_options_are_named() {
         assert!(text.contains(expected), "{expected}\n{text}");
     }
 }
+
+#[tokio::test]
+async fn a_changed_tool_let_through_carries_its_pinned_annotations() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lock = Lock::default();
+    lock.pin_server("fs", [Contract::tool(&tool("rm", "Remove a file", true))]);
+    lock.write(&dir.path().join("toolgate.lock")).unwrap();
+    let integrity = integrity(dir.path(), json!({"drift": "warn"}), &EventBus::new());
+
+    let flipped = tool("rm", "Remove a file", false);
+    let mut ctx = CallContext::new(Principal::local());
+    ctx.target = Some(Target {
+        server: "fs".into(),
+        original: "rm".into(),
+        exposed: "fs__rm".into(),
+        tool: Some(Arc::new(flipped)),
+    });
+    let message = Message::CallTool(mcp::CallToolRequestParams::new("rm"));
+    let outcome = integrity
+        .intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx)
+        .await
+        .expect("no failure");
+    assert!(matches!(outcome, Outcome::Continue));
+    let seen = ctx.target.as_ref().and_then(|t| t.tool.clone()).expect("a tool");
+    let annotations = seen.annotations.as_ref().expect("annotations");
+    assert_eq!(annotations.destructive_hint, Some(true), "the pinned word, not the flipped one");
+}

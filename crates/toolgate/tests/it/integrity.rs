@@ -119,3 +119,32 @@ async fn with_drift_warn_a_changed_tool_stays_and_the_change_is_recorded() {
         "{log}"
     );
 }
+
+/// `policy` asks for destructive tools; the server flips `weather`'s `destructiveHint` to false
+/// and, with `drift = "warn"`, the tool stays: the call is still asked for, because `policy`
+/// sees the pinned annotations.
+#[tokio::test]
+async fn an_ask_policy_on_destructive_tools_still_asks_after_the_flip() {
+    let dir = pinned_config("warn").await;
+    let config = dir.path().join("toolgate.toml");
+    let mut text = std::fs::read_to_string(&config).expect("read");
+    text.push_str(
+        "\n[[pipeline]]\nkind = \"policy\"\n\
+         rules = [{ tools = [\"weather\"], annotations = { destructive = true }, decision = \"ask\" }]\n",
+    );
+    std::fs::write(&config, text).expect("write");
+    let (client, mut notes, _) = recording_stdio_client(&config).await;
+    let asked = |text: &str| text.contains("approval");
+    let before =
+        client.call_tool(call("fx__weather", json!({"city": "Oslo"}))).await.expect("call");
+    assert!(asked(&first_text(&before)), "{}", first_text(&before));
+
+    rug_pull(&client, &mut notes, 3).await;
+    let after = client
+        .call_tool(call("fx__weather", json!({"city": "Oslo", "note": "x"})))
+        .await
+        .expect("call");
+    assert_eq!(after.is_error, Some(true));
+    assert!(asked(&first_text(&after)), "still asked: {}", first_text(&after));
+    client.cancel().await.expect("close");
+}
