@@ -32,6 +32,11 @@ pub(crate) struct PinArgs {
     /// The lock file [default: toolgate.lock beside the config file].
     #[arg(long, value_name = "FILE")]
     lock: Option<PathBuf>,
+    /// Accept what this tool (or prompt, resource, template: its name or URI as the server
+    /// gives it) is now, and leave every other pin as it is (repeatable; --server narrows
+    /// where it is looked for). Shows what is accepted.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["check", "diff"])]
+    approve: Vec<String>,
 }
 
 pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<ExitCode> {
@@ -76,6 +81,59 @@ pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<Ex
     let drifts: Vec<ServerDrift> =
         offered.iter().map(|(server, now)| lock.drift(server, now)).collect();
     let mut out = std::io::stdout().lock();
+
+    if !args.approve.is_empty() {
+        for (server, why) in &unreachable {
+            eprintln!("warning: server `{server}` is not connected: {why}");
+        }
+        let mut approved = Vec::new();
+        for name in &args.approve {
+            let found: Vec<(&String, &Contract)> = offered
+                .iter()
+                .flat_map(|(server, now)| now.iter().map(move |c| (server, c)))
+                .filter(|(_, c)| c.key == *name)
+                .collect();
+            match found.as_slice() {
+                [] => anyhow::bail!(
+                    "no server offers `{name}` now{}; nothing written",
+                    if unreachable.is_empty() { "" } else { " (some servers are not connected)" }
+                ),
+                [(server, now)] => approved.push(((*server).clone(), (*now).clone())),
+                several => {
+                    let servers: Vec<&str> = several.iter().map(|(s, _)| s.as_str()).collect();
+                    return Err(setup::usage(format!(
+                        "`{name}` is offered by {}: say which with --server",
+                        servers.join(", ")
+                    )));
+                }
+            }
+        }
+        for (server, now) in approved {
+            match lock.contract(&server, now.kind, &now.key) {
+                Some(pinned) if pinned.digest == now.digest => {
+                    writeln!(
+                        out,
+                        "{} `{}` of `{server}`: already pinned as it is",
+                        now.kind.noun(),
+                        now.key
+                    )?;
+                }
+                Some(pinned) => {
+                    writeln!(out, "approved {} `{}` of `{server}`:", now.kind.noun(), now.key)?;
+                    for change in diff::changes(&pinned, &now) {
+                        writeln!(out, "    {change}")?;
+                    }
+                }
+                None => {
+                    writeln!(out, "approved {} `{}` of `{server}` (new)", now.kind.noun(), now.key)?
+                }
+            }
+            lock.pin(&server, now);
+        }
+        lock.write(&lock_path)?;
+        writeln!(out, "wrote {}", lock_path.display())?;
+        return Ok(ExitCode::SUCCESS);
+    }
 
     if writing {
         if !unreachable.is_empty() {

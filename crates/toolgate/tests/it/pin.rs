@@ -122,3 +122,34 @@ async fn pin_refuses_what_it_cannot_do_and_writes_nothing() {
     assert!(err.contains("cannot pin server `gone`") && err.contains("nothing written"), "{err}");
     assert!(!dir.path().join("toolgate.lock").exists());
 }
+
+#[tokio::test]
+async fn approve_accepts_one_item_and_leaves_the_rest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_config(dir.path(), Some(0));
+    assert_eq!(pin(dir.path(), &[]).await.0, 0);
+    // `weather` changes; and a lock without `rug_pull`, so that one is new.
+    write_config(dir.path(), Some(3));
+    let lock_path = dir.path().join("toolgate.lock");
+    let mut lock: Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock_path).unwrap()).unwrap();
+    lock["servers"]["fx"]["tools"].as_object_mut().unwrap().remove("rug_pull");
+    std::fs::write(&lock_path, serde_json::to_string_pretty(&lock).unwrap()).unwrap();
+
+    let (code, out, err) = pin(dir.path(), &["--approve", "weather"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("approved tool `weather` of `fx`:"), "{out}");
+    assert!(
+        out.contains("annotations.destructiveHint: true → false"),
+        "shows what it accepts: {out}"
+    );
+
+    let (code, out, _) = pin(dir.path(), &["--check"]).await;
+    assert_eq!(code, 1);
+    assert!(!out.contains("`weather`"), "weather is accepted: {out}");
+    assert!(out.contains("added    tool `rug_pull`"), "the rest is left as it was: {out}");
+
+    let (code, _, err) = pin(dir.path(), &["--approve", "nope"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no server offers `nope` now; nothing written"), "{err}");
+}
