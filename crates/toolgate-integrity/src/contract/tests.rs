@@ -1,3 +1,5 @@
+//! Contracts: which fields count, empty is absent, key order and number spelling do not matter.
+
 use serde_json::{Value, json};
 
 use super::{Contract, Kind};

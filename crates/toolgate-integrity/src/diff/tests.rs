@@ -1,3 +1,5 @@
+//! Changes shown readably: word diffs, annotations, schema paths (snapshots with insta).
+
 use serde_json::{Value, json};
 
 use super::{changes, word_diff};

@@ -1,3 +1,5 @@
+//! The lock file: round trip, refusals of broken or hand-edited files, drift, partial pins.
+
 use serde_json::json;
 
 use super::{Lock, LockError};

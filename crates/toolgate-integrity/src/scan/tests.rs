@@ -1,3 +1,5 @@
+//! The scan's rules, one by one, and what a finding says.
+
 use serde_json::{Value, json};
 
 use super::{Scanned, Severity, scan};

@@ -1,3 +1,6 @@
+//! `integrity` on lists and calls: drift per action, unknown tools per server, the lock read
+//! again when it changes, a broken lock failing closed, pinned annotations carried on.
+
 use std::path::Path;
 use std::sync::Arc;
 
