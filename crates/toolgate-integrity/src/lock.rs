@@ -200,6 +200,11 @@ impl Lock {
         self.servers.remove(server).is_some()
     }
 
+    /// The pinned digest of `kind` and `key` of `server` (cheaper than [`contract`](Self::contract)).
+    pub fn digest(&self, server: &str, kind: Kind, key: &str) -> Option<&str> {
+        Some(self.servers.get(server)?.of(kind).get(key)?.digest.as_str())
+    }
+
     /// The pinned contract of `kind` and `key` of `server`.
     pub fn contract(&self, server: &str, kind: Kind, key: &str) -> Option<Contract> {
         let pin = self.servers.get(server)?.of(kind).get(key)?;

@@ -457,6 +457,57 @@ fn tools_list(c: &mut Criterion) {
     group.finish();
 }
 
+/// `tools/list` of 10,000 tools (100 servers of 100), bare and with `integrity`, every tool
+/// pinned: the integrity stage's cost per list once each contract is cached (issue 11: at most
+/// 5 ms over bare for 10,000 tools).
+fn integrity_list(c: &mut Criterion) {
+    const SERVERS: usize = 100;
+    let runtime = runtime();
+    let per_server = listed_tools();
+    let mut listed = Vec::with_capacity(SERVERS * per_server.len());
+    for n in 0..SERVERS {
+        for one in &per_server {
+            let mut one = one.clone();
+            one.server = format!("{}{n:02}", one.server);
+            listed.push(one);
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut lock = toolgate_integrity::Lock::default();
+    for l in &listed {
+        let mut named = l.item.clone();
+        named.name = l.original.clone().into();
+        lock.pin(&l.server, toolgate_integrity::Contract::tool(&named));
+    }
+    lock.write(&dir.path().join("toolgate.lock")).expect("write the lock");
+    let integrity = entry("integrity", 0, json!({"lock": dir.path().join("toolgate.lock")}));
+    let stages = [("bare", pipeline(&[])), ("integrity", pipeline(&[integrity]))];
+    let mut group = c.benchmark_group("tools_list_10000");
+    group.sample_size(20);
+    for (name, pipeline) in &stages {
+        let mut ctx = CallContext::new(Principal::anonymous());
+        let tools = Message::Tools(listed.clone());
+        // The first list computes and caches every contract; all are pinned, so all are shown.
+        match runtime.block_on(pipeline.response(InterceptionEvent::ToolsList, tools, &mut ctx)) {
+            Ok(Message::Tools(tools)) => assert_eq!(tools.len(), listed.len(), "{name}"),
+            other => panic!("{name}: the list became {other:?}"),
+        }
+        group.bench_function(BenchmarkId::new(*name, listed.len()), |b| {
+            b.to_async(&runtime).iter_batched(
+                || (CallContext::new(Principal::anonymous()), Message::Tools(listed.clone())),
+                |(mut ctx, tools)| async move {
+                    pipeline
+                        .response(InterceptionEvent::ToolsList, tools, &mut ctx)
+                        .await
+                        .expect("listed")
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -464,5 +515,5 @@ fn runtime() -> Runtime {
         .expect("a current-thread runtime")
 }
 
-criterion_group!(benches, tools_call, tools_list);
+criterion_group!(benches, tools_call, tools_list, integrity_list);
 criterion_main!(benches);

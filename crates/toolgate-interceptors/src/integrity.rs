@@ -97,13 +97,29 @@ pub struct Integrity {
     loaded: Mutex<Loaded>,
     /// (server, tool, digest) already announced, so that each case is published once.
     announced: Mutex<HashSet<(String, String, String)>>,
+    /// Each tool's contract, by server and original name, with the definition it was computed
+    /// from: computed once per definition, not once per list (see [`same_definition`]).
+    contracts: Mutex<HashMap<String, HashMap<String, Known>>>,
 }
+
+/// A tool definition and its contract.
+struct Known {
+    tool: mcp::Tool,
+    contract: Arc<Contract>,
+    /// The generation of the lock its digest was last found pinned in.
+    pinned_in: Option<u64>,
+}
+
+/// Entries kept beyond the tools of the list being served before the cache is swept.
+const CACHE_SLACK: usize = 1024;
 
 /// The lock file as last read, and the modification time and size it had then.
 #[derive(Default)]
 struct Loaded {
     stamp: Option<(Option<SystemTime>, u64)>,
     lock: Option<Result<Arc<Lock>, String>>,
+    /// Counts the reads, so that a cached "pinned" is known to be about this lock.
+    generation: u64,
 }
 
 /// How one tool compares with its pin.
@@ -163,6 +179,7 @@ impl Integrity {
             events,
             loaded: Mutex::default(),
             announced: Mutex::default(),
+            contracts: Mutex::default(),
         })
     }
 
@@ -177,14 +194,14 @@ impl Integrity {
 
     /// The lock as it is on disk now (read again only when it changed); no file is an empty
     /// lock: every tool unknown.
-    fn lock(&self) -> Result<Arc<Lock>, String> {
+    fn lock(&self) -> Result<(Arc<Lock>, u64), String> {
         let stamp =
             std::fs::metadata(&self.lock_path).ok().map(|meta| (meta.modified().ok(), meta.len()));
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(lock) = &loaded.lock
             && loaded.stamp == stamp
         {
-            return lock.clone();
+            return lock.clone().map(|lock| (lock, loaded.generation));
         }
         let lock = match Lock::read(&self.lock_path) {
             Ok(lock) => Ok(Arc::new(lock.unwrap_or_default())),
@@ -192,17 +209,68 @@ impl Integrity {
         };
         loaded.stamp = stamp;
         loaded.lock = Some(lock.clone());
-        lock
+        loaded.generation += 1;
+        lock.map(|lock| (lock, loaded.generation))
     }
 
-    fn verdict(lock: &Lock, server: &str, original: &str, tool: &mcp::Tool) -> Verdict {
-        let mut tool = tool.clone();
-        tool.name = original.to_owned().into();
-        let now = Contract::tool(&tool);
-        match lock.contract(server, Kind::Tool, original) {
+    /// `tool`'s contract (as `server` lists it under `original`), from the cache when the
+    /// definition is the one it was computed from.
+    fn contract(&self, server: &str, original: &str, tool: &mcp::Tool) -> Arc<Contract> {
+        let mut cache = self.contracts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = cache.get(server).and_then(|tools| tools.get(original))
+            && same_definition(&known.tool, tool)
+        {
+            return known.contract.clone();
+        }
+        let mut named = tool.clone();
+        named.name = original.to_owned().into();
+        let contract = Arc::new(Contract::tool(&named));
+        let known = Known { tool: tool.clone(), contract: contract.clone(), pinned_in: None };
+        cache.entry(server.to_owned()).or_default().insert(original.to_owned(), known);
+        contract
+    }
+
+    /// Forgets cached contracts of tools no longer listed, once there are many more of them
+    /// than `listed`.
+    fn sweep(&self, listed: &[Listed<mcp::Tool>]) {
+        let mut cache = self.contracts.lock().unwrap_or_else(PoisonError::into_inner);
+        let cached: usize = cache.values().map(HashMap::len).sum();
+        if cached <= listed.len() + CACHE_SLACK {
+            return;
+        }
+        let keep: HashSet<(&str, &str)> =
+            listed.iter().map(|l| (l.server.as_str(), l.original.as_str())).collect();
+        for (server, tools) in cache.iter_mut() {
+            tools.retain(|original, _| keep.contains(&(server.as_str(), original.as_str())));
+        }
+        cache.retain(|_, tools| !tools.is_empty());
+    }
+
+    fn verdict(
+        &self,
+        (lock, generation): &(Arc<Lock>, u64),
+        server: &str,
+        original: &str,
+        tool: &mcp::Tool,
+    ) -> Verdict {
+        let now = self.contract(server, original, tool);
+        match lock.digest(server, Kind::Tool, original) {
             None => Verdict::Unknown,
-            Some(pinned) if pinned.digest == now.digest => Verdict::Pinned,
-            Some(pinned) => Verdict::Drift { pinned: Box::new(pinned), now: Box::new(now) },
+            Some(digest) if digest == now.digest => {
+                let mut cache = self.contracts.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(known) = cache.get_mut(server).and_then(|tools| tools.get_mut(original))
+                {
+                    known.pinned_in = Some(*generation);
+                }
+                Verdict::Pinned
+            }
+            Some(_) => match lock.contract(server, Kind::Tool, original) {
+                Some(pinned) => Verdict::Drift {
+                    pinned: Box::new(pinned),
+                    now: Box::new(Contract::clone(&now)),
+                },
+                None => Verdict::Unknown,
+            },
         }
     }
 
@@ -274,6 +342,23 @@ impl Integrity {
         };
         Refusal { interceptor: self.descriptor.name.clone(), reason }
     }
+}
+
+/// Whether two definitions of one tool (its name aside) have the same contract: the schemas
+/// are compared by pointer first (the inventory shares them with the upstream's catalog until
+/// the upstream lists again), then by value.
+fn same_definition(a: &mcp::Tool, b: &mcp::Tool) -> bool {
+    let schema = Arc::ptr_eq(&a.input_schema, &b.input_schema) || a.input_schema == b.input_schema;
+    let output = match (&a.output_schema, &b.output_schema) {
+        (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
+        (None, None) => true,
+        _ => false,
+    };
+    schema
+        && output
+        && a.title == b.title
+        && a.description == b.description
+        && a.annotations == b.annotations
 }
 
 /// `tool` with the annotations it had when it was pinned (none, if it had none then).
@@ -358,7 +443,7 @@ impl Interceptor for Integrity {
                             target.exposed
                         )));
                     };
-                    let verdict = Self::verdict(&lock, &target.server, &target.original, tool);
+                    let verdict = self.verdict(&lock, &target.server, &target.original, tool);
                     if self.judge(&target.server, &target.original, &target.exposed, &verdict) {
                         Outcome::Refuse(self.refusal(&target.server, &target.exposed, &verdict))
                     } else {
@@ -375,18 +460,33 @@ impl Interceptor for Integrity {
                     }
                 }
                 Message::Tools(tools) => {
+                    // Fast path: a definition already found pinned in this very lock.
+                    let known_pinned: Vec<bool> = {
+                        let cache = self.contracts.lock().unwrap_or_else(PoisonError::into_inner);
+                        tools
+                            .iter()
+                            .map(|listed| {
+                                cache
+                                    .get(&listed.server)
+                                    .and_then(|tools| tools.get(&listed.original))
+                                    .is_some_and(|known| {
+                                        known.pinned_in == Some(lock.1)
+                                            && same_definition(&known.tool, &listed.item)
+                                    })
+                            })
+                            .collect()
+                    };
                     let shown: Vec<bool> = tools
                         .iter()
-                        .map(|listed: &Listed<mcp::Tool>| {
-                            if !self.descriptor.covers_target(&listed.server, &listed.original) {
+                        .zip(known_pinned)
+                        .map(|(listed, known_pinned): (&Listed<mcp::Tool>, bool)| {
+                            if known_pinned
+                                || !self.descriptor.covers_target(&listed.server, &listed.original)
+                            {
                                 return true;
                             }
-                            let verdict = Self::verdict(
-                                &lock,
-                                &listed.server,
-                                &listed.original,
-                                &listed.item,
-                            );
+                            let verdict =
+                                self.verdict(&lock, &listed.server, &listed.original, &listed.item);
                             !self.judge(
                                 &listed.server,
                                 &listed.original,
@@ -395,6 +495,7 @@ impl Interceptor for Integrity {
                             )
                         })
                         .collect();
+                    self.sweep(tools);
                     if shown.iter().all(|&s| s) {
                         Outcome::Continue
                     } else {

@@ -217,3 +217,19 @@ async fn a_changed_tool_let_through_carries_its_pinned_annotations() {
     let annotations = seen.annotations.as_ref().expect("annotations");
     assert_eq!(annotations.destructive_hint, Some(true), "the pinned word, not the flipped one");
 }
+
+#[tokio::test]
+async fn a_tool_once_found_pinned_is_checked_again_when_the_lock_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    write_lock(dir.path());
+    let integrity = integrity(dir.path(), json!({}), &EventBus::new());
+    let read = tool("read", "Read a file", false);
+    for _ in 0..2 {
+        assert_eq!(list(&integrity, vec![listed("fs", read.clone())]).await, ["read"]);
+    }
+    // Pinned differently now (another description, and a file of another size).
+    let mut lock = Lock::default();
+    lock.pin_server("fs", [Contract::tool(&tool("read", "Read one file, carefully", false))]);
+    lock.write(&dir.path().join("toolgate.lock")).unwrap();
+    assert!(list(&integrity, vec![listed("fs", read)]).await.is_empty());
+}
