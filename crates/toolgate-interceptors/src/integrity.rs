@@ -10,9 +10,17 @@
 //! kind = "integrity"
 //! drift = "block"        # block (default): withheld from lists, calls refused | warn | audit
 //! unknown = "warn"       # allow | warn (default) | block | quarantine
+//! poisoning = { report = "medium", quarantine = "high" }
 //! lock = "toolgate.lock" # default: toolgate.lock beside the config
 //! server.scratch = { drift = "warn", unknown = "allow" }
 //! ```
+//!
+//! The poisoning scan (`toolgate_integrity::scan`) runs on every tool once per definition:
+//! `poisoning = { report = "medium", quarantine = "high" }` (the defaults; `off` turns either
+//! off) reports findings at or above `report` (`integrity/poisoning`) and withholds tools with
+//! findings at or above `quarantine` (`integrity/quarantined`), whether pinned or not.
+//! Shadowing (naming another server's tools) is left to `toolgate scan`, which sees all the
+//! servers at once.
 //!
 //! `warn` and `audit` let the tool through and publish the event (`warn` also logs a warning);
 //! a call of a changed tool let through carries the *pinned* annotations on to the interceptors
@@ -41,6 +49,7 @@ use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_integrity::diff::{Change, changes};
 use toolgate_integrity::lock::LOCK_FILE;
+use toolgate_integrity::scan::{Finding, Scanned, Severity, scan};
 use toolgate_integrity::{Contract, Kind, Lock};
 use toolgate_intercept::{
     CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
@@ -58,8 +67,11 @@ pub mod kind {
     pub const DRIFT: &str = "integrity/drift";
     /// A tool has no pin.
     pub const UNKNOWN: &str = "integrity/unknown";
-    /// A tool with no pin was withheld until a person pins it.
+    /// A tool was withheld until a person looks at it: it has no pin (`unknown =
+    /// "quarantine"`), or the poisoning scan found something at the `quarantine` severity.
     pub const QUARANTINED: &str = "integrity/quarantined";
+    /// The poisoning scan found something at the `report` severity; the tool was let through.
+    pub const POISONING: &str = "integrity/poisoning";
 }
 
 /// What happens to a tool that changed since it was pinned.
@@ -83,9 +95,18 @@ enum OnUnknown {
 struct Actions {
     drift: OnDrift,
     unknown: OnUnknown,
+    /// Findings of the poisoning scan at or above this severity are reported (`None`: off).
+    report: Option<Severity>,
+    /// Findings at or above this severity withhold the tool (`None`: never).
+    quarantine: Option<Severity>,
 }
 
-const DEFAULT_ACTIONS: Actions = Actions { drift: OnDrift::Block, unknown: OnUnknown::Warn };
+const DEFAULT_ACTIONS: Actions = Actions {
+    drift: OnDrift::Block,
+    unknown: OnUnknown::Warn,
+    report: Some(Severity::Medium),
+    quarantine: Some(Severity::High),
+};
 
 /// The interceptor.
 pub struct Integrity {
@@ -106,6 +127,8 @@ pub struct Integrity {
 struct Known {
     tool: mcp::Tool,
     contract: Arc<Contract>,
+    /// What the poisoning scan found in it (without shadowing, which needs the other servers).
+    findings: Arc<Vec<Finding>>,
     /// The generation of the lock its digest was last found pinned in.
     pinned_in: Option<u64>,
 }
@@ -138,7 +161,7 @@ impl Integrity {
         config_dir: Option<&Path>,
     ) -> Result<Integrity, Vec<OptionError>> {
         let mut options = Options::new(entry.path.clone(), &entry.options);
-        options.only(&["drift", "unknown", "lock", "server"]);
+        options.only(&["drift", "unknown", "poisoning", "lock", "server"]);
         let at = options.at("");
         let at = at.trim_end_matches('.').to_owned();
         let defaults = actions(&mut options, &at, &entry.options, DEFAULT_ACTIONS);
@@ -155,7 +178,7 @@ impl Integrity {
                 match value.as_object() {
                     Some(table) => {
                         let mut one = Options::new(path.clone(), table);
-                        one.only(&["drift", "unknown"]);
+                        one.only(&["drift", "unknown", "poisoning"]);
                         let actions = actions(&mut one, &path, table, defaults);
                         options.errors.append(&mut one.errors);
                         servers.insert(server.clone(), actions);
@@ -213,21 +236,95 @@ impl Integrity {
         lock.map(|lock| (lock, loaded.generation))
     }
 
-    /// `tool`'s contract (as `server` lists it under `original`), from the cache when the
-    /// definition is the one it was computed from.
-    fn contract(&self, server: &str, original: &str, tool: &mcp::Tool) -> Arc<Contract> {
+    /// `tool`'s contract (as `server` lists it under `original`) and the scan's findings in
+    /// it, from the cache when the definition is the one they were computed from.
+    fn assess(
+        &self,
+        server: &str,
+        original: &str,
+        tool: &mcp::Tool,
+    ) -> (Arc<Contract>, Arc<Vec<Finding>>) {
         let mut cache = self.contracts.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(known) = cache.get(server).and_then(|tools| tools.get(original))
             && same_definition(&known.tool, tool)
         {
-            return known.contract.clone();
+            return (known.contract.clone(), known.findings.clone());
         }
         let mut named = tool.clone();
         named.name = original.to_owned().into();
         let contract = Arc::new(Contract::tool(&named));
-        let known = Known { tool: tool.clone(), contract: contract.clone(), pinned_in: None };
+        let findings =
+            Arc::new(scan(&[Scanned { server, items: std::slice::from_ref(contract.as_ref()) }]));
+        let known = Known {
+            tool: tool.clone(),
+            contract: contract.clone(),
+            findings: findings.clone(),
+            pinned_in: None,
+        };
         cache.entry(server.to_owned()).or_default().insert(original.to_owned(), known);
-        contract
+        (contract, findings)
+    }
+
+    /// Whether `findings` withhold the tool (quarantine); reports them as configured, once per
+    /// tool and contract.
+    fn poisoned(
+        &self,
+        server: &str,
+        original: &str,
+        exposed: &str,
+        contract: &Contract,
+        findings: &[Finding],
+    ) -> bool {
+        let actions = self.actions(server);
+        let worst = findings.iter().map(|f| f.severity).max();
+        let Some(worst) = worst else { return false };
+        let withheld =
+            actions.quarantine.is_some_and(|at| worst >= at) && self.descriptor.mode != Mode::Audit;
+        let reported = actions.report.is_some_and(|at| worst >= at);
+        if !withheld && !reported {
+            return false;
+        }
+        let kind = if withheld { kind::QUARANTINED } else { kind::POISONING };
+        let key = (server.to_owned(), original.to_owned(), format!("{kind}{}", contract.digest));
+        if self.announced.lock().unwrap_or_else(PoisonError::into_inner).insert(key) {
+            let rules: Vec<String> = findings
+                .iter()
+                .map(|f| format!("{} ({}) in {}", f.rule, f.severity, f.field))
+                .collect();
+            if !withheld {
+                tracing::warn!(
+                    server,
+                    tool = original,
+                    findings = rules.join("; "),
+                    "tool description looks poisoned"
+                );
+            }
+            self.events.publish(
+                Event::new(kind)
+                    .with("server", server)
+                    .with("tool", original)
+                    .with("exposed", exposed)
+                    .with("action", if withheld { "withheld" } else { "passed" })
+                    .with("reason", "poisoning")
+                    .with("findings", rules)
+                    .with("digest", contract.digest.clone()),
+            );
+        }
+        withheld
+    }
+
+    fn poisoning_refusal(&self, exposed: &str, findings: &[Finding]) -> Refusal {
+        let found: Vec<String> = findings
+            .iter()
+            .map(|f| format!("{} in its {} ({})", f.rule, f.field, f.excerpt))
+            .collect();
+        Refusal {
+            interceptor: self.descriptor.name.clone(),
+            reason: format!(
+                "tool `{exposed}` is quarantined: its definition looks poisoned: {}; see                  `toolgate scan`",
+                found.join("; ")
+            ),
+        }
     }
 
     /// Forgets cached contracts of tools no longer listed, once there are many more of them
@@ -253,7 +350,7 @@ impl Integrity {
         original: &str,
         tool: &mcp::Tool,
     ) -> Verdict {
-        let now = self.contract(server, original, tool);
+        let (now, _) = self.assess(server, original, tool);
         match lock.digest(server, Kind::Tool, original) {
             None => Verdict::Unknown,
             Some(digest) if digest == now.digest => {
@@ -414,6 +511,36 @@ fn actions(
             ),
         }
     }
+    if let Some(value) = table.get("poisoning") {
+        let at = format!("{at}.poisoning");
+        match value.as_object() {
+            Some(table) => {
+                for (key, value) in table {
+                    let severity = match value.as_str() {
+                        Some("off") => None,
+                        Some("low") => Some(Severity::Low),
+                        Some("medium") => Some(Severity::Medium),
+                        Some("high") => Some(Severity::High),
+                        _ => {
+                            let message =
+                                format!("expected low, medium, high or off, found {value}");
+                            options.error(&format!("{at}.{key}"), message);
+                            continue;
+                        }
+                    };
+                    match key.as_str() {
+                        "report" => actions.report = severity,
+                        "quarantine" => actions.quarantine = severity,
+                        _ => options.error(
+                            &format!("{at}.{key}"),
+                            "unknown option (expected one of: report, quarantine)",
+                        ),
+                    }
+                }
+            }
+            None => options.error(&at, format!("expected a table, found {value}")),
+        }
+    }
     actions
 }
 
@@ -444,8 +571,17 @@ impl Interceptor for Integrity {
                         )));
                     };
                     let verdict = self.verdict(&lock, &target.server, &target.original, tool);
+                    let (contract, findings) = self.assess(&target.server, &target.original, tool);
                     if self.judge(&target.server, &target.original, &target.exposed, &verdict) {
                         Outcome::Refuse(self.refusal(&target.server, &target.exposed, &verdict))
+                    } else if self.poisoned(
+                        &target.server,
+                        &target.original,
+                        &target.exposed,
+                        &contract,
+                        &findings,
+                    ) {
+                        Outcome::Refuse(self.poisoning_refusal(&target.exposed, &findings))
                     } else {
                         if let Verdict::Drift { pinned, .. } = &verdict {
                             // Let through, but what the interceptors after this one trust
@@ -471,6 +607,7 @@ impl Interceptor for Integrity {
                                     .and_then(|tools| tools.get(&listed.original))
                                     .is_some_and(|known| {
                                         known.pinned_in == Some(lock.1)
+                                            && known.findings.is_empty()
                                             && same_definition(&known.tool, &listed.item)
                                     })
                             })
@@ -485,13 +622,18 @@ impl Interceptor for Integrity {
                             {
                                 return true;
                             }
-                            let verdict =
-                                self.verdict(&lock, &listed.server, &listed.original, &listed.item);
-                            !self.judge(
-                                &listed.server,
-                                &listed.original,
+                            let (server, original) = (&listed.server, &listed.original);
+                            let verdict = self.verdict(&lock, server, original, &listed.item);
+                            if self.judge(server, original, &listed.item.name, &verdict) {
+                                return false;
+                            }
+                            let (contract, findings) = self.assess(server, original, &listed.item);
+                            !self.poisoned(
+                                server,
+                                original,
                                 &listed.item.name,
-                                &verdict,
+                                &contract,
+                                &findings,
                             )
                         })
                         .collect();

@@ -13,13 +13,15 @@ use crate::recorder::*;
 use crate::support::*;
 
 /// A config folder: the fixture with `weather` at stage 0, the integrity interceptor with
-/// `drift`, an audit log; `weather` pinned.
+/// `drift` (and the poisoning scan only reporting, so that what is tested is the pin), an audit
+/// log; `weather` pinned.
 async fn pinned_config(drift: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut text = fixture_server("fx", "stdio", None);
     text.push_str("args = [\"--rug-pull\", \"0\"]\n\n");
     text.push_str(&format!(
-        "[[pipeline]]\nkind = \"integrity\"\ndrift = \"{drift}\"\n\n[audit]\nfile = {}\n",
+        "[[pipeline]]\nkind = \"integrity\"\ndrift = \"{drift}\"\n\
+         poisoning = {{ quarantine = \"off\" }}\n\n[audit]\nfile = {}\n",
         toml_str(&dir.path().join("audit.jsonl").to_string_lossy())
     ));
     std::fs::write(dir.path().join("toolgate.toml"), text).expect("write the config");
@@ -146,5 +148,35 @@ async fn an_ask_policy_on_destructive_tools_still_asks_after_the_flip() {
         .expect("call");
     assert_eq!(after.is_error, Some(true));
     assert!(asked(&first_text(&after)), "still asked: {}", first_text(&after));
+    client.cancel().await.expect("close");
+}
+
+/// With the scan's defaults, `weather` at stage 1 (pinned as it is: nothing drifted) is still
+/// quarantined: its description hides instructions. The refusal says what was found.
+#[tokio::test]
+async fn a_poisoned_description_is_quarantined_even_when_pinned() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut text = fixture_server("fx", "stdio", None);
+    text.push_str("args = [\"--rug-pull\", \"1\"]\n\n[[pipeline]]\nkind = \"integrity\"\n");
+    let config = dir.path().join("toolgate.toml");
+    std::fs::write(&config, text).expect("write the config");
+    let pinned = run_toolgate(&["pin", "--config", config.to_str().expect("UTF-8")]).await;
+    assert!(pinned.status.success());
+    let (client, _notes, _) = recording_stdio_client(&config).await;
+    let names = tool_names(&client).await;
+    assert!(!names.contains(&"fx__weather".to_owned()), "{names:?}");
+    assert!(names.contains(&"fx__echo".to_owned()));
+    let refused = client
+        .call_tool(call("fx__weather", json!({"city": "Oslo", "note": "x"})))
+        .await
+        .expect("an answer");
+    let text = first_text(&refused);
+    assert!(
+        text.contains(
+            "is quarantined: its definition looks poisoned: hidden-tag in its description"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("»<IMPORTANT>«"), "{text}");
     client.cancel().await.expect("close");
 }
