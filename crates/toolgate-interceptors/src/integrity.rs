@@ -72,6 +72,66 @@ pub mod kind {
     pub const QUARANTINED: &str = "integrity/quarantined";
     /// The poisoning scan found something at the `report` severity; the tool was let through.
     pub const POISONING: &str = "integrity/poisoning";
+    /// An approver accepted a tool's contract over the admin API.
+    pub const APPROVED: &str = "integrity/approved";
+}
+
+/// The lock files of the `integrity` interceptors of a pipeline, where the admin API writes the
+/// contracts approvers accept.
+#[derive(Debug, Default)]
+pub struct IntegrityLocks(Mutex<Vec<PathBuf>>);
+
+impl IntegrityLocks {
+    fn register(&self, path: &Path) {
+        let mut paths = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !paths.iter().any(|known| known == path) {
+            paths.push(path.to_owned());
+        }
+    }
+
+    /// The lock files, in pipeline order (empty: no `integrity` in the pipeline).
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// What accepting a tool's contract did to one lock file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    pub lock: PathBuf,
+    /// The digest it was pinned with before, if it was.
+    pub pinned_digest: Option<String>,
+    pub digest: String,
+    /// What changed from the old pin, in words.
+    pub changes: Vec<String>,
+}
+
+/// Pins `tool` (as `server` lists it under `original`) in the lock file at `path`, leaving the
+/// other pins: an approver accepting a new contract. The gateway sees it at the next list.
+pub fn approve(
+    path: &Path,
+    server: &str,
+    original: &str,
+    tool: &mcp::Tool,
+) -> Result<Approved, toolgate_integrity::LockError> {
+    let mut lock = Lock::read(path)?.unwrap_or_default();
+    let mut named = tool.clone();
+    named.name = original.to_owned().into();
+    let now = Contract::tool(&named);
+    let before = lock.contract(server, Kind::Tool, original);
+    let changes = before
+        .as_ref()
+        .map(|pinned| changes(pinned, &now).iter().map(ToString::to_string).collect())
+        .unwrap_or_default();
+    let approved = Approved {
+        lock: path.to_owned(),
+        pinned_digest: before.map(|pinned| pinned.digest),
+        digest: now.digest.clone(),
+        changes,
+    };
+    lock.pin(server, now);
+    lock.write(path)?;
+    Ok(approved)
 }
 
 /// What happens to a tool that changed since it was pinned.
@@ -157,9 +217,10 @@ impl Integrity {
     /// `config_dir` (the config file's folder), else from the current directory.
     pub fn from_config(
         entry: &InterceptorConfig,
-        events: EventBus,
-        config_dir: Option<&Path>,
+        services: &crate::Services,
     ) -> Result<Integrity, Vec<OptionError>> {
+        let events = services.events.clone();
+        let config_dir = services.config_dir.as_deref();
         let mut options = Options::new(entry.path.clone(), &entry.options);
         options.only(&["drift", "unknown", "poisoning", "lock", "server"]);
         let at = options.at("");
@@ -194,6 +255,9 @@ impl Integrity {
         // A mutation (it withholds tools from lists); fails closed, the default.
         let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Mutation, hooks);
         let descriptor = options.configure(descriptor, entry);
+        if options.errors.is_empty() {
+            services.integrity_locks.register(&lock_path);
+        }
         options.finish(descriptor, |descriptor| Integrity {
             descriptor,
             lock_path,

@@ -37,6 +37,8 @@ pub struct Services {
     /// The config file's folder: where relative paths in options (`integrity`'s `lock`) are
     /// taken from. `None`: the current directory.
     pub config_dir: Option<std::path::PathBuf>,
+    /// Where the `integrity` interceptors keep their pins, for the admin API.
+    pub integrity_locks: Arc<integrity::IntegrityLocks>,
 }
 
 impl Services {
@@ -47,6 +49,7 @@ impl Services {
             events,
             admin_api: false,
             config_dir: None,
+            integrity_locks: Arc::default(),
         }
     }
 
@@ -111,11 +114,7 @@ fn build(
         validate_args::KIND => Ok(Arc::new(validate_args::ValidateArgs::from_config(entry)?)),
         arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
-        integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(
-            entry,
-            services.events.clone(),
-            services.config_dir.as_deref(),
-        )?)),
+        integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(entry, services)?)),
         approval::KIND => {
             let approval = approval::Approval::from_config(entry, services.approvals.clone())?;
             match approval.approver_option() {

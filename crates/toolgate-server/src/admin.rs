@@ -5,6 +5,9 @@
 //!   "reason": "..."}`: decides one (the approver is the name of the token used);
 //! - `GET /events?pattern=tools/*&pattern=*/denied`: the event stream (server-sent events);
 //! - `GET /interceptors`: the pipeline, as `interceptors/list` returns it;
+//! - `POST /integrity/{tool}/approve`: accepts the exposed tool's contract as its server lists
+//!   it now, in the lock file of every `integrity` interceptor; the approver is recorded in an
+//!   `integrity/approved` event;
 //! - `GET /healthz`.
 //!
 //! Every route but `/healthz` needs `Authorization: Bearer <token>`, one of `[admin] tokens`.
@@ -20,7 +23,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use toolgate_audit::Event;
 use toolgate_audit::{EventPattern, SINK_CAPACITY};
+use toolgate_interceptors::integrity::{self, IntegrityLocks};
 use toolgate_interceptors::{ApprovalDesk, DecideError};
 
 use crate::gateway::Gateway;
@@ -67,6 +72,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 struct Admin {
     gateway: Arc<Gateway>,
     approvals: Arc<ApprovalDesk>,
+    integrity: Arc<IntegrityLocks>,
     tokens: AdminTokens,
 }
 
@@ -74,14 +80,16 @@ struct Admin {
 pub fn admin_router(
     gateway: Arc<Gateway>,
     approvals: Arc<ApprovalDesk>,
+    integrity: Arc<IntegrityLocks>,
     tokens: AdminTokens,
 ) -> axum::Router {
-    let admin = Admin { gateway, approvals, tokens };
+    let admin = Admin { gateway, approvals, integrity, tokens };
     axum::Router::new()
         .route("/approvals", axum::routing::get(list_approvals))
         .route("/approvals/{id}", axum::routing::post(decide))
         .route("/events", axum::routing::get(events))
         .route("/interceptors", axum::routing::get(interceptors))
+        .route("/integrity/{tool}/approve", axum::routing::post(approve_contract))
         .with_state(admin)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
 }
@@ -169,6 +177,72 @@ async fn decide(
             problem(StatusCode::FORBIDDEN, error.to_string())
         }
     }
+}
+
+async fn approve_contract(
+    State(admin): State<Admin>,
+    Path(exposed): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let approver = match authorised(&admin, &headers) {
+        Ok(name) => name.to_owned(),
+        Err(unauthorised) => return unauthorised.into_response(),
+    };
+    let locks = admin.integrity.paths();
+    if locks.is_empty() {
+        return problem(
+            StatusCode::CONFLICT,
+            "no `integrity` interceptor in the pipeline: there is no lock file to approve into",
+        );
+    }
+    let Some(route) = admin.gateway.inventory().tool_route(&exposed).cloned() else {
+        return problem(StatusCode::NOT_FOUND, format!("no tool `{exposed}` is listed now"));
+    };
+    let tool = admin
+        .gateway
+        .upstreams()
+        .iter()
+        .find(|upstream| upstream.name() == &*route.upstream)
+        .and_then(|upstream| upstream.tool(&route.original));
+    let Some(tool) = tool else {
+        return problem(StatusCode::NOT_FOUND, format!("no tool `{exposed}` is listed now"));
+    };
+    let mut approved = Vec::new();
+    for lock in locks {
+        match integrity::approve(&lock, &route.upstream, &route.original, &tool) {
+            Ok(one) => approved.push(one),
+            Err(error) => return problem(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+        }
+    }
+    let first = &approved[0];
+    admin.gateway.recorder().bus().publish(
+        Event::new(integrity::kind::APPROVED)
+            .with("server", route.upstream.to_string())
+            .with("tool", route.original.clone())
+            .with("exposed", exposed.clone())
+            .with("by", approver.clone())
+            .with("digest", first.digest.clone())
+            .with("pinned_digest", first.pinned_digest.clone())
+            .with("changes", first.changes.clone()),
+    );
+    tracing::info!(
+        target: "toolgate::integrity",
+        tool = %exposed,
+        by = %approver,
+        digest = %first.digest,
+        "contract approved"
+    );
+    Json(json!({
+        "tool": exposed,
+        "server": &*route.upstream,
+        "original": route.original,
+        "by": approver,
+        "digest": first.digest,
+        "pinned_digest": first.pinned_digest,
+        "changes": first.changes,
+        "locks": approved.iter().map(|a| a.lock.display().to_string()).collect::<Vec<_>>(),
+    }))
+    .into_response()
 }
 
 async fn interceptors(State(admin): State<Admin>, headers: HeaderMap) -> Response {

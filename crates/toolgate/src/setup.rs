@@ -148,6 +148,8 @@ pub(crate) struct Running {
     pub(crate) gateway: Arc<Gateway>,
     /// Calls held for approval, for the admin API.
     pub(crate) approvals: Arc<ApprovalDesk>,
+    /// The `integrity` interceptors' lock files, for the admin API.
+    pub(crate) integrity_locks: Arc<toolgate_interceptors::integrity::IntegrityLocks>,
     events: Events,
 }
 
@@ -187,7 +189,12 @@ pub(crate) async fn start(
         recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());
     }
     let gateway = Gateway::start(&config.servers, wait, pipeline, recorder).await;
-    Ok(Running { gateway, approvals: services.approvals, events })
+    Ok(Running {
+        gateway,
+        approvals: services.approvals,
+        integrity_locks: services.integrity_locks,
+        events,
+    })
 }
 
 /// [`start`], failing when a `required` server did not come up.

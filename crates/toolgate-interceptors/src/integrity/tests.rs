@@ -33,7 +33,8 @@ fn write_lock(dir: &Path) {
 
 fn integrity(dir: &Path, options: Value, bus: &EventBus) -> Integrity {
     let entry = test_entry("integrity", "pipeline[0]", options);
-    Integrity::from_config(&entry, bus.clone(), Some(dir)).expect("valid options")
+    let services = crate::Services::new(bus.clone()).with_config_dir(Some(dir.to_owned()));
+    Integrity::from_config(&entry, &services).expect("valid options")
 }
 
 fn listed(server: &str, tool: mcp::Tool) -> Listed<mcp::Tool> {
@@ -178,7 +179,8 @@ fn bad_options_are_named() {
         "pipeline[1]",
         json!({"drift": "ignore", "server": {"fs": {"unknown": "maybe", "x": 1}}, "lok": "a"}),
     );
-    let errors = Integrity::from_config(&entry, EventBus::new(), None).err().expect("errors");
+    let services = crate::Services::new(EventBus::new());
+    let errors = Integrity::from_config(&entry, &services).err().expect("errors");
     let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
     let text = text.join("\n");
     for expected in [

@@ -104,9 +104,13 @@ async fn start_admin(
     let tokens = toolgate_server::AdminTokens::new(
         config.tokens.iter().map(|(name, token)| (name.clone(), token.expose().to_owned())),
     );
-    let router =
-        toolgate_server::admin_router(running.gateway.clone(), running.approvals.clone(), tokens);
-    tracing::info!("admin API at http://{bound} (approvals, events, interceptors)");
+    let router = toolgate_server::admin_router(
+        running.gateway.clone(),
+        running.approvals.clone(),
+        running.integrity_locks.clone(),
+        tokens,
+    );
+    tracing::info!("admin API at http://{bound} (approvals, events, interceptors, integrity)");
     running.approvals.set_attended(true);
     Ok(tokio::spawn(async move {
         if let Err(error) = toolgate_server::serve_admin(listener, router, shutdown).await {

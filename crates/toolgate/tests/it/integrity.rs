@@ -180,3 +180,62 @@ async fn a_poisoned_description_is_quarantined_even_when_pinned() {
     assert!(text.contains("»<IMPORTANT>«"), "{text}");
     client.cancel().await.expect("close");
 }
+
+/// The admin API's base URL, from the gateway's log.
+async fn admin_url(gateway: &HttpGateway) -> String {
+    let line = gateway.wait_for_log(&["admin API at http://"]).await;
+    let at = line.find("http://").expect("url");
+    line[at..].split_whitespace().next().expect("url").to_owned()
+}
+
+/// A changed tool is withheld; an approver accepts its new contract over the admin API; the
+/// tool is back at the next list, and the audit log names the approver.
+#[tokio::test]
+async fn an_approver_accepts_a_changed_tool_over_the_admin_api() {
+    let dir = pinned_config("block").await;
+    let config = dir.path().join("toolgate.toml");
+    let mut text = std::fs::read_to_string(&config).expect("read");
+    text.push_str(
+        "\n[admin]\nlisten = \"127.0.0.1:0\"\ntokens = { alice = \"alice-token-0123456789\" }\n",
+    );
+    std::fs::write(&config, text).expect("write");
+    let gateway = HttpGateway::start(&config).await;
+    let admin = admin_url(&gateway).await;
+    let (client, mut notes) = recording_http_client(&gateway.url).await;
+    rug_pull(&client, &mut notes, 2).await;
+    assert!(!tool_names(&client).await.contains(&"fx__weather".to_owned()));
+
+    let http = reqwest::Client::new();
+    let url = format!("{admin}/integrity/fx__weather/approve");
+    let anonymous = http.post(&url).send().await.expect("POST");
+    assert_eq!(anonymous.status(), 401);
+    let unknown = http
+        .post(format!("{admin}/integrity/fx__nope/approve"))
+        .header("authorization", "Bearer alice-token-0123456789")
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(unknown.status(), 404);
+    let approved = http
+        .post(&url)
+        .header("authorization", "Bearer alice-token-0123456789")
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(approved.status(), 200);
+    let body: Value = approved.json().await.expect("JSON");
+    assert_eq!((body["by"].as_str(), body["original"].as_str()), (Some("alice"), Some("weather")));
+    let changes = body["changes"].to_string();
+    assert!(changes.contains("inputSchema.properties.note: (absent)"), "{body}");
+
+    assert!(tool_names(&client).await.contains(&"fx__weather".to_owned()), "back after approval");
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+    let log = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("the audit log");
+    let record = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .find(|r| r["kind"] == "integrity/approved")
+        .expect("the approval is on record");
+    assert_eq!((record["by"].as_str(), record["tool"].as_str()), (Some("alice"), Some("weather")));
+}
