@@ -13,7 +13,13 @@
 //! poisoning = { report = "medium", quarantine = "high" }
 //! lock = "toolgate.lock" # default: toolgate.lock beside the config
 //! server.scratch = { drift = "warn", unknown = "allow" }
+//! override."fs__delete" = { description = "Deletes a file.", annotations = { destructiveHint = true } }
 //! ```
+//!
+//! `override` is the operator's word about a tool (by exposed name): its `title`,
+//! `description` and `annotations` as the model sees them in lists and as the interceptors
+//! after this one (`policy`) see them on calls, over what its server says. The pin is still of
+//! what the server says.
 //!
 //! The poisoning scan (`toolgate_integrity::scan`) runs on every tool once per definition:
 //! `poisoning = { report = "medium", quarantine = "high" }` (the defaults; `off` turns either
@@ -74,6 +80,109 @@ pub mod kind {
     pub const POISONING: &str = "integrity/poisoning";
     /// An approver accepted a tool's contract over the admin API.
     pub const APPROVED: &str = "integrity/approved";
+}
+
+/// An operator's word about one tool: what the model is shown and what `policy` trusts.
+#[derive(Debug, Clone, Default)]
+struct Override {
+    title: Option<String>,
+    description: Option<String>,
+    /// Annotation keys (MCP's names) and their values, each replacing the server's.
+    annotations: Map<String, Value>,
+}
+
+impl Override {
+    /// `tool` as the operator says it is.
+    fn apply(&self, tool: &mut mcp::Tool) {
+        if let Some(title) = &self.title {
+            tool.title = Some(title.clone());
+        }
+        if let Some(description) = &self.description {
+            tool.description = Some(description.clone().into());
+        }
+        if !self.annotations.is_empty() {
+            let mut annotations = tool
+                .annotations
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok())
+                .and_then(|v| v.as_object().cloned())
+                .unwrap_or_default();
+            annotations.extend(self.annotations.clone());
+            tool.annotations = serde_json::from_value(Value::Object(annotations)).ok();
+        }
+    }
+}
+
+/// The annotation keys an override may set, and whether each is a flag.
+const ANNOTATION_KEYS: [(&str, bool); 5] = [
+    ("title", false),
+    ("readOnlyHint", true),
+    ("destructiveHint", true),
+    ("idempotentHint", true),
+    ("openWorldHint", true),
+];
+
+fn parse_override(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Override> {
+    let Some(table) = value.as_object() else {
+        options.error(path, format!("expected a table, found {value}"));
+        return None;
+    };
+    let mut one = Override::default();
+    let mut ok = true;
+    for (key, value) in table {
+        let at = format!("{path}.{key}");
+        match (key.as_str(), value) {
+            ("title", Value::String(text)) => one.title = Some(text.clone()),
+            ("description", Value::String(text)) => one.description = Some(text.clone()),
+            ("annotations", Value::Object(annotations)) => {
+                for (name, value) in annotations {
+                    match ANNOTATION_KEYS.iter().find(|(known, _)| known == name) {
+                        Some((_, true)) if value.is_boolean() => {}
+                        Some((_, false)) if value.is_string() => {}
+                        Some((_, flag)) => {
+                            let wanted = if *flag { "true or false" } else { "a string" };
+                            options.error(
+                                &format!("{at}.{name}"),
+                                format!("expected {wanted}, found {value}"),
+                            );
+                            ok = false;
+                            continue;
+                        }
+                        None => {
+                            let known: Vec<&str> =
+                                ANNOTATION_KEYS.iter().map(|(k, _)| *k).collect();
+                            options.error(
+                                &format!("{at}.{name}"),
+                                format!(
+                                    "unknown annotation (expected one of: {})",
+                                    known.join(", ")
+                                ),
+                            );
+                            ok = false;
+                            continue;
+                        }
+                    }
+                    one.annotations.insert(name.clone(), value.clone());
+                }
+            }
+            ("title" | "description", other) => {
+                options.error(&at, format!("expected a string, found {other}"));
+                ok = false;
+            }
+            ("annotations", other) => {
+                options.error(&at, format!("expected a table, found {other}"));
+                ok = false;
+            }
+            _ => {
+                options.error(
+                    &at,
+                    "unknown option (expected one of: title, description, annotations)",
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(one)
 }
 
 /// The lock files of the `integrity` interceptors of a pipeline, where the admin API writes the
@@ -174,6 +283,8 @@ pub struct Integrity {
     lock_path: PathBuf,
     defaults: Actions,
     servers: HashMap<String, Actions>,
+    /// What the operator says about a tool, by exposed name, over what its server says.
+    overrides: HashMap<String, Override>,
     events: EventBus,
     loaded: Mutex<Loaded>,
     /// (server, tool, digest) already announced, so that each case is published once.
@@ -222,7 +333,7 @@ impl Integrity {
         let events = services.events.clone();
         let config_dir = services.config_dir.as_deref();
         let mut options = Options::new(entry.path.clone(), &entry.options);
-        options.only(&["drift", "unknown", "poisoning", "lock", "server"]);
+        options.only(&["drift", "unknown", "poisoning", "lock", "server", "override"]);
         let at = options.at("");
         let at = at.trim_end_matches('.').to_owned();
         let defaults = actions(&mut options, &at, &entry.options, DEFAULT_ACTIONS);
@@ -248,6 +359,16 @@ impl Integrity {
                 }
             }
         }
+        let mut overrides = HashMap::new();
+        if let Some(table) = options.table("override") {
+            let at = options.at("override");
+            for (exposed, value) in table {
+                let path = format!("{at}.{exposed}");
+                if let Some(one) = parse_override(&mut options, &path, value) {
+                    overrides.insert(exposed.clone(), one);
+                }
+            }
+        }
         let hooks = vec![
             Hook::new(["tools/call"], Phase::Request).expect("a literal event"),
             Hook::new(["tools/list"], Phase::Response).expect("a literal event"),
@@ -263,6 +384,7 @@ impl Integrity {
             lock_path,
             defaults,
             servers,
+            overrides,
             events,
             loaded: Mutex::default(),
             announced: Mutex::default(),
@@ -647,11 +769,21 @@ impl Interceptor for Integrity {
                     ) {
                         Outcome::Refuse(self.poisoning_refusal(&target.exposed, &findings))
                     } else {
-                        if let Verdict::Drift { pinned, .. } = &verdict {
+                        let over = self.overrides.get(&target.exposed);
+                        if matches!(verdict, Verdict::Drift { .. }) || over.is_some() {
                             // Let through, but what the interceptors after this one trust
                             // (`policy`'s annotations, `approval`'s digest) is the pinned word,
-                            // not a hint the server just changed.
-                            let trusted = with_pinned_annotations(tool, pinned);
+                            // not a hint the server just changed, and the operator's word over
+                            // both.
+                            let mut trusted = match &verdict {
+                                Verdict::Drift { pinned, .. } => {
+                                    with_pinned_annotations(tool, pinned)
+                                }
+                                _ => tool.clone(),
+                            };
+                            if let Some(over) = over {
+                                over.apply(&mut trusted);
+                            }
                             if let Some(target) = &mut ctx.target {
                                 target.tool = Some(Arc::new(trusted));
                             }
@@ -702,14 +834,22 @@ impl Interceptor for Integrity {
                         })
                         .collect();
                     self.sweep(tools);
-                    if shown.iter().all(|&s| s) {
+                    let overridden = !self.overrides.is_empty()
+                        && tools.iter().any(|l| self.overrides.contains_key(&*l.item.name));
+                    if shown.iter().all(|&s| s) && !overridden {
                         Outcome::Continue
                     } else {
                         let kept = tools
                             .iter()
                             .zip(shown)
                             .filter(|(_, shown)| *shown)
-                            .map(|(listed, _)| listed.clone())
+                            .map(|(listed, _)| {
+                                let mut listed = listed.clone();
+                                if let Some(over) = self.overrides.get(&*listed.item.name) {
+                                    over.apply(&mut listed.item);
+                                }
+                                listed
+                            })
                             .collect();
                         Outcome::Rewrite(Message::Tools(kept))
                     }

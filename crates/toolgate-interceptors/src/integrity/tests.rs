@@ -274,3 +274,65 @@ async fn the_poisoning_scan_quarantines_or_reports_by_severity_per_server() {
     assert!(matches!(call(&integrity, "lab", poisoned).await, Outcome::Continue));
     assert!(matches!(call(&integrity, "fs", steering).await, Outcome::Continue));
 }
+
+#[tokio::test]
+async fn an_operator_override_is_what_the_model_and_the_policy_see() {
+    let dir = tempfile::tempdir().unwrap();
+    write_lock(dir.path());
+    let options = json!({"override": {"fs__read": {
+        "description": "Reads one file of the project.",
+        "annotations": {"destructiveHint": true, "title": "Read"},
+    }}});
+    let integrity = integrity(dir.path(), options, &EventBus::new());
+    let read = tool("read", "Read a file", false);
+
+    let message = Message::Tools(vec![listed("fs", read.clone())]);
+    let mut ctx = CallContext::new(Principal::local());
+    let outcome = integrity
+        .intercept(InterceptionEvent::ToolsList, Phase::Response, &message, &mut ctx)
+        .await
+        .expect("no failure");
+    let Outcome::Rewrite(Message::Tools(shown)) = outcome else { panic!("rewritten") };
+    assert_eq!(shown[0].item.description.as_deref(), Some("Reads one file of the project."));
+    let annotations = shown[0].item.annotations.as_ref().expect("annotations");
+    assert_eq!(
+        (annotations.destructive_hint, annotations.title.as_deref()),
+        (Some(true), Some("Read"))
+    );
+
+    let mut ctx = CallContext::new(Principal::local());
+    ctx.target = Some(Target {
+        server: "fs".into(),
+        original: "read".into(),
+        exposed: "fs__read".into(),
+        tool: Some(Arc::new(read)),
+    });
+    let message = Message::CallTool(mcp::CallToolRequestParams::new("read"));
+    let outcome = integrity
+        .intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx)
+        .await
+        .expect("no failure");
+    assert!(matches!(outcome, Outcome::Continue), "pinned as the server says it: {outcome:?}");
+    let seen = ctx.target.as_ref().and_then(|t| t.tool.clone()).expect("a tool");
+    assert_eq!(seen.annotations.as_ref().and_then(|a| a.destructive_hint), Some(true));
+}
+
+#[test]
+fn bad_overrides_are_named() {
+    let entry = test_entry(
+        "integrity",
+        "pipeline[0]",
+        json!({"override": {"fs__read": {"description": 3, "annotations": {"dangerous": true, "readOnlyHint": "yes"}, "colour": "red"}}}),
+    );
+    let services = crate::Services::new(EventBus::new());
+    let errors = Integrity::from_config(&entry, &services).err().expect("errors");
+    let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    for expected in [
+        "pipeline[0].override.fs__read.description: expected a string, found 3",
+        "pipeline[0].override.fs__read.annotations.dangerous: unknown annotation",
+        "pipeline[0].override.fs__read.annotations.readOnlyHint: expected true or false",
+        "pipeline[0].override.fs__read.colour: unknown option",
+    ] {
+        assert!(text.contains(expected), "{expected}\n{text}");
+    }
+}
