@@ -145,6 +145,7 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
         restart_wait: DEFAULT_RESTART_WAIT,
         required: false,
         enabled: !disabled?.unwrap_or(false),
+        integrity: None,
     };
     Some(Entry { server, place: cx.place(&path) })
 }

@@ -192,6 +192,9 @@ pub struct ServerConfig {
     pub required: bool,
     /// When false, the server is not started at all.
     pub enabled: bool,
+    /// `integrity = { drift, unknown, poisoning }`: how the `integrity` interceptor treats this
+    /// server, over its own defaults; checked when the pipeline is built (its options).
+    pub integrity: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// How an upstream is reached.

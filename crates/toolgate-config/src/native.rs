@@ -29,6 +29,7 @@ const SERVER_KEYS: &[&str] = &[
     "restart_wait",
     "required",
     "enabled",
+    "integrity",
 ];
 const STDIO_KEYS: &[&str] = &["args", "env", "env_remove", "cwd"];
 const HTTP_KEYS: &[&str] = &["transport", "headers"];
@@ -284,6 +285,11 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
             .map(|d| d.unwrap_or(DEFAULT_RESTART_WAIT));
     let required = optional(fields.get("required").copied(), |v| cx.boolean(v, &at("required")));
     let enabled = optional(fields.get("enabled").copied(), |v| cx.boolean(v, &at("enabled")));
+    let integrity = optional(fields.get("integrity").copied(), |v| {
+        let table = cx.table(v, &at("integrity"))?;
+        let json = table.iter().map(|(key, value)| (key.clone(), value.to_json())).collect();
+        Some(json)
+    });
 
     let transport = match mode? {
         ServerKind::Stdio => TransportConfig::Stdio(StdioConfig {
@@ -309,6 +315,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         restart_wait: restart_wait?,
         required: required?.unwrap_or(false),
         enabled: enabled?.unwrap_or(true),
+        integrity: integrity?,
     };
     Some(Entry { server, place: cx.place(&path) })
 }

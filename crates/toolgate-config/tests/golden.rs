@@ -139,6 +139,7 @@ fn dump(config: &Config) -> String {
             restart_wait,
             required,
             enabled,
+            integrity,
         } = server;
         line(w, 1, name, "");
         line(w, 2, "transport", transport.kind());
@@ -166,6 +167,9 @@ fn dump(config: &Config) -> String {
         }
         line(w, 2, "required", required);
         line(w, 2, "enabled", enabled);
+        if let Some(integrity) = integrity {
+            line(w, 2, "integrity", serde_json::Value::Object(integrity.clone()));
+        }
     }
     if !pipeline.is_empty() {
         line(w, 0, "pipeline", "");

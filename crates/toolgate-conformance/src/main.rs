@@ -92,6 +92,7 @@ fn server_config(url: url::Url) -> ServerConfig {
         restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
         required: true,
         enabled: true,
+        integrity: None,
     }
 }
 

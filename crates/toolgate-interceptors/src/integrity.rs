@@ -343,6 +343,15 @@ impl Integrity {
             _ => PathBuf::from(lock),
         };
         let mut servers = HashMap::new();
+        // `[servers.X] integrity` first; the interceptor's own `server.X` over it.
+        for (server, table) in &services.server_integrity {
+            let path = format!("servers.{server}.integrity");
+            let mut one = Options::new(path.clone(), table);
+            one.only(&["drift", "unknown", "poisoning"]);
+            let actions = actions(&mut one, &path, table, defaults);
+            options.errors.append(&mut one.errors);
+            servers.insert(server.clone(), actions);
+        }
         if let Some(table) = options.table("server") {
             let at = options.at("server");
             for (server, value) in table {
@@ -351,7 +360,8 @@ impl Integrity {
                     Some(table) => {
                         let mut one = Options::new(path.clone(), table);
                         one.only(&["drift", "unknown", "poisoning"]);
-                        let actions = actions(&mut one, &path, table, defaults);
+                        let base = servers.get(server).copied().unwrap_or(defaults);
+                        let actions = actions(&mut one, &path, table, base);
                         options.errors.append(&mut one.errors);
                         servers.insert(server.clone(), actions);
                     }

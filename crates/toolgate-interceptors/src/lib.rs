@@ -39,6 +39,8 @@ pub struct Services {
     pub config_dir: Option<std::path::PathBuf>,
     /// Where the `integrity` interceptors keep their pins, for the admin API.
     pub integrity_locks: Arc<integrity::IntegrityLocks>,
+    /// `[servers.X] integrity` tables, by server: how `integrity` treats each server.
+    pub server_integrity: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
 }
 
 impl Services {
@@ -50,12 +52,20 @@ impl Services {
             admin_api: false,
             config_dir: None,
             integrity_locks: Arc::default(),
+            server_integrity: Vec::new(),
         }
     }
 
     /// The same, saying whether the config has an admin API.
     pub fn with_admin_api(mut self, admin_api: bool) -> Services {
         self.admin_api = admin_api;
+        self
+    }
+
+    /// The same, with the `integrity` tables of `servers`.
+    pub fn with_servers(mut self, servers: &[toolgate_config::ServerConfig]) -> Services {
+        self.server_integrity =
+            servers.iter().filter_map(|s| Some((s.name.clone(), s.integrity.clone()?))).collect();
         self
     }
 
@@ -82,6 +92,15 @@ pub fn build_pipeline(
     services: &Services,
 ) -> Result<Pipeline, Vec<OptionError>> {
     let mut errors = Vec::new();
+    if !entries.iter().any(|entry| entry.kind == integrity::KIND) {
+        for (server, _) in &services.server_integrity {
+            errors.push(OptionError::new(
+                format!("servers.{server}.integrity"),
+                "has no effect without an `integrity` entry in [[pipeline]] (add \
+                 `[[pipeline]]` with `kind = \"integrity\"`)",
+            ));
+        }
+    }
     let mut chain: Vec<Arc<dyn Interceptor>> = Vec::new();
     for entry in entries {
         match build(entry, services) {
@@ -101,7 +120,17 @@ pub fn build_pipeline(
 /// shares (a bus nobody listens to, a desk nobody reads), so that the check and the real build
 /// can never disagree. Starts nothing and does no IO.
 pub fn check_pipeline(entries: &[InterceptorConfig], admin_api: bool) -> Vec<OptionError> {
-    let services = Services::new(EventBus::new()).with_admin_api(admin_api);
+    check_config_pipeline(entries, admin_api, &[])
+}
+
+/// [`check_pipeline`] for a config whose servers are `servers` (their `integrity` tables are
+/// checked by the `integrity` interceptor, and need one).
+pub fn check_config_pipeline(
+    entries: &[InterceptorConfig],
+    admin_api: bool,
+    servers: &[toolgate_config::ServerConfig],
+) -> Vec<OptionError> {
+    let services = Services::new(EventBus::new()).with_admin_api(admin_api).with_servers(servers);
     build_pipeline(entries, &services).err().unwrap_or_default()
 }
 

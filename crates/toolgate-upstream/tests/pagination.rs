@@ -94,6 +94,7 @@ async fn every_page_of_every_list_is_fetched() {
         restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
         required: true,
         enabled: true,
+        integrity: None,
     };
     let upstream = Upstream::connect(&config).await.expect("connects");
     let catalog = upstream.catalog();

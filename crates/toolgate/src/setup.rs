@@ -132,6 +132,7 @@ fn demo_config() -> anyhow::Result<Config> {
         restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
         required: true,
         enabled: true,
+        integrity: None,
     };
     Ok(Config {
         gateway: Default::default(),
@@ -180,6 +181,7 @@ pub(crate) async fn start(
     let bus = EventBus::new();
     let services = Services::new(bus.clone())
         .with_admin_api(config.admin.is_some())
+        .with_servers(&config.servers)
         .with_config_dir(source.dir());
     let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
         .map_err(InvalidPipeline)?;

@@ -336,3 +336,27 @@ fn bad_overrides_are_named() {
         assert!(text.contains(expected), "{expected}\n{text}");
     }
 }
+
+#[tokio::test]
+async fn a_servers_own_integrity_table_applies_under_the_interceptors_server_table() {
+    let dir = tempfile::tempdir().unwrap();
+    write_lock(dir.path());
+    let mut services =
+        crate::Services::new(EventBus::new()).with_config_dir(Some(dir.path().to_owned()));
+    let warn = json!({"drift": "warn"}).as_object().cloned().unwrap();
+    services.server_integrity = vec![("fs".into(), warn.clone()), ("git".into(), warn)];
+    let options = json!({"server": {"git": {"drift": "block"}}});
+    let entry = test_entry("integrity", "pipeline[0]", options);
+    let integrity = Integrity::from_config(&entry, &services).expect("valid");
+    let mut lock = Lock::default();
+    lock.pin_server("fs", [Contract::tool(&tool("read", "Read a file", false))]);
+    lock.pin_server("git", [Contract::tool(&tool("read", "Read a file", false))]);
+    lock.write(&dir.path().join("toolgate.lock")).unwrap();
+
+    let pulled = tool("read", "Read any file", false);
+    let shown =
+        list(&integrity, vec![listed("fs", pulled.clone()), listed("git", pulled.clone())]).await;
+    assert_eq!(shown, ["read"], "fs warns (its own table), git blocks (the interceptor's table)");
+    assert!(matches!(call(&integrity, "fs", pulled.clone()).await, Outcome::Continue));
+    assert!(matches!(call(&integrity, "git", pulled).await, Outcome::Refuse(_)));
+}

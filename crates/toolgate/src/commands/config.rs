@@ -64,7 +64,11 @@ fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     // blamed for its absence.
     let admin_written = config.admin.is_some()
         || problems.iter().any(|p| p.path == "admin" || p.path.starts_with("admin."));
-    problems.extend(toolgate_interceptors::check_pipeline(&config.pipeline, admin_written));
+    problems.extend(toolgate_interceptors::check_config_pipeline(
+        &config.pipeline,
+        admin_written,
+        &config.servers,
+    ));
     problems.extend(AuditPlan::new(&config.audit).err().unwrap_or_default());
     problems.extend(events::check_log_file(&config.audit));
     let report = Report { path: Some(&checked.path), problems, warnings: &config.warnings };
