@@ -52,16 +52,6 @@ impl Kind {
             Kind::ResourceTemplate => "resource template",
         }
     }
-
-    /// Its section in the lock file.
-    pub fn section(self) -> &'static str {
-        match self {
-            Kind::Tool => "tools",
-            Kind::Prompt => "prompts",
-            Kind::Resource => "resources",
-            Kind::ResourceTemplate => "resourceTemplates",
-        }
-    }
 }
 
 /// One item's contract: its key (a tool's or prompt's original name, a resource's URI, a
