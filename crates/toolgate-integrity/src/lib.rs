@@ -16,4 +16,4 @@ pub mod lock;
 pub mod scan;
 
 pub use contract::{Contract, Kind};
-pub use lock::{Drift, Lock, LockError, ServerDrift};
+pub use lock::{Lock, LockError, ServerDrift};

@@ -149,10 +149,10 @@ impl Lock {
         let error = |source| LockError::Write { path: path.to_owned(), source };
         let mut text = serde_json::to_string_pretty(self).expect("a lock serializes");
         text.push('\n');
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
+        // The temporary file goes beside the lock (a rename does not cross file systems); an
+        // absolute path always has a folder, even `toolgate.lock` alone.
+        let absolute = std::path::absolute(path).map_err(error)?;
+        let dir = absolute.parent().unwrap_or(Path::new("/"));
         let mut temporary = tempfile::NamedTempFile::new_in(dir).map_err(error)?;
         temporary.write_all(text.as_bytes()).map_err(error)?;
         temporary.as_file().sync_all().map_err(error)?;
@@ -276,19 +276,6 @@ impl ServerDrift {
     /// Nothing changed.
     pub fn is_empty(&self) -> bool {
         self.pinned && self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
-    }
-}
-
-/// What changed on every server checked.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Drift {
-    pub servers: Vec<ServerDrift>,
-}
-
-impl Drift {
-    /// Nothing changed anywhere.
-    pub fn is_empty(&self) -> bool {
-        self.servers.iter().all(ServerDrift::is_empty)
     }
 }
 

@@ -73,6 +73,7 @@ fn drift_lists_what_was_added_removed_and_changed() {
     let now = [tool("read", "Read"), tool("write", "Write anything"), tool("new", "New")];
     let drift = lock.drift("fs", &now);
     assert!(drift.pinned);
+    assert_eq!(drift.server, "fs");
     assert_eq!(drift.added.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(), ["new"]);
     assert_eq!(drift.removed.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(), ["gone"]);
     assert_eq!(drift.changed.len(), 1);
@@ -103,4 +104,34 @@ fn pinning_one_contract_or_one_server_leaves_the_rest() {
     assert!(!lock.unpin("fs", Kind::Tool, "write"));
     assert!(lock.forget_server("git"));
     assert_eq!(lock.servers().collect::<Vec<_>>(), ["fs"]);
+}
+
+#[test]
+fn a_lock_file_that_cannot_be_read_is_an_error_not_an_empty_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    // A folder where the file should be.
+    let error = Lock::read(dir.path()).unwrap_err();
+    assert!(matches!(error, LockError::Read { .. }), "{error}");
+    assert!(error.to_string().starts_with("cannot read "), "{error}");
+}
+
+#[test]
+fn digests_are_found_by_server_kind_and_key() {
+    let lock = lock_of(vec![tool("read", "Read")]);
+    let pinned = lock.contract("fs", Kind::Tool, "read").expect("pinned");
+    assert_eq!(lock.digest("fs", Kind::Tool, "read"), Some(pinned.digest.as_str()));
+    assert_eq!(lock.digest("fs", Kind::Prompt, "read"), None);
+    assert_eq!(lock.digest("git", Kind::Tool, "read"), None);
+}
+
+#[test]
+fn the_temporary_file_is_made_in_the_locks_own_folder() {
+    // The whole file appears at once (a temporary file renamed), and nothing else is left.
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("a").join("toolgate.lock");
+    std::fs::create_dir(dir.path().join("a")).unwrap();
+    lock_of(vec![tool("read", "Read")]).write(&nested).unwrap();
+    let names: Vec<_> =
+        std::fs::read_dir(dir.path().join("a")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["toolgate.lock"]);
 }
