@@ -190,6 +190,7 @@ fn an_excerpt_shows_some_context_and_says_when_there_is_more() {
     let spelled = "<U+200B>".repeat(80);
     assert_eq!(findings[0].excerpt, format!("x»{spelled}…«y"));
     let eighty = format!("x{}y", "\u{200b}".repeat(80));
-    let findings = scan(&[Scanned { server: "s", items: &[tool("t", json!({"description": eighty}))] }]);
+    let findings =
+        scan(&[Scanned { server: "s", items: &[tool("t", json!({"description": eighty}))] }]);
     assert_eq!(findings[0].excerpt, format!("x»{spelled}«y"), "80 characters are shown whole");
 }

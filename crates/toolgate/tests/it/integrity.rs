@@ -239,3 +239,28 @@ async fn an_approver_accepts_a_changed_tool_over_the_admin_api() {
         .expect("the approval is on record");
     assert_eq!((record["by"].as_str(), record["tool"].as_str()), (Some("alice"), Some("weather")));
 }
+
+/// `warn` and `audit` over HTTP too: the changed tool stays listed and callable, and the audit
+/// log records the drift as passed.
+#[tokio::test]
+async fn with_drift_warn_or_audit_over_http_a_changed_tool_stays_and_is_recorded() {
+    for mode in ["warn", "audit"] {
+        let dir = pinned_config(mode).await;
+        let gateway = HttpGateway::start(&dir.path().join("toolgate.toml")).await;
+        let (client, mut notes) = recording_http_client(&gateway.url).await;
+        rug_pull(&client, &mut notes, 3).await;
+        assert!(tool_names(&client).await.contains(&"fx__weather".to_owned()), "{mode}");
+        let result = client
+            .call_tool(call("fx__weather", json!({"city": "Oslo", "note": "x"})))
+            .await
+            .expect("call");
+        assert_eq!(first_text(&result), "sunny in Oslo", "{mode}");
+        client.cancel().await.expect("close");
+        assert!(gateway.terminate().await.success());
+        let log = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("the audit log");
+        assert!(
+            log.lines().any(|l| l.contains("\"integrity/drift\"") && l.contains("\"passed\"")),
+            "{mode}: {log}"
+        );
+    }
+}

@@ -47,3 +47,15 @@ async fn scan_finds_the_poisoned_description_and_nothing_else() {
     let (code, out) = scan(&poisoned, &["--server", "mem"]).await;
     assert_eq!((code, out.starts_with("0 findings")), (0, true), "{out}");
 }
+
+/// A client's JSON config (Claude Desktop's `mcpServers`) works as it is.
+#[tokio::test]
+async fn scan_reads_a_clients_json_config() {
+    let fixture = fixture_bin().to_string_lossy().into_owned();
+    let json = serde_json::json!({"mcpServers": {"fx": {"command": fixture, "args": ["--rug-pull", "1"]}}});
+    let config = ConfigDir::with_file("claude_desktop_config.json", &json.to_string());
+    let (code, out) = scan(&config, &["--json"]).await;
+    assert_eq!(code, 1, "{out}");
+    let report: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(report["findings"][0]["item"], "weather", "{report}");
+}
