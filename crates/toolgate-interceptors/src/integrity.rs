@@ -619,18 +619,19 @@ impl Integrity {
         withheld
     }
 
-    fn refusal(&self, server: &str, exposed: &str, verdict: &Verdict) -> Refusal {
+    fn refusal(&self, server: &str, original: &str, exposed: &str, verdict: &Verdict) -> Refusal {
         let lock = self.lock_path.display();
         let reason = match verdict {
             Verdict::Drift { pinned, now } => format!(
                 "tool `{exposed}` is withheld: its {} changed since it was pinned in {lock}; \
                  see the change with `toolgate pin --diff --server {server}`, accept it with \
-                 `toolgate pin --server {server}`",
+                 `toolgate pin --approve {original} --server {server}`",
                 changed_fields(&changes(pinned, now)).join(", ")
             ),
             _ => format!(
                 "tool `{exposed}` is withheld: it is not pinned in {lock} (server `{server}` \
-                 withholds tools it has not pinned); pin it with `toolgate pin --server {server}`"
+                 withholds tools it has not pinned); pin it with `toolgate pin --approve \
+                 {original} --server {server}`"
             ),
         };
         Refusal { interceptor: self.descriptor.name.clone(), reason }
@@ -769,7 +770,12 @@ impl Interceptor for Integrity {
                     let verdict = self.verdict(&lock, &target.server, &target.original, tool);
                     let (contract, findings) = self.assess(&target.server, &target.original, tool);
                     if self.judge(&target.server, &target.original, &target.exposed, &verdict) {
-                        Outcome::Refuse(self.refusal(&target.server, &target.exposed, &verdict))
+                        Outcome::Refuse(self.refusal(
+                            &target.server,
+                            &target.original,
+                            &target.exposed,
+                            &verdict,
+                        ))
                     } else if self.poisoned(
                         &target.server,
                         &target.original,
