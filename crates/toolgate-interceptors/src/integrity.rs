@@ -338,10 +338,8 @@ impl Integrity {
         let at = at.trim_end_matches('.').to_owned();
         let defaults = actions(&mut options, &at, &entry.options, DEFAULT_ACTIONS);
         let lock = options.string("lock").unwrap_or(LOCK_FILE);
-        let lock_path = match config_dir {
-            Some(dir) if Path::new(lock).is_relative() => dir.join(lock),
-            _ => PathBuf::from(lock),
-        };
+        // Joined to an absolute path, `join` gives that path back.
+        let lock_path = config_dir.map_or_else(|| PathBuf::from(lock), |dir| dir.join(lock));
         let mut servers = HashMap::new();
         // `[servers.X] integrity` first; the interceptor's own `server.X` over it.
         for (server, table) in &services.server_integrity {
@@ -521,6 +519,17 @@ impl Integrity {
                 found.join("; ")
             ),
         }
+    }
+
+    /// How many contracts are cached.
+    #[cfg(test)]
+    fn cached(&self) -> usize {
+        self.contracts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(HashMap::len)
+            .sum()
     }
 
     /// Forgets cached contracts of tools no longer listed, once there are many more of them
