@@ -428,11 +428,12 @@ async fn the_contract_cache_forgets_tools_no_longer_listed() {
         (0..1100).map(|i| listed("fs", tool(&format!("t{i}"), "A tool", false))).collect();
     assert_eq!(list(&integrity, many).await.len(), 1100);
     assert_eq!(integrity.cached(), 1100, "1100 is not past the list being served");
-    assert_eq!(
-        list(&integrity, vec![listed("fs", tool("read", "Read a file", false))]).await.len(),
-        1
-    );
-    assert_eq!(integrity.cached(), 1, "swept: more than 1024 past the list being served");
+    let two = vec![
+        listed("fs", tool("read", "Read a file", false)),
+        listed("fs", tool("t0", "A tool", false)),
+    ];
+    assert_eq!(list(&integrity, two).await.len(), 2);
+    assert_eq!(integrity.cached(), 2, "swept: more than 1024 past the list being served");
 }
 
 #[tokio::test]
@@ -535,4 +536,27 @@ async fn each_poisoning_severity_can_be_named() {
     assert_eq!(shown("medium").await, ["low"]);
     assert!(shown("low").await.is_empty());
     assert_eq!(shown("off").await, ["low", "medium", "high"]);
+}
+
+#[tokio::test]
+async fn unknown_block_withholds_and_servers_outside_the_filter_are_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    write_lock(dir.path());
+    let bus = EventBus::new();
+    let mut events = bus.subscribe(EventPattern::parse("integrity/*").unwrap(), 16);
+    let mut entry = test_entry("integrity", "pipeline[0]", json!({"unknown": "block"}));
+    entry.servers = vec!["fs".into()];
+    let services = crate::Services::new(bus.clone()).with_config_dir(Some(dir.path().to_owned()));
+    let integrity = Integrity::from_config(&entry, &services).expect("valid");
+    let tools = vec![
+        listed("fs", tool("write", "Write a file", true)),
+        listed("git", tool("log", "Show the log", false)),
+    ];
+    assert_eq!(list(&integrity, tools).await, ["log"], "git is not this interceptor's business");
+    let event = events.try_recv().expect("an event");
+    assert_eq!(
+        (event.kind.as_str(), &event.fields["action"]),
+        ("integrity/unknown", &json!("withheld"))
+    );
+    assert!(events.try_recv().is_none());
 }
