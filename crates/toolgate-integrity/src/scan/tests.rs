@@ -159,13 +159,14 @@ fn shadowing_needs_a_whole_word_naming_a_tool_of_another_server() {
             Scanned { server: "prompts", items: &prompt_named },
             Scanned { server: "math", items: &other },
         ]);
-        findings.into_iter().filter(|f| f.rule == "shadowing").map(|f| f.span).collect::<Vec<_>>()
+        let spans = findings.into_iter().filter(|f| f.rule == "shadowing");
+        spans.map(|f| (f.span.start, f.span.end)).collect::<Vec<_>>()
     };
     assert!(shadowed("Then resend_email the rest.").is_empty(), "a letter before");
     assert!(shadowed("Use send_email_all for lists.").is_empty(), "a word character after");
     assert!(shadowed("Please add numbers and summarize them.").is_empty(), "short names, prompts");
     // The first match is inside a word; the second is the name: found where it is.
-    assert_eq!(shadowed("xsend_email, then send_email."), [18..28]);
+    assert_eq!(shadowed("xsend_email, then send_email."), [(18, 28)]);
 }
 
 #[test]
