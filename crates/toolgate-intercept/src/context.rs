@@ -73,6 +73,14 @@ pub struct ApprovalRequired {
     pub reason: String,
 }
 
+/// Left by `integrity`: the called tool as trust decisions should see it (its pinned
+/// annotations, an operator's overrides) when that differs from what the server says now.
+/// `policy` reads it in place of `Target::tool`; `Target::tool` stays the server's own
+/// definition, which the approval digest covers (the gateway checks that digest against the
+/// server's definition at dispatch).
+#[derive(Debug, Clone)]
+pub struct TrustedTool(pub Arc<mcp::Tool>);
+
 /// Left by `approval` when a person allowed the call: the [`call_digest`] they saw. The
 /// gateway computes it again just before dispatch and refuses the call if anything changed.
 ///

@@ -18,7 +18,8 @@ mod outcome;
 mod pipeline;
 
 pub use context::{
-    ApprovalRequired, Approved, CallContext, Elicitor, Principal, Retarget, Target, UpstreamTimeout,
+    ApprovalRequired, Approved, CallContext, Elicitor, Principal, Retarget, Target, TrustedTool,
+    UpstreamTimeout,
 };
 pub use descriptor::{
     DEFAULT_TIMEOUT, Descriptor, DescriptorError, Hook, InterceptorType, Mode, Phase,

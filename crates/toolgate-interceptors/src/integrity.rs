@@ -59,7 +59,7 @@ use toolgate_integrity::scan::{Finding, Scanned, Severity, scan};
 use toolgate_integrity::{Contract, Kind, Lock};
 use toolgate_intercept::{
     CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
-    Listed, Message, Mode, Outcome, Phase, Refusal,
+    Listed, Message, Mode, Outcome, Phase, Refusal, TrustedTool,
 };
 
 use crate::options::{OptionError, Options};
@@ -809,9 +809,7 @@ impl Interceptor for Integrity {
                             if let Some(over) = over {
                                 over.apply(&mut trusted);
                             }
-                            if let Some(target) = &mut ctx.target {
-                                target.tool = Some(Arc::new(trusted));
-                            }
+                            ctx.insert(TrustedTool(Arc::new(trusted)));
                         }
                         Outcome::Continue
                     }

@@ -41,7 +41,7 @@ use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
     ApprovalRequired, CallContext, Descriptor, Hook, InterceptError, InterceptionEvent,
-    Interceptor, InterceptorType, Listed, Message, Mode, Outcome, Phase, Refusal,
+    Interceptor, InterceptorType, Listed, Message, Mode, Outcome, Phase, Refusal, TrustedTool,
 };
 
 use crate::options::{OptionError, Options};
@@ -603,12 +603,11 @@ impl Interceptor for Policy {
                         Err(InterceptError("a tool call without a target".into()))
                     });
                 };
-                let verdict = self.decide(
-                    &target.server,
-                    &target.original,
-                    target.tool.as_deref(),
-                    call.arguments.as_ref(),
-                );
+                // What `integrity` trusts (pinned annotations, overrides), else the server's word.
+                let trusted = ctx.get::<TrustedTool>().map(|t| t.0.clone());
+                let tool = trusted.as_deref().or(target.tool.as_deref());
+                let verdict =
+                    self.decide(&target.server, &target.original, tool, call.arguments.as_ref());
                 match verdict.decision {
                     Decision::Allow => Outcome::Continue,
                     Decision::Deny => Outcome::Refuse(self.refusal(&verdict)),

@@ -9,7 +9,8 @@ use toolgate_audit::{EventBus, EventPattern};
 use toolgate_core::mcp;
 use toolgate_integrity::{Contract, Lock};
 use toolgate_intercept::{
-    CallContext, InterceptionEvent, Interceptor, Listed, Message, Outcome, Phase, Principal, Target,
+    CallContext, InterceptionEvent, Interceptor, Listed, Message, Outcome, Phase, Principal,
+    Target, TrustedTool,
 };
 
 use super::Integrity;
@@ -215,7 +216,13 @@ async fn a_changed_tool_let_through_carries_its_pinned_annotations() {
         .await
         .expect("no failure");
     assert!(matches!(outcome, Outcome::Continue));
-    let seen = ctx.target.as_ref().and_then(|t| t.tool.clone()).expect("a tool");
+    let server_word = ctx.target.as_ref().and_then(|t| t.tool.clone()).expect("a tool");
+    assert_eq!(
+        server_word.annotations.as_ref().and_then(|a| a.destructive_hint),
+        Some(false),
+        "the target keeps the server's own definition (the approval digest covers it)"
+    );
+    let seen = ctx.get::<TrustedTool>().map(|t| t.0.clone()).expect("a trusted tool");
     let annotations = seen.annotations.as_ref().expect("annotations");
     assert_eq!(annotations.destructive_hint, Some(true), "the pinned word, not the flipped one");
 }
@@ -313,7 +320,13 @@ async fn an_operator_override_is_what_the_model_and_the_policy_see() {
         .await
         .expect("no failure");
     assert!(matches!(outcome, Outcome::Continue), "pinned as the server says it: {outcome:?}");
-    let seen = ctx.target.as_ref().and_then(|t| t.tool.clone()).expect("a tool");
+    let server_word = ctx.target.as_ref().and_then(|t| t.tool.clone()).expect("a tool");
+    assert_eq!(
+        server_word.annotations.as_ref().and_then(|a| a.destructive_hint),
+        Some(false),
+        "the target keeps the server's own definition (the approval digest covers it)"
+    );
+    let seen = ctx.get::<TrustedTool>().map(|t| t.0.clone()).expect("a trusted tool");
     assert_eq!(seen.annotations.as_ref().and_then(|a| a.destructive_hint), Some(true));
 }
 
