@@ -49,13 +49,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use futures::future::BoxFuture;
-use serde_json::{Map, Value};
 use toolgate_audit::{Event, EventBus};
 use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_integrity::diff::{Change, changes};
 use toolgate_integrity::lock::LOCK_FILE;
-use toolgate_integrity::scan::{Finding, Scanned, Severity, scan};
+use toolgate_integrity::scan::{Finding, Scanned, scan};
 use toolgate_integrity::{Contract, Kind, Lock};
 use toolgate_intercept::{
     CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
@@ -63,6 +62,12 @@ use toolgate_intercept::{
 };
 
 use crate::options::{OptionError, Options};
+
+mod approve;
+mod settings;
+
+pub use approve::{Approved, IntegrityLocks, approve};
+use settings::{Actions, DEFAULT_ACTIONS, OnDrift, OnUnknown, Override, actions, parse_override};
 
 /// The config `kind`.
 pub const KIND: &str = "integrity";
@@ -81,201 +86,6 @@ pub mod kind {
     /// An approver accepted a tool's contract over the admin API.
     pub const APPROVED: &str = "integrity/approved";
 }
-
-/// An operator's word about one tool: what the model is shown and what `policy` trusts.
-#[derive(Debug, Clone, Default)]
-struct Override {
-    title: Option<String>,
-    description: Option<String>,
-    /// Annotation keys (MCP's names) and their values, each replacing the server's.
-    annotations: Map<String, Value>,
-}
-
-impl Override {
-    /// `tool` as the operator says it is.
-    fn apply(&self, tool: &mut mcp::Tool) {
-        if let Some(title) = &self.title {
-            tool.title = Some(title.clone());
-        }
-        if let Some(description) = &self.description {
-            tool.description = Some(description.clone().into());
-        }
-        if !self.annotations.is_empty() {
-            let mut annotations = tool
-                .annotations
-                .as_ref()
-                .and_then(|a| serde_json::to_value(a).ok())
-                .and_then(|v| v.as_object().cloned())
-                .unwrap_or_default();
-            annotations.extend(self.annotations.clone());
-            tool.annotations = serde_json::from_value(Value::Object(annotations)).ok();
-        }
-    }
-}
-
-/// The annotation keys an override may set, and whether each is a flag.
-const ANNOTATION_KEYS: [(&str, bool); 5] = [
-    ("title", false),
-    ("readOnlyHint", true),
-    ("destructiveHint", true),
-    ("idempotentHint", true),
-    ("openWorldHint", true),
-];
-
-fn parse_override(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Override> {
-    let Some(table) = value.as_object() else {
-        options.error(path, format!("expected a table, found {value}"));
-        return None;
-    };
-    let mut one = Override::default();
-    let mut ok = true;
-    for (key, value) in table {
-        let at = format!("{path}.{key}");
-        match (key.as_str(), value) {
-            ("title", Value::String(text)) => one.title = Some(text.clone()),
-            ("description", Value::String(text)) => one.description = Some(text.clone()),
-            ("annotations", Value::Object(annotations)) => {
-                for (name, value) in annotations {
-                    match ANNOTATION_KEYS.iter().find(|(known, _)| known == name) {
-                        Some((_, true)) if value.is_boolean() => {}
-                        Some((_, false)) if value.is_string() => {}
-                        Some((_, flag)) => {
-                            let wanted = if *flag { "true or false" } else { "a string" };
-                            options.error(
-                                &format!("{at}.{name}"),
-                                format!("expected {wanted}, found {value}"),
-                            );
-                            ok = false;
-                            continue;
-                        }
-                        None => {
-                            let known: Vec<&str> =
-                                ANNOTATION_KEYS.iter().map(|(k, _)| *k).collect();
-                            options.error(
-                                &format!("{at}.{name}"),
-                                format!(
-                                    "unknown annotation (expected one of: {})",
-                                    known.join(", ")
-                                ),
-                            );
-                            ok = false;
-                            continue;
-                        }
-                    }
-                    one.annotations.insert(name.clone(), value.clone());
-                }
-            }
-            ("title" | "description", other) => {
-                options.error(&at, format!("expected a string, found {other}"));
-                ok = false;
-            }
-            ("annotations", other) => {
-                options.error(&at, format!("expected a table, found {other}"));
-                ok = false;
-            }
-            _ => {
-                options.error(
-                    &at,
-                    "unknown option (expected one of: title, description, annotations)",
-                );
-                ok = false;
-            }
-        }
-    }
-    ok.then_some(one)
-}
-
-/// The lock files of the `integrity` interceptors of a pipeline, where the admin API writes the
-/// contracts approvers accept.
-#[derive(Debug, Default)]
-pub struct IntegrityLocks(Mutex<Vec<PathBuf>>);
-
-impl IntegrityLocks {
-    fn register(&self, path: &Path) {
-        let mut paths = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if !paths.iter().any(|known| known == path) {
-            paths.push(path.to_owned());
-        }
-    }
-
-    /// The lock files, in pipeline order (empty: no `integrity` in the pipeline).
-    pub fn paths(&self) -> Vec<PathBuf> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-}
-
-/// What accepting a tool's contract did to one lock file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Approved {
-    pub lock: PathBuf,
-    /// The digest it was pinned with before, if it was.
-    pub pinned_digest: Option<String>,
-    pub digest: String,
-    /// What changed from the old pin, in words.
-    pub changes: Vec<String>,
-}
-
-/// Pins `tool` (as `server` lists it under `original`) in the lock file at `path`, leaving the
-/// other pins: an approver accepting a new contract. The gateway sees it at the next list.
-pub fn approve(
-    path: &Path,
-    server: &str,
-    original: &str,
-    tool: &mcp::Tool,
-) -> Result<Approved, toolgate_integrity::LockError> {
-    let mut lock = Lock::read(path)?.unwrap_or_default();
-    let mut named = tool.clone();
-    named.name = original.to_owned().into();
-    let now = Contract::tool(&named);
-    let before = lock.contract(server, Kind::Tool, original);
-    let changes = before
-        .as_ref()
-        .map(|pinned| changes(pinned, &now).iter().map(ToString::to_string).collect())
-        .unwrap_or_default();
-    let approved = Approved {
-        lock: path.to_owned(),
-        pinned_digest: before.map(|pinned| pinned.digest),
-        digest: now.digest.clone(),
-        changes,
-    };
-    lock.pin(server, now);
-    lock.write(path)?;
-    Ok(approved)
-}
-
-/// What happens to a tool that changed since it was pinned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OnDrift {
-    Audit,
-    Warn,
-    Block,
-}
-
-/// What happens to a tool with no pin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OnUnknown {
-    Allow,
-    Warn,
-    Block,
-    Quarantine,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Actions {
-    drift: OnDrift,
-    unknown: OnUnknown,
-    /// Findings of the poisoning scan at or above this severity are reported (`None`: off).
-    report: Option<Severity>,
-    /// Findings at or above this severity withhold the tool (`None`: never).
-    quarantine: Option<Severity>,
-}
-
-const DEFAULT_ACTIONS: Actions = Actions {
-    drift: OnDrift::Block,
-    unknown: OnUnknown::Warn,
-    report: Some(Severity::Medium),
-    quarantine: Some(Severity::High),
-};
 
 /// The interceptor.
 pub struct Integrity {
@@ -684,70 +494,6 @@ fn changed_fields(changes: &[Change]) -> Vec<String> {
         fields.insert(field);
     }
     fields.into_iter().collect()
-}
-
-/// `drift` and `unknown` of `table`, over `base`.
-fn actions(
-    options: &mut Options<'_>,
-    at: &str,
-    table: &Map<String, Value>,
-    base: Actions,
-) -> Actions {
-    let mut actions = base;
-    if let Some(value) = table.get("drift") {
-        match value.as_str() {
-            Some("audit") => actions.drift = OnDrift::Audit,
-            Some("warn") => actions.drift = OnDrift::Warn,
-            Some("block") => actions.drift = OnDrift::Block,
-            _ => options.error(
-                &format!("{at}.drift"),
-                format!("expected audit, warn or block, found {value}"),
-            ),
-        }
-    }
-    if let Some(value) = table.get("unknown") {
-        match value.as_str() {
-            Some("allow") => actions.unknown = OnUnknown::Allow,
-            Some("warn") => actions.unknown = OnUnknown::Warn,
-            Some("block") => actions.unknown = OnUnknown::Block,
-            Some("quarantine") => actions.unknown = OnUnknown::Quarantine,
-            _ => options.error(
-                &format!("{at}.unknown"),
-                format!("expected allow, warn, block or quarantine, found {value}"),
-            ),
-        }
-    }
-    if let Some(value) = table.get("poisoning") {
-        let at = format!("{at}.poisoning");
-        match value.as_object() {
-            Some(table) => {
-                for (key, value) in table {
-                    let severity = match value.as_str() {
-                        Some("off") => None,
-                        Some("low") => Some(Severity::Low),
-                        Some("medium") => Some(Severity::Medium),
-                        Some("high") => Some(Severity::High),
-                        _ => {
-                            let message =
-                                format!("expected low, medium, high or off, found {value}");
-                            options.error(&format!("{at}.{key}"), message);
-                            continue;
-                        }
-                    };
-                    match key.as_str() {
-                        "report" => actions.report = severity,
-                        "quarantine" => actions.quarantine = severity,
-                        _ => options.error(
-                            &format!("{at}.{key}"),
-                            "unknown option (expected one of: report, quarantine)",
-                        ),
-                    }
-                }
-            }
-            None => options.error(&at, format!("expected a table, found {value}")),
-        }
-    }
-    actions
 }
 
 impl Interceptor for Integrity {
