@@ -13,6 +13,22 @@ pub(crate) struct Offered {
     pub(crate) unreachable: Vec<(String, String)>,
 }
 
+/// The names of the enabled servers, or a usage error naming one of `asked` that is not among
+/// them.
+pub(crate) fn enabled_servers<'a>(
+    servers: &'a [ServerConfig],
+    asked: &[String],
+) -> anyhow::Result<Vec<&'a str>> {
+    let known: Vec<&str> = servers.iter().filter(|s| s.enabled).map(|s| s.name.as_str()).collect();
+    if let Some(unknown) = asked.iter().find(|name| !known.contains(&name.as_str())) {
+        return Err(crate::setup::usage(format!(
+            "no enabled server `{unknown}` in the config (servers: {})",
+            known.join(", ")
+        )));
+    }
+    Ok(known)
+}
+
 /// Connects `servers` (the enabled ones), waits for every first attempt, lists, disconnects.
 pub(crate) async fn offered(servers: &[ServerConfig]) -> Offered {
     let connected = toolgate_upstream::connect_all(servers, None, StartupWait::All).await;

@@ -11,7 +11,7 @@ use toolgate_integrity::lock::LOCK_FILE;
 use toolgate_integrity::{Contract, Kind, Lock, ServerDrift, diff};
 
 use crate::GlobalArgs;
-use crate::commands::offered::{Offered, offered};
+use crate::commands::offered::{Offered, enabled_servers, offered};
 use crate::setup::{self, ConfigSource};
 
 #[derive(Debug, Args)]
@@ -53,14 +53,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<Ex
             ));
         }
     };
-    let known: Vec<&str> =
-        config.servers.iter().filter(|s| s.enabled).map(|s| s.name.as_str()).collect();
-    if let Some(unknown) = args.server.iter().find(|name| !known.contains(&name.as_str())) {
-        return Err(setup::usage(format!(
-            "no enabled server `{unknown}` in the config (servers: {})",
-            known.join(", ")
-        )));
-    }
+    let known = enabled_servers(&config.servers, &args.server)?;
     let lock = Lock::read(&lock_path)?;
     let writing = !args.check && !args.diff;
     if !writing && lock.is_none() {

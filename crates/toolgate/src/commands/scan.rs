@@ -8,7 +8,7 @@ use serde_json::json;
 use toolgate_integrity::scan::{Scanned, Severity, scan};
 
 use crate::GlobalArgs;
-use crate::commands::offered::offered;
+use crate::commands::offered::{enabled_servers, offered};
 use crate::setup;
 
 #[derive(Debug, Args)]
@@ -25,14 +25,7 @@ pub(crate) struct ScanArgs {
 pub(crate) async fn run(global: &GlobalArgs, args: ScanArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
     let (config, _) = setup::load_config(global)?;
-    let known: Vec<&str> =
-        config.servers.iter().filter(|s| s.enabled).map(|s| s.name.as_str()).collect();
-    if let Some(unknown) = args.server.iter().find(|name| !known.contains(&name.as_str())) {
-        return Err(setup::usage(format!(
-            "no enabled server `{unknown}` in the config (servers: {})",
-            known.join(", ")
-        )));
-    }
+    enabled_servers(&config.servers, &args.server)?;
     let offered = offered(&config.servers).await;
     let scanned: Vec<Scanned<'_>> =
         offered.servers.iter().map(|(server, items)| Scanned { server, items }).collect();
