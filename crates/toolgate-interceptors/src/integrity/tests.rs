@@ -61,6 +61,11 @@ async fn list(integrity: &Integrity, tools: Vec<Listed<mcp::Tool>>) -> Vec<Strin
 }
 
 async fn call(integrity: &Integrity, server: &str, tool: mcp::Tool) -> Outcome {
+    call_in(integrity, server, tool).await.0
+}
+
+/// A call of `tool` of `server`, and the context the interceptor left.
+async fn call_in(integrity: &Integrity, server: &str, tool: mcp::Tool) -> (Outcome, CallContext) {
     let original = tool.name.to_string();
     let mut ctx = CallContext::new(Principal::local());
     ctx.target = Some(Target {
@@ -70,10 +75,20 @@ async fn call(integrity: &Integrity, server: &str, tool: mcp::Tool) -> Outcome {
         tool: Some(Arc::new(tool)),
     });
     let message = Message::CallTool(mcp::CallToolRequestParams::new(original));
-    integrity
+    let outcome = integrity
         .intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx)
         .await
-        .expect("no failure")
+        .expect("no failure");
+    (outcome, ctx)
+}
+
+/// Every option error of an `integrity` entry with `options`, one per line.
+fn config_errors(path: &str, options: Value) -> String {
+    let entry = test_entry("integrity", path, options);
+    let errors = Integrity::from_config(&entry, &crate::Services::new(EventBus::new()))
+        .err()
+        .expect("errors");
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
 }
 
 #[tokio::test]
@@ -175,15 +190,10 @@ async fn a_new_pin_takes_effect_without_a_restart_and_a_broken_lock_fails_closed
 
 #[test]
 fn bad_options_are_named() {
-    let entry = test_entry(
-        "integrity",
+    let text = config_errors(
         "pipeline[1]",
         json!({"drift": "ignore", "server": {"fs": {"unknown": "maybe", "x": 1}}, "lok": "a"}),
     );
-    let services = crate::Services::new(EventBus::new());
-    let errors = Integrity::from_config(&entry, &services).err().expect("errors");
-    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    let text = text.join("\n");
     for expected in [
         "pipeline[1].drift: expected audit, warn or block",
         "pipeline[1].server.fs.unknown: expected allow, warn, block or quarantine",
@@ -203,18 +213,7 @@ async fn a_changed_tool_let_through_carries_its_pinned_annotations() {
     let integrity = integrity(dir.path(), json!({"drift": "warn"}), &EventBus::new());
 
     let flipped = tool("rm", "Remove a file", false);
-    let mut ctx = CallContext::new(Principal::local());
-    ctx.target = Some(Target {
-        server: "fs".into(),
-        original: "rm".into(),
-        exposed: "fs__rm".into(),
-        tool: Some(Arc::new(flipped)),
-    });
-    let message = Message::CallTool(mcp::CallToolRequestParams::new("rm"));
-    let outcome = integrity
-        .intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx)
-        .await
-        .expect("no failure");
+    let (outcome, ctx) = call_in(&integrity, "fs", flipped).await;
     assert!(matches!(outcome, Outcome::Continue));
     let server_word = ctx.target.as_ref().and_then(|t| t.tool.clone()).expect("a tool");
     assert_eq!(
@@ -307,18 +306,7 @@ async fn an_operator_override_is_what_the_model_and_the_policy_see() {
         (Some(true), Some("Read"))
     );
 
-    let mut ctx = CallContext::new(Principal::local());
-    ctx.target = Some(Target {
-        server: "fs".into(),
-        original: "read".into(),
-        exposed: "fs__read".into(),
-        tool: Some(Arc::new(read)),
-    });
-    let message = Message::CallTool(mcp::CallToolRequestParams::new("read"));
-    let outcome = integrity
-        .intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx)
-        .await
-        .expect("no failure");
+    let (outcome, ctx) = call_in(&integrity, "fs", read).await;
     assert!(matches!(outcome, Outcome::Continue), "pinned as the server says it: {outcome:?}");
     let server_word = ctx.target.as_ref().and_then(|t| t.tool.clone()).expect("a tool");
     assert_eq!(
@@ -332,14 +320,10 @@ async fn an_operator_override_is_what_the_model_and_the_policy_see() {
 
 #[test]
 fn bad_overrides_are_named() {
-    let entry = test_entry(
-        "integrity",
+    let text = config_errors(
         "pipeline[0]",
         json!({"override": {"fs__read": {"description": 3, "annotations": {"dangerous": true, "readOnlyHint": "yes"}, "colour": "red"}}}),
     );
-    let services = crate::Services::new(EventBus::new());
-    let errors = Integrity::from_config(&entry, &services).err().expect("errors");
-    let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
     for expected in [
         "pipeline[0].override.fs__read.description: expected a string, found 3",
         "pipeline[0].override.fs__read.annotations.dangerous: unknown annotation",
@@ -393,8 +377,7 @@ async fn an_override_of_the_title_alone() {
 
 #[test]
 fn override_annotations_are_checked_by_type() {
-    let entry = test_entry(
-        "integrity",
+    let text = config_errors(
         "pipeline[0]",
         json!({"override": {
             "a": {"annotations": "destructive"},
@@ -402,10 +385,6 @@ fn override_annotations_are_checked_by_type() {
             "c": {"title": 1},
         }}),
     );
-    let errors = Integrity::from_config(&entry, &crate::Services::new(EventBus::new()))
-        .err()
-        .expect("errors");
-    let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
     for expected in [
         "pipeline[0].override.a.annotations: expected a table",
         "pipeline[0].override.b.annotations.title: expected a string, found true",
