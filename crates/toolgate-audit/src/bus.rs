@@ -82,6 +82,17 @@ impl EventBus {
         self.deliver(last, event);
     }
 
+    /// Whether any subscriber would receive an event of `kind`: publishers whose events cost
+    /// something to build (token counts) ask first.
+    pub fn wants(&self, kind: &str) -> bool {
+        if self.shared.count.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let subscribers = self.shared.subscribers.read().unwrap_or_else(PoisonError::into_inner);
+        let segments: Vec<&str> = kind.split('/').collect();
+        subscribers.iter().any(|s| s.pattern.matches_segments(&segments))
+    }
+
     /// Subscribes to the events matching `pattern`, keeping at most `capacity` (at least 1) of
     /// them waiting; more are dropped until the subscriber catches up.
     pub fn subscribe(&self, pattern: EventPattern, capacity: usize) -> Subscription {

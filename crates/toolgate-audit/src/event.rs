@@ -33,6 +33,9 @@ pub mod kind {
     pub const APPROVAL_EXPIRED: &str = "approval/expired";
     /// An interceptor itself failed or timed out (fail-open or fail-closed decided the rest).
     pub const INTERCEPTOR_FAILED: &str = "interceptor/failed";
+    /// A transform (`truncate`, `redact`, `toon`, ...) changed a result: tokens and bytes
+    /// before and after, and what it did.
+    pub const TRANSFORM_APPLIED: &str = "transform/applied";
     /// An upstream connected, or connected again.
     pub const UPSTREAM_CONNECTED: &str = "upstream/connected";
     /// An upstream could not be reached, or its connection was lost.

@@ -13,6 +13,7 @@ pub mod integrity;
 pub mod limits;
 mod options;
 pub mod policy;
+pub mod transform;
 pub mod validate_args;
 
 use std::sync::Arc;
