@@ -27,4 +27,4 @@ pub use descriptor::{
 pub use digest::call_digest;
 pub use message::{InterceptionEvent, Listed, Message};
 pub use outcome::{Decision, DecisionKind, InterceptError, Outcome, Refusal};
-pub use pipeline::{DuplicateName, Interceptor, Pipeline, Stopped};
+pub use pipeline::{DuplicateName, Interceptor, OWN_SERVER, OwnTool, Pipeline, Stopped};

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
+use toolgate_core::mcp;
+
 use crate::context::CallContext;
 use crate::descriptor::{Descriptor, InterceptorType, Mode, Phase};
 use crate::message::{InterceptionEvent, Message};
@@ -38,6 +40,52 @@ pub trait Interceptor: Send + Sync + 'static {
         let _ = name;
         None
     }
+
+    /// The tools this interceptor serves itself (`truncate` serves `read_result`), as an
+    /// upstream would list them: original names, which the gateway exposes under the server
+    /// name [`OWN_SERVER`] (`toolgate__read_result`). Their calls pass the whole pipeline like
+    /// any other; then [`call_own_tool`](Self::call_own_tool) answers them instead of an
+    /// upstream. Asked once, when the pipeline is built.
+    fn own_tools(&self) -> Vec<mcp::Tool> {
+        Vec::new()
+    }
+
+    /// Answers a call of its own tool `name` (original name) with `arguments`, for the caller
+    /// of `ctx`. An error result the model should read is `Ok` with `is_error`; `Err` is a
+    /// failure of the interceptor itself.
+    fn call_own_tool<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Option<mcp::JsonObject>,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<mcp::CallToolResult, InterceptError>> {
+        let _ = (arguments, ctx);
+        Box::pin(
+            async move { Err(InterceptError(format!("{name} is not a tool of this interceptor"))) },
+        )
+    }
+}
+
+/// The server name under which the gateway lists the tools interceptors serve themselves.
+pub const OWN_SERVER: &str = "toolgate";
+
+/// A tool an interceptor serves, as the gateway lists it.
+#[derive(Clone)]
+pub struct OwnTool {
+    /// Its definition under its exposed name (`toolgate__read_result`).
+    pub tool: Arc<mcp::Tool>,
+    /// Its name as its interceptor knows it (`read_result`).
+    pub original: String,
+    provider: Arc<dyn Interceptor>,
+}
+
+impl std::fmt::Debug for OwnTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnTool")
+            .field("exposed", &self.tool.name)
+            .field("provider", &self.provider.descriptor().name)
+            .finish()
+    }
 }
 
 /// Why a request did not reach the upstream.
@@ -57,6 +105,8 @@ pub struct Pipeline {
     /// The run orders, computed once.
     request_order: Vec<Arc<dyn Interceptor>>,
     response_order: Vec<Arc<dyn Interceptor>>,
+    /// The tools interceptors serve, by exposed name; the first in config order keeps a name.
+    own_tools: Vec<OwnTool>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -82,7 +132,44 @@ impl Pipeline {
         }
         let request_order = ordered(&chain, Phase::Request);
         let response_order = ordered(&chain, Phase::Response);
-        Ok(Pipeline { chain, request_order, response_order })
+        let mut own_tools: Vec<OwnTool> = Vec::new();
+        for provider in &chain {
+            for mut tool in provider.own_tools() {
+                let original = tool.name.to_string();
+                let exposed = toolgate_core::name::exposed_name(OWN_SERVER, &original);
+                if own_tools.iter().any(|t| t.tool.name == exposed) {
+                    continue;
+                }
+                tool.name = exposed.into();
+                own_tools.push(OwnTool {
+                    tool: Arc::new(tool),
+                    original,
+                    provider: provider.clone(),
+                });
+            }
+        }
+        Ok(Pipeline { chain, request_order, response_order, own_tools })
+    }
+
+    /// The tools the interceptors serve themselves, as the gateway lists them.
+    pub fn own_tools(&self) -> &[OwnTool] {
+        &self.own_tools
+    }
+
+    /// The tool an interceptor serves under the exposed name `name`.
+    pub fn own_tool(&self, name: &str) -> Option<&OwnTool> {
+        self.own_tools.iter().find(|t| t.tool.name == name)
+    }
+
+    /// Answers a call of the own tool exposed as `name` (after the request phase).
+    pub async fn call_own_tool(
+        &self,
+        name: &str,
+        arguments: Option<mcp::JsonObject>,
+        ctx: &CallContext,
+    ) -> Option<Result<mcp::CallToolResult, InterceptError>> {
+        let own = self.own_tool(name)?;
+        Some(own.provider.call_own_tool(&own.original, arguments, ctx).await)
     }
 
     /// The interceptors in config order.

@@ -29,6 +29,14 @@ pub enum GatewayError {
     /// roots) with an error, or cannot answer it; the upstream gets that error unchanged.
     #[error("the client declined: {}", .0.message)]
     Declined(mcp::ErrorData),
+    /// A tool the gateway serves itself (`toolgate__read_result`) failed.
+    #[error("{tool} failed: {reason}")]
+    OwnTool {
+        /// Its exposed name.
+        tool: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// A session (or a listen stream) asked to follow more resources than one may.
     #[error(
         "a session may follow at most {most} resources; unsubscribe from some before \
@@ -103,6 +111,7 @@ pub(crate) fn reply(error: GatewayError) -> ErrorReply {
         // A refusal is the model's to read: who refused and why.
         GatewayError::Refused(refusal) => ErrorReply::ToolError(refusal.to_string()),
         GatewayError::Declined(error) => ErrorReply::Protocol(error),
+        error @ GatewayError::OwnTool { .. } => ErrorReply::ToolError(error.to_string()),
         error @ GatewayError::TooManySubscriptions { most } => {
             ErrorReply::Protocol(mcp::ErrorData::invalid_request(
                 error.to_string(),

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    ApprovalRequired, Approved, CallContext, Listed, Refusal, Target, UpstreamTimeout, call_digest,
+    ApprovalRequired, Approved, CallContext, Listed, OWN_SERVER, Pipeline, Refusal, Target,
+    UpstreamTimeout, call_digest,
 };
 use toolgate_upstream::{CallOptions, Inventory, Route};
 
@@ -25,7 +26,13 @@ impl Gateway {
         if self.pipeline.is_empty() {
             return Ok(inventory.tools().to_vec());
         }
-        let listed = listed(inventory.tools(), |tool| inventory.tool_route(&tool.name));
+        let mut listed = listed(inventory.tools(), |tool| inventory.tool_route(&tool.name));
+        listed.retain(|l| self.pipeline.own_tool(&l.item.name).is_none());
+        listed.extend(self.pipeline.own_tools().iter().map(|own| Listed {
+            server: OWN_SERVER.to_owned(),
+            original: own.original.clone(),
+            item: own.tool.as_ref().clone(),
+        }));
         let shown = self.list::<ListTools>(listed, ctx).await?;
         Ok(shown.into_iter().map(|l| l.item).collect())
     }
@@ -102,16 +109,18 @@ impl Gateway {
     ) -> Result<mcp::CallToolResult, GatewayError> {
         let inventory = self.inventory();
         // A tool's own name first; an alias only for names no tool has.
-        let target = tool_target(&inventory, &params.name)
+        let target = tool_target(&self.pipeline, &inventory, &params.name)
             .or_else(|| {
                 let name = self.pipeline.alias_of(&params.name)?;
-                tool_target(&inventory, &name)
+                tool_target(&self.pipeline, &inventory, &name)
             })
             .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
         ctx.target = Some(target);
         self.recorder.call_started(ctx, &params);
         if !self.pipeline.is_empty() {
-            ctx.retarget = Some(Arc::new(move |name: &str| tool_target(&inventory, name)));
+            let pipeline = self.pipeline.clone();
+            ctx.retarget =
+                Some(Arc::new(move |name: &str| tool_target(&pipeline, &inventory, name)));
         }
         let options = self.relayed(options, ctx);
         through_pipeline::<CallTool>(&self.pipeline, params, ctx, async |params, ctx| {
@@ -132,6 +141,15 @@ impl Gateway {
             .target
             .as_ref()
             .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
+        if target.server == OWN_SERVER
+            && let Some(answer) =
+                self.pipeline.call_own_tool(&target.exposed, params.arguments.clone(), ctx).await
+        {
+            return answer.map_err(|e| GatewayError::OwnTool {
+                tool: target.exposed.clone(),
+                reason: e.to_string(),
+            });
+        }
         let upstream = self.upstream(&target.server)?;
         params.name = target.original.clone().into();
         let result = match ctx.get::<UpstreamTimeout>() {
@@ -166,7 +184,14 @@ impl Gateway {
             }));
         }
         let (Some(approved), Some(target)) = (approved, &ctx.target) else { return Ok(()) };
-        let definition = self.upstream(&target.server)?.tool(&target.original);
+        let definition = match self.pipeline.own_tool(&target.exposed) {
+            Some(own) if target.server == OWN_SERVER => {
+                let mut tool = own.tool.as_ref().clone();
+                tool.name = own.original.clone().into();
+                Some(Arc::new(tool))
+            }
+            _ => self.upstream(&target.server)?.tool(&target.original),
+        };
         let digest = call_digest(
             &target.server,
             &target.original,
@@ -354,8 +379,17 @@ fn listed<'a, T: Clone>(
         .collect()
 }
 
-/// What the exposed tool `name` stands for in `inventory`, with its definition as listed.
-fn tool_target(inventory: &Inventory, name: &str) -> Option<Target> {
+/// What the exposed tool `name` stands for: a tool an interceptor serves, or one of
+/// `inventory`'s, with its definition as listed.
+fn tool_target(pipeline: &Pipeline, inventory: &Inventory, name: &str) -> Option<Target> {
+    if let Some(own) = pipeline.own_tool(name) {
+        return Some(Target {
+            server: OWN_SERVER.to_owned(),
+            original: own.original.clone(),
+            exposed: name.to_owned(),
+            tool: Some(own.tool.clone()),
+        });
+    }
     let route =
         inventory.tool_route(name).cloned().or_else(|| inventory.unlisted_tool_route(name))?;
     Some(Target {
