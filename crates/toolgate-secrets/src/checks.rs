@@ -1,0 +1,390 @@
+//! What a pattern cannot say: checksums (Luhn, IBAN mod-97), a JWT header that decodes to
+//! JSON, and the look of random key material. Each check takes the haystack and the span a
+//! pattern found, and gives the span to redact, or `None` to drop the candidate.
+
+use std::ops::Range;
+
+/// A check on a candidate: the span to redact, or `None`.
+pub(crate) type Check = fn(&str, Range<usize>) -> Option<Range<usize>>;
+
+/// Keeps every candidate as found.
+pub(crate) fn any(_: &str, span: Range<usize>) -> Option<Range<usize>> {
+    Some(span)
+}
+
+/// A JWT: the header (up to the first `.`) is base64url of a JSON object with a string
+/// `alg`.
+pub(crate) fn jwt(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let token = &text[span.clone()];
+    let header = token.split('.').next()?;
+    let decoded = base64url(header)?;
+    let json: serde_json::Value = serde_json::from_slice(&decoded).ok()?;
+    json.get("alg")?.as_str()?;
+    Some(span)
+}
+
+/// An OpenAI key's body looks random: digits and letters of both cases.
+pub(crate) fn openai(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let body = &text[span.clone()]["sk-".len()..];
+    looks_random(body).then_some(span)
+}
+
+/// A bearer token has digits and letters (`Bearer authentication` is prose).
+pub(crate) fn bearer(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let token = &text[span.clone()];
+    let digit = token.bytes().any(|b| b.is_ascii_digit());
+    let letter = token.bytes().any(|b| b.is_ascii_alphabetic());
+    (digit && letter).then_some(span)
+}
+
+/// A Google API key is exactly 39 characters: the next one is not part of it.
+pub(crate) fn google(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let next = text.as_bytes().get(span.end).copied();
+    match next {
+        Some(b) if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' => None,
+        _ => Some(span),
+    }
+}
+
+/// An AWS secret key is exactly 40 base64 characters: the next one is not part of it.
+pub(crate) fn aws_secret(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let next = text.as_bytes().get(span.end).copied();
+    match next {
+        Some(b) if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'+' | b'=') => None,
+        _ => Some(span),
+    }
+}
+
+/// Digits, letters of both cases: what generated key material has and words do not.
+fn looks_random(body: &str) -> bool {
+    let digit = body.bytes().any(|b| b.is_ascii_digit());
+    let upper = body.bytes().any(|b| b.is_ascii_uppercase());
+    let lower = body.bytes().any(|b| b.is_ascii_lowercase());
+    digit && upper && lower
+}
+
+/// File extensions that follow `@` in asset names (`icon@2x.png`), never a top-level domain
+/// of an address.
+const ASSET_EXTENSIONS: &[&str] =
+    &["png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "bmp", "tif", "tiff", "heic"];
+
+/// An e-mail address, unless it is an asset name (`logo@2x.png`) or the `user@host` of a
+/// URL (`https://user@host/`, `ssh://git@host/`), which is not an address.
+pub(crate) fn email(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let address = &text[span.clone()];
+    let tld = address.rsplit('.').next()?;
+    if ASSET_EXTENSIONS.iter().any(|ext| tld.eq_ignore_ascii_case(ext)) {
+        return None;
+    }
+    let (local, _) = address.split_once('@')?;
+    if local.starts_with('.') || local.ends_with('.') || local.contains("..") {
+        return None;
+    }
+    // The whitespace-delimited word it is in: a URL's authority has `://` before it.
+    let word_start = text[..span.start]
+        .rfind(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '(' | '['))
+        .map_or(0, |at| at + 1);
+    if text[word_start..span.start].contains("://") {
+        return None;
+    }
+    Some(span)
+}
+
+/// A card number: 13 to 19 digits, in a run of digit groups of at most 19 digits (a longer
+/// number, such as a UUID-like id of digit groups, holds no card), separators (if any) all
+/// the same, Luhn-valid, not one digit repeated, and starting with a prefix that
+/// card networks issue.
+pub(crate) fn card(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    // The whole run of digits and single separators around the candidate.
+    let mut start = span.start;
+    while start >= 2 && matches!(bytes[start - 1], b' ' | b'-') && bytes[start - 2].is_ascii_digit()
+    {
+        start -= 2;
+        while start > 0 && bytes[start - 1].is_ascii_digit() {
+            start -= 1;
+        }
+    }
+    let mut end = span.end;
+    while end + 1 < bytes.len()
+        && matches!(bytes[end], b' ' | b'-')
+        && bytes[end + 1].is_ascii_digit()
+    {
+        end += 2;
+        while end < bytes.len() && bytes[end].is_ascii_digit() {
+            end += 1;
+        }
+    }
+    let run = bytes[start..end].iter().filter(|b| b.is_ascii_digit()).count();
+    if run > 19 {
+        return None;
+    }
+    let candidate = &bytes[span.clone()];
+    let mut separators = candidate.iter().filter(|b| !b.is_ascii_digit());
+    if let Some(first) = separators.next()
+        && separators.any(|b| b != first)
+    {
+        return None;
+    }
+    let digits: Vec<u8> =
+        candidate.iter().filter(|b| b.is_ascii_digit()).map(|b| b - b'0').collect();
+    if !(13..=19).contains(&digits.len()) || digits.iter().all(|d| *d == digits[0]) {
+        return None;
+    }
+    (luhn(&digits) && plausible_iin(&digits)).then_some(span)
+}
+
+/// The Luhn checksum of `digits` (most significant first) is valid.
+pub(crate) fn luhn(digits: &[u8]) -> bool {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            let d = u32::from(d);
+            if i % 2 == 1 {
+                let doubled = d * 2;
+                if doubled > 9 { doubled - 9 } else { doubled }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+/// Whether `digits` start with a prefix (issuer identification number) of a card network
+/// that issues cards of that length: Visa, Mastercard, American Express, Discover, JCB,
+/// Diners Club, UnionPay, Maestro, Mir.
+fn plausible_iin(digits: &[u8]) -> bool {
+    let prefix = |n: usize| digits[..n].iter().fold(0u32, |acc, d| acc * 10 + u32::from(*d));
+    let len = digits.len();
+    let p1 = prefix(1);
+    let p2 = prefix(2);
+    let p3 = prefix(3);
+    let p4 = prefix(4);
+    match p1 {
+        4 => matches!(len, 13 | 16 | 19),
+        2 => (2221..=2720).contains(&p4) && len == 16 || (2200..=2204).contains(&p4) && len >= 16,
+        5 => (51..=55).contains(&p2) && len == 16 || matches!(p2, 50 | 56..=59) && len >= 12,
+        3 => match p2 {
+            34 | 37 => len == 15,
+            35 => (3528..=3589).contains(&p4) && len >= 16,
+            30 => (300..=305).contains(&p3) && len >= 14,
+            36 | 38 | 39 => len >= 14,
+            _ => false,
+        },
+        // Discover, UnionPay, Maestro (63xx, 67xx also shorter).
+        6 => len >= 16 || matches!(p2, 63 | 67),
+        _ => false,
+    }
+}
+
+/// IBAN lengths by country, from the IBAN registry.
+const IBAN_LENGTHS: &[(&str, usize)] = &[
+    ("AD", 24),
+    ("AE", 23),
+    ("AL", 28),
+    ("AT", 20),
+    ("AZ", 28),
+    ("BA", 20),
+    ("BE", 16),
+    ("BG", 22),
+    ("BH", 22),
+    ("BI", 27),
+    ("BR", 29),
+    ("BY", 28),
+    ("CH", 21),
+    ("CR", 22),
+    ("CY", 28),
+    ("CZ", 24),
+    ("DE", 22),
+    ("DJ", 27),
+    ("DK", 18),
+    ("DO", 28),
+    ("EE", 20),
+    ("EG", 29),
+    ("ES", 24),
+    ("FI", 18),
+    ("FK", 18),
+    ("FO", 18),
+    ("FR", 27),
+    ("GB", 22),
+    ("GE", 22),
+    ("GI", 23),
+    ("GL", 18),
+    ("GR", 27),
+    ("GT", 28),
+    ("HN", 28),
+    ("HR", 21),
+    ("HU", 28),
+    ("IE", 22),
+    ("IL", 23),
+    ("IQ", 23),
+    ("IS", 26),
+    ("IT", 27),
+    ("JO", 30),
+    ("KW", 30),
+    ("KZ", 20),
+    ("LB", 28),
+    ("LC", 32),
+    ("LI", 21),
+    ("LT", 20),
+    ("LU", 20),
+    ("LV", 21),
+    ("LY", 25),
+    ("MC", 27),
+    ("MD", 24),
+    ("ME", 22),
+    ("MK", 19),
+    ("MN", 20),
+    ("MR", 27),
+    ("MT", 31),
+    ("MU", 30),
+    ("NI", 28),
+    ("NL", 18),
+    ("NO", 15),
+    ("OM", 23),
+    ("PK", 24),
+    ("PL", 28),
+    ("PS", 29),
+    ("PT", 25),
+    ("QA", 29),
+    ("RO", 24),
+    ("RS", 22),
+    ("RU", 33),
+    ("SA", 24),
+    ("SC", 31),
+    ("SD", 18),
+    ("SE", 24),
+    ("SI", 19),
+    ("SK", 24),
+    ("SM", 27),
+    ("SO", 23),
+    ("ST", 25),
+    ("SV", 28),
+    ("TL", 23),
+    ("TN", 24),
+    ("TR", 26),
+    ("UA", 29),
+    ("VA", 22),
+    ("VG", 24),
+    ("XK", 20),
+    ("YE", 30),
+];
+
+/// An IBAN: the pattern finds a country code, two digits and up to 30 more letters and digits
+/// (single spaces allowed); this takes exactly as many characters as the country's IBANs
+/// have, and checks that no more follow directly and that mod-97 of the rearranged number is
+/// 1. The span is cut to the IBAN.
+pub(crate) fn iban(text: &str, span: Range<usize>) -> Option<Range<usize>> {
+    let candidate = &text[span.clone()];
+    let country = candidate.get(..2)?;
+    let (_, length) = IBAN_LENGTHS.iter().find(|(code, _)| *code == country)?;
+    let mut chars = Vec::with_capacity(*length);
+    let mut end = span.start;
+    for (at, c) in candidate.char_indices() {
+        if c == ' ' {
+            continue;
+        }
+        chars.push(c);
+        end = span.start + at + c.len_utf8();
+        if chars.len() == *length {
+            break;
+        }
+    }
+    if chars.len() != *length {
+        return None;
+    }
+    if text.as_bytes().get(end).is_some_and(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    // Move the first four to the end; letters are 10..=35; the number mod 97 must be 1.
+    let mut remainder = 0u32;
+    for c in chars[4..].iter().chain(&chars[..4]) {
+        let value = c.to_digit(36)?;
+        remainder =
+            if value < 10 { (remainder * 10 + value) % 97 } else { (remainder * 100 + value) % 97 };
+    }
+    (remainder == 1).then_some(span.start..end)
+}
+
+/// Decodes base64url without padding (padding is accepted too); `None` if it is not.
+pub(crate) fn base64url(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut buffer = 0u32;
+    let mut bits = 0;
+    for byte in text.bytes() {
+        let value = match byte {
+            b'A'..=b'Z' => byte - b'A',
+            b'a'..=b'z' => byte - b'a' + 26,
+            b'0'..=b'9' => byte - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return None,
+        };
+        buffer = (buffer << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+            buffer &= (1 << bits) - 1;
+        }
+    }
+    // A single leftover character cannot encode a byte.
+    (bits < 6).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digits(text: &str) -> Vec<u8> {
+        text.bytes().filter(u8::is_ascii_digit).map(|b| b - b'0').collect()
+    }
+
+    #[test]
+    fn luhn_accepts_test_cards_and_refuses_a_changed_digit() {
+        assert!(luhn(&digits("4242424242424242")));
+        assert!(luhn(&digits("378282246310005")));
+        assert!(luhn(&digits("5555555555554444")));
+        assert!(!luhn(&digits("4242424242424241")));
+        assert!(!luhn(&digits("1234567812345678")));
+    }
+
+    #[test]
+    fn card_networks_prefixes_and_lengths() {
+        assert!(plausible_iin(&digits("4242424242424242")));
+        assert!(plausible_iin(&digits("378282246310005")));
+        assert!(!plausible_iin(&digits("3782822463100050")), "amex is 15 digits");
+        assert!(plausible_iin(&digits("2223003122003222")));
+        assert!(plausible_iin(&digits("6011111111111117")));
+        assert!(plausible_iin(&digits("3530111333300000")));
+        assert!(!plausible_iin(&digits("1700000000000000")), "1 is not a card network's");
+        assert!(!plausible_iin(&digits("9999999999999995")));
+    }
+
+    #[test]
+    fn ibans_are_cut_to_their_country_length_and_checked() {
+        let text = "pay GB82 WEST 1234 5698 7654 32 ABCD today";
+        let start = text.find("GB82").unwrap();
+        let found = iban(text, start..text.find(" today").unwrap()).expect("valid");
+        assert_eq!(&text[found], "GB82 WEST 1234 5698 7654 32");
+        let wrong = "GB83 WEST 1234 5698 7654 32";
+        assert_eq!(iban(wrong, 0..wrong.len()), None, "the check digits do not match");
+        let longer = "GB82WEST123456987654321";
+        assert_eq!(iban(longer, 0..longer.len()), None, "one character too many");
+        let unknown = "ZZ82WEST12345698765432";
+        assert_eq!(iban(unknown, 0..unknown.len()), None);
+    }
+
+    #[test]
+    fn base64url_decodes_with_and_without_padding() {
+        assert_eq!(base64url("eyJhbGciOiJIUzI1NiJ9").unwrap(), br#"{"alg":"HS256"}"#);
+        assert_eq!(base64url("YQ").unwrap(), b"a");
+        assert_eq!(base64url("YQ==").unwrap(), b"a");
+        assert_eq!(base64url("Y"), None);
+        assert_eq!(base64url("a.b"), None);
+    }
+}

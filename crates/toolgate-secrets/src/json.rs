@@ -1,0 +1,82 @@
+//! Redacting every string of a JSON value (values and object keys), and numbers that are
+//! card numbers.
+//!
+//! Keys are data often enough (a map keyed by e-mail address or by token) that leaving them
+//! out would leak exactly what redaction is for. A key that changes keeps its place; when two
+//! keys of one object become the same text, the later ones get `#2`, `#3`, ... after it, so
+//! that no entry is lost. Keys that hold nothing to redact (every schema's property names)
+//! are left alone, so a result stays valid against its schema unless a key itself was a
+//! secret.
+
+use serde_json::{Map, Value};
+
+use crate::detector::{Counts, Detector};
+
+pub(crate) fn redact(detector: &Detector, value: &mut Value, counts: &mut Counts) {
+    match value {
+        Value::String(text) => {
+            detector.redact_string(text, counts);
+        }
+        Value::Array(items) => {
+            for item in items {
+                redact(detector, item, counts);
+            }
+        }
+        Value::Object(map) => {
+            for item in map.values_mut() {
+                redact(detector, item, counts);
+            }
+            redact_keys(detector, map, counts);
+        }
+        Value::Number(number) => {
+            // A card number written as a JSON number: the value becomes the marker (a string).
+            let text = number.to_string();
+            if text.len() >= 13 {
+                let redacted = detector.redact(&text);
+                if let std::borrow::Cow::Owned(new) = redacted.text {
+                    counts.merge(&redacted.counts);
+                    *value = Value::String(new);
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) => {}
+    }
+}
+
+fn redact_keys(detector: &Detector, map: &mut Map<String, Value>, counts: &mut Counts) {
+    let mut changed = Counts::default();
+    let keys: Vec<Option<String>> = map
+        .keys()
+        .map(|key| {
+            let redacted = detector.redact(key);
+            changed.merge(&redacted.counts);
+            match redacted.text {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(new) => Some(new),
+            }
+        })
+        .collect();
+    if keys.iter().all(Option::is_none) {
+        return;
+    }
+    counts.merge(&changed);
+    // Keys that stay as they are keep their text; a redacted key yields to them.
+    let kept: std::collections::HashSet<String> =
+        map.keys().zip(&keys).filter(|(_, new)| new.is_none()).map(|(k, _)| k.clone()).collect();
+    let old = std::mem::take(map);
+    for ((key, value), new) in old.into_iter().zip(keys) {
+        let key = match new {
+            None => key,
+            Some(new) => {
+                let mut unique = new.clone();
+                let mut n = 1;
+                while map.contains_key(&unique) || kept.contains(&unique) {
+                    n += 1;
+                    unique = format!("{new}#{n}");
+                }
+                unique
+            }
+        };
+        map.insert(key, value);
+    }
+}
