@@ -14,6 +14,7 @@ pub mod limits;
 mod options;
 pub mod policy;
 pub mod transform;
+pub mod truncate;
 pub mod validate_args;
 
 use std::sync::Arc;
@@ -42,6 +43,8 @@ pub struct Services {
     pub integrity_locks: Arc<integrity::IntegrityLocks>,
     /// `[servers.X] integrity` tables, by server: how `integrity` treats each server.
     pub server_integrity: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
+    /// Where the `truncate` entries keep whole results, for `toolgate__read_result`.
+    pub spill: Arc<truncate::spill::SpillStores>,
 }
 
 impl Services {
@@ -54,6 +57,7 @@ impl Services {
             config_dir: None,
             integrity_locks: Arc::default(),
             server_integrity: Vec::new(),
+            spill: Arc::default(),
         }
     }
 
@@ -85,6 +89,7 @@ pub const KINDS: &[&str] = &[
     arg_map::KIND,
     limits::KIND,
     integrity::KIND,
+    truncate::KIND,
 ];
 
 /// Builds the pipeline `entries` describe, or every reason it cannot be built.
@@ -145,6 +150,7 @@ fn build(
         arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
         integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(entry, services)?)),
+        truncate::KIND => Ok(Arc::new(truncate::Truncate::from_config(entry, services)?)),
         approval::KIND => {
             let approval = approval::Approval::from_config(entry, services.approvals.clone())?;
             match approval.approver_option() {

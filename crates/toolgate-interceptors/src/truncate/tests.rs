@@ -1,0 +1,469 @@
+//! Tests of `truncate`: what is kept of text, JSON and `structuredContent`, the notes, the
+//! store behind `toolgate__read_result`, and the options.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolgate_audit::EventBus;
+use toolgate_core::mcp;
+use toolgate_intercept::{CallContext, Principal, Target};
+use toolgate_llm::tokens::Encoding;
+
+use super::spill::{Document, SpillLimits, SpillStore};
+use super::*;
+use crate::{Services, test_entry};
+
+fn truncate(options: Value) -> (Truncate, Services) {
+    let services = Services::new(EventBus::new());
+    let entry = test_entry(KIND, "pipeline[0]", options);
+    (Truncate::from_config(&entry, &services).expect("valid options"), services)
+}
+
+fn errors(options: Value) -> Vec<String> {
+    let services = Services::new(EventBus::new());
+    let entry = test_entry(KIND, "pipeline[0]", options);
+    Truncate::from_config(&entry, &services)
+        .expect_err("invalid options")
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect()
+}
+
+fn text_result(text: &str) -> mcp::CallToolResult {
+    mcp::CallToolResult::success(vec![mcp::ContentBlock::text(text)])
+}
+
+fn texts(result: &mcp::CallToolResult) -> Vec<&str> {
+    result
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            mcp::ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A build log as a compiler and a test runner write it: 4000 numbered lines.
+fn long_log() -> String {
+    (0..4000)
+        .map(|i| {
+            format!("[{i:05}] compiling module_{i} (src/module_{i}.rs) ... ok in {}ms\n", i % 97)
+        })
+        .collect()
+}
+
+fn tokens(text: &str) -> usize {
+    Encoding::O200kBase.count(text)
+}
+
+/// Reads every page of `handle` through `toolgate__read_result` as `ctx`'s caller; the
+/// pages' text without their last (note) line.
+async fn read_all(truncate: &Truncate, ctx: &CallContext, handle: &str) -> String {
+    let mut offset = 0;
+    let mut whole = String::new();
+    for _ in 0..10_000 {
+        let arguments = json!({"handle": handle, "offset": offset});
+        let page = truncate
+            .call_own_tool(read::NAME, arguments.as_object().cloned(), ctx)
+            .await
+            .expect("the tool answers");
+        assert_eq!(page.is_error, Some(false), "{page:?}");
+        let text = texts(&page)[0];
+        let body = &text[..text.rfind("[toolgate:").expect("a note ends every page")];
+        whole.push_str(body);
+        let next = &page.structured_content.as_ref().expect("structured")["next_offset"];
+        match next.as_u64() {
+            Some(next) => offset = next,
+            None => return whole,
+        }
+    }
+    panic!("read_result never reached the end");
+}
+
+fn handle_of(result: &mcp::CallToolResult) -> String {
+    let meta = result.meta.as_ref().expect("a cut result has _meta");
+    meta.0[META_KEY]["handle"].as_str().expect("a handle").to_owned()
+}
+
+fn ctx() -> CallContext {
+    let mut ctx = CallContext::new(Principal::anonymous());
+    ctx.session = Some("s1".into());
+    ctx
+}
+
+#[test]
+fn a_result_within_the_budget_is_left_alone() {
+    let (truncate, _) = truncate(json!({"max_tokens": 500}));
+    assert!(truncate.shorten(&text_result("short"), None, "me").is_none());
+    // More bytes than the budget, but fewer tokens: still left alone.
+    let text = "word ".repeat(400);
+    assert!(text.len() > 500 && tokens(&text) <= 500);
+    assert!(truncate.shorten(&text_result(&text), None, "me").is_none());
+}
+
+#[tokio::test]
+async fn a_long_text_keeps_its_head_and_tail_at_line_boundaries_and_the_rest_can_be_read() {
+    let (truncate, _) = truncate(json!({"max_tokens": 2000}));
+    let log = long_log();
+    let ctx = ctx();
+    let cut = truncate.shorten(&text_result(&log), None, &owner(&ctx)).expect("cut");
+    let shown = transform::model_text(&cut.result);
+    assert!(tokens(&shown) <= 2000, "{} tokens", tokens(&shown));
+    assert!(tokens(&shown) > 1500, "most of the budget is used: {}", tokens(&shown));
+    let text = texts(&cut.result)[0];
+    assert!(text.starts_with("[00000] compiling module_0 "));
+    assert!(text.ends_with("[03999] compiling module_3999 (src/module_3999.rs) ... ok in 22ms\n"));
+    // Whole lines only: every line is a log line or the note.
+    for line in text.lines() {
+        assert!(
+            line.starts_with('[') && (line.ends_with("ms") || line.starts_with("[toolgate: ")),
+            "{line:?}"
+        );
+    }
+    let note = text.lines().find(|l| l.starts_with("[toolgate: ")).expect("a note");
+    let kept_lines = text.lines().count() - 1;
+    assert!(note.contains(&format!("{} lines", 4000 - kept_lines)), "{note}");
+    let handle = handle_of(&cut.result);
+    assert!(note.contains(&handle), "{note}");
+    // The note's offset is the first line left out.
+    let head_lines = text.lines().take_while(|l| !l.starts_with("[toolgate: ")).count();
+    assert!(note.contains(&format!("\"offset\": {head_lines}}}")), "{note}");
+    let read = read_all(&truncate, &ctx, &handle).await;
+    assert!(
+        read == log,
+        "the pages put together are the whole result ({} vs {} bytes)",
+        read.len(),
+        log.len()
+    );
+}
+
+#[tokio::test]
+async fn another_caller_cannot_read_a_kept_result() {
+    let (truncate, _) = truncate(json!({"max_tokens": 600}));
+    let ctx = ctx();
+    let cut = truncate.shorten(&text_result(&long_log()), None, &owner(&ctx)).expect("cut");
+    let handle = handle_of(&cut.result);
+    let mut stranger = ctx.for_another_request();
+    stranger.session = Some("s2".into());
+    let arguments = json!({"handle": handle}).as_object().cloned();
+    let page = truncate.call_own_tool(read::NAME, arguments.clone(), &stranger).await.unwrap();
+    assert_eq!(page.is_error, Some(true));
+    let unknown = json!({"handle": "r000000000000000000000000"}).as_object().cloned();
+    let never = truncate.call_own_tool(read::NAME, unknown, &ctx).await.unwrap();
+    assert_eq!(
+        texts(&page)[0].replace(&handle, "H"),
+        texts(&never)[0].replace("r000000000000000000000000", "H"),
+        "a stranger learns nothing more than of no handle"
+    );
+    let mine = truncate.call_own_tool(read::NAME, arguments, &ctx).await.unwrap();
+    assert_eq!(mine.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn read_result_checks_its_arguments() {
+    let (truncate, _) = truncate(json!({"max_tokens": 600}));
+    let ctx = ctx();
+    let cut = truncate.shorten(&text_result(&long_log()), None, &owner(&ctx)).expect("cut");
+    let handle = handle_of(&cut.result);
+    for (arguments, expected) in [
+        (json!({}), "`handle` is required"),
+        (json!({"handle": 5}), "`handle` must be a string"),
+        (json!({"handle": handle, "offset": -1}), "`offset` must be a whole number"),
+        (json!({"handle": handle, "offset": 99999}), "past the end: the result has 4000 lines"),
+        (json!({"handle": handle, "limit": 0}), "`limit` must be between 1 and 2000"),
+    ] {
+        let page =
+            truncate.call_own_tool(read::NAME, arguments.as_object().cloned(), &ctx).await.unwrap();
+        assert_eq!(page.is_error, Some(true), "{arguments}");
+        assert!(texts(&page)[0].contains(expected), "{arguments}: {:?}", texts(&page));
+    }
+    let page = truncate
+        .call_own_tool(
+            read::NAME,
+            json!({"handle": handle, "offset": 10, "limit": 3}).as_object().cloned(),
+            &ctx,
+        )
+        .await
+        .unwrap();
+    let text = texts(&page)[0];
+    assert!(text.starts_with("[00010] "), "{text}");
+    assert_eq!(text.lines().count(), 4, "three lines and the note: {text}");
+    assert_eq!(page.structured_content.as_ref().unwrap()["next_offset"], json!(13));
+}
+
+#[test]
+fn a_single_huge_line_is_cut_within_the_line() {
+    let (truncate, _) = truncate(json!({"max_tokens": 800}));
+    let line = "abc-123 ".repeat(20_000);
+    let cut = truncate.shorten(&text_result(&line), None, "me").expect("cut");
+    let text = texts(&cut.result)[0];
+    assert!(text.starts_with("abc-123 abc-123"));
+    assert!(text.contains("[toolgate: "));
+    assert!(tokens(&transform::model_text(&cut.result)) <= 800);
+}
+
+#[test]
+fn json_text_stays_json_and_the_cuts_are_listed() {
+    let (truncate, _) = truncate(json!({"max_tokens": 1000}));
+    let entities: Vec<Value> = (0..500)
+        .map(|i| json!({"name": format!("entity_{i}"), "entityType": "person", "observations": [format!("likes {i}")]}))
+        .collect();
+    let graph = json!({"entities": entities, "relations": []});
+    let pretty = serde_json::to_string_pretty(&graph).unwrap();
+    let cut = truncate.shorten(&text_result(&pretty), None, "me").expect("cut");
+    let blocks = texts(&cut.result);
+    assert_eq!(blocks.len(), 2, "the JSON, then the note");
+    let shortened: Value = serde_json::from_str(blocks[0]).expect("still JSON");
+    let kept = shortened["entities"].as_array().unwrap();
+    assert!(!kept.is_empty() && kept.len() < 500);
+    assert_eq!(kept[0], graph["entities"][0]);
+    assert!(blocks[0].contains('\n'), "pretty stays pretty");
+    assert!(
+        blocks[1].contains(&format!("/entities: {} of 500 items", kept.len())),
+        "{}",
+        blocks[1]
+    );
+    let meta = &cut.result.meta.as_ref().unwrap().0[META_KEY];
+    assert_eq!(meta["omitted"][0]["cut"]["total"], json!(500));
+    assert!(tokens(&transform::model_text(&cut.result)) <= 1000);
+}
+
+fn structured_result(count: usize) -> mcp::CallToolResult {
+    let items: Vec<Value> =
+        (0..count).map(|i| json!({"id": i, "path": format!("/srv/file_{i}.txt")})).collect();
+    let value = json!({"items": items, "total": count});
+    let mut result = text_result(&value.to_string());
+    result.structured_content = Some(value);
+    result
+}
+
+fn schema(value: Value) -> mcp::JsonObject {
+    value.as_object().cloned().unwrap()
+}
+
+#[test]
+fn structured_content_is_shortened_and_still_matches_the_output_schema() {
+    let (truncate, _) = truncate(json!({"max_tokens": 1500}));
+    let output = schema(json!({
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"type": "object"}}, "total": {"type": "integer"}},
+        "required": ["items", "total"]
+    }));
+    let cut = truncate.shorten(&structured_result(1000), Some(&output), "me").expect("cut");
+    let structured = cut.result.structured_content.as_ref().expect("kept, shortened");
+    assert!(matches_schema(&output, structured));
+    let items = structured["items"].as_array().unwrap();
+    assert!(!items.is_empty() && items.len() < 1000);
+    assert_eq!(structured["total"], json!(1000));
+    let text: Value =
+        serde_json::from_str(texts(&cut.result)[0]).expect("the text twin stays JSON");
+    assert!(text["items"].as_array().unwrap().len() < 1000);
+    assert!(tokens(&transform::model_text(&cut.result)) <= 1500);
+}
+
+#[test]
+fn structured_content_that_no_longer_matches_is_left_out_with_a_note() {
+    let (truncate, _) = truncate(json!({"max_tokens": 1500}));
+    let output = schema(json!({
+        "type": "object",
+        "properties": {"items": {"type": "array", "minItems": 1000}},
+        "required": ["items"]
+    }));
+    let cut = truncate.shorten(&structured_result(1000), Some(&output), "me").expect("cut");
+    assert_eq!(cut.result.structured_content, None);
+    let note = texts(&cut.result).last().copied().unwrap();
+    assert!(note.contains("structuredContent was left out"), "{note}");
+    // `keep` keeps it whole.
+    let (keeping, _) = truncate_with(json!({"max_tokens": 1500, "structured": "keep"}));
+    let cut = keeping.shorten(&structured_result(1000), Some(&output), "me").expect("cut");
+    assert_eq!(cut.result.structured_content, structured_result(1000).structured_content);
+}
+
+fn truncate_with(options: Value) -> (Truncate, Services) {
+    truncate(options)
+}
+
+#[test]
+fn images_are_kept_or_noted_and_do_not_count() {
+    let image = mcp::ContentBlock::image("A".repeat(40_000), "image/png");
+    let mut result = text_result(&long_log());
+    result.content.insert(0, image.clone());
+    let (keeping, _) = truncate(json!({"max_tokens": 1000}));
+    let cut = keeping.shorten(&result, None, "me").expect("cut");
+    assert_eq!(cut.result.content[0], image);
+    let (noting, _) = truncate(json!({"max_tokens": 1000, "media": "note"}));
+    let cut = noting.shorten(&result, None, "me").expect("cut");
+    let note = texts(&cut.result)[0];
+    assert!(note.contains("an image (image/png, 29.3 KiB) was left out"), "{note}");
+}
+
+#[test]
+fn embedded_text_resources_are_cut_like_text() {
+    let resource = mcp::ContentBlock::Resource(mcp::EmbeddedResource::new(
+        mcp::ResourceContents::text(long_log(), "file:///build.log"),
+    ));
+    let result =
+        mcp::CallToolResult::success(vec![mcp::ContentBlock::text("see the log"), resource]);
+    let (truncate, _) = truncate(json!({"max_tokens": 1000}));
+    let cut = truncate.shorten(&result, None, "me").expect("cut");
+    assert_eq!(texts(&cut.result)[0], "see the log");
+    let mcp::ContentBlock::Resource(r) = &cut.result.content[1] else { panic!("still a resource") };
+    let mcp::ResourceContents::TextResourceContents { text, uri, .. } = &r.resource else {
+        panic!("still text")
+    };
+    assert_eq!(uri, "file:///build.log");
+    assert!(text.contains("[toolgate: "));
+    assert!(tokens(&transform::model_text(&cut.result)) <= 1000);
+}
+
+#[test]
+fn a_byte_budget_counts_bytes() {
+    let (truncate, _) = truncate(json!({"max_bytes": 4000}));
+    let cut = truncate.shorten(&text_result(&long_log()), None, "me").expect("cut");
+    assert!(transform::model_text(&cut.result).len() <= 4000);
+    assert_eq!(cut.record["unit"], json!("bytes"));
+}
+
+#[test]
+fn error_results_stay_errors_and_every_cut_result_is_a_valid_call_tool_result() {
+    let (truncate, _) = truncate(json!({"max_tokens": 700}));
+    let mut error = text_result(&long_log());
+    error.is_error = Some(true);
+    for result in [error, structured_result(3000), text_result(&"x".repeat(100_000))] {
+        let cut = truncate.shorten(&result, None, "me").expect("cut");
+        assert_eq!(cut.result.is_error, result.is_error);
+        let wire = serde_json::to_value(&cut.result).unwrap();
+        let back: mcp::CallToolResult = serde_json::from_value(wire).expect("valid");
+        assert_eq!(back, cut.result);
+        assert!(tokens(&transform::model_text(&cut.result)) <= 700);
+    }
+}
+
+#[test]
+fn without_spill_the_note_says_to_ask_for_less() {
+    let (truncate, _) = truncate(json!({"max_tokens": 600, "spill": false}));
+    assert!(truncate.own_tools().is_empty());
+    let cut = truncate.shorten(&text_result(&long_log()), None, "me").expect("cut");
+    assert!(cut.record.get("handle").is_none());
+    assert!(texts(&cut.result)[0].contains("Ask for less"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn kept_results_expire() {
+    let store =
+        SpillStore::new(SpillLimits { ttl: Duration::from_secs(60), ..SpillLimits::default() });
+    let handle = store.put("me", Document::new("a\nb\n".into())).unwrap();
+    assert!(store.get("me", &handle).is_some());
+    tokio::time::advance(Duration::from_secs(61)).await;
+    assert!(store.get("me", &handle).is_none());
+    assert_eq!(store.usage(), (0, 0));
+}
+
+#[test]
+fn the_store_stays_within_its_limits_forgetting_the_oldest() {
+    let limits = SpillLimits {
+        max_bytes: 100,
+        caller_bytes: 60,
+        caller_results: 3,
+        ..SpillLimits::default()
+    };
+    let store = SpillStore::new(limits);
+    let ten = || Document::new("0123456789".into());
+    let mine: Vec<String> = (0..4).map(|_| store.put("me", ten()).unwrap()).collect();
+    assert!(store.get("me", &mine[0]).is_none(), "a caller keeps at most 3 results");
+    assert!(mine[1..].iter().all(|h| store.get("me", h).is_some()));
+    let big = Document::new("x".repeat(50));
+    let theirs = store.put("them", big).unwrap();
+    let _more = store.put("them2", Document::new("y".repeat(40))).unwrap();
+    assert!(store.usage().1 <= 100);
+    assert!(store.get("me", &mine[1]).is_none(), "the oldest went first");
+    assert!(store.get("them", &theirs).is_some());
+    assert!(matches!(
+        store.put("me", Document::new("z".repeat(61))),
+        Err(spill::SpillError::TooLarge { bytes: 61, limit: 60 })
+    ));
+}
+
+#[test]
+fn documents_split_long_lines_and_find_lines_by_offset() {
+    let text = format!("short\n{}\nend", "é".repeat(2500));
+    let document = Document::new(text.clone());
+    assert_eq!(document.lines(), 5, "short, 1000 + 1000 + 500 characters, end");
+    let joined: String = (0..document.lines()).map(|i| document.line(i).unwrap()).collect();
+    assert_eq!(joined, text);
+    assert_eq!(document.line_at(0), 0);
+    assert_eq!(document.line_at(6), 1);
+    assert_eq!(document.line_at(text.len() - 1), 4);
+    assert_eq!(Document::new(String::new()).lines(), 0);
+}
+
+#[test]
+fn options_are_checked_with_their_paths() {
+    assert_eq!(
+        errors(json!({"max_tokens": 10})),
+        ["pipeline[0].max_tokens: expected a whole number of at least 500, found 10"]
+    );
+    assert_eq!(
+        errors(json!({"max_tokens": 1000, "max_bytes": 4000})),
+        ["pipeline[0].max_bytes: give either max_tokens or max_bytes, not both"]
+    );
+    assert_eq!(
+        errors(json!({"encoding": "p50k"})),
+        ["pipeline[0].encoding: unknown encoding \"p50k\" (known: o200k_base, cl100k_base)"]
+    );
+    assert_eq!(
+        errors(json!({"head": 1.5})),
+        ["pipeline[0].head: expected a number between 0 and 1, found 1.5"]
+    );
+    assert_eq!(
+        errors(json!({"structured": "trim"})),
+        ["pipeline[0].structured: expected \"shorten\", \"keep\" or \"drop\", found \"trim\""]
+    );
+    assert_eq!(errors(json!({"spill_ttl": "soon"})).len(), 1);
+    assert_eq!(
+        errors(json!({"max_bytes": 4000, "page_tokens": 500})),
+        ["pipeline[0].page_tokens: the budget is in bytes: use page_bytes"]
+    );
+    assert_eq!(
+        errors(json!({"budget": 5}))[0],
+        "pipeline[0].budget: unknown option (expected one of: max_tokens, max_bytes, encoding, head, structured, media, spill, spill_ttl, spill_max_bytes, spill_caller_bytes, page_tokens, page_bytes)"
+    );
+}
+
+#[tokio::test]
+async fn as_an_interceptor_it_rewrites_results_publishes_and_leaves_its_own_tool_alone() {
+    let (truncate, services) = truncate(json!({"max_tokens": 600}));
+    let mut events = services.events.subscribe("transform/*".parse().unwrap(), 8);
+    let mut ctx = ctx();
+    ctx.target = Some(Target {
+        server: "fs".into(),
+        original: "read".into(),
+        exposed: "fs__read".into(),
+        tool: None,
+    });
+    let message = Message::ToolResult(text_result(&long_log()));
+    let outcome = truncate
+        .intercept(InterceptionEvent::ToolsCall, Phase::Response, &message, &mut ctx)
+        .await
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Rewrite(Message::ToolResult(_))));
+    let event = events.try_recv().expect("transform/applied");
+    assert_eq!(event.get("tool"), Some(&json!("read")));
+    assert!(event.get("tokens_after").unwrap().as_u64().unwrap() <= 600);
+    assert!(event.get("tokens_before").unwrap().as_u64().unwrap() > 40_000);
+    assert!(event.get("handle").is_some());
+
+    ctx.target = Some(Target {
+        server: OWN_SERVER.into(),
+        original: read::NAME.into(),
+        exposed: "toolgate__read_result".into(),
+        tool: None,
+    });
+    let outcome = truncate
+        .intercept(InterceptionEvent::ToolsCall, Phase::Response, &message, &mut ctx)
+        .await
+        .unwrap();
+    assert_eq!(outcome, Outcome::Continue);
+    assert_eq!(truncate.own_tools()[0].name, read::NAME);
+}
