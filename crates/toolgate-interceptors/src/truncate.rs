@@ -757,7 +757,7 @@ fn share(costs: &[Option<usize>], limit: usize) -> Vec<usize> {
 
 /// The kept document of `result`: each block on its own lines (JSON pretty-printed, media as a
 /// line saying what they were), then `structuredContent` pretty-printed unless a text block
-/// already holds the same JSON; and where each content block starts in it (then
+/// already holds the same JSON, or the same text as one of its values; and where each content block starts in it (then
 /// `structuredContent`'s start).
 fn document_of(result: &mcp::CallToolResult) -> (String, Vec<usize>) {
     let mut text = String::new();
@@ -793,6 +793,19 @@ fn document_of(result: &mcp::CallToolResult) -> (String, Vec<usize>) {
             })),
         }
     }
+    // `structuredContent` that only wraps the text (`{"content": "<the text>"}`) is the same
+    // thing again.
+    twin |= result.structured_content.as_ref().and_then(Value::as_object).is_some_and(|map| {
+        map.values().any(|v| {
+            v.as_str().is_some_and(|s| {
+                !s.is_empty()
+                    && result
+                        .content
+                        .iter()
+                        .any(|b| matches!(b, mcp::ContentBlock::Text(t) if t.text == s))
+            })
+        })
+    });
     match &result.structured_content {
         Some(value) if !twin => {
             if !text.is_empty() {

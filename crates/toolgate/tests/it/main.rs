@@ -32,3 +32,4 @@ mod startup;
 mod stdio_front;
 mod supervision;
 mod support;
+mod truncate;
