@@ -10,8 +10,11 @@
 //! - [`FixtureHub`]: what the sessions of one server share (`dynamic_tool`, subscribers);
 //! - [`serve_stdio`], [`serve_http`], [`serve_sse`]: the fixture on each transport, the last
 //!   being the legacy HTTP+SSE transport rmcp no longer has;
-//! - [`FixtureProcess`], [`fixture_bin`]: the `toolgate-fixture` binary out of process.
+//! - [`FixtureProcess`], [`fixture_bin`]: the `toolgate-fixture` binary out of process;
+//! - [`fake_llm`]: a fake LLM provider (OpenAI Chat Completions) answering from a script and
+//!   recording what it received, in process or as `toolgate-fixture fake-llm`.
 
+pub mod fake_llm;
 mod fixture;
 mod http;
 mod hub;

@@ -4,6 +4,10 @@
 //! For http and sse it binds, prints exactly one line, `listening http://HOST:PORT/mcp` (or
 //! `/sse`), to stdout, and serves until SIGTERM or ctrl-c. Logs go to stderr (`RUST_LOG`,
 //! default `warn`).
+//!
+//! `toolgate-fixture fake-llm` serves the fake LLM provider instead (`toolgate_testkit::fake_llm`)
+//! and prints `listening http://HOST:PORT/v1`, the base URL an OpenAI client takes; what it
+//! received is at `GET /fake/requests`.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -19,8 +23,11 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 
 /// The toolgate fixture MCP server.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, args_conflicts_with_subcommands = true)]
 struct Args {
+    /// Serve something other than the MCP fixture.
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Transport to serve.
     #[arg(long, value_enum, default_value_t = FixtureTransport::Stdio)]
     transport: FixtureTransport,
@@ -43,6 +50,37 @@ struct Args {
     /// runtime: a server that changes its promises, for integrity tests.
     #[arg(long, value_name = "STAGE", value_parser = clap::value_parser!(u8).range(0..=3))]
     rug_pull: Option<u8>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// A fake LLM provider (OpenAI Chat Completions at /v1/chat/completions), recording every
+    /// request at GET /fake/requests.
+    FakeLlm(FakeLlmArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct FakeLlmArgs {
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Answer with TEXT; repeated, the replies come in order and the last one repeats.
+    /// Without it, the reply says how long the last user message was.
+    #[arg(long, value_name = "TEXT")]
+    reply: Vec<String>,
+    /// Fail every request with this HTTP status and the provider's error body.
+    #[arg(long, value_name = "STATUS", conflicts_with = "reply",
+          value_parser = clap::value_parser!(u16).range(400..=599))]
+    fail: Option<u16>,
+    /// Wait this long before every answer (`500ms`, `30s`).
+    #[arg(long, value_parser = toolgate_core::duration::parse, default_value = "0ms")]
+    delay: Duration,
+    /// Require `Authorization: Bearer KEY`; other requests are answered 401.
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -70,6 +108,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(Command::FakeLlm(fake)) = args.command {
+        return fake_llm(fake).await;
+    }
     let opts = FixtureOptions {
         name: args.name,
         startup_delay: args.startup_delay,
@@ -106,6 +147,45 @@ async fn run(args: Args) -> anyhow::Result<()> {
         FixtureTransport::Sse => toolgate_testkit::serve_sse(listener, shutdown, opts).await,
         _ => toolgate_testkit::serve_http(listener, shutdown, opts).await,
     }
+}
+
+/// Serves the fake LLM provider until SIGTERM or ctrl-c.
+async fn fake_llm(args: FakeLlmArgs) -> anyhow::Result<()> {
+    use toolgate_testkit::fake_llm::{FakeLlmOptions, Script, Turn};
+    let delayed = |turn: Turn| turn.after(args.delay);
+    let script = if let Some(status) = args.fail {
+        Script::always(delayed(Turn::fail(status)))
+    } else if let Some((last, first)) = args.reply.split_last() {
+        Script::turns(first.iter().map(|text| delayed(Turn::text(text))))
+            .then_always(delayed(Turn::text(last)))
+    } else {
+        let delay = args.delay;
+        Script::respond(move |request| {
+            let length = request.last_user_text().map_or(0, |text| text.chars().count());
+            Turn::text(format!("The fake read {length} characters.")).after(delay)
+        })
+    };
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        .await
+        .with_context(|| format!("failed to bind {}:{}", args.host, args.port))?;
+    let addr = listener.local_addr().context("failed to read the bound address")?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening http://{addr}/v1")
+        .and_then(|()| stdout.flush())
+        .context("failed to print the listening line")?;
+    drop(stdout);
+    let shutdown = CancellationToken::new();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            terminated().await;
+            shutdown.cancel();
+        }
+    });
+    let options = FakeLlmOptions { api_key: args.api_key };
+    toolgate_testkit::fake_llm::serve_fake_llm(listener, shutdown, script, options)
+        .await
+        .context("the fake LLM failed")
 }
 
 /// Resolves on SIGTERM or ctrl-c.
