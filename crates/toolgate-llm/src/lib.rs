@@ -4,4 +4,5 @@
 //! No IO: the agent's providers and the `enrich` transform do their HTTP elsewhere and use
 //! these for the shapes and the counting.
 
+pub mod format;
 pub mod tokens;
