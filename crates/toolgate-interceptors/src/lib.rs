@@ -13,6 +13,7 @@ pub mod integrity;
 pub mod limits;
 mod options;
 pub mod policy;
+pub mod test_filter;
 pub mod transform;
 pub mod truncate;
 pub mod validate_args;
@@ -90,6 +91,7 @@ pub const KINDS: &[&str] = &[
     limits::KIND,
     integrity::KIND,
     truncate::KIND,
+    test_filter::KIND,
 ];
 
 /// Builds the pipeline `entries` describe, or every reason it cannot be built.
@@ -150,6 +152,7 @@ fn build(
         arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
         integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(entry, services)?)),
+        test_filter::KIND => Ok(Arc::new(test_filter::TestFilter::from_config(entry, services)?)),
         truncate::KIND => Ok(Arc::new(truncate::Truncate::from_config(entry, services)?)),
         approval::KIND => {
             let approval = approval::Approval::from_config(entry, services.approvals.clone())?;

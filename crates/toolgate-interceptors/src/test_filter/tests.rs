@@ -1,0 +1,332 @@
+//! Tests of the test filter on real runners' logs (`fixtures/`, made by
+//! `scripts/make-test-logs`; the go logs are written by hand), and of the interceptor.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use toolgate_intercept::Principal;
+
+use super::*;
+
+#[path = "expected.rs"]
+mod expected;
+
+fn fixture(name: &str) -> String {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/test_filter/fixtures").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn made(text: &str, settings: &Settings) -> Option<expected::Made> {
+    filter(text, settings).map(|f| expected::Made {
+        text: f.text,
+        runs: f.runs.iter().map(|r| (r.runner.name(), r.failed, r.passed, r.errors)).collect(),
+    })
+}
+
+fn tokens(text: &str) -> usize {
+    Encoding::O200kBase.count(text)
+}
+
+#[test]
+fn every_log_keeps_each_failures_name_message_and_place_and_the_summary() {
+    let mut problems = Vec::new();
+    for expected in expected::LOGS.iter().chain(expected::GO_LOGS) {
+        let text = fixture(expected.log);
+        problems.extend(expected::problems(
+            expected,
+            &text,
+            made(&text, &Settings::default()),
+            tokens,
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn failing_runs_cost_at_least_80_percent_fewer_tokens_together() {
+    let (mut before, mut after) = (0, 0);
+    for expected in expected::LOGS {
+        if !expected.log.contains("-fail") || expected.log.contains("compile") {
+            continue;
+        }
+        let text = fixture(expected.log);
+        before += tokens(&text);
+        after += tokens(&filter(&text, &Settings::default()).expect("recognised").text);
+    }
+    let saved = 1.0 - after as f64 / before as f64;
+    assert!(saved >= 0.8, "{before} -> {after} tokens: {:.1} % saved", saved * 100.0);
+}
+
+#[test]
+fn a_shortened_log_starts_with_what_ran_and_is_plain_text() {
+    let shortened = filter(&fixture("nextest-fail-color.txt"), &Settings::default()).unwrap();
+    assert!(shortened.text.starts_with(
+        "[test_filter: cargo nextest: 6 failed, 86 passed (passing tests and runner noise left out)]\n"
+    ));
+    assert!(!shortened.text.contains('\u{1b}'));
+    let compile = filter(&fixture("cargo-compile-fail.txt"), &Settings::default()).unwrap();
+    assert!(compile.text.starts_with("[test_filter: cargo test: 3 errors (passing"));
+}
+
+#[test]
+fn output_that_is_no_test_run_passes_unchanged() {
+    let settings = Settings::default();
+    for text in [
+        "",
+        "hello\nworld\n",
+        "total 8\ndrwxr-xr-x 2 root root 4096 .\n-rw-r--r-- 1 root root   12 a.txt\n",
+        // A build, and a lint run: warnings are all they have to say.
+        "   Compiling ledger v0.1.0 (/src/ledger)\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 0.40s\n",
+        "    Checking ledger v0.1.0\nwarning: unused variable: `x`\n --> src/lib.rs:2:9\n  |\n2 |     let x = 1;\n  |         ^ help: prefix it with an underscore: `_x`\n\nwarning: `ledger` (lib) generated 1 warning\n    Finished `dev` profile in 0.1s\n",
+        "FAIL is a word; PASS too\n=== not a banner\n",
+    ] {
+        assert_eq!(filter(text, &settings), None, "{text:?}");
+    }
+}
+
+#[test]
+fn what_surrounds_a_run_is_kept_and_each_run_is_shortened() {
+    let cargo = fixture("cargo-fail.txt");
+    let pytest = fixture("pytest-fail.txt");
+    let vitest = fixture("vitest-fail.txt");
+    let jest = fixture("jest-fail.txt");
+    let text = format!(
+        "$ cargo test\n{cargo}$ pytest\n{pytest}$ npx vitest run\n{vitest}$ npx jest\n{jest}exit status 1\n"
+    );
+    let shortened = filter(&text, &Settings::default()).expect("recognised");
+    let runs: Vec<(&str, u64)> =
+        shortened.runs.iter().map(|r| (r.runner.name(), r.failed)).collect();
+    assert_eq!(runs, vec![("cargo test", 5), ("pytest", 5), ("vitest", 3), ("jest", 3)]);
+    for kept in [
+        "$ cargo test\n",
+        "$ pytest\n",
+        "$ npx vitest run\n",
+        "$ npx jest\n",
+        "exit status 1\n",
+        "7 shared by 2 should round up",
+        "E       KeyError: 'quinces'",
+        "Error: not a quantity: three",
+        "● cart › checks out a basket",
+    ] {
+        assert!(shortened.text.contains(kept), "lost {kept:?}:\n{}", shortened.text);
+    }
+    assert!(shortened.text.starts_with(
+        "[test_filter: cargo test: 5 failed, 83 passed; pytest: 5 failed, 140 passed; vitest: 3 failed, 57 passed; jest: 3 failed, 57 passed"
+    ));
+    let each: usize = [cargo, pytest, vitest, jest]
+        .iter()
+        .map(|t| filter(t, &Settings::default()).unwrap().text.len())
+        .sum();
+    assert!(shortened.text.len() < each, "one note instead of four");
+}
+
+#[test]
+fn the_options_keep_more_or_less() {
+    let text = fixture("cargo-fail.txt");
+    let capped = Settings { max_lines_per_failure: 2, ..Settings::default() };
+    let shortened = filter(&text, &capped).unwrap().text;
+    assert!(shortened.contains(
+        "---- tests::totals_with_refunds stdout ----\nthread 'tests::totals_with_refunds'"
+    ));
+    assert!(shortened.contains("[test_filter: 3 more lines of this failure left out]"));
+    assert!(!shortened.contains(" right: 13"));
+
+    let names = Settings { keep_passed_names: true, ..Settings::default() };
+    let shortened = filter(&text, &names).unwrap().text;
+    assert!(shortened.contains("test tests::shares_evenly_1 ... ok\n"));
+    assert!(!shortened.contains("refund run: 3 entries"));
+
+    let output = Settings { keep_output: true, ..Settings::default() };
+    let shortened = filter(&text, &output).unwrap().text;
+    assert!(shortened.contains("refund run: 3 entries\n"));
+    assert!(!shortened.contains("test tests::shares_evenly_1 ... ok"));
+    let shortened = filter(&fixture("jest-fail.txt"), &output).unwrap().text;
+    assert!(shortened.contains("checkout of 2 items"));
+    let shortened = filter(&fixture("pytest-fail.txt"), &output).unwrap().text;
+    assert!(shortened.contains("INFO     inventory:inventory.py:48 north: received 10 apples"));
+
+    let only_pytest = Settings { runners: vec!["pytest".into()], ..Settings::default() };
+    assert_eq!(filter(&text, &only_pytest), None);
+    assert!(filter(&fixture("pytest-fail.txt"), &only_pytest).is_some());
+}
+
+#[test]
+fn a_shortened_text_is_never_longer() {
+    // Plain `go test` is nearly all failure already: the note would make it longer.
+    let text = fixture("go-fail.txt");
+    assert_eq!(filter(&text, &Settings::default()), None);
+    let tiny = "============================= test session starts ==============================\n1 passed in 0.01s\n";
+    let shortened = filter(tiny, &Settings::default()).map(|f| f.text);
+    assert!(shortened.is_none_or(|s| s.len() < tiny.len()));
+}
+
+#[test]
+fn a_very_long_log_is_shortened_to_its_failures() {
+    // 100,000 passing tests around the real failing run.
+    let real = fixture("cargo-fail.txt");
+    let (head, tail) = real.split_once("test tests::totals_small_lists ... ok\n").unwrap();
+    let mut text = String::from(head);
+    for n in 0..100_000 {
+        text.push_str(&format!("test generated::case_{n} ... ok\n"));
+    }
+    text.push_str(tail);
+    let shortened = filter(&text, &Settings::default()).unwrap();
+    assert!(shortened.text.len() < 2_000, "{}", shortened.text.len());
+    assert!(shortened.text.contains("7 shared by 2 should round up"));
+}
+
+fn entry(options: serde_json::Value) -> InterceptorConfig {
+    crate::test_entry(KIND, "pipeline[0]", options)
+}
+
+fn errors(options: serde_json::Value) -> Vec<String> {
+    let services = Services::new(EventBus::new());
+    TestFilter::from_config(&entry(options), &services)
+        .expect_err("refused")
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn bad_options_are_each_named() {
+    assert_eq!(
+        errors(json!({ "max_lines_per_failure": 0 })),
+        vec!["pipeline[0].max_lines_per_failure: expected a whole number of at least 1, found 0"]
+    );
+    assert_eq!(
+        errors(json!({ "keep_output": "yes" })),
+        vec!["pipeline[0].keep_output: expected true or false, found \"yes\""]
+    );
+    assert_eq!(
+        errors(json!({ "runners": ["cargo", "mocha"] })),
+        vec![
+            "pipeline[0].runners[1]: unknown runner \"mocha\" (known: cargo, pytest, jest, vitest, go)"
+        ]
+    );
+    assert_eq!(
+        errors(json!({ "encoding": "p50k_base" })),
+        vec![
+            "pipeline[0].encoding: unknown encoding \"p50k_base\" (known: o200k_base, cl100k_base)"
+        ]
+    );
+    assert_eq!(
+        errors(json!({ "max_lines": 3 })),
+        vec![
+            "pipeline[0].max_lines: unknown option (expected one of: max_lines_per_failure, keep_passed_names, keep_output, runners, encoding)"
+        ]
+    );
+}
+
+#[test]
+fn options_are_read() {
+    let services = Services::new(EventBus::new());
+    let filter = TestFilter::from_config(
+        &entry(json!({
+            "max_lines_per_failure": 5,
+            "keep_passed_names": true,
+            "keep_output": true,
+            "runners": ["go"],
+            "encoding": "cl100k_base",
+        })),
+        &services,
+    )
+    .unwrap();
+    assert_eq!(
+        filter.settings(),
+        &Settings {
+            max_lines_per_failure: 5,
+            keep_passed_names: true,
+            keep_output: true,
+            runners: vec!["go".into()],
+            encoding: Encoding::Cl100kBase,
+        }
+    );
+    assert_eq!(filter.descriptor().kind, KIND);
+    assert!(filter.descriptor().fail_open);
+}
+
+async fn intercept(
+    filter: &TestFilter,
+    result: mcp::CallToolResult,
+    ctx: &mut CallContext,
+) -> Outcome {
+    let message = Message::ToolResult(result);
+    filter.intercept(InterceptionEvent::ToolsCall, Phase::Response, &message, ctx).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_tool_result_is_shortened_block_by_block_and_the_change_published() {
+    let bus = EventBus::new();
+    let mut events = bus.subscribe("transform/*".parse().unwrap(), 8);
+    let filter = TestFilter::from_config(&entry(json!({})), &Services::new(bus)).unwrap();
+    let cargo = fixture("cargo-fail.txt");
+    let pytest = fixture("pytest-fail.txt");
+    let mut result = mcp::CallToolResult::error(vec![
+        mcp::ContentBlock::text(cargo.clone()),
+        mcp::ContentBlock::image("AAAA", "image/png"),
+        mcp::ContentBlock::Resource(mcp::EmbeddedResource::new(mcp::ResourceContents::text(
+            pytest.clone(),
+            "file:///log/pytest.txt",
+        ))),
+        mcp::ContentBlock::text("exit status 1"),
+    ]);
+    result.structured_content = Some(json!({ "exit": 1 }));
+    let mut ctx = CallContext::new(Principal::anonymous());
+    let Outcome::Rewrite(Message::ToolResult(shortened)) =
+        intercept(&filter, result.clone(), &mut ctx).await
+    else {
+        panic!("not rewritten");
+    };
+    assert_eq!(shortened.is_error, Some(true));
+    assert_eq!(shortened.structured_content, result.structured_content);
+    assert_eq!(shortened.content.len(), 4);
+    assert_eq!(shortened.content[1], result.content[1]);
+    assert_eq!(shortened.content[3], result.content[3]);
+    let mcp::ContentBlock::Text(text) = &shortened.content[0] else { panic!("text") };
+    assert_eq!(text.text, super::filter(&cargo, &Settings::default()).unwrap().text);
+    let mcp::ContentBlock::Resource(resource) = &shortened.content[2] else { panic!("resource") };
+    let mcp::ResourceContents::TextResourceContents { text, uri, .. } = &resource.resource else {
+        panic!("text resource")
+    };
+    assert_eq!(uri, "file:///log/pytest.txt");
+    assert_eq!(*text, super::filter(&pytest, &Settings::default()).unwrap().text);
+
+    let event = events.try_recv().expect("published");
+    assert_eq!(event.kind, transform::APPLIED);
+    assert_eq!(event.get("transform"), Some(&json!("test_filter")));
+    assert_eq!(event.get("runner"), Some(&json!("cargo test, pytest")));
+    assert_eq!(event.get("failed"), Some(&json!(10)));
+    assert_eq!(event.get("passed"), Some(&json!(223)));
+    assert_eq!(event.get("errors"), Some(&json!(0)));
+    let before = event.get("tokens_before").and_then(Value::as_u64).unwrap();
+    let after = event.get("tokens_after").and_then(Value::as_u64).unwrap();
+    assert!(after * 3 < before, "{before} -> {after}");
+}
+
+#[tokio::test]
+async fn a_result_with_no_test_output_goes_on_unchanged_and_unannounced() {
+    let bus = EventBus::new();
+    let mut events = bus.subscribe("transform/*".parse().unwrap(), 8);
+    let filter = TestFilter::from_config(&entry(json!({})), &Services::new(bus)).unwrap();
+    let result = mcp::CallToolResult::success(vec![mcp::ContentBlock::text("total 0\n")]);
+    let mut ctx = CallContext::new(Principal::anonymous());
+    assert_eq!(intercept(&filter, result, &mut ctx).await, Outcome::Continue);
+    assert!(events.try_recv().is_none());
+}
+
+#[test]
+fn the_kind_is_built_from_the_pipeline() {
+    let services = Services::new(EventBus::new());
+    let pipeline = crate::build_pipeline(
+        &[InterceptorConfig::new(
+            "pipeline[0]",
+            KIND,
+            json!({ "max_lines_per_failure": 10 }).as_object().cloned().unwrap(),
+        )],
+        &services,
+    );
+    assert!(pipeline.is_ok());
+    assert!(crate::KINDS.contains(&KIND));
+}
