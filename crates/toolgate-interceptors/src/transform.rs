@@ -68,6 +68,10 @@ pub fn resource_text(result: &mcp::ReadResourceResult) -> String {
     texts.join("\n")
 }
 
+/// Up to how many bytes (before and after together) `transform/applied` counts tokens on the
+/// call's own task.
+pub const COUNT_INLINE: usize = 64 * 1024;
+
 /// What one transform did to one result, to be published as [`APPLIED`].
 pub(crate) struct Applied<'a> {
     /// The interceptor's name (its `name`, or its kind).
@@ -84,7 +88,9 @@ pub(crate) struct Applied<'a> {
 }
 
 impl Applied<'_> {
-    /// Publishes the event on `bus`, counting tokens only when someone listens for it.
+    /// Publishes the event on `bus`, counting tokens only when someone listens for it. Texts
+    /// over [`COUNT_INLINE`] bytes are counted on the blocking pool and the event published
+    /// from there, so that counting a large result (about 40 ms per MiB) does not delay it.
     pub(crate) fn publish(self, bus: &EventBus, ctx: &CallContext) {
         if !bus.wants(APPLIED) {
             return;
@@ -93,8 +99,6 @@ impl Applied<'_> {
             .with("interceptor", self.interceptor)
             .with("transform", self.kind)
             .with("encoding", self.encoding.name())
-            .with("tokens_before", self.encoding.count(self.before))
-            .with("tokens_after", self.encoding.count(self.after))
             .with("bytes_before", self.before.len())
             .with("bytes_after", self.after.len());
         if let Some(target) = &ctx.target {
@@ -109,7 +113,21 @@ impl Applied<'_> {
         for (key, value) in self.details {
             event = event.with(key, value);
         }
-        bus.publish(event);
+        let encoding = self.encoding;
+        let count = move |event: Event, before: &str, after: &str| {
+            event
+                .with("tokens_before", encoding.count(before))
+                .with("tokens_after", encoding.count(after))
+        };
+        let large = self.before.len() + self.after.len() > COUNT_INLINE;
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if large => {
+                let (before, after) = (self.before.to_owned(), self.after.to_owned());
+                let bus = bus.clone();
+                runtime.spawn_blocking(move || bus.publish(count(event, &before, &after)));
+            }
+            _ => bus.publish(count(event, self.before, self.after)),
+        }
     }
 }
 
