@@ -3,14 +3,18 @@
 //! - `latency`: the load generator; direct calls, toolgate with each pipeline, and peer
 //!   gateways, side by side and interleaved;
 //! - `startup`: time until toolgate is ready with 1, 5 and 10 upstreams;
-//! - `scale`: 10,000 tools across 100 upstreams, and idle sessions.
+//! - `scale`: 10,000 tools across 100 upstreams, and idle sessions;
+//! - `corpus`: realistic tool results from real MCP servers and test runners;
+//! - `tokens`: what each transform saves on that corpus, in tokens (docs/token-economy.md).
 
 mod binaries;
+mod corpus;
 mod latency;
 mod portable;
 mod proc_stats;
 mod scale;
 mod startup;
+mod tokens;
 
 use std::process::ExitCode;
 
@@ -32,6 +36,10 @@ enum Command {
     Startup(startup::StartupArgs),
     /// Many tools, many upstreams, many idle sessions.
     Scale(scale::ScaleArgs),
+    /// Realistic tool results from real MCP servers and test runners, one JSON file each.
+    Corpus(corpus::CorpusArgs),
+    /// What each transform saves, in tokens, on the corpus (docs/token-economy.md).
+    Tokens(tokens::TokensArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +56,8 @@ fn main() -> ExitCode {
             Command::Latency(args) => latency::run(args).await,
             Command::Startup(args) => startup::run(args).await,
             Command::Scale(args) => scale::run(args).await,
+            Command::Corpus(args) => corpus::run(args).await,
+            Command::Tokens(args) => tokens::run(args).await,
         }
     });
     match result {
