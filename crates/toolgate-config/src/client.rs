@@ -146,6 +146,7 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
         required: false,
         enabled: !disabled?.unwrap_or(false),
         integrity: None,
+        response_format: Vec::new(),
     };
     Some(Entry { server, place: cx.place(&path) })
 }

@@ -40,6 +40,7 @@ mod jsonc;
 mod load;
 mod model;
 mod native;
+mod response_format;
 mod value;
 
 use std::path::{Path, PathBuf};

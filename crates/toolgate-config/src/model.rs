@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use toolgate_core::Mode;
+pub use toolgate_core::{Mode, ResultFormat};
 
 /// Default address of the streamable HTTP endpoint.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8931";
@@ -195,6 +195,10 @@ pub struct ServerConfig {
     /// `integrity = { drift, unknown, poisoning }`: how the `integrity` interceptor treats this
     /// server, over its own defaults; checked when the pipeline is built (its options).
     pub integrity: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `response_format = { "<tool glob>" = "<item>" }`: which OpenAI Responses item each tool's
+    /// results become, as written (keys are the server's own tool names or globs of them); see
+    /// [`ServerConfig::response_format_for`]. Empty = none configured.
+    pub response_format: Vec<(String, ResultFormat)>,
 }
 
 /// How an upstream is reached.

@@ -30,6 +30,7 @@ const SERVER_KEYS: &[&str] = &[
     "required",
     "enabled",
     "integrity",
+    "response_format",
 ];
 const STDIO_KEYS: &[&str] = &["args", "env", "env_remove", "cwd"];
 const HTTP_KEYS: &[&str] = &["transport", "headers"];
@@ -290,6 +291,9 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         let json = table.iter().map(|(key, value)| (key.clone(), value.to_json())).collect();
         Some(json)
     });
+    let response_format = optional(fields.get("response_format").copied(), |v| {
+        crate::response_format::check(cx, v, &at("response_format"))
+    });
 
     let transport = match mode? {
         ServerKind::Stdio => TransportConfig::Stdio(StdioConfig {
@@ -316,6 +320,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         required: required?.unwrap_or(false),
         enabled: enabled?.unwrap_or(true),
         integrity: integrity?,
+        response_format: response_format?.unwrap_or_default(),
     };
     Some(Entry { server, place: cx.place(&path) })
 }

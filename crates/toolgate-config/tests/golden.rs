@@ -140,6 +140,7 @@ fn dump(config: &Config) -> String {
             required,
             enabled,
             integrity,
+            response_format,
         } = server;
         line(w, 1, name, "");
         line(w, 2, "transport", transport.kind());
@@ -169,6 +170,13 @@ fn dump(config: &Config) -> String {
         line(w, 2, "enabled", enabled);
         if let Some(integrity) = integrity {
             line(w, 2, "integrity", serde_json::Value::Object(integrity.clone()));
+        }
+        if !response_format.is_empty() {
+            let entries: Vec<String> = response_format
+                .iter()
+                .map(|(tool, format)| format!("{tool:?}: {format}"))
+                .collect();
+            line(w, 2, "response_format", format!("{{{}}}", entries.join(", ")));
         }
     }
     if !pipeline.is_empty() {

@@ -93,6 +93,7 @@ fn server_config(url: url::Url) -> ServerConfig {
         required: true,
         enabled: true,
         integrity: None,
+        response_format: Vec::new(),
     }
 }
 

@@ -95,6 +95,7 @@ async fn every_page_of_every_list_is_fetched() {
         required: true,
         enabled: true,
         integrity: None,
+        response_format: Vec::new(),
     };
     let upstream = Upstream::connect(&config).await.expect("connects");
     let catalog = upstream.catalog();

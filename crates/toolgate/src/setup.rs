@@ -133,6 +133,7 @@ fn demo_config() -> anyhow::Result<Config> {
         required: true,
         enabled: true,
         integrity: None,
+        response_format: Vec::new(),
     };
     Ok(Config {
         gateway: Default::default(),

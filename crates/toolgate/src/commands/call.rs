@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use serde_json::{Map, Value};
-use toolgate_core::mcp;
+use toolgate_config::Config;
+use toolgate_core::{ResultFormat, mcp};
+use toolgate_llm::format::{self, ToolCall};
 use toolgate_server::{GatewayError, StartupWait};
+use toolgate_upstream::inventory::Inventory;
 
 use crate::GlobalArgs;
 use crate::setup;
@@ -18,6 +21,10 @@ use crate::setup;
     toolgate call files__read_file --args '{\"path\": \"/tmp/x\"}'\n\n\
     Values of key=value pairs are taken as JSON when the tool's schema says the argument is \
     not a string (count=3, flag=true, tags='[\"a\"]'), as text otherwise.\n\
+    --format prints the result as an LLM API takes it (see docs/result-formats.md): \
+    openai_chat, function_call_output, mcp_call, web_search_call, file_search_call, \
+    code_interpreter_call, anthropic, gemini; or responses: the Responses item the server's \
+    response_format names for the tool (function_call_output when it names none).\n\
     Exit status: 0 on success, 1 when the tool returned an error result or the call failed.")]
 pub(crate) struct CallArgs {
     /// The exposed tool name (see `toolgate tools`).
@@ -29,8 +36,33 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "JSON")]
     args: Option<String>,
     /// Print the whole result as JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// Print the result as an LLM API takes it (see below).
+    #[arg(long, value_name = "FORMAT", value_parser = parse_format)]
+    format: Option<FormatChoice>,
+    /// The call id the --format output answers.
+    #[arg(long, value_name = "ID", default_value = "call_1", requires = "format")]
+    call_id: String,
+}
+
+/// `--format`: one format, or whichever Responses item the server's config names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FormatChoice {
+    Fixed(ResultFormat),
+    Responses,
+}
+
+fn parse_format(name: &str) -> Result<FormatChoice, String> {
+    if name == "responses" {
+        return Ok(FormatChoice::Responses);
+    }
+    name.parse().map(FormatChoice::Fixed).map_err(|_| {
+        format!(
+            "unknown format {name:?} (known: responses, {})",
+            ResultFormat::list(&ResultFormat::ALL)
+        )
+    })
 }
 
 pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<ExitCode> {
@@ -41,7 +73,8 @@ pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<E
     let schema =
         inventory.tools().iter().find(|t| t.name == args.tool).map(|t| t.input_schema.clone());
     let arguments = build_arguments(args.args.as_deref(), &args.pairs, schema.as_deref())?;
-    let params = mcp::CallToolRequestParams::new(args.tool.clone()).with_arguments(arguments);
+    let params =
+        mcp::CallToolRequestParams::new(args.tool.clone()).with_arguments(arguments.clone());
     let mut ctx = toolgate_intercept::CallContext::new(toolgate_intercept::Principal::local());
     let result = gateway.call_tool(params, &Default::default(), &mut ctx).await;
     gateway.shutdown().await;
@@ -57,13 +90,46 @@ pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<E
         Err(error) => return Err(error).context(format!("calling {}", args.tool)),
     };
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if let Some(choice) = args.format {
+        let (server, format) = resolve_format(choice, &config, &inventory, &args.tool);
+        let call = ToolCall {
+            id: &args.call_id,
+            name: &args.tool,
+            server_label: server.unwrap_or_default(),
+            arguments: Some(&arguments),
+        };
+        serde_json::to_writer_pretty(&mut out, &format::render(format, &result, &call))?;
+        writeln!(out)?;
+    } else if args.json {
         serde_json::to_writer_pretty(&mut out, &result)?;
         writeln!(out)?;
     } else {
         print_content(&mut out, &result)?;
     }
     Ok(if result.is_error == Some(true) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The server of the exposed tool `tool` (its label in the output) and the format to print:
+/// `responses` is the server's `response_format` for the tool's own name, else
+/// `function_call_output`.
+fn resolve_format<'c>(
+    choice: FormatChoice,
+    config: &'c Config,
+    inventory: &Inventory,
+    tool: &str,
+) -> (Option<&'c str>, ResultFormat) {
+    let route = inventory.tool_route(tool).cloned().or_else(|| inventory.unlisted_tool_route(tool));
+    let server = route.as_ref().and_then(|route| {
+        config.servers.iter().find(|server| server.name.as_str() == &*route.upstream)
+    });
+    let format = match choice {
+        FormatChoice::Fixed(format) => format,
+        FormatChoice::Responses => server
+            .zip(route.as_ref())
+            .and_then(|(server, route)| server.response_format_for(&route.original))
+            .unwrap_or(ResultFormat::FunctionCallOutput),
+    };
+    (server.map(|server| server.name.as_str()), format)
 }
 
 /// Merges `--args` and `key=value` pairs into one arguments object.

@@ -26,6 +26,7 @@ mod real_servers;
 mod recorder;
 mod recording_upstream;
 mod relays;
+mod result_formats;
 mod scan;
 mod sdk_clients;
 mod startup;
