@@ -39,8 +39,8 @@ pub(crate) fn write_doc(path: &Path, report: &Report) -> anyhow::Result<()> {
     new.push_str(&doc[..begin]);
     new.push_str(BEGIN);
     new.push_str("\n\n");
-    new.push_str(&text(report));
-    new.push('\n');
+    new.push_str(text(report).trim_end());
+    new.push_str("\n\n");
     new.push_str(&doc[end..]);
     std::fs::write(path, new).with_context(|| format!("cannot write {}", path.display()))
 }
@@ -192,7 +192,9 @@ fn setups(out: &mut String, report: &Report) {
 }
 
 fn indent(text: &str) -> String {
-    text.lines().map(|line| format!("  {line}\n")).collect()
+    text.lines()
+        .map(|line| if line.is_empty() { "\n".to_owned() } else { format!("  {line}\n") })
+        .collect()
 }
 
 #[cfg(test)]
