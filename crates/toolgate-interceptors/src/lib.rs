@@ -9,6 +9,7 @@
 
 pub mod approval;
 pub mod arg_map;
+pub mod enrich;
 pub mod integrity;
 pub mod limits;
 mod options;
@@ -92,6 +93,7 @@ pub const KINDS: &[&str] = &[
     integrity::KIND,
     truncate::KIND,
     test_filter::KIND,
+    enrich::KIND,
 ];
 
 /// Builds the pipeline `entries` describe, or every reason it cannot be built.
@@ -153,6 +155,7 @@ fn build(
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
         integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(entry, services)?)),
         test_filter::KIND => Ok(Arc::new(test_filter::TestFilter::from_config(entry, services)?)),
+        enrich::KIND => Ok(Arc::new(enrich::Enrich::from_config(entry, services)?)),
         truncate::KIND => Ok(Arc::new(truncate::Truncate::from_config(entry, services)?)),
         approval::KIND => {
             let approval = approval::Approval::from_config(entry, services.approvals.clone())?;
