@@ -511,7 +511,9 @@ fn integrity_list(c: &mut Criterion) {
 /// `enrich` on a 100 KiB result: a cache hit (hashing the result, placing the summary), and
 /// a miss (`cache_size = 0`: a request to the testkit's fake OpenAI-compatible server on
 /// 127.0.0.1, in the same runtime, answering at once), so that the miss shows what toolgate
-/// itself adds to a real endpoint's latency.
+/// itself adds to a real endpoint's latency. The miss includes the fake's own work, mostly
+/// counting the prompt's tokens for `usage`, and `enrich` counting the result's tokens
+/// against `max_input_tokens` (about 100 KiB of text each).
 fn enrich_result(c: &mut Criterion) {
     use toolgate_testkit::fake_llm::{FakeLlm, Script, Turn};
     let runtime = runtime();
