@@ -510,6 +510,56 @@ fn integrity_list(c: &mut Criterion) {
     group.finish();
 }
 
+/// `enrich` on a 100 KiB result: a cache hit (hashing the result, placing the summary), and
+/// a miss (`cache_size = 0`: a request to the testkit's fake OpenAI-compatible server on
+/// 127.0.0.1, in the same runtime, answering at once), so that the miss shows what toolgate
+/// itself adds to a real endpoint's latency. The miss includes the fake's own work, mostly
+/// counting the prompt's tokens for `usage`, and `enrich` counting the result's tokens
+/// against `max_input_tokens` (about 100 KiB of text each).
+fn enrich_result(c: &mut Criterion) {
+    use toolgate_testkit::fake_llm::{FakeLlm, Script, Turn};
+    let runtime = runtime();
+    let fake = runtime
+        .block_on(FakeLlm::start(Script::always(Turn::text("A long lorem ipsum, nothing else."))))
+        .expect("the fake LLM starts");
+    let services = Services::new(EventBus::new());
+    let options = |cache_size: usize| json!({"base_url": fake.base_url(), "model": "gpt-4o-mini", "cache_size": cache_size});
+    let hit = build_pipeline(&[entry("enrich", 0, options(16))], &services).expect("valid");
+    let miss = build_pipeline(&[entry("enrich", 0, options(0))], &services).expect("valid");
+    toolgate_llm::tokens::Encoding::O200kBase.warm_up();
+    let input = large_result();
+    let call = Call::new(false);
+    let mut group = c.benchmark_group("enrich");
+    group.sample_size(20);
+    for (name, pipeline) in [("100KB_cache_hit", &hit), ("100KB_miss_local_endpoint", &miss)] {
+        // The bench must measure a summary, not a pass-through (and this fills the cache).
+        let mut ctx = call.context();
+        let once = pipeline.response(
+            InterceptionEvent::ToolsCall,
+            Message::ToolResult(input.clone()),
+            &mut ctx,
+        );
+        let Ok(Message::ToolResult(shown)) = runtime.block_on(once) else {
+            panic!("{name}: not a result")
+        };
+        assert_eq!(shown.content.len(), 2, "{name}: the summary is placed before the result");
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter_batched(
+                || (Message::ToolResult(input.clone()), call.context()),
+                |(message, mut ctx)| async move {
+                    black_box(
+                        pipeline.response(InterceptionEvent::ToolsCall, message, &mut ctx).await,
+                    )
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    let requests = fake.requests().len();
+    assert!(requests > 1, "the misses reached the endpoint ({requests} requests)");
+    group.finish();
+}
+
 /// `test_filter` (the response phase of one call) on real runners' logs (the fixtures
 /// `scripts/make-test-logs` made): one failing nextest run (17 KiB), 1 MiB of failing runs of
 /// every runner one after the other, and 1 MiB of text that is no test output (what it costs to
@@ -524,8 +574,8 @@ fn test_filter_result(c: &mut Criterion) {
     ];
     let runtime = runtime();
     let services = Services::new(EventBus::new());
-    let pipeline = build_pipeline(&[entry("test_filter", 0, json!({}))], &services)
-        .expect("a valid pipeline");
+    let pipeline =
+        build_pipeline(&[entry("test_filter", 0, json!({}))], &services).expect("a valid pipeline");
     let mut mixed = String::new();
     while mixed.len() < 1 << 20 {
         for log in LOGS {
@@ -576,5 +626,12 @@ fn runtime() -> Runtime {
         .expect("a current-thread runtime")
 }
 
-criterion_group!(benches, tools_call, tools_list, integrity_list, test_filter_result);
+criterion_group!(
+    benches,
+    tools_call,
+    tools_list,
+    integrity_list,
+    enrich_result,
+    test_filter_result
+);
 criterion_main!(benches);
