@@ -92,6 +92,8 @@ enum State {
     Outside,
     /// Between `running N tests` and `test result:`.
     Binary,
+    /// A panic printed as it happened, in a binary: its message.
+    Panic,
     /// After the first `failures:`: the failing tests' sections.
     Sections,
     /// After the second `failures:`: the list of their names.
@@ -131,8 +133,9 @@ struct Parser<'l, 'a> {
     /// Counts from nextest's status lines, for a run cut before its summary.
     nextest_counts: Option<(u64, u64)>,
     nextest_seen: (u64, u64),
-    /// Lines before this one are taken already.
-    skip_to: usize,
+    /// Panics printed as they happened (`--nocapture`), by thread: a test's failure only if
+    /// libtest reports it FAILED (a `should_panic` test that passes panics too).
+    panics: Vec<(String, Block)>,
 }
 
 impl<'l, 'a> Parser<'l, 'a> {
@@ -149,7 +152,7 @@ impl<'l, 'a> Parser<'l, 'a> {
             nextest: false,
             nextest_counts: None,
             nextest_seen: (0, 0),
-            skip_to: 0,
+            panics: Vec::new(),
         }
     }
 
@@ -158,12 +161,6 @@ impl<'l, 'a> Parser<'l, 'a> {
         let mut i = self.region.end;
         let mut last = i;
         while i < lines.len() {
-            if i < self.skip_to {
-                // Already taken, as the message of a panic printed as it happened.
-                i += 1;
-                last = i;
-                continue;
-            }
             match self.step(i) {
                 Step::Took => {
                     i += 1;
@@ -187,6 +184,10 @@ impl<'l, 'a> Parser<'l, 'a> {
 
     /// Ends whatever is open.
     fn close(&mut self) {
+        // A binary cut short: its panics may be its failures.
+        for (_, block) in std::mem::take(&mut self.panics) {
+            self.region.block(block);
+        }
         self.close_section();
         if matches!(self.state, State::NextestFailure { .. }) {
             self.close_nextest_failure();
@@ -214,9 +215,19 @@ impl<'l, 'a> Parser<'l, 'a> {
 
     /// The end of a binary: its failures that showed nothing, then its result.
     fn end_binary(&mut self, i: usize, counts: [u64; 5]) {
-        for line in std::mem::take(&mut self.failed) {
-            let name = libtest::test_line(self.lines.plain(line)).map(|(name, _)| name);
-            if !name.is_some_and(|name| self.explained.contains(name)) {
+        let lines = self.lines;
+        let failed: Vec<(usize, &str)> = std::mem::take(&mut self.failed)
+            .into_iter()
+            .filter_map(|line| Some((line, libtest::test_line(lines.plain(line))?.0)))
+            .collect();
+        for (name, block) in std::mem::take(&mut self.panics) {
+            if failed.iter().any(|(_, failed)| *failed == name) {
+                self.explained.insert(name);
+                self.region.block(block);
+            }
+        }
+        for (line, name) in failed {
+            if !self.explained.contains(name) {
                 self.region.block(Block::failure(line));
             }
         }
@@ -249,17 +260,29 @@ impl<'l, 'a> Parser<'l, 'a> {
                     self.state = State::Sections;
                 } else if let Some(name) = libtest::panic(line) {
                     // Printed as it happened (`--nocapture`): the panic and its message.
-                    self.explained.insert(name.to_owned());
-                    let mut block = Block::failure(i);
-                    let mut j = i + 1;
-                    while j < lines.len() && !lines.blank(j) {
-                        block.push(j, Kind::Keep);
-                        j += 1;
-                    }
-                    self.region.block(block);
-                    self.skip_to = j;
+                    self.panics.push((name.to_owned(), Block::failure(i)));
+                    self.state = State::Panic;
                 } else if !blank {
                     self.region.line(i, Kind::Output);
+                }
+                return Step::Took;
+            }
+            State::Panic => {
+                // The message goes on until a blank line or libtest's next line.
+                if blank || line.starts_with("note: ") {
+                    self.state = State::Binary;
+                    return Step::Took;
+                }
+                if libtest::test_line(line).is_some()
+                    || libtest::panic(line).is_some()
+                    || libtest::result(line).is_some()
+                    || line == "failures:"
+                {
+                    self.state = State::Binary;
+                    return Step::Again;
+                }
+                if let Some((_, block)) = self.panics.last_mut() {
+                    block.push(i, Kind::Keep);
                 }
                 return Step::Took;
             }

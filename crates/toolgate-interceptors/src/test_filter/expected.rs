@@ -192,6 +192,34 @@ pub const LOGS: &[Expected] = &[
         }),
     },
     Expected {
+        log: "cargo-fail-nocapture.txt",
+        outcome: Some(Outcome {
+            runner: "cargo test",
+            failed: 5,
+            passed: Some(83),
+            errors: 0,
+            kept: &[
+                "thread 'tests::opens_an_account'",
+                " right: Account { owner: \"ada\", balance: 0, tags: [\"fresh\"] }",
+                "called `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }",
+                "---- tests::refuses_one_part stdout ----",
+                "note: test did not panic as expected at src/lib.rs:324:8",
+                "7 shared by 2 should round up",
+                "assertion `left == right` failed: refunds are subtracted once",
+                "test result: FAILED. 83 passed; 5 failed;",
+            ],
+            gone: &[
+                // The panic of a should_panic test that passed.
+                "cannot share 10 into zero parts",
+                "reading port=8080",
+                "refund run: 3 entries",
+                "test tests::shares_evenly_1 ... ok",
+                "RUST_BACKTRACE",
+            ],
+            saved: 0.75,
+        }),
+    },
+    Expected {
         log: "cargo-fail-backtrace.txt",
         outcome: Some(Outcome {
             runner: "cargo test",
