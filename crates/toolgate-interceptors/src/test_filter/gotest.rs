@@ -19,9 +19,10 @@ static EVENT: LazyLock<Regex> =
 /// `--- FAIL: TestX (0.00s)`, indented for subtests.
 static RESULT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^( *)--- (FAIL|PASS|SKIP): (\S+) \(").expect("a valid pattern"));
-/// `ok  \tpkg\t0.01s`, `FAIL\tpkg\t0.01s`, `FAIL\tpkg [build failed]`, `?   \tpkg\t[no test files]`.
+/// `ok  \tpkg\t0.01s`, `FAIL\tpkg\t0.01s`, `FAIL\tpkg [build failed]`, `?   \tpkg\t[no test files]`:
+/// the word padded to four columns, then a tab.
 static PACKAGE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(ok|FAIL|\?)[ \t]+\S+").expect("a valid pattern"));
+    LazyLock::new(|| Regex::new(r"^(ok  |FAIL|\?   )\t\S+").expect("a valid pattern"));
 
 /// Where a go test stretch may start.
 pub(crate) fn begins(lines: &Lines<'_>, i: usize) -> bool {
@@ -30,9 +31,7 @@ pub(crate) fn begins(lines: &Lines<'_>, i: usize) -> bool {
 }
 
 fn package(line: &str) -> Option<&str> {
-    let captures = PACKAGE.captures(line)?;
-    // jest's `FAIL ./a.test.js` has a space, go's a tab.
-    line.contains('\t').then(|| captures.get(1).map_or("", |m| m.as_str()))
+    Some(PACKAGE.captures(line)?.get(1)?.as_str().trim_end())
 }
 
 /// A frame of a goroutine dump in the runtime or the testing package.

@@ -72,7 +72,6 @@ enum State {
 /// The stretch of jest's output that starts at `start`.
 pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
     let mut region = Region::new(Runner::Jest, start);
-    region.tests = true;
     let mut state = State::Files;
     let mut block: Option<Block> = None;
     let mut last = start;
@@ -108,6 +107,7 @@ pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
             if let Some(block) = block.take() {
                 region.block(block);
             }
+            region.tests = true;
             region.line(at, Kind::Keep);
             state = State::Summary;
             continue;
@@ -143,6 +143,8 @@ pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
             if let Some(block) = block.take() {
                 region.block(block);
             }
+            // A `●` block is jest's beyond doubt; a `PASS` line alone may be prose.
+            region.tests = true;
             block = Some(Block::failure(at));
             state = State::Failure;
             continue;

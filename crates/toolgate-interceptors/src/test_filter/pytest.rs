@@ -93,7 +93,6 @@ enum State {
 /// The stretch of pytest's output that starts at `start`.
 pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
     let mut region = Region::new(Runner::Pytest, start);
-    region.tests = true;
     let mut state = State::Run;
     let mut block: Option<Block> = None;
     let mut failures = 0;
@@ -113,6 +112,7 @@ pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
                 region.block(block);
             }
             if let Some((passed, failed, errors)) = counts(title) {
+                region.tests = true;
                 region.passed = passed;
                 region.failed = failed;
                 region.errors = errors;
@@ -149,6 +149,7 @@ pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
                         region.block(block);
                     }
                     failures += 1;
+                    region.tests = true;
                     block = Some(Block::failure(i - 1));
                     state = State::Failures;
                     continue;

@@ -86,6 +86,12 @@ fn output_that_is_no_test_run_passes_unchanged() {
     ] {
         assert_eq!(filter(text, &settings), None, "{text:?}");
     }
+    // Lines that look like a runner's, in a long text that is none: nothing to shorten.
+    let prose = format!(
+        "PASS the salt, please\n  said the cook\nFAIL  at cooking > again\nok  \tfine\n{}",
+        "and then the story goes on\n".repeat(200)
+    );
+    assert_eq!(filter(&prose, &settings), None);
 }
 
 #[test]

@@ -70,7 +70,6 @@ enum State {
 /// The stretch of vitest's output that starts at `start`.
 pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
     let mut region = Region::new(Runner::Vitest, start);
-    region.tests = true;
     let mut state = State::Files;
     let mut block: Option<Block> = None;
     // The last line of a code frame, kept when a caret points at it.
@@ -109,6 +108,7 @@ pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
             if let Some(block) = block.take() {
                 region.block(block);
             }
+            region.tests = true;
             region.line(at, Kind::Keep);
             state = State::Summary;
             continue;
@@ -125,6 +125,7 @@ pub(crate) fn parse(lines: &Lines<'_>, start: usize) -> Region {
             if let Some(block) = block.take() {
                 region.block(block);
             }
+            region.tests = true;
             block = Some(Block::failure(at));
             frame = None;
             state = State::Failure;
