@@ -7,6 +7,9 @@
 //!   (`100KB`).
 //! - `tools_list/<stage>`: the response phase of a 100-tool `tools/list`, and what one copy
 //!   of that list costs (`copy_of_list`), to read the stages against.
+//! - `toon/<input>`: `toon` converting a 1000-row listing and two nested objects (one to
+//!   TOON, one to compact JSON), and the parts of the 1000-row conversion (`encode`,
+//!   `decode_check`, `count_compact_json`).
 //! - `test_filter/<input>`: `test_filter` on a failing nextest run, 1 MiB of failing runs of
 //!   every runner, and 1 MiB of text that is no test output.
 //!
@@ -619,6 +622,138 @@ fn test_filter_result(c: &mut Criterion) {
     group.finish();
 }
 
+/// `toon` in the response phase of one call, each input as pretty JSON text beside its
+/// `structuredContent`: a 1000-row uniform array of objects (a listing: the table form), a
+/// nested object that converts (a knowledge graph: 300 entities with lists of observations,
+/// 300 relations), and one that becomes compact JSON because TOON would cost more than that
+/// (50 services' settings, nested maps with few rows). And, for the 1000 rows, the parts:
+/// encoding, decoding (the round-trip check every conversion runs), and counting the tokens
+/// of the compact JSON.
+fn toon_result(c: &mut Criterion) {
+    let runtime = runtime();
+    let services = Services::new(EventBus::new());
+    let pipeline = build_pipeline(&[entry("toon", 0, json!({}))], &services).expect("valid");
+    let encoding = toolgate_llm::tokens::Encoding::O200kBase;
+    encoding.warm_up();
+    let rows: Value = (0..1000)
+        .map(|i| {
+            let role = ["admin", "dev", "viewer"][i % 3];
+            json!({
+                "id": i,
+                "name": format!("user{i}"),
+                "email": format!("user{i}@example.com"),
+                "role": role,
+                "active": i % 7 != 0,
+                "created": format!("2025-{:02}-{:02}", i % 12 + 1, i % 28 + 1),
+            })
+        })
+        .collect();
+    let graph = json!({
+        "entities": (0..300).map(|i| json!({
+            "name": format!("person {i}"),
+            "entityType": "person",
+            "observations": ["likes tea", format!("works on project {}", i % 17)],
+        })).collect::<Vec<_>>(),
+        "relations": (0..300).map(|i| json!({
+            "from": format!("person {i}"),
+            "to": format!("person {}", (i * 7 + 1) % 300),
+            "relationType": "knows",
+        })).collect::<Vec<_>>(),
+    });
+    let settings: Value = (0..50)
+        .map(|i| {
+            (
+                format!("service-{i}"),
+                json!({
+                    "image": format!("registry.example.com/app/service-{i}:1.{i}.0"),
+                    "replicas": i % 5 + 1,
+                    "ports": [{"name": "http", "port": 8000 + i}, {"name": "metrics", "port": 9000 + i}],
+                    "env": {"LOG_LEVEL": "info", "REGION": "eu-west-1", "FEATURE_X": i % 2 == 0},
+                    "limits": {"cpu": "500m", "memory": format!("{}Mi", 256 * (i % 4 + 1))},
+                    "tags": ["backend", "tier-2"],
+                }),
+            )
+        })
+        .collect::<serde_json::Map<String, Value>>()
+        .into();
+    let as_result = |value: &Value| {
+        let mut result = result(serde_json::to_string_pretty(value).expect("json"));
+        result.structured_content = Some(value.clone());
+        result
+    };
+    let inputs = [
+        ("1000_rows", as_result(&rows), "toon"),
+        ("nested_graph", as_result(&graph), "toon"),
+        ("nested_settings_compacted", as_result(&settings), "json"),
+    ];
+    let call = Call::new(false);
+    let mut group = c.benchmark_group("toon");
+    group.sample_size(20);
+    for (name, input, format) in inputs {
+        // The bench must measure the conversion expected, not a pass-through.
+        let mut ctx = call.context();
+        let once = pipeline.response(
+            InterceptionEvent::ToolsCall,
+            Message::ToolResult(input.clone()),
+            &mut ctx,
+        );
+        let Ok(Message::ToolResult(shown)) = runtime.block_on(once) else {
+            panic!("{name}: not a result")
+        };
+        let formats: Vec<&Value> = shown
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                mcp::ContentBlock::Text(text) => text.meta.as_ref()?.0.get("io.toolgate/format"),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(formats, [&json!(format)], "{name}");
+        let compact = input.structured_content.as_ref().expect("structured").to_string();
+        eprintln!(
+            "toon/{name}: {} tokens as compact JSON, {} as TOON",
+            encoding.count(&compact),
+            encoding.count(
+                &toon_format::encode(
+                    input.structured_content.as_ref().expect("structured"),
+                    &toon_format::EncodeOptions::default()
+                )
+                .expect("encodes")
+            )
+        );
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter_batched(
+                || (Message::ToolResult(input.clone()), call.context()),
+                |(message, mut ctx)| {
+                    let pipeline = &pipeline;
+                    async move {
+                        black_box(
+                            pipeline
+                                .response(InterceptionEvent::ToolsCall, message, &mut ctx)
+                                .await,
+                        )
+                    }
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    let options = toon_format::EncodeOptions::default();
+    let toon = toon_format::encode(&rows, &options).expect("encodes");
+    let compact = rows.to_string();
+    group.bench_function("1000_rows/encode", |b| {
+        b.iter(|| black_box(toon_format::encode(black_box(&rows), &options)))
+    });
+    group.bench_function("1000_rows/decode_check", |b| {
+        let decode = toon_format::DecodeOptions::default();
+        b.iter(|| black_box(toon_format::decode::<Value>(black_box(&toon), &decode)))
+    });
+    group.bench_function("1000_rows/count_compact_json", |b| {
+        b.iter(|| black_box(encoding.count(black_box(&compact))))
+    });
+    group.finish();
+}
+
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -632,6 +767,7 @@ criterion_group!(
     tools_list,
     integrity_list,
     enrich_result,
-    test_filter_result
+    test_filter_result,
+    toon_result,
 );
 criterion_main!(benches);

@@ -14,6 +14,7 @@ pub mod integrity;
 pub mod limits;
 mod options;
 pub mod policy;
+pub mod toon;
 pub mod test_filter;
 pub mod transform;
 pub mod truncate;
@@ -94,6 +95,7 @@ pub const KINDS: &[&str] = &[
     truncate::KIND,
     test_filter::KIND,
     enrich::KIND,
+    toon::KIND,
 ];
 
 /// Builds the pipeline `entries` describe, or every reason it cannot be built.
@@ -154,6 +156,7 @@ fn build(
         arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
         integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(entry, services)?)),
+        toon::KIND => Ok(Arc::new(toon::Toon::from_config(entry, services)?)),
         test_filter::KIND => Ok(Arc::new(test_filter::TestFilter::from_config(entry, services)?)),
         enrich::KIND => Ok(Arc::new(enrich::Enrich::from_config(entry, services)?)),
         truncate::KIND => Ok(Arc::new(truncate::Truncate::from_config(entry, services)?)),

@@ -34,4 +34,5 @@ mod startup;
 mod stdio_front;
 mod supervision;
 mod support;
+mod toon;
 mod truncate;
