@@ -104,3 +104,34 @@ fn tool() -> mcp::Tool {
         schema.as_object().cloned().unwrap_or_default(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_logs_by_name_and_skips_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "cargo-fail.txt",
+            "cargo-compile-fail.txt",
+            "pytest-pass.txt",
+            "notes.txt",
+            "x-fail.log",
+        ] {
+            std::fs::write(dir.path().join(name), format!("log {name}")).unwrap();
+        }
+        let items = read(dir.path()).unwrap();
+        let names: Vec<&str> = items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["shell-cargo-compile-fail", "shell-cargo-fail", "shell-pytest-pass"]);
+        assert_eq!(
+            items[0].source,
+            "cargo, failing run on a generated project (scripts/make-test-logs)"
+        );
+        assert_eq!(items[2].arguments["command"], "python -m pytest");
+        assert_eq!(
+            toolgate_interceptors::transform::model_text(&items[1].result),
+            "log cargo-fail.txt"
+        );
+    }
+}
