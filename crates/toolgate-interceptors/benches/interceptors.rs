@@ -10,6 +10,8 @@
 //! - `toon/<input>`: `toon` converting a 1000-row listing and two nested objects (one to
 //!   TOON, one to compact JSON), and the parts of the 1000-row conversion (`encode`,
 //!   `decode_check`, `count_compact_json`).
+//! - `emit/<case>`: `emit` publishing a call's outcome, unheard or with the result's hash or
+//!   the result itself.
 //! - `test_filter/<input>`: `test_filter` on a failing nextest run, 1 MiB of failing runs of
 //!   every runner, and 1 MiB of text that is no test output.
 //!
@@ -754,6 +756,62 @@ fn toon_result(c: &mut Criterion) {
     group.finish();
 }
 
+/// `emit` in the response phase of one call: what every call pays when nobody listens and
+/// there is no command (`unheard`), and with a subscriber on `emit/*`: the result's hash and
+/// size (`include = "hash"`, the default) of a small and a 100 KiB result, and the 100 KiB
+/// result itself (`include = "result"`). The subscriber's queue is emptied between batches,
+/// so no event is dropped.
+fn emit_result(c: &mut Criterion) {
+    let runtime = runtime();
+    let bus = EventBus::new();
+    let services = Services::new(bus.clone());
+    let emit = |include: &str| {
+        let options = json!({"channel": "bench", "include": include});
+        build_pipeline(&[entry("emit", 0, options)], &services).expect("valid")
+    };
+    let (hash, whole) = (emit("hash"), emit("result"));
+    let quiet_bus = EventBus::new();
+    let unheard =
+        build_pipeline(&[entry("emit", 0, json!({"channel": "bench"}))], &Services::new(quiet_bus))
+            .expect("valid");
+    let mut listener = bus.subscribe("emit/*".parse().expect("pattern"), 1 << 16);
+    let cases = [
+        ("unheard/small", &unheard, small_result()),
+        ("hash/small", &hash, small_result()),
+        ("hash/100KB", &hash, large_result()),
+        ("result/100KB", &whole, large_result()),
+    ];
+    let call = Call::new(false);
+    let mut group = c.benchmark_group("emit");
+    for (name, pipeline, input) in cases {
+        // The bench must measure what it says: an event when heard, none when not.
+        let mut ctx = call.context();
+        let once = pipeline.response(
+            InterceptionEvent::ToolsCall,
+            Message::ToolResult(input.clone()),
+            &mut ctx,
+        );
+        runtime.block_on(once).expect("never refused");
+        assert_eq!(listener.try_recv().is_some(), !name.starts_with("unheard"), "{name}");
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter_batched(
+                || {
+                    while listener.try_recv().is_some() {}
+                    (Message::ToolResult(input.clone()), call.context())
+                },
+                |(message, mut ctx)| async move {
+                    black_box(
+                        pipeline.response(InterceptionEvent::ToolsCall, message, &mut ctx).await,
+                    )
+                },
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    assert_eq!(bus.dropped(), 0, "the listener kept up");
+    group.finish();
+}
+
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -769,5 +827,6 @@ criterion_group!(
     enrich_result,
     test_filter_result,
     toon_result,
+    emit_result,
 );
 criterion_main!(benches);

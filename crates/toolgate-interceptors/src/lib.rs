@@ -9,6 +9,7 @@
 
 pub mod approval;
 pub mod arg_map;
+pub mod emit;
 pub mod enrich;
 pub mod integrity;
 pub mod limits;
@@ -46,6 +47,10 @@ pub struct Services {
     pub integrity_locks: Arc<integrity::IntegrityLocks>,
     /// `[servers.X] integrity` tables, by server: how `integrity` treats each server.
     pub server_integrity: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
+    /// Where interceptors run work in the background (`emit`'s listener and commands), and
+    /// what shutdown waits for. `None`: the pipeline is built only to be looked at
+    /// (`config check`, `toolgate interceptors`, benches), and nothing may start.
+    pub background: Option<tokio_util::task::TaskTracker>,
     /// Where the `truncate` entries keep whole results, for `toolgate__read_result`.
     pub spill: Arc<truncate::spill::SpillStores>,
 }
@@ -60,6 +65,7 @@ impl Services {
             config_dir: None,
             integrity_locks: Arc::default(),
             server_integrity: Vec::new(),
+            background: None,
             spill: Arc::default(),
         }
     }
@@ -74,6 +80,13 @@ impl Services {
     pub fn with_servers(mut self, servers: &[toolgate_config::ServerConfig]) -> Services {
         self.server_integrity =
             servers.iter().filter_map(|s| Some((s.name.clone(), s.integrity.clone()?))).collect();
+        self
+    }
+
+    /// The same, for a pipeline that runs: interceptors may start background work on
+    /// `tracker` (call it inside the runtime that serves the calls).
+    pub fn with_background(mut self, tracker: tokio_util::task::TaskTracker) -> Services {
+        self.background = Some(tracker);
         self
     }
 
@@ -96,6 +109,7 @@ pub const KINDS: &[&str] = &[
     test_filter::KIND,
     enrich::KIND,
     toon::KIND,
+    emit::KIND,
 ];
 
 /// Builds the pipeline `entries` describe, or every reason it cannot be built.
@@ -157,6 +171,7 @@ fn build(
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
         integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(entry, services)?)),
         toon::KIND => Ok(Arc::new(toon::Toon::from_config(entry, services)?)),
+        emit::KIND => Ok(Arc::new(emit::Emit::from_config(entry, services)?)),
         test_filter::KIND => Ok(Arc::new(test_filter::TestFilter::from_config(entry, services)?)),
         enrich::KIND => Ok(Arc::new(enrich::Enrich::from_config(entry, services)?)),
         truncate::KIND => Ok(Arc::new(truncate::Truncate::from_config(entry, services)?)),

@@ -152,13 +152,18 @@ pub(crate) struct Running {
     pub(crate) approvals: Arc<ApprovalDesk>,
     /// The `integrity` interceptors' lock files, for the admin API.
     pub(crate) integrity_locks: Arc<toolgate_interceptors::integrity::IntegrityLocks>,
+    /// What interceptors run in the background (`emit`'s commands).
+    background: tokio_util::task::TaskTracker,
     events: Events,
 }
 
 impl Running {
-    /// Ends the upstreams, then lets the event sinks write what is queued.
+    /// Ends the upstreams, waits for what interceptors run in the background (each bounded
+    /// by its own timeout), then lets the event sinks write what is queued.
     pub(crate) async fn shutdown(self) {
         self.gateway.shutdown().await;
+        self.background.close();
+        self.background.wait().await;
         self.events.finish().await;
     }
 }
@@ -180,7 +185,9 @@ pub(crate) async fn start(
     wait: StartupWait,
 ) -> anyhow::Result<Running> {
     let bus = EventBus::new();
+    let background = tokio_util::task::TaskTracker::new();
     let services = Services::new(bus.clone())
+        .with_background(background.clone())
         .with_admin_api(config.admin.is_some())
         .with_servers(&config.servers)
         .with_config_dir(source.dir());
@@ -196,6 +203,7 @@ pub(crate) async fn start(
         gateway,
         approvals: services.approvals,
         integrity_locks: services.integrity_locks,
+        background,
         events,
     })
 }

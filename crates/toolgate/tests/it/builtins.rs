@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use crate::support::*;
 
 /// A webhook receiver on 127.0.0.1: every body POSTed arrives on the channel.
-async fn webhook() -> (String, mpsc::UnboundedReceiver<Value>) {
+pub(crate) async fn webhook() -> (String, mpsc::UnboundedReceiver<Value>) {
     let (sender, receiver) = mpsc::unbounded_channel();
     let sender = Arc::new(Mutex::new(sender));
     let app = axum::Router::new().route(

@@ -11,6 +11,7 @@ mod conformance;
 mod demo;
 mod denials;
 mod deps;
+mod emit;
 mod enrich;
 mod error_messages;
 mod every_method;
