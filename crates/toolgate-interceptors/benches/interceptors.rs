@@ -812,6 +812,56 @@ fn emit_result(c: &mut Criterion) {
     group.finish();
 }
 
+/// `truncate` on a result under its budget (a 4 KiB text: no tokenizing at all) and on 1 MiB
+/// results over it (a log, and JSON as `structuredContent` with its text twin), with an
+/// 8000-token budget: the response phase of one call, the spill into the store included.
+fn truncate_result(c: &mut Criterion) {
+    let runtime = runtime();
+    let services = Services::new(EventBus::new());
+    let entry = entry("truncate", 0, json!({"max_tokens": 8000}));
+    let pipeline = build_pipeline(&[entry], &services).expect("a valid pipeline");
+    toolgate_llm::tokens::Encoding::O200kBase.warm_up();
+    let log: String = (0..)
+        .map(|i| format!("[{i:06}] test suite::case_{i} ... ok ({} ms)\n", i % 97))
+        .scan(0, |len, line| {
+            *len += line.len();
+            (*len <= 1 << 20).then_some(line)
+        })
+        .collect();
+    let rows: Vec<Value> = (0..8000)
+        .map(|i| json!({"id": i, "path": format!("/srv/data/file_{i}.txt"), "size": i * 37, "kind": "file"}))
+        .collect();
+    let structured = json!({"entries": rows});
+    let mut json_result = result(structured.to_string());
+    json_result.structured_content = Some(structured);
+    let inputs = [
+        ("4KB_under_budget", result("x ".repeat(2048))),
+        ("1MB_log", result(log)),
+        ("1MB_json", json_result),
+    ];
+    let mut group = c.benchmark_group("truncate");
+    group.sample_size(20);
+    for (name, input) in inputs {
+        let call = Call::new(false);
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter_batched(
+                || (Message::ToolResult(input.clone()), call.context()),
+                |(message, mut ctx)| {
+                    let pipeline = &pipeline;
+                    async move {
+                        black_box(
+                            pipeline
+                                .response(InterceptionEvent::ToolsCall, message, &mut ctx)
+                                .await,
+                        )
+                    }
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -824,6 +874,7 @@ criterion_group!(
     tools_call,
     tools_list,
     integrity_list,
+    truncate_result,
     enrich_result,
     test_filter_result,
     toon_result,
