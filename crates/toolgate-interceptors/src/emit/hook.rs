@@ -252,11 +252,19 @@ mod tests {
             .trim()
             .parse()
             .expect("a pid");
-        // Killed with its group: signal 0 finds no such process (it was reaped by init, or
-        // is a zombie no longer running `sleep`).
-        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
-            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|stat| !stat.contains(") Z "));
-        assert!(!alive, "the grandchild {pid} outlived the timeout");
+        // Killed with its group: the grandchild ends too (a pidfd becomes readable when its
+        // process ends, child of ours or not).
+        let gone = match rustix::process::Pid::from_raw(pid)
+            .map(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()))
+        {
+            None | Some(Err(rustix::io::Errno::SRCH)) => true,
+            Some(Err(error)) => panic!("pidfd_open({pid}): {error}"),
+            Some(Ok(fd)) => {
+                let fd = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE)
+                    .expect("watch a pidfd");
+                tokio::time::timeout(Duration::from_secs(20), fd.readable()).await.is_ok()
+            }
+        };
+        assert!(gone, "the grandchild {pid} outlived the timeout");
     }
 }
