@@ -486,18 +486,17 @@ impl Truncate {
                 }
                 Place::Block(block) => {
                     let text = part.text.as_str();
-                    if let Some(value) = part.json.as_ref() {
-                        if let Some((_, serialized, cuts)) =
+                    if let Some(value) = part.json.as_ref()
+                        && let Some((_, serialized, cuts)) =
                             self.fit_json(value, allowance, text.contains('\n'))
-                        {
-                            omissions.extend(cuts.iter().map(|c| json!({"part": block, "cut": c})));
-                            notes.push(format!(
-                                "content[{block}] (JSON) was shortened ({})",
-                                describe_cuts(&cuts)
-                            ));
-                            set_text(&mut out.content[block], serialized);
-                            continue;
-                        }
+                    {
+                        omissions.extend(cuts.iter().map(|c| json!({"part": block, "cut": c})));
+                        notes.push(format!(
+                            "content[{block}] (JSON) was shortened ({})",
+                            describe_cuts(&cuts)
+                        ));
+                        set_text(&mut out.content[block], serialized);
+                        continue;
                     }
                     let (head_end, tail_start) = self.cut_points(text, allowance);
                     if head_end >= tail_start {
