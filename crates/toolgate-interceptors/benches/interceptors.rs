@@ -862,6 +862,83 @@ fn truncate_result(c: &mut Criterion) {
     }
     group.finish();
 }
+/// `redact` (every built-in detector, arguments too) on one call: the request phase on small
+/// arguments holding an e-mail address, then the response phase on a result without secrets
+/// (100 KiB of prose) or with some (100 KiB of log lines, a secret in every 40th, and 1 MiB
+/// of JSON records as `structuredContent` with their text twin).
+fn redact_call(c: &mut Criterion) {
+    let runtime = runtime();
+    let services = Services::new(EventBus::new());
+    let entry = entry("redact", 0, json!({"arguments": true}));
+    let pipeline = build_pipeline(&[entry], &services).expect("a valid pipeline");
+    let secrets = ["AKIAIOSFODNN7EXAMPLE", "jane.doe@example.com", "4242 4242 4242 4242"];
+    let log: String = (0..)
+        .map(|i: usize| {
+            let secret = if i.is_multiple_of(40) { secrets[i / 40 % secrets.len()] } else { "" };
+            format!(
+                "2026-01-15T10:{:02}:00Z GET /v1/items/{i} 200 {} ms {secret}\n",
+                i % 60,
+                i % 97
+            )
+        })
+        .scan(0, |len, line| {
+            *len += line.len();
+            (*len <= LARGE_RESULT).then_some(line)
+        })
+        .collect();
+    let rows: Vec<Value> = (0..12_000)
+        .map(|i| json!({"id": i, "owner": format!("user{i}@example.com"), "path": format!("/srv/data/file_{i}.txt"), "size": i * 37}))
+        .collect();
+    let structured = json!({"entries": rows});
+    let mut json_result = result(structured.to_string());
+    json_result.structured_content = Some(structured);
+    let inputs = [
+        ("100KB_clean", large_result()),
+        ("100KB_log_with_secrets", result(log)),
+        ("1MB_json_with_emails", json_result),
+    ];
+    let mut call = Call::new(false);
+    call.params
+        .arguments
+        .get_or_insert_default()
+        .insert("owner".into(), json!("jane.doe@example.com"));
+    let mut group = c.benchmark_group("redact");
+    group.sample_size(20);
+    for (name, input) in inputs {
+        let call = &call;
+        // The bench must measure redaction, not a pass-through.
+        let once = round(
+            &pipeline,
+            call.context(),
+            Message::CallTool(call.params.clone()),
+            Message::ToolResult(input.clone()),
+        );
+        let (Message::CallTool(sent), Message::ToolResult(shown)) = runtime.block_on(once) else {
+            panic!("{name}: not a call and a result")
+        };
+        let owner = sent.arguments.as_ref().and_then(|a| a.get("owner"));
+        assert_eq!(owner, Some(&json!("[REDACTED:email]")), "{name}");
+        assert_eq!(shown == input, name.ends_with("clean"), "{name}: redacted only where found");
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter_batched(
+                || {
+                    (
+                        Message::CallTool(call.params.clone()),
+                        Message::ToolResult(input.clone()),
+                        call.context(),
+                    )
+                },
+                |(request, result, ctx)| {
+                    let pipeline = &pipeline;
+                    async move { black_box(round(pipeline, ctx, request, result).await) }
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -875,6 +952,7 @@ criterion_group!(
     tools_list,
     integrity_list,
     truncate_result,
+    redact_call,
     enrich_result,
     test_filter_result,
     toon_result,

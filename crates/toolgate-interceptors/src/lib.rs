@@ -15,6 +15,7 @@ pub mod integrity;
 pub mod limits;
 mod options;
 pub mod policy;
+pub mod redact;
 pub mod toon;
 pub mod test_filter;
 pub mod transform;
@@ -106,6 +107,7 @@ pub const KINDS: &[&str] = &[
     limits::KIND,
     integrity::KIND,
     truncate::KIND,
+    redact::KIND,
     test_filter::KIND,
     enrich::KIND,
     toon::KIND,
@@ -170,6 +172,7 @@ fn build(
         arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
         limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
         integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(entry, services)?)),
+        redact::KIND => Ok(Arc::new(redact::Redact::from_config(entry, services)?)),
         toon::KIND => Ok(Arc::new(toon::Toon::from_config(entry, services)?)),
         emit::KIND => Ok(Arc::new(emit::Emit::from_config(entry, services)?)),
         test_filter::KIND => Ok(Arc::new(test_filter::TestFilter::from_config(entry, services)?)),

@@ -92,7 +92,8 @@ impl Custom {
             return Err(DetectorError::BuiltinName { name: name.to_owned() });
         }
         let bad = |reason: String| DetectorError::BadRegex { name: name.to_owned(), reason };
-        let regex = Regex::new(pattern).map_err(|e| bad(format!("does not compile: {e}")))?;
+        let regex =
+            Regex::new(pattern).map_err(|e| bad(format!("does not compile: {}", one_line(&e))))?;
         if regex.is_match("") {
             return Err(bad("matches the empty string".to_owned()));
         }
@@ -108,6 +109,22 @@ impl Custom {
     /// Its pattern, as given.
     pub fn pattern(&self) -> &str {
         self.regex.as_str()
+    }
+}
+
+/// A regex error on one line: regex's own message puts the pattern and a caret under the
+/// place on lines of their own.
+fn one_line(error: &regex::Error) -> String {
+    let text = error.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(message) = lines.iter().rev().find_map(|l| l.strip_prefix("error: ")) else {
+        return text.split_whitespace().collect::<Vec<_>>().join(" ");
+    };
+    // The pattern is indented by 4, the caret by 4 plus its place.
+    let caret = lines.iter().find(|l| l.trim_start().starts_with('^'));
+    match caret.map(|l| l.len() - l.trim_start().len()) {
+        Some(indent) if indent >= 4 => format!("{message} (at character {})", indent - 4 + 1),
+        _ => message.to_owned(),
     }
 }
 
@@ -361,6 +378,14 @@ impl Detector {
     /// precedence order when equally long), so that no part of any finding is left out.
     pub fn find(&self, text: &str) -> Vec<Finding<'_>> {
         let mut candidates = self.candidates(text);
+        // What was redacted before is not found again (`[REDACTED:x]` may look like the
+        // `user:password` of a URL, or match a custom pattern): redacting is idempotent.
+        let markers = markers(text);
+        if !markers.is_empty() {
+            candidates.retain(|c| {
+                !markers.iter().any(|m| m.start <= c.span.start && c.span.end <= m.end)
+            });
+        }
         if candidates.is_empty() {
             return Vec::new();
         }
@@ -417,22 +442,29 @@ impl Detector {
     /// `text` with everything found replaced by `[REDACTED:<kind>]`.
     pub fn redact<'a>(&self, text: &'a str) -> Redacted<'a> {
         let findings = self.find(text);
-        let mut counts = Counts::default();
-        if findings.is_empty() {
-            return Redacted { text: Cow::Borrowed(text), counts };
+        replace(text, findings)
+    }
+
+    /// As [`redact`](Self::redact), for text that may be JSON (a tool's text block): when a
+    /// finding spans a `"` or a `\` (a private key block across two JSON strings, a custom
+    /// pattern across a quote), replacing it could break the JSON; if the text is a JSON
+    /// object or array, its parsed value is redacted instead ([`redact_json`]) and written
+    /// back compactly. Markers hold neither character, so otherwise JSON stays JSON and keeps
+    /// its layout.
+    ///
+    /// [`redact_json`]: Self::redact_json
+    pub fn redact_text<'a>(&self, text: &'a str) -> Redacted<'a> {
+        let findings = self.find(text);
+        let risky = findings.iter().any(|f| text[f.span.clone()].contains(['"', '\\']));
+        let trimmed = text.trim_start();
+        if risky
+            && (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text)
+        {
+            let counts = self.redact_json(&mut value);
+            return Redacted { text: Cow::Owned(value.to_string()), counts };
         }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for finding in findings {
-            out.push_str(&text[at..finding.span.start]);
-            out.push_str("[REDACTED:");
-            out.push_str(finding.kind);
-            out.push(']');
-            counts.add(finding.kind, 1);
-            at = finding.span.end;
-        }
-        out.push_str(&text[at..]);
-        Redacted { text: Cow::Owned(out), counts }
+        replace(text, findings)
     }
 
     /// Redacts `text` in place, adding what it replaced to `counts`; whether it changed.
@@ -455,6 +487,43 @@ impl Detector {
         crate::json::redact(self, value, &mut counts);
         counts
     }
+}
+
+/// `text` with `findings` (in order, not overlapping) replaced by their markers.
+fn replace<'a>(text: &'a str, findings: Vec<Finding<'_>>) -> Redacted<'a> {
+    let mut counts = Counts::default();
+    if findings.is_empty() {
+        return Redacted { text: Cow::Borrowed(text), counts };
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for finding in findings {
+        out.push_str(&text[at..finding.span.start]);
+        out.push_str("[REDACTED:");
+        out.push_str(finding.kind);
+        out.push(']');
+        counts.add(finding.kind, 1);
+        at = finding.span.end;
+    }
+    out.push_str(&text[at..]);
+    Redacted { text: Cow::Owned(out), counts }
+}
+
+/// Where `text` holds markers (`[REDACTED:<kind>]`, `<kind>` of `a-z 0-9 _`).
+fn markers(text: &str) -> Vec<Range<usize>> {
+    const OPEN: &str = "[REDACTED:";
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(OPEN) {
+        let start = from + at;
+        let kind = &text[start + OPEN.len()..];
+        let len = kind.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+        from = start + OPEN.len() + len;
+        if len > 0 && kind.as_bytes().get(len) == Some(&b']') {
+            out.push(start..from + 1);
+        }
+    }
+    out
 }
 
 /// Finds `rule`'s candidates in `text` that pass its check.

@@ -8,25 +8,34 @@
 //! are left alone, so a result stays valid against its schema unless a key itself was a
 //! secret.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use crate::detector::{Counts, Detector};
 
+/// How many distinct clean keys one walk remembers (arrays of records repeat the same few).
+const CLEAN_KEYS: usize = 1024;
+
 pub(crate) fn redact(detector: &Detector, value: &mut Value, counts: &mut Counts) {
+    walk(detector, value, counts, &mut HashSet::new());
+}
+
+fn walk(detector: &Detector, value: &mut Value, counts: &mut Counts, clean: &mut HashSet<String>) {
     match value {
         Value::String(text) => {
             detector.redact_string(text, counts);
         }
         Value::Array(items) => {
             for item in items {
-                redact(detector, item, counts);
+                walk(detector, item, counts, clean);
             }
         }
         Value::Object(map) => {
             for item in map.values_mut() {
-                redact(detector, item, counts);
+                walk(detector, item, counts, clean);
             }
-            redact_keys(detector, map, counts);
+            redact_keys(detector, map, counts, clean);
         }
         Value::Number(number) => {
             // A card number written as a JSON number: the value becomes the marker (a string).
@@ -43,12 +52,23 @@ pub(crate) fn redact(detector: &Detector, value: &mut Value, counts: &mut Counts
     }
 }
 
-fn redact_keys(detector: &Detector, map: &mut Map<String, Value>, counts: &mut Counts) {
+fn redact_keys(
+    detector: &Detector,
+    map: &mut Map<String, Value>,
+    counts: &mut Counts,
+    clean: &mut HashSet<String>,
+) {
     let mut changed = Counts::default();
     let keys: Vec<Option<String>> = map
         .keys()
         .map(|key| {
+            if clean.contains(key) {
+                return None;
+            }
             let redacted = detector.redact(key);
+            if matches!(redacted.text, std::borrow::Cow::Borrowed(_)) && clean.len() < CLEAN_KEYS {
+                clean.insert(key.clone());
+            }
             changed.merge(&redacted.counts);
             match redacted.text {
                 std::borrow::Cow::Borrowed(_) => None,

@@ -64,14 +64,14 @@ pub(crate) const RULES: &[BuiltinRule] = &[
     ),
     rule(
         Builtin::GithubToken,
-        r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?-u:\b)",
+        r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})(?-u:\b)",
     ),
     rule(
         Builtin::SlackWebhook,
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}",
     ),
-    rule(Builtin::SlackToken, r"(?-u:\b)xox[baprs]-[A-Za-z0-9-]{10,250}"),
-    rule(Builtin::StripeKey, r"(?-u:\b)[spr]k_(?:live|test)_[A-Za-z0-9]{10,247}(?-u:\b)"),
+    rule(Builtin::SlackToken, r"(?-u:\b)xox[baprs]-[A-Za-z0-9-]{10,}"),
+    rule(Builtin::StripeKey, r"(?-u:\b)[spr]k_(?:live|test)_[A-Za-z0-9]{10,}(?-u:\b)"),
     checked(Builtin::GoogleApiKey, r"(?-u:\b)AIza[A-Za-z0-9_-]{35}", checks::google),
     rule(Builtin::AwsAccessKey, r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)"),
     // `aws_secret_access_key = ...`, `AWS_SECRET_ACCESS_KEY=...`, `"SecretAccessKey": "..."`.
@@ -83,19 +83,19 @@ pub(crate) const RULES: &[BuiltinRule] = &[
     // `scheme://user:password@host`: the `user:password`.
     grouped(
         Builtin::UrlCredentials,
-        r#"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{1,20}://([^\s/?#@:"'<>]{1,256}:[^\s/?#@"'<>]{1,256})@"#,
+        r#"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{1,20}://([^\s/?#@:"'<>\[\]]+:[^\s/?#@"'<>\[\]]+)@"#,
         checks::any,
     ),
     // A credential in a query string (`?access_token=`, `&token=`, `&sig=`): the value.
     grouped(
         Builtin::UrlCredentials,
-        r#"[?&;](?i-u:access_token|refresh_token|id_token|auth_token|token|api_key|apikey|api-key|key|client_secret|secret|password|passwd|sig|signature)=([^\s&#"'<>${}]{8,})"#,
+        r#"[?&;](?i-u:access_token|refresh_token|id_token|auth_token|token|api_key|apikey|api-key|key|client_secret|secret|password|passwd|sig|signature)=([^\s&#"'<>${}\[\]]{8,})"#,
         checks::any,
     ),
     // `api_key=...` and `access_token=...` anywhere (query strings written out, env dumps).
     grouped(
         Builtin::UrlCredentials,
-        r#"(?-u:\b)(?i-u:api_key|apikey|access_token)=([^\s&#"'<>${}]{8,})"#,
+        r#"(?-u:\b)(?i-u:api_key|apikey|access_token)=([^\s&#"'<>${}\[\]]{8,})"#,
         checks::any,
     ),
     grouped(
@@ -107,7 +107,7 @@ pub(crate) const RULES: &[BuiltinRule] = &[
     retried(Builtin::CardNumber, r"(?-u:\b)[0-9](?:[ -]?[0-9]){12,18}(?-u:\b)", checks::card),
     checked(
         Builtin::Email,
-        r"(?-u:\b)[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}(?-u:\b)",
+        r"(?-u:\b)[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?-u:\b)",
         checks::email,
     ),
 ];

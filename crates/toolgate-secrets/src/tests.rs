@@ -218,6 +218,17 @@ fn redaction_counts_by_kind_and_is_idempotent() {
     let twice = detector().redact(&once.text);
     assert!(twice.counts.is_empty(), "markers are not found again");
     assert_eq!(twice.text, once.text);
+    // Every kind, in the text around it, and a custom pattern that matches markers.
+    let mut selection = Selection::all();
+    selection.add_custom(Custom::new("bracketed", r"\[[A-Z]+:[a-z_]+\]").unwrap()).unwrap();
+    let detector = Detector::new(&selection);
+    for (kind, value) in EXAMPLES {
+        let once = detector.redact(&written(kind, value)).text.into_owned();
+        let twice = detector.redact(&once);
+        assert_eq!(twice.text, once, "{kind}");
+        assert!(twice.counts.is_empty(), "{kind}: {:?}", twice.counts);
+    }
+    assert_eq!(detector.redact("[NOTE:a_b]").text, "[REDACTED:bracketed]");
 }
 
 #[test]
@@ -277,8 +288,13 @@ fn custom_detectors_refuse_bad_names_and_patterns() {
         error("email", "x"),
         "\"email\" is the name of a built-in detector; give the custom one another name"
     );
-    assert!(
-        error("emp", "EMP-[0-9").starts_with("the regex of detector \"emp\" does not compile: ")
+    assert_eq!(
+        error("emp", "EMP-[0-9"),
+        "the regex of detector \"emp\" does not compile: unclosed character class (at character 5)"
+    );
+    assert_eq!(
+        error("emp", "(?P<x>a"),
+        "the regex of detector \"emp\" does not compile: unclosed group (at character 1)"
     );
     assert_eq!(error("emp", "[0-9]*"), "the regex of detector \"emp\" matches the empty string");
     let mut selection = Selection::none();
@@ -334,4 +350,22 @@ fn non_ascii_text_around_secrets() {
         ),
         "Grüße an [REDACTED:email] — Schlüssel [REDACTED:aws_access_key] ✓ [REDACTED:card_number]€"
     );
+}
+
+#[test]
+fn json_text_stays_json_when_a_finding_spans_a_quote() {
+    let detector = detector();
+    // A key block split over two JSON strings: the span crosses the quotes between them.
+    let text = r#"{"begin": "-----BEGIN PRIVATE KEY-----", "end": "MIIE-----END PRIVATE KEY-----", "n": 1}"#;
+    let out = detector.redact_text(text);
+    let value: serde_json::Value = serde_json::from_str(&out.text).expect("still JSON");
+    assert_eq!(
+        value,
+        json!({"begin": "[REDACTED:private_key]", "end": "MIIE-----END PRIVATE KEY-----", "n": 1})
+    );
+    // Where no finding spans a quote, the text keeps its layout.
+    let pretty = "{\n  \"to\": \"jane.doe@example.com\"\n}";
+    assert_eq!(detector.redact_text(pretty).text, "{\n  \"to\": \"[REDACTED:email]\"\n}");
+    // Not JSON: replaced in place.
+    assert_eq!(detector.redact_text("to: jane.doe@example.com").text, "to: [REDACTED:email]");
 }
