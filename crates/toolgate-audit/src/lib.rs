@@ -6,10 +6,13 @@
 //! drops the event and counts it. Sinks subscribe with an [`EventPattern`]: the audit sink
 //! appends to a hash-chained JSONL file ([`AuditLog`], checked by [`verify`]), the tracing sink
 //! logs, and the webhook sink ([`spawn_webhook_sink`]) POSTs each event as JSON to a URL, with
-//! retries. [`ArgumentRecord`] hashes and redacts tool arguments before they are recorded.
+//! retries. [`ArgumentRecord`] hashes and redacts tool arguments before they are recorded:
+//! fields by path, and every secret the detectors of `toolgate-secrets` (re-exported as
+//! [`secrets`]) find in the strings left.
 //!
 //! Only the webhook module does network IO; the rest of the crate does none. Of the other
-//! toolgate crates it uses only `toolgate-core` (retry backoff).
+//! toolgate crates it uses only `toolgate-core` (retry backoff) and `toolgate-secrets` (the
+//! detectors).
 
 #![warn(missing_docs, missing_debug_implementations)]
 
@@ -32,3 +35,6 @@ pub use pattern::{EventPattern, PatternError};
 pub use redact::{ArgumentRecord, FieldPath, FieldPathError, REDACTED};
 pub use sink::{SINK_CAPACITY, spawn_audit_sink, spawn_tracing_sink};
 pub use webhook::{WebhookError, WebhookOptions, WebhookStats, spawn_webhook_sink};
+
+/// The detectors of secrets and personal data that [`ArgumentRecord::detect`] runs.
+pub use toolgate_secrets as secrets;

@@ -1,5 +1,6 @@
 //! Tool arguments as the audit log keeps them: a hash of the exact arguments, and a copy with
-//! the secret fields masked.
+//! the secret fields masked (by path) and the secrets the detectors find in the strings left
+//! replaced by `[REDACTED:<kind>]`.
 //!
 //! The hash is taken over canonical JSON ([`canonical_json`]), so the same arguments hash the
 //! same whatever order their keys arrived in.
@@ -26,7 +27,9 @@ pub struct ArgumentRecord {
     /// so fields holding short secrets (passwords, PINs) are only as hidden as they are hard
     /// to guess. A key (`[audit] hash_key`) closes that.
     pub sha256: String,
-    /// The arguments with every field named by the redaction paths replaced by `"***"`.
+    /// The arguments with every field named by the redaction paths replaced by `"***"`
+    /// (and, after [`detect`](Self::detect), every secret found in them by a detector
+    /// replaced by `"[REDACTED:<kind>]"`).
     pub redacted: Value,
 }
 
@@ -43,6 +46,15 @@ impl ArgumentRecord {
     pub fn keyed(arguments: &Value, redact: &[FieldPath], key: &[u8]) -> ArgumentRecord {
         let sha256 = hmac_sha256_hex(key, canonical_json(arguments).as_bytes());
         ArgumentRecord { sha256, redacted: redacted(arguments, redact) }
+    }
+
+    /// The same record with every secret `detector` finds in the redacted copy (in strings
+    /// and object keys, and card numbers written as numbers) replaced by
+    /// `[REDACTED:<kind>]`. Fields already masked by path stay `"***"`; the hash is unchanged
+    /// (it is of the arguments as they were).
+    pub fn detect(mut self, detector: &toolgate_secrets::Detector) -> ArgumentRecord {
+        detector.redact_json(&mut self.redacted);
+        self
     }
 }
 

@@ -10,7 +10,7 @@ use crate::model::{
 };
 use crate::value::Value;
 
-const AUDIT_KEYS: &[&str] = &["file", "events", "redact", "hash_key", "webhook"];
+const AUDIT_KEYS: &[&str] = &["file", "events", "redact", "detect", "hash_key", "webhook"];
 /// Shortest accepted `hash_key`.
 const MIN_KEY_LEN: usize = 16;
 const WEBHOOK_KEYS: &[&str] = &["url", "events", "headers", "queue", "retries"];
@@ -34,6 +34,11 @@ pub(crate) fn check_audit(cx: &mut Checker<'_>, value: &Value) -> Option<AuditCo
     let redact = optional(fields.get("redact").copied(), |v| {
         cx.strings(v, "audit.redact").map(|s| s.into_iter().map(str::to_owned).collect())
     });
+    // The names are checked against the detectors when the audit is planned (as `redact`'s
+    // paths are): this crate does not know them.
+    let detect = optional(fields.get("detect").copied(), |v| {
+        cx.strings(v, "audit.detect").map(|s| s.into_iter().map(str::to_owned).collect())
+    });
     let hash_key = optional(fields.get("hash_key").copied(), |v| {
         let text = cx.string(v, "audit.hash_key")?;
         let key = cx.interpolate(text, "audit.hash_key")?;
@@ -52,6 +57,7 @@ pub(crate) fn check_audit(cx: &mut Checker<'_>, value: &Value) -> Option<AuditCo
         file: file.flatten(),
         events: events.flatten().unwrap_or(defaults.events),
         redact: redact.flatten().unwrap_or_default(),
+        detect: detect.flatten().unwrap_or(defaults.detect),
         hash_key: hash_key.flatten(),
         webhooks,
     })

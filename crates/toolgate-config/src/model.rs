@@ -103,6 +103,9 @@ pub struct AuditConfig {
     pub events: Vec<String>,
     /// Argument fields recorded as `***` (field paths such as `password` or `auth.*`).
     pub redact: Vec<String>,
+    /// Detectors of secrets and personal data run on every string of the recorded arguments
+    /// (`toolgate-secrets` kind names, or `all`); default `["all"]`, `[]` for none.
+    pub detect: Vec<String>,
     /// Key of the HMAC-SHA256 recorded for arguments; `None` = plain SHA-256.
     pub hash_key: Option<Secret>,
     /// `[[audit.webhook]]`: where events are POSTed as JSON.
@@ -115,6 +118,7 @@ impl Default for AuditConfig {
             file: None,
             events: vec!["*".to_owned()],
             redact: Vec::new(),
+            detect: vec!["all".to_owned()],
             hash_key: None,
             webhooks: Vec::new(),
         }

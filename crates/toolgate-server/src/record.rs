@@ -6,10 +6,11 @@
 //! is serialized or hashed.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Value, json};
+use toolgate_audit::secrets::{Detector, Selection};
 use toolgate_audit::{ArgumentRecord, Event, EventBus, FieldPath, kind};
 use toolgate_core::mcp;
 use toolgate_intercept::{Approved, CallContext, DecisionKind, InterceptionEvent};
@@ -29,6 +30,10 @@ pub struct Recorder {
     redact: Vec<FieldPath>,
     /// When set, argument hashes are HMAC-SHA256 under this key.
     hash_key: Option<Vec<u8>>,
+    /// What is looked for in recorded arguments, refusal reasons and error messages (and
+    /// replaced by `[REDACTED:<kind>]`), and its detectors, compiled when first needed (a run
+    /// that records nothing never compiles them).
+    detection: Option<(Selection, OnceLock<Detector>)>,
     calls: AtomicU64,
     /// Upstreams that have connected once (a later connection is a restart).
     seen: Mutex<HashSet<String>>,
@@ -37,7 +42,39 @@ pub struct Recorder {
 impl Recorder {
     /// Publishes on `bus`; argument fields at `redact` are masked in events.
     pub fn new(bus: EventBus, redact: Vec<FieldPath>) -> Recorder {
-        Recorder { bus, redact, hash_key: None, calls: AtomicU64::new(0), seen: Mutex::default() }
+        Recorder {
+            bus,
+            redact,
+            hash_key: None,
+            detection: None,
+            calls: AtomicU64::new(0),
+            seen: Mutex::default(),
+        }
+    }
+
+    /// Replaces what the detectors of `selection` find (secrets, personal data) in the
+    /// recorded arguments, and in the refusal reasons and error messages of events, by
+    /// `[REDACTED:<kind>]`.
+    pub fn with_detection(mut self, selection: Selection) -> Recorder {
+        self.detection = (!selection.is_empty()).then(|| (selection, OnceLock::new()));
+        self
+    }
+
+    /// The detectors, compiled on first use; `None` when nothing is looked for.
+    fn detector(&self) -> Option<&Detector> {
+        let (selection, detector) = self.detection.as_ref()?;
+        Some(detector.get_or_init(|| Detector::new(selection)))
+    }
+
+    /// `text` with what the detectors find replaced (unchanged without any).
+    fn scrub(&self, text: String) -> String {
+        match self.detector() {
+            Some(detector) => match detector.redact(&text).text {
+                std::borrow::Cow::Borrowed(_) => text,
+                std::borrow::Cow::Owned(redacted) => redacted,
+            },
+            None => text,
+        }
     }
 
     /// Records argument hashes as HMAC-SHA256 under `key`, so that nobody without it can test
@@ -71,6 +108,10 @@ impl Recorder {
                 (ArgumentRecord::keyed(&arguments, &self.redact, key), "arguments_hmac_sha256")
             }
             None => (ArgumentRecord::new(&arguments, &self.redact), "arguments_sha256"),
+        };
+        let record = match self.detector() {
+            Some(detector) => record.detect(detector),
+            None => record,
         };
         let event = call_event(kind::TOOLS_CALL_STARTED, ctx, &params.name)
             .with(hash_field, record.sha256)
@@ -109,21 +150,21 @@ impl Recorder {
                 .with("response_bytes", json_len(result)),
             Err(GatewayError::Refused(refusal)) => base(kind::TOOLS_CALL_DENIED)
                 .with("interceptor", refusal.interceptor.clone())
-                .with("reason", refusal.reason.clone()),
+                .with("reason", self.scrub(refusal.reason.clone())),
             Err(GatewayError::Upstream(error @ UpstreamError::Timeout { timeout, .. })) => {
                 base(kind::TOOLS_CALL_TIMEOUT)
                     .with("timeout_ms", timeout.as_millis() as u64)
-                    .with("error", error.to_string())
+                    .with("error", self.scrub(error.to_string()))
             }
             Err(GatewayError::Upstream(UpstreamError::Cancelled { .. })) => {
                 base(kind::TOOLS_CALL_CANCELLED)
             }
             Err(error @ GatewayError::UnknownTool(_)) => {
-                base(kind::REQUEST_REJECTED).with("error", error.to_string())
+                base(kind::REQUEST_REJECTED).with("error", self.scrub(error.to_string()))
             }
             Err(error) => base(kind::TOOLS_CALL_FINISHED)
                 .with("is_error", true)
-                .with("error", toolgate_core::ErrorChain(error).to_string()),
+                .with("error", self.scrub(toolgate_core::ErrorChain(error).to_string())),
         };
         self.bus.publish(event);
     }
@@ -138,7 +179,7 @@ impl Recorder {
                         .with("interceptor", decision.interceptor.clone())
                         .with("event", decision.event.as_str())
                         .with("phase", decision.phase.as_str())
-                        .with("error", error.clone())
+                        .with("error", self.scrub(error.clone()))
                         .with("let_through", *let_through),
                 );
             }
@@ -164,10 +205,10 @@ impl Recorder {
         let ended = match outcome {
             Err(GatewayError::Refused(refusal)) => request_event(&format!("{method}/denied"), ctx)
                 .with("interceptor", refusal.interceptor.clone())
-                .with("reason", refusal.reason.clone()),
+                .with("reason", self.scrub(refusal.reason.clone())),
             Ok(_) => request_event(&format!("{method}/finished"), ctx),
             Err(error) => request_event(&format!("{method}/finished"), ctx)
-                .with("error", toolgate_core::ErrorChain(error).to_string()),
+                .with("error", self.scrub(toolgate_core::ErrorChain(error).to_string())),
         };
         let ended = ended
             .with("duration_ms", ctx.started.elapsed().as_secs_f64() * 1000.0)
@@ -185,7 +226,7 @@ impl Recorder {
             }
             UpstreamEvent::Disconnected { upstream, reason } => Event::new(kind::UPSTREAM_FAILED)
                 .with("server", upstream.clone())
-                .with("reason", reason.clone()),
+                .with("reason", self.scrub(reason.clone())),
             _ => return,
         };
         self.bus.publish(published);
@@ -359,5 +400,37 @@ mod tests {
         assert_ne!(sha, hmac);
         assert!(keyed.get("arguments_sha256").is_none(), "no guessable hash when keyed");
         assert_eq!(keyed.get("arguments"), Some(&json!({"pin": "***"})));
+    }
+
+    #[test]
+    fn a_detector_scrubs_arguments_reasons_and_errors() {
+        let bus = EventBus::new();
+        let mut all = bus.subscribe(EventPattern::all(), 8);
+        let recorder = Recorder::new(bus.clone(), Vec::new()).with_detection(Selection::all());
+        let params = mcp::CallToolRequestParams::new("mail__send").with_arguments(
+            json!({"to": "jane.doe@example.com", "body": "hi"}).as_object().cloned().unwrap(),
+        );
+        let mut ctx = CallContext::new(Principal::local());
+        recorder.call_started(&mut ctx, &params);
+        let refused = Err(GatewayError::Refused(toolgate_intercept::Refusal {
+            interceptor: "policy".into(),
+            reason: "jane.doe@example.com may not be mailed".into(),
+        }));
+        recorder.call_ended(&ctx, "mail__send", &refused);
+        let started = all.try_recv().expect("started");
+        assert_eq!(
+            started.get("arguments"),
+            Some(&json!({"to": "[REDACTED:email]", "body": "hi"}))
+        );
+        let denied = all.try_recv().expect("denied");
+        assert_eq!(denied.get("reason"), Some(&json!("[REDACTED:email] may not be mailed")));
+        // An empty selection finds nothing.
+        let none = Recorder::new(bus.clone(), Vec::new()).with_detection(Selection::none());
+        none.call_started(&mut CallContext::new(Principal::local()), &params);
+        let kept = all.try_recv().expect("started");
+        assert_eq!(
+            kept.get("arguments"),
+            Some(&json!({"to": "jane.doe@example.com", "body": "hi"}))
+        );
     }
 }

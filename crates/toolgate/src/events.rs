@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::task::JoinHandle;
+use toolgate_audit::secrets::Selection;
 use toolgate_audit::{
     AuditError, AuditLog, EventBus, EventPattern, FieldPath, WebhookError, WebhookOptions,
 };
@@ -27,13 +28,14 @@ pub(crate) struct InvalidAudit(pub(crate) Vec<ConfigError>);
 pub(crate) struct AuditPlan<'a> {
     config: &'a AuditConfig,
     redact: Vec<FieldPath>,
+    detect: Selection,
     file_pattern: EventPattern,
     webhooks: Vec<(EventPattern, WebhookOptions)>,
 }
 
 impl<'a> AuditPlan<'a> {
     /// Every problem `[audit]` has that can be found without touching the file system or the
-    /// network: redaction paths, event patterns, webhook schemes and headers.
+    /// network: redaction paths, detector names, event patterns, webhook schemes and headers.
     pub(crate) fn new(config: &'a AuditConfig) -> Result<AuditPlan<'a>, Vec<ConfigError>> {
         let mut problems = Vec::new();
         let redact = config
@@ -49,6 +51,15 @@ impl<'a> AuditPlan<'a> {
                 }
             })
             .collect();
+        let mut detect = Selection::none();
+        for (i, name) in config.detect.iter().enumerate() {
+            match Selection::from_names(&[name]) {
+                Ok(selection) => detect.extend(&selection),
+                Err(error) => {
+                    problems.push(ConfigError::new(format!("audit.detect[{i}]"), error.to_string()))
+                }
+            }
+        }
         let file_pattern = pattern(&config.events, "audit.events", &mut problems);
         let webhooks = config
             .webhooks
@@ -71,7 +82,7 @@ impl<'a> AuditPlan<'a> {
         if !problems.is_empty() {
             return Err(problems);
         }
-        Ok(AuditPlan { config, redact, file_pattern, webhooks })
+        Ok(AuditPlan { config, redact, detect, file_pattern, webhooks })
     }
 
     /// Opens the audit log and starts the sinks on `bus` (and the tracing log when it shows
@@ -98,7 +109,7 @@ impl<'a> AuditPlan<'a> {
         if tracing::enabled!(target: "toolgate::event", tracing::Level::INFO) {
             sinks.push(toolgate_audit::spawn_tracing_sink(&bus, EventPattern::all()));
         }
-        Ok(Events { bus, redact: self.redact, sinks })
+        Ok(Events { bus, redact: self.redact, detect: self.detect, sinks })
     }
 }
 
@@ -115,6 +126,7 @@ pub(crate) fn check_log_file(config: &AuditConfig) -> Option<ConfigError> {
 pub(crate) struct Events {
     bus: EventBus,
     redact: Vec<FieldPath>,
+    detect: Selection,
     sinks: Vec<JoinHandle<()>>,
 }
 
@@ -132,6 +144,11 @@ impl Events {
     /// Argument fields masked in events.
     pub(crate) fn redact(&self) -> &[FieldPath] {
         &self.redact
+    }
+
+    /// What `[audit] detect` asks the detectors to find in recorded arguments.
+    pub(crate) fn detect(&self) -> &Selection {
+        &self.detect
     }
 
     /// Ends the subscriptions and waits (a while) for the sinks to write what is queued.

@@ -194,7 +194,13 @@ pub(crate) async fn start(
     let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
         .map_err(InvalidPipeline)?;
     let events = Events::start(&config.audit, bus)?;
-    let mut recorder = Recorder::new(events.bus().clone(), events.redact().to_vec());
+    // The audit log's detectors, and what every `redact` interceptor looks for: a value the
+    // pipeline redacts is not written to the audit log either (`tools/call/started` records
+    // the caller's arguments before the pipeline runs).
+    let mut detection = events.detect().clone();
+    detection.extend(&toolgate_interceptors::redact::selection(&config.pipeline));
+    let mut recorder =
+        Recorder::new(events.bus().clone(), events.redact().to_vec()).with_detection(detection);
     if let Some(key) = &config.audit.hash_key {
         recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());
     }

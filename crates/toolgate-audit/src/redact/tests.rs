@@ -86,3 +86,28 @@ fn invalid_paths_name_the_path() {
     }
     assert_eq!(FieldPath::parse("items.*.secret").unwrap().to_string(), "items.*.secret");
 }
+
+#[test]
+fn detectors_replace_secrets_in_what_the_paths_left() {
+    let detector = toolgate_secrets::Detector::new(&toolgate_secrets::Selection::all());
+    let arguments = json!({
+        "to": "jane.doe@example.com",
+        "password": "AKIAIOSFODNN7EXAMPLE",
+        "notes": ["card 4242 4242 4242 4242", "nothing here"],
+        "count": 4242424242424242u64,
+    });
+    let record = ArgumentRecord::new(&arguments, &paths(&["password"])).detect(&detector);
+    assert_eq!(
+        record.redacted,
+        json!({
+            "to": "[REDACTED:email]",
+            "password": "***",
+            "notes": ["card [REDACTED:card_number]", "nothing here"],
+            "count": "[REDACTED:card_number]",
+        })
+    );
+    assert_eq!(record.sha256, sha256_hex(canonical_json(&arguments).as_bytes()), "of the original");
+    let none = toolgate_secrets::Detector::new(&toolgate_secrets::Selection::none());
+    let kept = ArgumentRecord::new(&arguments, &[]).detect(&none);
+    assert_eq!(kept.redacted, arguments);
+}
