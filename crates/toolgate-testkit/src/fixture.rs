@@ -37,6 +37,8 @@ pub(crate) const STATIC_TEXT_URI: &str = "test://static-text";
 pub(crate) const STATIC_BINARY_URI: &str = "test://static-binary";
 pub(crate) const WATCHED_URI: &str = "test://watched-resource";
 pub(crate) const TEMPLATE_URI: &str = "test://template/{id}/data";
+/// Not listed: what `rich_echo` was last given.
+pub(crate) const RICH_ECHO_URI: &str = "test://rich-echo";
 
 /// How a fixture server presents itself and behaves at start-up.
 ///
@@ -233,8 +235,8 @@ impl ServerHandler for Fixture {
             .with_server_info(mcp::Implementation::new(&self.opts.name, &self.opts.version))
             .with_instructions(
                 "toolgate's fixture server: the MCP conformance fixtures plus echo, large, slow, \
-                 fail, crash, env_get, meta_echo, list_roots, spawn_child, stderr, toggle_tool and \
-                 touch_resource.",
+                 fail, crash, env_get, meta_echo, list_roots, spawn_child, stderr, rich_echo, \
+                 toggle_tool and touch_resource.",
             )
     }
 
@@ -337,6 +339,7 @@ impl ServerHandler for Fixture {
                 format!("Watched resource (subscribed: {}).", self.is_subscribed(WATCHED_URI)),
                 &uri,
             ),
+            RICH_ECHO_URI => mcp::ResourceContents::text(self.hub.rich_echo(), &uri),
             _ => match template_id(&uri) {
                 Some(id) => {
                     let body = serde_json::json!({

@@ -10,7 +10,8 @@
 //! - the handshake-era sessions (their peer and `resources/subscribe` set), so a change
 //!   reaches every one of them, not just the caller's;
 //! - a broadcast channel that every open `subscriptions/listen` stream (2026-07-28) follows;
-//! - the key that seals MRTR `requestState` (see [`crate::input`]).
+//! - the key that seals MRTR `requestState` (see [`crate::input`]);
+//! - the last text `rich_echo` was given, which `resources/read` of `test://rich-echo` returns.
 //!
 //! Every transport makes one hub per server ([`serve_http`](crate::serve_http) and
 //! [`serve_sse`](crate::serve_sse) share it between their sessions); [`Fixture::new`]
@@ -52,6 +53,8 @@ struct Inner {
     /// What open `subscriptions/listen` streams follow.
     events: broadcast::Sender<HubEvent>,
     seal: StateSeal,
+    /// The last text `rich_echo` was given.
+    rich_echo: Mutex<String>,
 }
 
 impl Default for Inner {
@@ -63,6 +66,7 @@ impl Default for Inner {
             sessions: Mutex::default(),
             events: broadcast::channel(EVENT_CAPACITY).0,
             seal: StateSeal::new(),
+            rich_echo: Mutex::default(),
         }
     }
 }
@@ -97,6 +101,16 @@ impl FixtureHub {
     /// A fresh id for a [`Fixture`](crate::Fixture), the key of its session entry.
     pub(crate) fn next_session_id(&self) -> u64 {
         self.inner.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Keeps the last text `rich_echo` was given.
+    pub(crate) fn set_rich_echo(&self, text: String) {
+        *self.inner.rich_echo.lock().unwrap_or_else(PoisonError::into_inner) = text;
+    }
+
+    /// The last text `rich_echo` was given (empty before the first call).
+    pub(crate) fn rich_echo(&self) -> String {
+        self.inner.rich_echo.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     pub(crate) fn seal(&self) -> &StateSeal {

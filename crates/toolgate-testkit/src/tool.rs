@@ -29,7 +29,7 @@ use rmcp::{ErrorData as McpError, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::fixture::{Fixture, FixtureEvent, PNG_BASE64, WAV_BASE64};
+use crate::fixture::{Fixture, FixtureEvent, PNG_BASE64, RICH_ECHO_URI, WAV_BASE64};
 use crate::input::{self, Asked, Retry};
 
 /// The tool `toggle_tool` adds to and removes from the list.
@@ -41,6 +41,12 @@ const MAX_LARGE_KB: u32 = 256 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct EchoArgs {
     /// The text to send back.
+    text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct RichEchoArgs {
+    /// The text to send back, three ways.
     text: String,
 }
 
@@ -123,6 +129,23 @@ impl Fixture {
     #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
     async fn echo(&self, Parameters(args): Parameters<EchoArgs>) -> mcp::CallToolResult {
         success(args.text)
+    }
+
+    /// Returns `text` as a text block, as `structuredContent` `{"text": ...}` and as an
+    /// embedded text resource (`test://rich-echo`); `resources/read` of `test://rich-echo`
+    /// returns the last text it was given.
+    #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
+    async fn rich_echo(&self, Parameters(args): Parameters<RichEchoArgs>) -> mcp::CallToolResult {
+        self.hub.set_rich_echo(args.text.clone());
+        let mut result = mcp::CallToolResult::success(vec![
+            mcp::ContentBlock::text(args.text.clone()),
+            mcp::ContentBlock::resource(mcp::ResourceContents::text(
+                args.text.clone(),
+                RICH_ECHO_URI,
+            )),
+        ]);
+        result.structured_content = Some(serde_json::json!({ "text": args.text }));
+        result
     }
 
     /// Returns a text result of exactly `kb` × 1024 bytes.

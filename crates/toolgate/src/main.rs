@@ -3,6 +3,7 @@
 
 mod commands;
 mod events;
+mod scrub;
 mod setup;
 
 use std::path::PathBuf;

@@ -63,7 +63,17 @@ pub(crate) fn exit_code_for(error: &anyhow::Error) -> ExitCode {
 /// Sends logs to stderr, filtered by `--log` / `TOOLGATE_LOG`, else `RUST_LOG`, else `default`.
 /// rmcp's own logs are limited to errors unless the filter names `rmcp`: toolgate logs what
 /// they would say, with the server name.
+///
+/// Whatever the filter says, rmcp never logs below `warn`: its `info`, `debug` and `trace`
+/// lines print whole messages (a call's arguments, a tool's result, a notification's data),
+/// so they would write every secret the `redact` interceptor keeps from the client, and every
+/// argument the audit log records redacted, to stderr (see [`RMCP_MOST_VERBOSE`]). Every line
+/// is also scrubbed of what the detectors find ([`crate::scrub`]).
 pub(crate) fn init_logging(global: &GlobalArgs, default: &str) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     let default = format!("{default},rmcp=off");
     let filter = global
         .log
@@ -72,12 +82,25 @@ pub(crate) fn init_logging(global: &GlobalArgs, default: &str) {
         .map(|filter| if filter.contains("rmcp") { filter } else { format!("{filter},rmcp=error") })
         .unwrap_or_else(|| default.clone());
     let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new(&default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+    let rmcp_capped = tracing_subscriber::filter::filter_fn(|meta| {
+        !is_rmcp(meta.target()) || *meta.level() <= RMCP_MOST_VERBOSE
+    });
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(crate::scrub::ScrubbedStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
-        .try_init();
+        .with_filter(rmcp_capped);
+    let _ = tracing_subscriber::registry().with(filter).with(layer).try_init();
+}
+
+/// The most verbose level of rmcp's logs that is ever written: rmcp's `info` and more
+/// verbose lines print whole MCP messages (`received request`, `response message`, `received
+/// notification`).
+pub(crate) const RMCP_MOST_VERBOSE: tracing::Level = tracing::Level::WARN;
+
+/// Whether a log target is rmcp's.
+fn is_rmcp(target: &str) -> bool {
+    target == "rmcp" || target.starts_with("rmcp::")
 }
 
 /// Where the config came from.
@@ -199,6 +222,8 @@ pub(crate) async fn start(
     // the caller's arguments before the pipeline runs).
     let mut detection = events.detect().clone();
     detection.extend(&toolgate_interceptors::redact::selection(&config.pipeline));
+    // The log is scrubbed of the same (every kind until now).
+    crate::scrub::set_detection(detection.clone());
     let mut recorder =
         Recorder::new(events.bus().clone(), events.redact().to_vec()).with_detection(detection);
     if let Some(key) = &config.audit.hash_key {

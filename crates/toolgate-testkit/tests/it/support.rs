@@ -208,6 +208,7 @@ async fn lists(client: &Client) {
         "env_get",
         "spawn_child",
         "stderr",
+        "rich_echo",
         "test_simple_text",
         "test_image_content",
         "test_audio_content",

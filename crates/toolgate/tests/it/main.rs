@@ -27,6 +27,7 @@ mod pipeline;
 mod real_servers;
 mod recorder;
 mod recording_upstream;
+mod redact;
 mod relays;
 mod result_formats;
 mod scan;
