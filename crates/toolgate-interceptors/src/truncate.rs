@@ -401,28 +401,29 @@ impl Truncate {
         if self.meter.fits(&before, self.meter.limit()) {
             return None;
         }
-        let kept = self.keep(result, owner);
+        let parts = parts_of(result, self.structured);
+        let kept = self.keep(result, &parts, owner);
         let reserve = match self.meter.budget {
             Budget::Tokens(..) => NOTE_RESERVE_TOKENS,
             Budget::Bytes(_) => NOTE_RESERVE_BYTES,
         };
         let mut limit = self.meter.limit().saturating_sub(reserve);
-        let mut cut = self.cut(result, output_schema, limit, &kept);
+        let mut cut = self.cut(result, &parts, output_schema, limit, &kept);
         for _ in 0..4 {
             if self.meter.fits(&transform::model_text(&cut.result), self.meter.limit()) {
                 break;
             }
             limit = limit * 3 / 4;
-            cut = self.cut(result, output_schema, limit, &kept);
+            cut = self.cut(result, &parts, output_schema, limit, &kept);
         }
         cut.before = before;
         Some(cut)
     }
 
     /// Keeps the whole result for `owner`, if spilling is on and it fits the store.
-    fn keep(&self, result: &mcp::CallToolResult, owner: &str) -> Kept {
+    fn keep(&self, result: &mcp::CallToolResult, parts: &[Part], owner: &str) -> Kept {
         let Some(store) = &self.spill else { return Kept::Off };
-        let (text, starts) = document_of(result);
+        let (text, starts) = document_of(result, parts);
         let document = Document::new(text);
         let lines: Vec<usize> = starts.iter().map(|s| document.line_at(*s)).collect();
         let total = document.lines();
@@ -435,12 +436,12 @@ impl Truncate {
     fn cut(
         &self,
         result: &mcp::CallToolResult,
+        parts: &[Part],
         output_schema: Option<&mcp::JsonObject>,
         limit: usize,
         kept: &Kept,
     ) -> Cut {
         let mut out = result.clone();
-        let parts = parts_of(&out, self.structured);
         let costs: Vec<Option<usize>> =
             parts.iter().map(|p| self.meter.cost_up_to(&p.text, limit)).collect();
         let allowances = share(&costs, limit);
@@ -504,7 +505,7 @@ impl Truncate {
                     }
                     let left_out = &text[head_end..tail_start];
                     let lines = left_out.matches('\n').count().max(1);
-                    let line = kept.line_after(index, head_end, &parts);
+                    let line = kept.line_after(index, head_end, parts);
                     omissions.push(json!({"part": block, "lines": lines, "bytes": left_out.len()}));
                     let note = format!(
                         "[toolgate: {lines} lines ({}) left out here. {}]",
@@ -539,7 +540,7 @@ impl Truncate {
         }
         notes.extend(structured_note);
         if !notes.is_empty() {
-            let line = first_cut.map_or(0, |index| kept.part_line(index, &parts));
+            let line = first_cut.map_or(0, |index| kept.part_line(index, parts));
             out.content.push(mcp::ContentBlock::text(format!(
                 "[toolgate: this result was shortened to fit {} {}: {}. {}]",
                 self.meter.limit(),
@@ -600,25 +601,36 @@ impl Truncate {
         let serialize = |v: &Value| {
             if pretty { serde_json::to_string_pretty(v).unwrap_or_default() } else { v.to_string() }
         };
-        // Aim in bytes of compact JSON, from what a sample costs.
-        let whole = serialize(value);
-        let sample = &whole[..floor_char_boundary(&whole, 64 * 1024)];
-        let sample_cost = match self.meter.budget {
-            Budget::Tokens(_, encoding) => encoding.count(sample).max(1),
-            Budget::Bytes(_) => sample.len().max(1),
+        // Aim in bytes of compact JSON: first at three bytes a token (JSON is mostly two to
+        // four), then at what the last try cost, keeping the largest try that fits. Each try
+        // costs about its own size, however large the value (`json::size_up_to`).
+        let mut target = match self.meter.budget {
+            Budget::Tokens(..) => allowance * 3,
+            Budget::Bytes(_) => allowance,
         };
-        let compact_per_written = json::size(value) as f64 / whole.len().max(1) as f64;
-        let mut target = (allowance as f64 * sample.len() as f64 / sample_cost as f64
-            * compact_per_written) as usize;
-        for _ in 0..8 {
+        let mut best: Option<(Value, String, Vec<json::Omission>)> = None;
+        let mut best_cost = 0;
+        for _ in 0..6 {
             let (shrunk, cuts) = json::shrink(value, target);
             let text = serialize(&shrunk);
-            if self.meter.fits(&text, allowance) {
-                return Some((shrunk, text, cuts));
+            let cost = match self.meter.budget {
+                Budget::Tokens(_, encoding) => encoding.count(&text),
+                Budget::Bytes(_) => text.len(),
+            };
+            if cost <= allowance && cost >= best_cost {
+                best_cost = cost;
+                best = Some((shrunk, text, cuts));
             }
-            target = target * 3 / 4;
+            if cost <= allowance && cost * 10 >= allowance * 9 {
+                break;
+            }
+            let next = (target as f64 * allowance as f64 * 0.95 / cost.max(1) as f64) as usize;
+            if next == target {
+                break;
+            }
+            target = next;
         }
-        None
+        best
     }
 }
 
@@ -758,20 +770,23 @@ fn share(costs: &[Option<usize>], limit: usize) -> Vec<usize> {
 /// line saying what they were), then `structuredContent` pretty-printed unless a text block
 /// already holds the same JSON, or the same text as one of its values; and where each content block starts in it (then
 /// `structuredContent`'s start).
-fn document_of(result: &mcp::CallToolResult) -> (String, Vec<usize>) {
+fn document_of(result: &mcp::CallToolResult, parts: &[Part]) -> (String, Vec<usize>) {
     let mut text = String::new();
     let mut starts = Vec::new();
     let mut twin = false;
-    for block in &result.content {
+    let parsed = |index: usize| {
+        parts.iter().find(|p| p.place == Place::Block(index)).and_then(|p| p.json.as_ref())
+    };
+    for (index, block) in result.content.iter().enumerate() {
         if !text.is_empty() {
             text.push('\n');
         }
         starts.push(text.len());
         match block {
-            mcp::ContentBlock::Text(t) => match json_container(&t.text) {
+            mcp::ContentBlock::Text(t) => match parsed(index) {
                 Some(value) => {
-                    twin |= result.structured_content.as_ref() == Some(&value);
-                    text.push_str(&serde_json::to_string_pretty(&value).unwrap_or_default());
+                    twin |= result.structured_content.as_ref() == Some(value);
+                    text.push_str(&serde_json::to_string_pretty(value).unwrap_or_default());
                 }
                 None => text.push_str(&t.text),
             },

@@ -50,6 +50,35 @@ pub fn size(value: &Value) -> usize {
     }
 }
 
+/// [`size`], when it is at most `cap`; otherwise some number over `cap`: counting stops as soon
+/// as `cap` is passed, so sizing a huge value against a small target costs about the target.
+pub fn size_up_to(value: &Value, cap: usize) -> usize {
+    match value {
+        Value::Array(items) => {
+            let mut total = 1 + items.len().max(1);
+            for item in items {
+                if total > cap {
+                    break;
+                }
+                total += size_up_to(item, cap - total);
+            }
+            total
+        }
+        Value::Object(map) => {
+            let mut total = 1 + map.len().max(1);
+            for (key, child) in map {
+                if total > cap {
+                    break;
+                }
+                total += key.len() + 3;
+                total += size_up_to(child, cap.saturating_sub(total));
+            }
+            total
+        }
+        other => size(other),
+    }
+}
+
 /// What the end of a cut string says.
 const CUT_STRING: &str = "…";
 
@@ -66,8 +95,7 @@ fn shrink_into(
     path: &mut String,
     omissions: &mut Vec<Omission>,
 ) -> Value {
-    let whole = size(value);
-    if whole <= target {
+    if size_up_to(value, target) <= target {
         return value.clone();
     }
     match value {
@@ -90,7 +118,7 @@ fn shrink_into(
             let mut used = 0;
             let mut kept = Vec::new();
             for item in items {
-                let cost = size(item) + 1;
+                let cost = size_up_to(item, room.saturating_sub(used)) + 1;
                 if used + cost > room {
                     break;
                 }
@@ -120,7 +148,7 @@ fn shrink_into(
             let mut room = target.saturating_sub(overhead);
             // Small values are kept whole; the big ones share what is left equally.
             let mut by_size: Vec<(usize, &String)> =
-                map.iter().map(|(k, v)| (size(v), k)).collect();
+                map.iter().map(|(k, v)| (size_up_to(v, room), k)).collect();
             by_size.sort();
             let mut allowance: Map<String, Value> = Map::new();
             let mut left = by_size.len();
@@ -213,6 +241,20 @@ mod tests {
         assert_eq!(shrunk["d"], json!([1, 2, 3]));
         let keys: Vec<&String> = shrunk.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn size_up_to_is_exact_up_to_its_cap_and_over_it_past() {
+        let value = json!({"a": [1, 2, {"b": "cccc"}], "d": null, "e": [[], {}]});
+        let exact = size(&value);
+        for cap in 0..exact + 5 {
+            let counted = size_up_to(&value, cap);
+            if exact <= cap {
+                assert_eq!(counted, exact, "cap {cap}");
+            } else {
+                assert!(counted > cap, "cap {cap}: {counted}");
+            }
+        }
     }
 
     #[test]
