@@ -10,6 +10,10 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Pieces (what the tokenizer splits a text into before encoding: words, numbers, runs of
+/// punctuation) longer than this many bytes may be cut by [`Encoding::prefix_within`].
+pub const LONG_PIECE: usize = 64;
+
 /// An encoding (a tokenizer's vocabulary and rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Encoding {
@@ -72,13 +76,25 @@ impl Encoding {
 
     /// The length in bytes of the longest prefix of `text` that is at most `budget` tokens,
     /// cut where the tokenizer would split the text anyway (so the prefix's count is exact),
-    /// and its count.
+    /// and its count. A piece longer than [`LONG_PIECE`] bytes that does not fit whole is cut
+    /// inside (on a character boundary), where a shorter one is left out.
     pub fn prefix_within(self, text: &str, budget: usize) -> (usize, usize) {
         let tokenizer = self.tokenizer();
         let (mut end, mut total) = (0usize, 0usize);
         for piece in tokenizer.split(text) {
             let cost = tokenizer.bpe.count(piece.as_bytes());
             if total + cost > budget {
+                // A long piece (a run of letters, digits or punctuation with no space in it)
+                // that does not fit: its beginning, no more bytes than tokens are left (a token
+                // is at least one byte), so that a text of one huge word is not cut to nothing.
+                if piece.len() > LONG_PIECE {
+                    let mut room = (budget - total).min(piece.len());
+                    while !piece.is_char_boundary(room) {
+                        room -= 1;
+                    }
+                    total += tokenizer.count(&piece[..room]);
+                    end += room;
+                }
                 break;
             }
             total += cost;

@@ -468,3 +468,12 @@ async fn as_an_interceptor_it_rewrites_results_publishes_and_leaves_its_own_tool
     assert_eq!(outcome, Outcome::Continue);
     assert_eq!(truncate.own_tools()[0].name, read::NAME);
 }
+
+#[test]
+fn a_result_of_one_huge_word_keeps_its_beginning() {
+    let (truncate, _) = truncate(json!({"max_tokens": 600}));
+    let cut = truncate.shorten(&text_result(&"x".repeat(65_536)), None, "me").expect("cut");
+    let text = texts(&cut.result)[0];
+    assert!(text.starts_with(&"x".repeat(100)), "{}", &text[..text.len().min(200)]);
+    assert!(tokens(&transform::model_text(&cut.result)) <= 600);
+}
