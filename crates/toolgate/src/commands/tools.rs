@@ -21,17 +21,33 @@ pub(crate) async fn run(global: &GlobalArgs, args: ToolsArgs) -> anyhow::Result<
     let (config, source) = setup::load_config(global)?;
     let gateway = setup::connect(&config, &source, StartupWait::All).await?;
     let inventory = gateway.inventory();
+    // The servers' tools, then those the gateway serves itself (`toolgate__read_result`).
+    let own = gateway.pipeline().own_tools();
+    let rows: Vec<(&toolgate_core::mcp::Tool, Option<String>, Option<String>)> = inventory
+        .tools()
+        .iter()
+        .filter(|tool| !own.iter().any(|o| o.tool.name == tool.name))
+        .map(|tool| {
+            let route = inventory.tool_route(&tool.name);
+            (tool, route.map(|r| r.upstream.to_string()), route.map(|r| r.original.clone()))
+        })
+        .chain(own.iter().map(|o| {
+            (
+                o.tool.as_ref(),
+                Some(toolgate_intercept::OWN_SERVER.to_owned()),
+                Some(o.original.clone()),
+            )
+        }))
+        .collect();
     let mut out = std::io::stdout().lock();
     if args.json {
-        let tools: Vec<_> = inventory
-            .tools()
+        let tools: Vec<_> = rows
             .iter()
-            .map(|tool| {
-                let route = inventory.tool_route(&tool.name);
+            .map(|(tool, server, original)| {
                 serde_json::json!({
                     "name": tool.name,
-                    "server": route.map(|r| r.upstream.to_string()),
-                    "original": route.map(|r| r.original.clone()),
+                    "server": server,
+                    "original": original,
                     "description": tool.description,
                     "inputSchema": tool.input_schema,
                 })
@@ -40,17 +56,16 @@ pub(crate) async fn run(global: &GlobalArgs, args: ToolsArgs) -> anyhow::Result<
         serde_json::to_writer_pretty(&mut out, &tools)?;
         writeln!(out)?;
     } else {
-        let width = inventory.tools().iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+        let width = rows.iter().map(|(t, _, _)| t.name.len()).max().unwrap_or(4).max(4);
         writeln!(out, "{:width$}  {:12}  DESCRIPTION", "TOOL", "SERVER")?;
-        for tool in inventory.tools() {
-            let server = inventory.tool_route(&tool.name).map(|r| r.upstream.to_string());
+        for (tool, server, _) in &rows {
             let description =
                 tool.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
             writeln!(
                 out,
                 "{:width$}  {:12}  {}",
                 tool.name,
-                server.unwrap_or_default(),
+                server.as_deref().unwrap_or_default(),
                 shorten(description, 70)
             )?;
         }
