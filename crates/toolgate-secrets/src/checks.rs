@@ -387,4 +387,161 @@ mod tests {
         assert_eq!(base64url("Y"), None);
         assert_eq!(base64url("a.b"), None);
     }
+
+    fn whole(text: &str) -> Range<usize> {
+        0..text.len()
+    }
+
+    #[test]
+    fn a_bearer_token_needs_digits_and_letters() {
+        for (token, found) in
+            [("abc123def456", true), ("abcdefghijkl", false), ("123456789012", false)]
+        {
+            assert_eq!(bearer(token, whole(token)).is_some(), found, "{token}");
+        }
+    }
+
+    #[test]
+    fn fixed_length_keys_end_where_their_characters_end() {
+        let key = "AIzaSyA-1234567890abcdefghijklmnopqrstu";
+        for (next, found) in [
+            ("", true),
+            (" ", true),
+            ("\"", true),
+            ("a", false),
+            ("7", false),
+            ("_", false),
+            ("-", false),
+        ] {
+            let text = format!("{key}{next}");
+            assert_eq!(google(&text, 0..key.len()).is_some(), found, "google key then {next:?}");
+        }
+        let secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        for (next, found) in [
+            ("", true),
+            (",", true),
+            ("Q", false),
+            ("5", false),
+            ("/", false),
+            ("+", false),
+            ("=", false),
+        ] {
+            let text = format!("{secret}{next}");
+            assert_eq!(
+                aws_secret(&text, 0..secret.len()).is_some(),
+                found,
+                "aws secret then {next:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_address_local_part_has_no_stray_dots() {
+        for (address, found) in [
+            ("ada.lovelace@example.com", true),
+            (".ada@example.com", false),
+            ("ada.@example.com", false),
+            ("ada..l@example.com", false),
+        ] {
+            assert_eq!(email(address, whole(address)).is_some(), found, "{address}");
+        }
+        let url = "clone ssh://git@example.com/repo";
+        let start = url.find("git@").unwrap();
+        assert_eq!(email(url, start..start + "git@example.com".len()), None);
+        let prose = "write (to ada@example.com) today";
+        let start = prose.find("ada@").unwrap();
+        assert!(email(prose, start..start + "ada@example.com".len()).is_some());
+    }
+
+    /// `digits` (most significant first) with a Luhn check digit appended.
+    fn with_check_digit(digits: &str) -> String {
+        (0..10)
+            .map(|d| format!("{digits}{d}"))
+            .find(|n| luhn(&n.bytes().map(|b| b - b'0').collect::<Vec<_>>()))
+            .expect("one check digit fits")
+    }
+
+    fn is_card(text: &str) -> bool {
+        card(text, whole(text)).is_some()
+    }
+
+    #[test]
+    fn card_numbers_of_each_network_and_length() {
+        let cases = [
+            ("4242424242424", true),       // Visa, 13
+            ("4242424242424242", true),    // Visa, 16
+            ("424242424242424242", false), // Visa, 18: not issued
+            ("4242424242424242424", true), // Visa, 19
+            ("2221000000000000", true),    // Mastercard 2-series
+            ("2720990000000000", true),
+            ("2721000000000000", false),
+            ("222100000000000", false),    // 15
+            ("2200000000000000", true),    // Mir, 16
+            ("2204000000000000000", true), // Mir, 19
+            ("220000000000000", false),    // Mir, 15
+            ("2205000000000000", false),
+            ("5500000000000000", true), // Mastercard
+            ("550000000000000", false), // 15
+            ("5000000000000", true),    // Maestro, 13
+            ("5900000000000", true),
+            ("5200000000000", false),    // Mastercard range, 13
+            ("378282246310005", true),   // American Express, 15
+            ("3782822463100050", false), // 16
+            ("3530111333300000", true),  // JCB
+            ("3527000000000000", false),
+            ("3590000000000000", false),
+            ("30569309025904", true),   // Diners 305, 14
+            ("30600000000000", false),  // 306
+            ("3056930902590", false),   // 13
+            ("36000000000000", true),   // Diners 36, 14
+            ("3600000000000", false),   // 13
+            ("6011000000000000", true), // Discover, 16
+            ("6300000000000", true),    // Maestro 63, 13
+            ("6700000000000", true),    // Maestro 67, 13
+            ("6000000000000", false),   // 60, 13
+            ("1234567890123", false),
+        ];
+        for (prefix, plausible) in cases {
+            let number = with_check_digit(&prefix[..prefix.len() - 1]);
+            assert_eq!(number.len(), prefix.len());
+            assert_eq!(is_card(&number), plausible, "{number}");
+        }
+    }
+
+    #[test]
+    fn a_card_number_is_a_whole_run_of_digit_groups() {
+        let card = "4242 4242 4242 4242";
+        assert!(is_card(card));
+        assert!(!is_card("4242 4242-4242 4242"), "mixed separators");
+        assert!(!is_card(&with_check_digit("42424242424")), "12 digits");
+        assert!(!is_card(&with_check_digit("4242424242424242424")), "20 digits");
+        // In a longer run of digit groups it is part of another number.
+        for text in [
+            format!("{card} 1234"),
+            format!("1234 {card}"),
+            format!("{card}-1234"),
+            format!("1234-{card}"),
+        ] {
+            let start = text.find(card).unwrap();
+            assert!(super::card(&text, start..start + card.len()).is_none(), "{text}");
+        }
+        // A run of 19 digits in all (a card of 16 and a group of 3) may still hold a card.
+        let sixteen = with_check_digit("424242424242424");
+        let run = format!("{sixteen} 424");
+        assert!(super::card(&run, 0..16).is_some(), "{run}");
+        // Beside text, not digits, it is found.
+        let prose = format!("card: {card}, thanks");
+        let start = prose.find(card).unwrap();
+        assert!(super::card(&prose, start..start + card.len()).is_some());
+        assert!(!is_card("0000000000000000"), "one digit repeated");
+    }
+
+    #[test]
+    fn iban_check_uses_letters_as_two_digits() {
+        // Germany's published example: digits only after the country code.
+        let de = "DE89 3704 0044 0532 0130 00";
+        assert!(iban(de, whole(de)).is_some());
+        let de_wrong = "DE89 3704 0044 0532 0130 01";
+        assert_eq!(iban(de_wrong, whole(de_wrong)), None);
+    }
 }
