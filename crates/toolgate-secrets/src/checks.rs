@@ -386,6 +386,9 @@ mod tests {
         assert_eq!(base64url("YQ==").unwrap(), b"a");
         assert_eq!(base64url("Y"), None);
         assert_eq!(base64url("a.b"), None);
+        // The URL alphabet's `-` and `_`, and the standard one's `+` and `/`, are 62 and 63.
+        assert_eq!(base64url("-_8").unwrap(), [0xfb, 0xff]);
+        assert_eq!(base64url("+/8").unwrap(), [0xfb, 0xff]);
     }
 
     fn whole(text: &str) -> Range<usize> {
@@ -543,5 +546,10 @@ mod tests {
         assert!(iban(de, whole(de)).is_some());
         let de_wrong = "DE89 3704 0044 0532 0130 01";
         assert_eq!(iban(de_wrong, whole(de_wrong)), None);
+        // The Netherlands' published example: the letters of the bank code count as two digits.
+        let nl = "NL91 ABNA 0417 1643 00";
+        assert!(iban(nl, whole(nl)).is_some());
+        let nl_wrong = "NL91 ABNB 0417 1643 00";
+        assert_eq!(iban(nl_wrong, whole(nl_wrong)), None);
     }
 }
