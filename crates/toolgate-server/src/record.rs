@@ -33,7 +33,7 @@ pub struct Recorder {
     /// What is looked for in recorded arguments, refusal reasons and error messages (and
     /// replaced by `[REDACTED:<kind>]`), and its detectors, compiled when first needed (a run
     /// that records nothing never compiles them).
-    detection: Option<(Selection, OnceLock<Detector>)>,
+    detection: Option<(Selection, std::sync::Arc<OnceLock<Detector>>)>,
     calls: AtomicU64,
     /// Upstreams that have connected once (a later connection is a restart).
     seen: Mutex<HashSet<String>>,
@@ -56,7 +56,18 @@ impl Recorder {
     /// recorded arguments, and in the refusal reasons and error messages of events, by
     /// `[REDACTED:<kind>]`.
     pub fn with_detection(mut self, selection: Selection) -> Recorder {
-        self.detection = (!selection.is_empty()).then(|| (selection, OnceLock::new()));
+        if selection.is_empty() {
+            self.detection = None;
+            return self;
+        }
+        // Compiled on a thread of its own now (tens of milliseconds, more in a debug build),
+        // rather than by the first request that records something.
+        let detector = std::sync::Arc::new(OnceLock::new());
+        let (early, early_selection) = (detector.clone(), selection.clone());
+        std::thread::spawn(move || {
+            early.get_or_init(|| Detector::new(&early_selection));
+        });
+        self.detection = Some((selection, detector));
         self
     }
 
