@@ -1,8 +1,11 @@
-//! What toolgate knows about LLMs: how many tokens a text costs a model ([`tokens`]), and how
-//! an MCP tool result is handed to each provider's API ([`format`]).
+//! What toolgate knows about LLMs: how many tokens a text costs a model ([`tokens`]), how an
+//! MCP tool result is handed to each provider's API ([`format`]), a conversation in no
+//! provider's words ([`chat`]), and the providers themselves ([`provider`]: OpenAI Chat
+//! Completions and Responses, Anthropic Messages, OpenAI-compatible servers; streaming).
 //!
-//! No IO: the agent's providers and the `enrich` transform do their HTTP elsewhere and use
-//! these for the shapes and the counting.
+//! Only [`provider`] does IO (HTTP to the model's API).
 
+pub mod chat;
 pub mod format;
+pub mod provider;
 pub mod tokens;

@@ -1,0 +1,4 @@
+//! toolgate's agent: a conversation with a model that calls the gateway's tools, and the
+//! sessions it is stored in.
+//!
+//! - [`store`]: conversations in SQLite (messages, tool calls and results, usage), resumable.
