@@ -28,6 +28,7 @@
 //! This crate reads files but never touches the network. Everything it reads from the process
 //! (variables, current and home directory) goes through an [`Environment`].
 
+mod agent;
 mod audit;
 mod check;
 mod client;
@@ -45,6 +46,7 @@ mod value;
 
 use std::path::{Path, PathBuf};
 
+pub use agent::AGENT_PROVIDERS;
 pub use discover::{CONFIG_VAR, FILE_NAME};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};

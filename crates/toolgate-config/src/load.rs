@@ -7,7 +7,7 @@ use crate::Checked;
 use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors};
-use crate::model::{AuditConfig, Config, GatewayConfig};
+use crate::model::{AgentConfig, AuditConfig, Config, GatewayConfig};
 use crate::value::{Syntax, parse_json, parse_toml};
 use crate::{Format, client, native};
 
@@ -50,7 +50,7 @@ fn check_str(
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
-    let (gateway, servers, pipeline, audit, admin, cx) = match format {
+    let (gateway, servers, pipeline, audit, admin, agent, cx) = match format {
         Format::Toml => {
             let root = match parse_toml(text) {
                 Ok(root) => root,
@@ -62,7 +62,15 @@ fn check_str(
             for import in &document.imports {
                 servers.extend(import_file(&mut cx, &import.path, &import.file));
             }
-            (document.gateway, servers, document.pipeline, document.audit, document.admin, cx)
+            (
+                document.gateway,
+                servers,
+                document.pipeline,
+                document.audit,
+                document.admin,
+                document.agent,
+                cx,
+            )
         }
         Format::Json => {
             let root = match parse_json(text) {
@@ -71,7 +79,15 @@ fn check_str(
             };
             let mut cx = Checker::new(env, Syntax::Json, None, base_dir);
             let servers = client::check(&mut cx, &root);
-            (GatewayConfig::default(), servers, Vec::new(), AuditConfig::default(), None, cx)
+            (
+                GatewayConfig::default(),
+                servers,
+                Vec::new(),
+                AuditConfig::default(),
+                None,
+                AgentConfig::default(),
+                cx,
+            )
         }
     };
     let (mut errors, warnings) = cx.finish();
@@ -81,7 +97,7 @@ fn check_str(
     // A server defined twice was reported above; the first definition is the one kept.
     servers.sort_by(|a, b| a.name.cmp(&b.name));
     servers.dedup_by(|later, first| later.name == first.name);
-    (Config { gateway, servers, pipeline, audit, admin, warnings }, errors)
+    (Config { gateway, servers, pipeline, audit, admin, agent, warnings }, errors)
 }
 
 /// Reads the client config `file` named at `path` (`import[i]`); its errors and warnings go to

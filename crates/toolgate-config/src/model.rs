@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::agent::AgentConfig;
 pub use toolgate_core::{Mode, ResultFormat};
 
 /// Default address of the streamable HTTP endpoint.
@@ -35,6 +36,8 @@ pub struct Config {
     pub audit: AuditConfig,
     /// `[admin]`: the admin HTTP API (approvals, events, the pipeline), when configured.
     pub admin: Option<AdminConfig>,
+    /// `[agent]`: the model `toolgate run` and `toolgate chat` talk to.
+    pub agent: AgentConfig,
     /// Non-fatal remarks found while loading (ignored client-only keys and the like).
     pub warnings: Vec<String>,
 }

@@ -1,5 +1,5 @@
 //! `toolgate.toml`, toolgate's own format: `import`, `[gateway]`, `[servers.<name>]` and
-//! `[[pipeline]]` (`[audit]` and `[admin]` are checked in `audit`).
+//! `[[pipeline]]` (`[audit]` and `[admin]` are checked in `audit`, `[agent]` in `agent`).
 
 use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::error::{index_path, key_path};
@@ -10,7 +10,7 @@ use crate::model::{
 };
 use crate::value::Value;
 
-const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline", "audit", "admin"];
+const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent"];
 const GATEWAY_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins", "startup_wait"];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -45,6 +45,7 @@ pub(crate) struct Document {
     pub(crate) pipeline: Vec<InterceptorConfig>,
     pub(crate) audit: AuditConfig,
     pub(crate) admin: Option<AdminConfig>,
+    pub(crate) agent: crate::agent::AgentConfig,
 }
 
 /// One `import` entry.
@@ -82,6 +83,11 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
     }
     if let Some(value) = fields.get("admin") {
         document.admin = crate::audit::check_admin(cx, value);
+    }
+    if let Some(value) = fields.get("agent")
+        && let Some(agent) = crate::agent::check_agent(cx, value)
+    {
+        document.agent = agent;
     }
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")

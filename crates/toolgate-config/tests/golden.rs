@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use toolgate_config::{
-    AdminConfig, AuditConfig, Config, FixedEnvironment, GatewayConfig, HttpConfig,
+    AdminConfig, AgentConfig, AuditConfig, Config, FixedEnvironment, GatewayConfig, HttpConfig,
     InterceptorConfig, Secret, ServerConfig, StdioConfig, ToolFilter, TransportConfig,
     WebhookConfig,
 };
@@ -115,7 +115,7 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// A stable, readable dump of a config. Destructures everything, so that a new field fails to
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
-    let Config { gateway, servers, pipeline, audit, admin, warnings } = config;
+    let Config { gateway, servers, pipeline, audit, admin, agent, warnings } = config;
     let GatewayConfig { listen, allowed_hosts, allowed_origins, startup_wait } = gateway;
     let mut out = String::new();
     let w = &mut out;
@@ -228,6 +228,33 @@ fn dump(config: &Config) -> String {
         line(w, 0, "admin", "");
         line(w, 1, "listen", listen);
         line(w, 1, "tokens", secrets(tokens));
+    }
+    if *agent != AgentConfig::default() {
+        let AgentConfig {
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            max_turns,
+            system,
+            temperature,
+            max_tokens,
+            tool_timeout,
+            context_tokens,
+            sessions,
+        } = agent;
+        line(w, 0, "agent", "");
+        line(w, 1, "provider", format!("{provider:?}"));
+        line(w, 1, "model", format!("{model:?}"));
+        line(w, 1, "base_url", format!("{:?}", base_url.as_ref().map(url::Url::as_str)));
+        line(w, 1, "api_key_env", format!("{api_key_env:?}"));
+        line(w, 1, "max_turns", format!("{max_turns:?}"));
+        line(w, 1, "system", format!("{system:?}"));
+        line(w, 1, "temperature", format!("{temperature:?}"));
+        line(w, 1, "max_tokens", format!("{max_tokens:?}"));
+        line(w, 1, "tool_timeout", format!("{tool_timeout:?}"));
+        line(w, 1, "context_tokens", format!("{context_tokens:?}"));
+        line(w, 1, "sessions", format!("{sessions:?}"));
     }
     line(w, 0, "warnings", "");
     for warning in warnings {
