@@ -13,7 +13,10 @@
 //!
 //! - `elicit` asks the person at the downstream client with MCP `elicitation/create`: allow
 //!   once, allow this exact call again for `remember`, or deny. This is self-approval: the
-//!   person asked is the caller. With `separate_duties` it is refused at start-up.
+//!   person asked is the caller. With `separate_duties` it is refused at start-up. The
+//!   question also carries what it is about in `_meta["io.toolgate/approval"]` (`server`,
+//!   `tool`, `arguments`, `reason`, and the `decision` of each choice under `choices`), so
+//!   that a client that knows toolgate (its own agent) can ask in its own way.
 //! - `external` holds the call on the [`ApprovalDesk`] until an approver decides through the
 //!   admin API (`GET /approvals`, `POST /approvals/{id}` with
 //!   `{"decision": "allow" | "deny", "remember": "10m", "reason": "..."}`), and logs a
@@ -362,7 +365,16 @@ impl Approval {
             },
             "required": ["decision"],
         });
-        let params = match elicitation_params(message, schema) {
+        // What a client that knows toolgate (its own agent) needs to ask in its own way; any
+        // other client shows the form.
+        let marker = json!({
+            "server": server,
+            "tool": exposed,
+            "arguments": call.arguments,
+            "reason": required.reason,
+            "choices": { "once": "allow once", "again": again, "deny": "deny" },
+        });
+        let params = match elicitation_params(message, schema, marker) {
             Ok(params) => params,
             Err(error) => {
                 tracing::warn!(%error, "cannot build the approval question");
@@ -397,8 +409,20 @@ impl Approval {
     }
 }
 
-fn elicitation_params(message: String, schema: Value) -> Result<mcp::ElicitRequestParams, String> {
-    let params = json!({ "message": message, "requestedSchema": schema });
+/// The `_meta` key under which an approval question carries what it is about (server, tool,
+/// arguments, reason) and the `decision` value of each choice (`once`, `again`, `deny`).
+pub const APPROVAL_META: &str = "io.toolgate/approval";
+
+fn elicitation_params(
+    message: String,
+    schema: Value,
+    marker: Value,
+) -> Result<mcp::ElicitRequestParams, String> {
+    let params = json!({
+        "message": message,
+        "requestedSchema": schema,
+        "_meta": { APPROVAL_META: marker },
+    });
     serde_json::from_value(params).map_err(|e| e.to_string())
 }
 

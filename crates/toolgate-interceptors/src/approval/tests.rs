@@ -240,6 +240,7 @@ struct Answers {
     content: Value,
     asked: AtomicUsize,
     last_message: Mutex<String>,
+    last_marker: Mutex<Value>,
 }
 
 impl Elicitor for Answers {
@@ -254,6 +255,7 @@ impl Elicitor for Answers {
         self.asked.fetch_add(1, Ordering::SeqCst);
         let text = serde_json::to_value(&params).unwrap();
         *self.last_message.lock().unwrap() = text["message"].as_str().unwrap_or("").to_owned();
+        *self.last_marker.lock().unwrap() = text["_meta"][super::APPROVAL_META].clone();
         let schema = &text["requestedSchema"]["properties"]["decision"]["enum"];
         assert_eq!(schema[0], "allow once", "{text}");
         let result = json!({ "action": match self.action {
@@ -272,6 +274,7 @@ fn answers(capable: bool, action: mcp::ElicitationAction, content: Value) -> Arc
         content,
         asked: AtomicUsize::new(0),
         last_message: Mutex::default(),
+        last_marker: Mutex::default(),
     })
 }
 
@@ -290,6 +293,14 @@ async fn elicit_asks_the_person_at_the_client() {
     assert!(message.contains("fs__write") && message.contains("notes.md"), "{message}");
     assert!(message.contains("writes need a person"), "{message}");
     assert!(ctx.get::<Approved>().is_some());
+    // What a client that knows toolgate reads instead of the message.
+    let marker = client.last_marker.lock().unwrap().clone();
+    assert_eq!(marker["tool"], "fs__write", "{marker}");
+    assert_eq!(marker["arguments"], json!({"path": "notes.md"}), "{marker}");
+    assert!(marker["reason"].as_str().unwrap().contains("writes need a person"), "{marker}");
+    assert_eq!(marker["choices"]["once"], "allow once", "{marker}");
+    assert_eq!(marker["choices"]["again"], "allow this exact call for 10m", "{marker}");
+    assert_eq!(marker["choices"]["deny"], "deny", "{marker}");
 
     // Allowed once: the next identical call is asked again.
     let mut ctx = context(bob());
