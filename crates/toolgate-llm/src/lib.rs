@@ -1,11 +1,14 @@
 //! What toolgate knows about LLMs: how many tokens a text costs a model ([`tokens`]), how an
 //! MCP tool result is handed to each provider's API ([`format`]), a conversation in no
 //! provider's words ([`chat`]), and the providers themselves ([`provider`]: OpenAI Chat
-//! Completions and Responses, Anthropic Messages, OpenAI-compatible servers; streaming).
+//! Completions and Responses, Anthropic Messages, OpenAI-compatible servers; streaming), with
+//! tool names and schemas adapted to each ([`tool_names`], [`schema`]).
 //!
 //! Only [`provider`] does IO (HTTP to the model's API).
 
 pub mod chat;
 pub mod format;
 pub mod provider;
+pub mod schema;
 pub mod tokens;
+pub mod tool_names;

@@ -9,12 +9,29 @@
 //!
 //! This is the only module of the crate that does IO (HTTP, through `reqwest`).
 
+mod anthropic;
+mod content;
+mod http;
+mod openai_chat;
+mod openai_responses;
+mod sse;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
 use crate::chat::{AssistantTurn, ChatRequest, StopReason, Usage};
+
+pub use anthropic::DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS;
+pub use http::{ConnectError, MAX_RETRY_AFTER};
+
+/// The provider `config` describes, speaking its dialect over HTTP (rustls). Checks the base
+/// URL and the key and builds the client; nothing is sent until [`Provider::stream`].
+pub fn connect(config: ProviderConfig) -> Result<Arc<dyn Provider>, ConnectError> {
+    http::connect(config)
+}
 
 /// Which wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
