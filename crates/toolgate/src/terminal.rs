@@ -158,6 +158,7 @@ mod tests {
 
     #[test]
     fn paint_without_colour_is_the_text() {
+        assert!(!Paint::new(false).color());
         assert_eq!(Paint::new(false).bold("x"), "x");
         assert_eq!(Paint::new(true).bold("x"), "\x1b[1mx\x1b[0m");
         assert_eq!(Paint::new(true).dim("x"), "\x1b[2mx\x1b[0m");

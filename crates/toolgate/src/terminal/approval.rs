@@ -54,16 +54,12 @@ pub(crate) enum ApprovalChoice {
 
 /// Shows `request` on `out` and reads the decision from `input`. Errors are those of reading
 /// and writing.
-pub(crate) fn ask<I, W>(
+pub(crate) fn ask(
     request: &ApprovalRequest<'_>,
-    input: &mut I,
-    out: &mut W,
+    input: &mut dyn LineInput,
+    out: &mut dyn Write,
     paint: Paint,
-) -> io::Result<ApprovalChoice>
-where
-    I: LineInput + ?Sized,
-    W: Write,
-{
+) -> io::Result<ApprovalChoice> {
     let title = format!("⚠ {} needs your approval", one_line(request.tool));
     writeln!(
         out,

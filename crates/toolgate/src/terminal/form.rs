@@ -35,17 +35,13 @@ use super::{LineInput, Paint, one_line, sanitize};
 
 /// Asks `params` (an `elicitation/create` from the server `from`) on `out`, reading answers
 /// from `input`; the answer to send back. Errors are those of reading and writing.
-pub(crate) fn ask<I, W>(
+pub(crate) fn ask(
     from: &str,
     params: &mcp::ElicitRequestParams,
-    input: &mut I,
-    out: &mut W,
+    input: &mut dyn LineInput,
+    out: &mut dyn Write,
     paint: Paint,
-) -> io::Result<ElicitResult>
-where
-    I: LineInput + ?Sized,
-    W: Write,
-{
+) -> io::Result<ElicitResult> {
     match params {
         mcp::ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
             ask_form(from, message, requested_schema, input, out, paint)
@@ -64,18 +60,14 @@ where
     }
 }
 
-fn ask_url<I, W>(
+fn ask_url(
     from: &str,
     message: &str,
     url: &str,
-    input: &mut I,
-    out: &mut W,
+    input: &mut dyn LineInput,
+    out: &mut dyn Write,
     paint: Paint,
-) -> io::Result<ElicitResult>
-where
-    I: LineInput + ?Sized,
-    W: Write,
-{
+) -> io::Result<ElicitResult> {
     writeln!(out, "{} asks you to open a web page:", paint.bold(&one_line(from)))?;
     writeln!(out, "{}", indent(&sanitize(message)))?;
     writeln!(out, "  {}", paint.fg(anstyle::AnsiColor::Blue, &one_line(url)))?;
@@ -106,18 +98,14 @@ where
     }
 }
 
-fn ask_form<I, W>(
+fn ask_form(
     from: &str,
     message: &str,
     schema: &mcp::ElicitationSchema,
-    input: &mut I,
-    out: &mut W,
+    input: &mut dyn LineInput,
+    out: &mut dyn Write,
     paint: Paint,
-) -> io::Result<ElicitResult>
-where
-    I: LineInput + ?Sized,
-    W: Write,
-{
+) -> io::Result<ElicitResult> {
     let fields = fields(schema);
     writeln!(out, "{} asks:", paint.bold(&one_line(from)))?;
     writeln!(out, "{}", indent(&sanitize(message)))?;
@@ -179,17 +167,13 @@ enum Asked {
     Stop(ElicitationAction),
 }
 
-fn ask_field<I, W>(
+fn ask_field(
     field: &Field,
     current: Option<&Value>,
-    input: &mut I,
-    out: &mut W,
+    input: &mut dyn LineInput,
+    out: &mut dyn Write,
     paint: Paint,
-) -> io::Result<Asked>
-where
-    I: LineInput + ?Sized,
-    W: Write,
-{
+) -> io::Result<Asked> {
     if let Some(description) = &field.description {
         writeln!(out, "{}", paint.dim(&indent(&sanitize(description))))?;
     }
@@ -629,7 +613,7 @@ fn parse_date(text: &str) -> Option<()> {
     let year: u32 = digits(&text[0..4])?;
     let month: u32 = digits(&text[5..7])?;
     let day: u32 = digits(&text[8..10])?;
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

@@ -96,11 +96,6 @@ impl<W: Write> MarkdownStream<W> {
         }
     }
 
-    /// How it writes.
-    pub(crate) fn mode(&self) -> Mode {
-        self.mode
-    }
-
     /// The output.
     pub(crate) fn get_mut(&mut self) -> &mut W {
         &mut self.out
