@@ -788,7 +788,7 @@ fn wrap(pieces: &[Piece], width: usize) -> Vec<Vec<Piece>> {
     // Words: runs of non-space text, each made of the pieces (styles) it spans.
     enum Token {
         Word(Vec<Piece>),
-        Space,
+        Space(Style),
         Break,
     }
     let mut tokens: Vec<Token> = Vec::new();
@@ -803,7 +803,7 @@ fn wrap(pieces: &[Piece], width: usize) -> Vec<Vec<Piece>> {
                 if !word.is_empty() {
                     tokens.push(Token::Word(std::mem::take(&mut word)));
                 }
-                tokens.push(if c == '\n' { Token::Break } else { Token::Space });
+                tokens.push(if c == '\n' { Token::Break } else { Token::Space(piece.style) });
             } else {
                 run.push(c);
             }
@@ -818,25 +818,32 @@ fn wrap(pieces: &[Piece], width: usize) -> Vec<Vec<Piece>> {
 
     let mut lines: Vec<Vec<Piece>> = vec![Vec::new()];
     let mut used = 0;
-    let mut space = false;
+    // The style of the space before the next word (underlined in a link, for example).
+    let mut space: Option<Style> = None;
     for token in tokens {
         match token {
-            Token::Space => space = used > 0,
+            Token::Space(style) => {
+                if used > 0 && space.is_none() {
+                    space = Some(style);
+                }
+            }
             Token::Break => {
                 lines.push(Vec::new());
                 used = 0;
-                space = false;
+                space = None;
             }
             Token::Word(word) => {
                 let w = pieces_width(&word);
-                if used > 0 && used + usize::from(space) + w > width {
+                if used > 0 && used + usize::from(space.is_some()) + w > width {
                     lines.push(Vec::new());
                     used = 0;
-                } else if space && used > 0 {
-                    push_piece(lines.last_mut().expect("a line"), " ", Style::new());
+                } else if let Some(style) = space
+                    && used > 0
+                {
+                    push_piece(lines.last_mut().expect("a line"), " ", style);
                     used += 1;
                 }
-                space = false;
+                space = None;
                 for piece in word {
                     for c in piece.text.chars() {
                         let cw = c.width().unwrap_or(0);
@@ -907,11 +914,12 @@ mod tests {
 
     #[test]
     fn styles_are_ansi_escapes() {
-        let got = render("## Head\n\n**b** *i* `c` ~~s~~ [t](u)\n", 40, true);
+        let got = render("## Two words\n\n**b** *i* `c` ~~s~~ [a link](u)\n", 40, true);
+        // Spaces take the style around them: the heading and the link are underlined whole.
         assert_eq!(
             got,
-            "\x1b[1m\x1b[4mHead\x1b[0m\n\n\x1b[1mb\x1b[0m \x1b[3mi\x1b[0m \x1b[36mc\x1b[0m \
-             \x1b[9ms\x1b[0m \x1b[4mt\x1b[0m \x1b[2m(u)\x1b[0m\n"
+            "\x1b[1m\x1b[4mTwo words\x1b[0m\n\n\x1b[1mb\x1b[0m \x1b[3mi\x1b[0m \x1b[36mc\x1b[0m \
+             \x1b[9ms\x1b[0m \x1b[4ma link\x1b[0m\x1b[2m (u)\x1b[0m\n"
         );
     }
 
