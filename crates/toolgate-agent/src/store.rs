@@ -508,7 +508,7 @@ impl Store {
         let rows = self.sql(action, rows.and_then(|rows| rows.collect::<Result<Vec<_>, _>>()))?;
         let mut total = UsageTotal { usage: Usage::default(), cost_usd: Some(0.0) };
         for (model, usage) in &rows {
-            total.usage = total.usage.add(*usage);
+            total.usage = total.usage + *usage;
             total.cost_usd =
                 total.cost_usd.zip(pricing::cost_usd(model, usage)).map(|(a, b)| a + b);
         }

@@ -192,9 +192,11 @@ pub struct Usage {
     pub reasoning_tokens: u64,
 }
 
-impl Usage {
-    /// The sum of two reports.
-    pub fn add(self, other: Usage) -> Usage {
+/// The sum of two reports.
+impl std::ops::Add for Usage {
+    type Output = Usage;
+
+    fn add(self, other: Usage) -> Usage {
         Usage {
             input_tokens: self.input_tokens + other.input_tokens,
             output_tokens: self.output_tokens + other.output_tokens,
