@@ -106,7 +106,7 @@ async fn errors_carry_the_status_and_openais_error_body() {
     assert_eq!(
         body,
         json!({"error": {
-            "message": "Rate limit reached; try again in 20s (fake).",
+            "message": "Rate limit reached; try again in 1s (fake).",
             "type": "requests",
             "param": null,
             "code": "rate_limit_exceeded",
@@ -149,10 +149,6 @@ async fn malformed_requests_are_refused_like_the_api_does() {
         (json!({"messages": [{"role": "user", "content": "x"}]}), "model"),
         (json!({"model": "m"}), "messages"),
         (json!({"model": "m", "messages": []}), "messages"),
-        (
-            json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": true}),
-            "stream",
-        ),
     ];
     for (body, param) in cases {
         let (status, answer) = post(&fake, &body, None).await;
@@ -190,10 +186,10 @@ async fn recorded_requests_are_served_as_json_and_unknown_paths_get_404() {
     post(&fake, &chat("m", "first"), Some("k")).await;
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let missing =
-        client.post(format!("{}/responses", fake.base_url())).body("{}").send().await.unwrap();
+        client.post(format!("{}/embeddings", fake.base_url())).body("{}").send().await.unwrap();
     assert_eq!(missing.status(), 404);
     let error: Value = missing.json().await.unwrap();
-    assert_eq!(error["error"]["message"], "Invalid URL (POST /v1/responses)");
+    assert_eq!(error["error"]["message"], "Invalid URL (POST /v1/embeddings)");
     fake.received(2).await;
 
     let url = format!("http://{}{REQUESTS_PATH}", fake.addr());
@@ -202,4 +198,199 @@ async fn recorded_requests_are_served_as_json_and_unknown_paths_get_404() {
     assert_eq!(served.len(), 2);
     assert_eq!(served[0].last_user_text().as_deref(), Some("first"));
     assert_eq!(served[1].dialect, Dialect::Unknown);
+}
+
+/// `body` posted to `path` of the fake with `headers`: the response.
+async fn send(
+    fake: &FakeLlm,
+    path: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let client = reqwest::Client::builder().no_proxy().build().expect("a client");
+    let mut request = client.post(format!("{}{path}", fake.origin())).json(body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.expect("an answer")
+}
+
+/// The events of a stream: (event name, data) pairs, the name empty when none.
+fn events(text: &str) -> Vec<(String, String)> {
+    text.split("\n\n")
+        .filter(|event| !event.trim().is_empty())
+        .map(|event| {
+            let mut name = String::new();
+            let mut data = String::new();
+            for line in event.lines() {
+                if let Some(rest) = line.strip_prefix("event:") {
+                    name = rest.trim_start().to_owned();
+                } else if let Some(rest) = line.strip_prefix("data:") {
+                    data = rest.strip_prefix(' ').unwrap_or(rest).to_owned();
+                }
+            }
+            (name, data)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stream_comes_in_http_chunks_and_split_utf8_cuts_one_inside_a_character() {
+    use futures::StreamExt as _;
+    let args = r#"{"city":"Zürich 🙂"}"#;
+    let turn = Turn::tool_call("weather", args).with_text("Voilà").with_quirk(Quirk::SplitUtf8);
+    let fake = FakeLlm::start(Script::turns([turn])).await.unwrap();
+    let body =
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "x"}]});
+    let response = send(&fake, "/v1/chat/completions", &body, &[]).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream; charset=utf-8");
+    let mut frames = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(frame) = stream.next().await {
+        frames.push(frame.expect("a frame"));
+    }
+    assert!(frames.len() > 5, "one write per event: {} frames", frames.len());
+    let cut = frames.iter().filter(|frame| std::str::from_utf8(frame).is_err()).count();
+    assert!(cut >= 2, "events cut inside a character arrive in two pieces: {frames:?}");
+    let text = String::from_utf8(frames.concat()).expect("whole, it is UTF-8");
+    let events = events(&text);
+    assert_eq!(events.last().unwrap().1, "[DONE]");
+    let arguments: String = events
+        .iter()
+        .filter_map(|(_, data)| serde_json::from_str::<Value>(data).ok())
+        .filter_map(|chunk| {
+            chunk
+                .pointer("/choices/0/delta/tool_calls/0/function/arguments")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(arguments, args);
+}
+
+#[tokio::test]
+async fn the_responses_api_streams_named_events_in_order() {
+    let turn = Turn::tool_call("lookup", r#"{"q":"x"}"#)
+        .with_id("call_7")
+        .with_text("Hm.")
+        .with_reasoning("r");
+    let fake = FakeLlm::start(Script::turns([turn.clone(), turn])).await.unwrap();
+    let body = json!({"model": "gpt-5", "stream": true, "input": "hello"});
+    let response = send(&fake, "/v1/responses", &body, &[]).await;
+    assert_eq!(response.status(), 200);
+    let events = events(&response.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.reasoning_summary_part.added",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.done",
+            "response.reasoning_summary_part.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    let data: Vec<Value> = events.iter().map(|(_, d)| serde_json::from_str(d).unwrap()).collect();
+    for (n, (event, (name, _))) in data.iter().zip(&events).enumerate() {
+        assert_eq!(event["type"], name.as_str());
+        assert_eq!(event["sequence_number"], n);
+    }
+    let completed = &data.last().unwrap()["response"];
+    assert_eq!(completed["status"], "completed");
+    assert_eq!(completed["output"][2]["call_id"], "call_7");
+    assert!(completed["usage"]["input_tokens"].as_u64().unwrap() > 0);
+
+    let plain =
+        send(&fake, "/v1/responses", &json!({"model": "gpt-5", "input": "hello"}), &[]).await;
+    let object: Value = plain.json().await.unwrap();
+    assert_eq!(object["object"], "response");
+    assert_eq!(object["output"][1]["content"][0]["text"], "Hm.");
+    assert_eq!(fake.requests()[0].dialect, Dialect::OpenaiResponses);
+}
+
+#[tokio::test]
+async fn anthropic_takes_its_key_in_x_api_key_and_writes_its_own_errors() {
+    let options = FakeLlmOptions { api_key: Some("sk-ant".into()) };
+    let script = Script::turns([Turn::fail(429), Turn::text("Hello.").with_reasoning("hi")]);
+    let fake = FakeLlm::start_with(script, options).await.unwrap();
+    let body = json!({"model": "claude", "max_tokens": 64, "stream": true,
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let version = ("anthropic-version", "2023-06-01");
+
+    let refused = send(&fake, "/v1/messages", &body, &[version, ("x-api-key", "wrong")]).await;
+    assert_eq!(refused.status(), 401);
+    assert!(refused.headers().contains_key("request-id"));
+    assert_eq!(
+        refused.json::<Value>().await.unwrap(),
+        json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+    );
+    let unversioned = send(&fake, "/v1/messages", &body, &[("x-api-key", "sk-ant")]).await;
+    assert_eq!(unversioned.status(), 400);
+
+    let limited = send(&fake, "/v1/messages", &body, &[version, ("x-api-key", "sk-ant")]).await;
+    assert_eq!(limited.status(), 429);
+    assert_eq!(limited.headers()["retry-after"], "1");
+    let error: Value = limited.json().await.unwrap();
+    assert_eq!(error["error"]["type"], "rate_limit_error");
+
+    let streamed = send(&fake, "/v1/messages", &body, &[version, ("x-api-key", "sk-ant")]).await;
+    assert_eq!(streamed.status(), 200);
+    let events = events(&streamed.text().await.unwrap());
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ]
+    );
+    let delta: Value = serde_json::from_str(&events[5].1).unwrap();
+    assert_eq!(
+        delta["delta"],
+        json!({"type": "signature_delta", "signature": anthropic::signature("hi")})
+    );
+    let stop: Value = serde_json::from_str(&events[11].1).unwrap();
+    assert_eq!(stop["delta"]["stop_reason"], "end_turn");
+    assert_eq!(fake.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn openai_rate_limits_say_when_to_retry() {
+    let fake = FakeLlm::start(Script::turns([Turn::error(
+        ProviderError::for_status(429).with_retry_after(7),
+    )]))
+    .await
+    .unwrap();
+    let response = send(&fake, "/v1/chat/completions", &chat("m", "a"), &[]).await;
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.headers()["retry-after"], "7");
+    assert!(response.headers().contains_key("x-request-id"));
 }
