@@ -18,9 +18,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
-use toolgate_llm::chat::{
-    ChatRequest, Message, StopReason, ToolCall, ToolResult, ToolSpec, Usage,
-};
+use toolgate_llm::chat::{ChatRequest, Message, StopReason, ToolCall, ToolResult, ToolSpec, Usage};
 use toolgate_llm::provider::{Dialect, Provider, ProviderError, StreamEvent};
 use toolgate_llm::tool_names::ToolNames;
 
@@ -96,7 +94,11 @@ pub struct Agent {
 
 impl Agent {
     /// An agent with an empty conversation.
-    pub fn new(provider: Arc<dyn Provider>, host: Arc<dyn ToolHost>, settings: AgentSettings) -> Agent {
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        host: Arc<dyn ToolHost>,
+        settings: AgentSettings,
+    ) -> Agent {
         Agent { provider, host, settings, messages: Vec::new(), journal: None }
     }
 
@@ -152,8 +154,10 @@ impl Agent {
             }
             report.turns += 1;
             let tools = self.host.tools().await;
-            let names =
-                ToolNames::new(self.provider.dialect(), tools.iter().map(|tool| tool.name.as_ref()));
+            let names = ToolNames::new(
+                self.provider.dialect(),
+                tools.iter().map(|tool| tool.name.as_ref()),
+            );
             let request = self.request(&tools, &names);
             let finished = tokio::select! {
                 biased;
@@ -176,7 +180,7 @@ impl Agent {
             }
             report.tool_calls += calls.len() as u32;
             let outcomes = self.run_tools(&calls, &names, frontend.clone(), &cancel).await;
-            let cancelled = outcomes.iter().any(|outcome| *outcome == ToolOutcome::Cancelled);
+            let cancelled = outcomes.contains(&ToolOutcome::Cancelled);
             for (call, outcome) in calls.iter().zip(outcomes) {
                 let result = ToolResult {
                     call_id: call.id.clone(),
@@ -249,7 +253,9 @@ impl Agent {
                 StreamEvent::Finished(finished) => return Ok(finished),
             }
         }
-        Err(AgentError::Provider(ProviderError::Truncated { provider: provider_label(self.provider.dialect()) }))
+        Err(AgentError::Provider(ProviderError::Truncated {
+            provider: provider_label(self.provider.dialect()),
+        }))
     }
 
     /// Runs the calls of one turn in parallel; one outcome per call, in their order.

@@ -107,6 +107,7 @@ impl GatewayHost {
         let mut ctx = CallContext::new(self.principal.clone());
         ctx.session = Some(self.session.clone());
         ctx.elicitor = Some(Arc::new(ApprovalAsker {
+            gateway: self.gateway.clone(),
             interaction: self.interaction.clone(),
             grants: self.grants.clone(),
         }));
@@ -149,8 +150,8 @@ impl ToolHost for GatewayHost {
                 cancel: call.cancel.clone(),
                 timeout: call.timeout,
             };
-            let params = mcp::CallToolRequestParams::new(call.name.clone())
-                .with_arguments(call.arguments);
+            let params =
+                mcp::CallToolRequestParams::new(call.name.clone()).with_arguments(call.arguments);
             let mut ctx = self.context();
             ctx.request_id = Some(call.call_id);
             match self.gateway.call_tool(params, &options, &mut ctx).await {
@@ -175,6 +176,7 @@ fn outcome_of(error: GatewayError) -> ToolOutcome {
 
 /// Asks the person the `approval` interceptor's questions, remembering "always" answers.
 struct ApprovalAsker {
+    gateway: Arc<Gateway>,
     interaction: Arc<dyn Interaction>,
     grants: Arc<Mutex<Grants>>,
 }
@@ -190,6 +192,7 @@ impl Elicitor for ApprovalAsker {
     ) -> BoxFuture<'static, Result<mcp::ElicitResult, String>> {
         let interaction = self.interaction.clone();
         let grants = self.grants.clone();
+        let gateway = self.gateway.clone();
         Box::pin(async move {
             let text = serde_json::to_value(&params).map_err(|e| e.to_string())?;
             let Some(marker) = text.get("_meta").and_then(|meta| meta.get(APPROVAL_META)) else {
@@ -201,9 +204,20 @@ impl Elicitor for ApprovalAsker {
                 tool: string_at(marker, "tool"),
                 arguments: marker.get("arguments").cloned().unwrap_or(Value::Null),
                 reason: string_at(marker, "reason"),
+                annotations: None,
             };
+            let annotations = gateway
+                .inventory()
+                .tools()
+                .iter()
+                .find(|tool| *tool.name == *question.tool)
+                .and_then(|tool| tool.annotations.clone());
+            let question = ApprovalQuestion { annotations, ..question };
             let choice = |key: &str| {
-                marker.pointer(&format!("/choices/{key}")).and_then(Value::as_str).map(str::to_owned)
+                marker
+                    .pointer(&format!("/choices/{key}"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
             };
             let exact = (question.tool.clone(), canonical(&question.arguments));
             let remembered = {
@@ -227,7 +241,11 @@ impl Elicitor for ApprovalAsker {
             match answer {
                 ApprovalChoice::Once => accept(choice("once"), None),
                 ApprovalChoice::AlwaysTool => {
-                    grants.lock().unwrap_or_else(PoisonError::into_inner).tools.insert(question.tool);
+                    grants
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .tools
+                        .insert(question.tool);
                     accept(choice("once"), None)
                 }
                 ApprovalChoice::AlwaysExactCall => {
@@ -381,9 +399,7 @@ fn sampling_request(
         let mut parts = Vec::new();
         for block in blocks {
             match block["type"].as_str() {
-                Some("text") => {
-                    parts.push(Part::text(block["text"].as_str().unwrap_or_default()))
-                }
+                Some("text") => parts.push(Part::text(block["text"].as_str().unwrap_or_default())),
                 Some("image") => parts.push(Part::Image {
                     mime_type: block["mimeType"].as_str().unwrap_or_default().to_owned(),
                     data: block["data"].as_str().unwrap_or_default().to_owned(),
@@ -456,7 +472,10 @@ mod tests {
 
     #[test]
     fn roots_are_file_urls_with_reserved_characters_escaped() {
-        assert_eq!(url_of(std::path::Path::new("/tmp/a b/c")).as_deref(), Some("file:///tmp/a%20b/c"));
+        assert_eq!(
+            url_of(std::path::Path::new("/tmp/a b/c")).as_deref(),
+            Some("file:///tmp/a%20b/c")
+        );
         assert_eq!(url_of(std::path::Path::new("/")).as_deref(), Some("file:///"));
     }
 
@@ -479,6 +498,9 @@ mod tests {
         let Message::Assistant(turn) = &request.messages[1] else { panic!("assistant") };
         assert_eq!(turn.text, "ok");
         let summary = sampling_summary(&request);
-        assert_eq!(summary, "system: Be brief.\nuser: Summarise: abc\nassistant: ok\n(at most 50 tokens)");
+        assert_eq!(
+            summary,
+            "system: Be brief.\nuser: Summarise: abc\nassistant: ok\n(at most 50 tokens)"
+        );
     }
 }

@@ -63,9 +63,9 @@ impl ToolOutcome {
         match self {
             ToolOutcome::Done(_) => None,
             ToolOutcome::Refused(reason) => Some(format!("The call was refused: {reason}")),
-            ToolOutcome::Unknown(name) => Some(format!(
-                "There is no tool named {name}. Use one of the tools you were given."
-            )),
+            ToolOutcome::Unknown(name) => {
+                Some(format!("There is no tool named {name}. Use one of the tools you were given."))
+            }
             ToolOutcome::BadArguments(problem) => {
                 Some(format!("The call was not made: {problem}. Fix the arguments and try again."))
             }
@@ -111,7 +111,13 @@ pub trait Frontend: Send + Sync {
     }
 
     /// A running tool reported progress.
-    fn tool_progress(&self, call_id: &str, progress: f64, total: Option<f64>, message: Option<&str>) {
+    fn tool_progress(
+        &self,
+        call_id: &str,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) {
         let _ = (call_id, progress, total, message);
     }
 
@@ -142,6 +148,8 @@ pub struct ApprovalQuestion {
     pub arguments: Value,
     /// Why the person is asked.
     pub reason: String,
+    /// The tool's annotations as its server lists them (read-only, destructive, ...).
+    pub annotations: Option<mcp::ToolAnnotations>,
 }
 
 /// The person's answer to an [`ApprovalQuestion`].
@@ -166,8 +174,11 @@ pub trait Interaction: Send + Sync {
     fn approve(&self, question: ApprovalQuestion) -> BoxFuture<'static, ApprovalChoice>;
 
     /// Shows an upstream's `elicitation/create` form.
-    fn elicit(&self, server: String, params: mcp::ElicitRequestParams)
-    -> BoxFuture<'static, mcp::ElicitResult>;
+    fn elicit(
+        &self,
+        server: String,
+        params: mcp::ElicitRequestParams,
+    ) -> BoxFuture<'static, mcp::ElicitResult>;
 
     /// Asks whether an upstream may have the agent's model answer `summary`
     /// (`sampling/createMessage`).

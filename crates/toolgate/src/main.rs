@@ -2,6 +2,7 @@
 //! config, build, run. Each subcommand lives in its own module under `commands/`.
 
 mod commands;
+mod console;
 mod events;
 mod scrub;
 mod setup;
@@ -51,6 +52,14 @@ enum Command {
     Tools(commands::tools::ToolsArgs),
     /// Call one tool through the gateway and print its result.
     Call(commands::call::CallArgs),
+    /// Ask the agent once: a model that uses your servers' tools through the gateway;
+    /// the answer streams to stdout.
+    Run(commands::run::RunArgs),
+    /// Talk with the agent (a REPL): tools through the gateway, approvals at the terminal.
+    Chat(commands::chat::ChatArgs),
+    /// The agent's stored conversations: list, show, export, delete.
+    #[command(subcommand)]
+    Sessions(commands::sessions::SessionsCommand),
     /// Connect and show each configured server: state, transport, protocol, tools, start-up time.
     Servers(commands::servers::ServersArgs),
     /// Pin what each server offers in toolgate.lock, or check (--check) and show (--diff) what
@@ -92,6 +101,9 @@ fn main() -> ExitCode {
             Command::Pin(args) => commands::pin::run(&cli.global, args).await,
             Command::Scan(args) => commands::scan::run(&cli.global, args).await,
             Command::Call(args) => commands::call::run(&cli.global, args).await,
+            Command::Run(args) => commands::run::run(&cli.global, args).await,
+            Command::Chat(args) => commands::chat::run(&cli.global, args).await,
+            Command::Sessions(command) => commands::sessions::run(&cli.global, command),
             Command::Servers(args) => commands::servers::run(&cli.global, args).await,
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,
             Command::Config(command) => commands::config::run(&cli.global, command),

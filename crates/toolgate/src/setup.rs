@@ -109,6 +109,8 @@ pub(crate) enum ConfigSource {
     File(PathBuf),
     /// Nothing was found: the built-in demo.
     Demo,
+    /// Nothing was found, and nothing stands in for it (the agent: a plain chat).
+    Absent,
 }
 
 impl ConfigSource {
@@ -116,7 +118,7 @@ impl ConfigSource {
     pub(crate) fn dir(&self) -> Option<PathBuf> {
         match self {
             ConfigSource::File(path) => path.parent().map(std::path::Path::to_path_buf),
-            ConfigSource::Demo => None,
+            ConfigSource::Demo | ConfigSource::Absent => None,
         }
     }
 }
@@ -164,6 +166,7 @@ fn demo_config() -> anyhow::Result<Config> {
         pipeline: Vec::new(),
         audit: Default::default(),
         admin: None,
+        agent: Default::default(),
         warnings: Vec::new(),
     })
 }
@@ -264,6 +267,7 @@ pub(crate) async fn connect(
 pub(crate) fn describe(source: &ConfigSource) -> String {
     match source {
         ConfigSource::File(path) => format!("config {}", path.display()),
+        ConfigSource::Absent => "no config found: no servers".to_owned(),
         ConfigSource::Demo => {
             let user_file = toolgate_config::user_config_file(&toolgate_config::SystemEnvironment)
                 .map_or_else(

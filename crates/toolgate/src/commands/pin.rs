@@ -47,7 +47,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<Ex
         (None, ConfigSource::File(config)) => {
             config.parent().map_or_else(|| PathBuf::from(LOCK_FILE), |dir| dir.join(LOCK_FILE))
         }
-        (None, ConfigSource::Demo) => {
+        (None, ConfigSource::Demo | ConfigSource::Absent) => {
             return Err(setup::usage(
                 "no config file, so no place for toolgate.lock: pass --config FILE or --lock FILE",
             ));

@@ -1,0 +1,118 @@
+//! `toolgate run`: one prompt, one streamed answer, then exit.
+
+use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use toolgate_agent::agent::AgentError;
+use toolgate_llm::chat::Message;
+
+use crate::GlobalArgs;
+use crate::commands::agent::{self, AgentArgs, Discovery};
+use crate::console::{Console, ConsoleOptions};
+use crate::setup;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    toolgate run \"list the files in /tmp\"\n  \
+    git diff | toolgate run \"review this diff\"\n  \
+    toolgate run --provider anthropic --model claude-sonnet-4-5 \"what can you do?\"\n  \
+    toolgate run --base-url http://127.0.0.1:11434/v1 --model qwen3 \"hello\"   # Ollama\n\n\
+    The prompt is the argument; with none (or -), it is read from stdin; with both, stdin is \
+    added after the prompt. The answer streams to stdout (Markdown rendered on a terminal, \
+    plain text when piped); tool calls, reasoning and notices go to stderr.\n\
+    Exit status: 0 answered, 1 failed (provider error, turn limit, cancelled), 64 usage or \
+    config error.")]
+pub(crate) struct RunArgs {
+    /// The prompt (default: read from stdin).
+    prompt: Option<String>,
+    /// Print a JSON transcript (the session, the answer, the messages, usage) instead of the
+    /// streamed answer.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    agent: AgentArgs,
+}
+
+pub(crate) async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
+    setup::init_logging(global, "warn");
+    let prompt = read_prompt(args.prompt.as_deref())?;
+    let console = Arc::new(Console::new(ConsoleOptions {
+        verbose: args.agent.verbose,
+        answer_to_stdout: !args.json,
+        allow_sampling: args.agent.allow_sampling,
+    }));
+    let started = agent::start(global, &args.agent, Discovery::All, console.clone(), None).await?;
+    let agent::Started { mut agent, running, resolved, session, .. } = started;
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    let interrupt = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    let before = agent.messages().len();
+    let outcome = agent.prompt(Message::user_text(prompt), console.clone(), cancel).await;
+    interrupt.abort();
+    console.finish();
+    running.shutdown().await;
+    if args.json {
+        let (status, error) = match &outcome {
+            Ok(_) => ("answered", None),
+            Err(AgentError::Cancelled) => ("cancelled", Some("cancelled".to_owned())),
+            Err(error) => ("failed", Some(error.to_string())),
+        };
+        let report = outcome.as_ref().ok();
+        let transcript = json!({
+            "status": status,
+            "error": error,
+            "session": session,
+            "provider": resolved.provider_name,
+            "model": resolved.settings.model,
+            "answer": report.map(|r| r.answer.clone()),
+            "turns": report.map(|r| r.turns),
+            "tool_calls": report.map(|r| r.tool_calls),
+            "usage": report.map(|r| r.usage),
+            "messages": &agent.messages()[before..],
+        });
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &transcript)?;
+        writeln!(out)?;
+    }
+    match outcome {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(error) if args.json => {
+            tracing::debug!(%error, "the prompt failed");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(error) => Err(anyhow::Error::new(error)),
+    }
+}
+
+/// The prompt: the argument, stdin, or both (stdin after the argument).
+fn read_prompt(argument: Option<&str>) -> anyhow::Result<String> {
+    let argument = argument.filter(|text| *text != "-");
+    let stdin = std::io::stdin();
+    let piped = if stdin.is_terminal() {
+        String::new()
+    } else {
+        let mut text = String::new();
+        stdin.lock().read_to_string(&mut text).context("reading the prompt from stdin")?;
+        text
+    };
+    let prompt = match (argument, piped.trim().is_empty()) {
+        (Some(argument), true) => argument.to_owned(),
+        (Some(argument), false) => format!("{argument}\n\n{piped}"),
+        (None, false) => piped,
+        (None, true) => {
+            return Err(setup::usage(
+                "no prompt: pass it as an argument (toolgate run \"...\") or on stdin",
+            ));
+        }
+    };
+    Ok(prompt)
+}
