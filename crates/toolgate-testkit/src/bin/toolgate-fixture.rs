@@ -6,8 +6,10 @@
 //! default `warn`).
 //!
 //! `toolgate-fixture fake-llm` serves the fake LLM provider instead (`toolgate_testkit::fake_llm`)
-//! and prints `listening http://HOST:PORT/v1`, the base URL an OpenAI client takes; what it
-//! received is at `GET /fake/requests`.
+//! and prints `listening http://HOST:PORT/v1`, the base URL an OpenAI client takes (Chat
+//! Completions, Responses); an Anthropic client takes it without the `/v1` (its SDKs append
+//! `/v1/messages`). What it received is at `GET /fake/requests`. `--script FILE` answers from
+//! a JSON array of turns (the serde shape of `toolgate_testkit::fake_llm::Turn`).
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -54,8 +56,9 @@ struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
-    /// A fake LLM provider (OpenAI Chat Completions at /v1/chat/completions), recording every
-    /// request at GET /fake/requests.
+    /// A fake LLM provider (OpenAI Chat Completions at /v1/chat/completions, Responses at
+    /// /v1/responses, Anthropic Messages at /v1/messages), recording every request at
+    /// GET /fake/requests.
     FakeLlm(FakeLlmArgs),
 }
 
@@ -71,14 +74,23 @@ struct FakeLlmArgs {
     /// Without it, the reply says how long the last user message was.
     #[arg(long, value_name = "TEXT")]
     reply: Vec<String>,
+    /// Answer from FILE, a JSON array of turns, one per request in order (then a 500
+    /// `script_exhausted`). A turn: `{"text", "reasoning", "tool_calls": [{"name",
+    /// "arguments", "id"}], "usage": {"input_tokens", "output_tokens"}, "finish", "quirks",
+    /// "delay_ms"}` (all optional), `{"error": {"status", "message", "type", "code",
+    /// "retry_after"}}` or `{"raw": {"status", "content_type", "body"}}`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["reply", "fail"])]
+    script: Option<std::path::PathBuf>,
     /// Fail every request with this HTTP status and the provider's error body.
     #[arg(long, value_name = "STATUS", conflicts_with = "reply",
           value_parser = clap::value_parser!(u16).range(400..=599))]
     fail: Option<u16>,
-    /// Wait this long before every answer (`500ms`, `30s`).
+    /// Wait this long before every answer (`500ms`, `30s`); a script's turns without a
+    /// `delay_ms` of their own too.
     #[arg(long, value_parser = toolgate_core::duration::parse, default_value = "0ms")]
     delay: Duration,
-    /// Require `Authorization: Bearer KEY`; other requests are answered 401.
+    /// Require `Authorization: Bearer KEY` (Anthropic: `x-api-key: KEY`); other requests are
+    /// answered 401.
     #[arg(long, value_name = "KEY")]
     api_key: Option<String>,
 }
@@ -153,7 +165,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
 async fn fake_llm(args: FakeLlmArgs) -> anyhow::Result<()> {
     use toolgate_testkit::fake_llm::{FakeLlmOptions, Script, Turn};
     let delayed = |turn: Turn| turn.after(args.delay);
-    let script = if let Some(status) = args.fail {
+    let script = if let Some(path) = &args.script {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("failed to read the script {}", path.display()))?;
+        let turns: Vec<Turn> = serde_json::from_str(&text)
+            .with_context(|| format!("the script {} is not an array of turns", path.display()))?;
+        Script::turns(
+            turns.into_iter().map(|turn| if turn.delay.is_zero() { delayed(turn) } else { turn }),
+        )
+    } else if let Some(status) = args.fail {
         Script::always(delayed(Turn::fail(status)))
     } else if let Some((last, first)) = args.reply.split_last() {
         Script::turns(first.iter().map(|text| delayed(Turn::text(text))))
