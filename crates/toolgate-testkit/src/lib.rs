@@ -11,8 +11,9 @@
 //! - [`serve_stdio`], [`serve_http`], [`serve_sse`]: the fixture on each transport, the last
 //!   being the legacy HTTP+SSE transport rmcp no longer has;
 //! - [`FixtureProcess`], [`fixture_bin`]: the `toolgate-fixture` binary out of process;
-//! - [`fake_llm`]: a fake LLM provider (OpenAI Chat Completions) answering from a script and
-//!   recording what it received, in process or as `toolgate-fixture fake-llm`.
+//! - [`fake_llm`]: a fake LLM provider (OpenAI Chat Completions and Responses, Anthropic
+//!   Messages; streamed or not) answering from a script and recording what it received, in
+//!   process or as `toolgate-fixture fake-llm`.
 
 pub mod fake_llm;
 mod fixture;

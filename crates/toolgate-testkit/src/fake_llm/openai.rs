@@ -101,7 +101,7 @@ pub(super) fn invalid(request: &Request) -> Option<ProviderError> {
         ));
     }
     match body.get("messages") {
-        Some(Value::Array(messages)) if !messages.is_empty() => None,
+        Some(Value::Array(messages)) if !messages.is_empty() => unanswered(messages),
         Some(Value::Array(_)) => Some(bad(
             Some("messages"),
             Some("empty_array"),
@@ -113,6 +113,58 @@ pub(super) fn invalid(request: &Request) -> Option<ProviderError> {
             "Missing required parameter: 'messages' (fake).",
         )),
     }
+}
+
+/// The API's refusal of a conversation where an assistant message's `tool_calls` are not
+/// all answered by the `tool` messages right after it, or where a `tool` message answers no
+/// call of the assistant message before it.
+fn unanswered(messages: &[Value]) -> Option<ProviderError> {
+    let mut open: Vec<&str> = Vec::new();
+    let mut calling = None;
+    for (at, message) in messages.iter().enumerate() {
+        let role = str_of(message, "role");
+        if role == "tool" {
+            let id = str_of(message, "tool_call_id");
+            if calling.is_none() {
+                let param = format!("messages.[{at}].role");
+                return Some(bad(
+                    Some(&param),
+                    None,
+                    "Invalid parameter: messages with role 'tool' must be a response to a \
+                     preceeding message with 'tool_calls'.",
+                ));
+            }
+            open.retain(|open| *open != id);
+            continue;
+        }
+        if let Some(from) = calling.take().filter(|_| !open.is_empty()) {
+            return Some(missing(from, &open));
+        }
+        open.clear();
+        let calls = array(message, "tool_calls");
+        if role == "assistant" && !calls.is_empty() {
+            open = calls.iter().map(|call| str_of(call, "id")).collect();
+            calling = Some(at);
+        }
+    }
+    match calling {
+        Some(from) if !open.is_empty() => Some(missing(from, &open)),
+        _ => None,
+    }
+}
+
+fn missing(at: usize, ids: &[&str]) -> ProviderError {
+    let param = format!("messages.[{at}].role");
+    bad(
+        Some(&param),
+        None,
+        &format!(
+            "An assistant message with 'tool_calls' must be followed by tool messages responding \
+             to each 'tool_call_id'. The following tool_call_ids did not have response \
+             messages: {}",
+            ids.join(", ")
+        ),
+    )
 }
 
 /// A `400` `invalid_request_error`.
@@ -490,6 +542,25 @@ mod tests {
     }
 
     #[test]
+    fn every_call_must_be_answered_by_the_tool_messages_right_after() {
+        let user = json!({"role": "user", "content": "hi"});
+        let calling = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "t", "arguments": "{}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "t", "arguments": "{}"}}]});
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "ok"});
+        let refusal = |messages: Value| {
+            invalid(&request(json!({"model": "m", "messages": messages}))).map(|e| e.message)
+        };
+        assert_eq!(refusal(json!([user, calling, result("call_2"), result("call_1")])), None);
+        let half = refusal(json!([user, calling, result("call_1"), user])).expect("refused");
+        assert!(half.ends_with("did not have response messages: call_2"), "{half}");
+        let last = refusal(json!([user, calling])).expect("refused");
+        assert!(last.ends_with("messages: call_1, call_2"), "{last}");
+        let stray = refusal(json!([user, result("call_1")])).expect("refused");
+        assert!(stray.contains("must be a response to a preceeding message"), "{stray}");
+    }
+
+    #[test]
     fn the_conversation_is_read_back() {
         let request = request(json!({"model": "m", "tools": [
             {"type": "function", "function": {"name": "fs__read", "parameters": {}}}],
@@ -515,6 +586,7 @@ mod tests {
                 SeenToolCall { id: "call_2".into(), name: "x".into(), arguments: json!("{") },
             ]
         );
+        assert_eq!(invalid(&request), None);
         let results = request.tool_results();
         assert_eq!(results.len(), 2);
         assert_eq!((results[1].call_id.as_str(), results[1].content.as_str()), ("call_2", "B"));
