@@ -6,8 +6,6 @@ mod console;
 mod events;
 mod scrub;
 mod setup;
-// The agent commands (`run`, `chat`) use it; until they do, much of it is unused.
-#[cfg_attr(not(test), allow(dead_code))]
 mod terminal;
 
 use std::path::PathBuf;

@@ -12,7 +12,7 @@
 //! or hide text.
 
 use std::borrow::Cow;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 
 pub(crate) mod approval;
 pub(crate) mod form;
@@ -67,7 +67,7 @@ fn is_unsafe(c: char) -> bool {
 
 /// Where the questions of [`form`] and [`approval`] read their answers from.
 ///
-/// [`Reader`] reads lines from any [`BufRead`] (stdin, or a byte string in tests); the REPL
+/// [`Reader`] reads lines from any [`BufRead`](io::BufRead) (stdin, or a byte string in tests); the REPL
 /// can implement it over its line editor (mapping its Ctrl-C to `Ok(None)`, which cancels).
 pub(crate) trait LineInput {
     /// Shows `prompt` (on `out`, or however the editor shows prompts) and reads one line,
@@ -75,10 +75,13 @@ pub(crate) trait LineInput {
     fn read_line(&mut self, prompt: &str, out: &mut dyn Write) -> io::Result<Option<String>>;
 }
 
-/// A [`LineInput`] over a [`BufRead`]: the prompt is written to `out`, then a line is read.
+/// A [`LineInput`] over a [`BufRead`](io::BufRead): the prompt is written to `out`, then a line is read
+/// (the tests' scripted answers).
+#[cfg(test)]
 pub(crate) struct Reader<R>(pub(crate) R);
 
-impl<R: BufRead> LineInput for Reader<R> {
+#[cfg(test)]
+impl<R: io::BufRead> LineInput for Reader<R> {
     fn read_line(&mut self, prompt: &str, out: &mut dyn Write) -> io::Result<Option<String>> {
         out.write_all(prompt.as_bytes())?;
         out.flush()?;

@@ -97,11 +97,13 @@ impl<W: Write> MarkdownStream<W> {
     }
 
     /// The output.
+    #[cfg(test)]
     pub(crate) fn get_mut(&mut self) -> &mut W {
         &mut self.out
     }
 
     /// The output, when done.
+    #[cfg(test)]
     pub(crate) fn into_inner(self) -> W {
         self.out
     }
