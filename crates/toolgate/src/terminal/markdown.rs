@@ -80,6 +80,8 @@ pub(crate) struct MarkdownStream<W: Write> {
     streaming: Option<Fence>,
     /// Something was written: the next block is set apart by a blank line.
     wrote: bool,
+    /// Plain: what was passed through does not end with a newline (yet).
+    open_line: bool,
 }
 
 impl<W: Write> MarkdownStream<W> {
@@ -93,6 +95,7 @@ impl<W: Write> MarkdownStream<W> {
             block_fence: None,
             streaming: None,
             wrote: false,
+            open_line: false,
         }
     }
 
@@ -111,6 +114,9 @@ impl<W: Write> MarkdownStream<W> {
     /// Takes the next piece of the answer; writes what is complete.
     pub(crate) fn push(&mut self, delta: &str) -> io::Result<()> {
         let Mode::Rendered { .. } = self.mode else {
+            if !delta.is_empty() {
+                self.open_line = !delta.ends_with('\n');
+            }
             self.out.write_all(delta.as_bytes())?;
             return self.out.flush();
         };
@@ -148,6 +154,9 @@ impl<W: Write> MarkdownStream<W> {
             }
             self.render_block()?;
             self.wrote = false;
+        } else if std::mem::take(&mut self.open_line) {
+            // A piped answer ends its last line, as a command's output does.
+            self.out.write_all(b"\n")?;
         }
         self.out.flush()
     }
@@ -1047,7 +1056,11 @@ mod tests {
         assert_eq!(md.get_mut().as_slice(), b"# Title\n\n**b");
         md.push("** \x1b").unwrap();
         md.finish().unwrap();
-        assert_eq!(md.into_inner(), b"# Title\n\n**b** \x1b");
+        // The last line is ended, once; an answer that ended its line gets nothing more.
+        md.finish().unwrap();
+        md.push("next\n").unwrap();
+        md.finish().unwrap();
+        assert_eq!(md.into_inner(), b"# Title\n\n**b** \x1b\nnext\n");
     }
 
     #[test]
