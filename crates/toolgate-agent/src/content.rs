@@ -24,7 +24,9 @@ pub fn result_parts(result: &mcp::CallToolResult) -> Vec<Part> {
     let mut parts = Vec::new();
     for block in &result.content {
         let (annotations, part) = match block {
-            mcp::ContentBlock::Text(text) => (text.annotations.as_ref(), Part::text(text.text.clone())),
+            mcp::ContentBlock::Text(text) => {
+                (text.annotations.as_ref(), Part::text(text.text.clone()))
+            }
             mcp::ContentBlock::Image(image) => (
                 image.annotations.as_ref(),
                 Part::Image { mime_type: image.mime_type.clone(), data: image.data.clone() },
@@ -34,13 +36,13 @@ pub fn result_parts(result: &mcp::CallToolResult) -> Vec<Part> {
                     mcp::ResourceContents::TextResourceContents { uri, text, .. } => {
                         Part::text(format!("[resource {uri}]\n{text}"))
                     }
-                    mcp::ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
-                        Part::text(format!(
-                            "[resource {uri}: {} of binary data ({}) not shown]",
-                            bytes(blob.len() / 4 * 3),
-                            mime_type.as_deref().unwrap_or("unknown type")
-                        ))
-                    }
+                    mcp::ResourceContents::BlobResourceContents {
+                        uri, mime_type, blob, ..
+                    } => Part::text(format!(
+                        "[resource {uri}: {} of binary data ({}) not shown]",
+                        bytes(blob.len() / 4 * 3),
+                        mime_type.as_deref().unwrap_or("unknown type")
+                    )),
                     _ => Part::text("[a resource of a kind the agent does not know]"),
                 };
                 (embedded.annotations.as_ref(), part)
@@ -131,8 +133,7 @@ mod tests {
 
     #[test]
     fn structured_content_alone_is_its_json_and_nothing_is_said_so() {
-        let parts =
-            result_parts(&result(json!({"content": [], "structuredContent": {"n": 1}})));
+        let parts = result_parts(&result(json!({"content": [], "structuredContent": {"n": 1}})));
         assert_eq!(parts, vec![Part::text(r#"{"n":1}"#)]);
         let parts = result_parts(&result(json!({"content": []})));
         assert_eq!(parts, vec![Part::text("(the tool returned nothing)")]);

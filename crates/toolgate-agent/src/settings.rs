@@ -65,7 +65,9 @@ pub enum SettingsError {
     )]
     NoProvider,
     /// An unknown provider name.
-    #[error("unknown provider {0:?} (known: openai, openai-responses, anthropic, deepseek, compatible)")]
+    #[error(
+        "unknown provider {0:?} (known: openai, openai-responses, anthropic, deepseek, compatible)"
+    )]
     UnknownProvider(String),
     /// A provider that needs a key has none.
     #[error("the {provider} provider needs an API key: set {variable}")]
@@ -140,10 +142,12 @@ pub fn resolve(
         .or_else(|| config.base_url.as_ref().map(|url| url.as_str().to_owned()));
     let provider_name = match flags.provider.clone().or_else(|| config.provider.clone()) {
         Some(name) => name,
-        None => guess(model.as_deref(), base_url.is_some(), &set).ok_or(SettingsError::NoProvider)?,
+        None => {
+            guess(model.as_deref(), base_url.is_some(), &set).ok_or(SettingsError::NoProvider)?
+        }
     };
-    let preset =
-        preset(&provider_name).ok_or_else(|| SettingsError::UnknownProvider(provider_name.clone()))?;
+    let preset = preset(&provider_name)
+        .ok_or_else(|| SettingsError::UnknownProvider(provider_name.clone()))?;
     let base_url = match base_url {
         Some(url) => url,
         None if preset.base_url.is_empty() => return Err(SettingsError::NoBaseUrl),
@@ -186,7 +190,11 @@ pub fn resolve(
     Ok(Resolved { provider_name, provider, settings })
 }
 
-fn guess(model: Option<&str>, has_base_url: bool, set: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+fn guess(
+    model: Option<&str>,
+    has_base_url: bool,
+    set: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
     if has_base_url {
         return Some("compatible".to_owned());
     }
@@ -203,10 +211,14 @@ fn guess(model: Option<&str>, has_base_url: bool, set: &dyn Fn(&str) -> Option<S
             return Some((*provider).to_owned());
         }
     }
-    [("OPENAI_API_KEY", "openai"), ("ANTHROPIC_API_KEY", "anthropic"), ("DEEPSEEK_API_KEY", "deepseek")]
-        .iter()
-        .find(|(var, _)| set(var).is_some())
-        .map(|(_, provider)| (*provider).to_owned())
+    [
+        ("OPENAI_API_KEY", "openai"),
+        ("ANTHROPIC_API_KEY", "anthropic"),
+        ("DEEPSEEK_API_KEY", "deepseek"),
+    ]
+    .iter()
+    .find(|(var, _)| set(var).is_some())
+    .map(|(_, provider)| (*provider).to_owned())
 }
 
 #[cfg(test)]
@@ -223,9 +235,12 @@ mod tests {
 
     #[test]
     fn a_key_in_the_environment_is_enough() {
-        let resolved =
-            resolve(&AgentConfig::default(), &Overrides::default(), &env(&[("ANTHROPIC_API_KEY", "k")]))
-                .expect("resolved");
+        let resolved = resolve(
+            &AgentConfig::default(),
+            &Overrides::default(),
+            &env(&[("ANTHROPIC_API_KEY", "k")]),
+        )
+        .expect("resolved");
         assert_eq!(resolved.provider_name, "anthropic");
         assert_eq!(resolved.provider.dialect, Dialect::Anthropic);
         assert_eq!(resolved.provider.base_url, "https://api.anthropic.com/v1");
@@ -282,14 +297,20 @@ mod tests {
     fn what_is_missing_is_said() {
         let none = env(&[]);
         let flags = Overrides::default();
-        assert_eq!(resolve(&AgentConfig::default(), &flags, &none).unwrap_err(), SettingsError::NoProvider);
+        assert_eq!(
+            resolve(&AgentConfig::default(), &flags, &none).unwrap_err(),
+            SettingsError::NoProvider
+        );
         let anthropic = Overrides { provider: Some("anthropic".into()), ..Overrides::default() };
         assert_eq!(
             resolve(&AgentConfig::default(), &anthropic, &none).unwrap_err().to_string(),
             "the anthropic provider needs an API key: set ANTHROPIC_API_KEY"
         );
         let compatible = Overrides { provider: Some("compatible".into()), ..Overrides::default() };
-        assert_eq!(resolve(&AgentConfig::default(), &compatible, &none).unwrap_err(), SettingsError::NoBaseUrl);
+        assert_eq!(
+            resolve(&AgentConfig::default(), &compatible, &none).unwrap_err(),
+            SettingsError::NoBaseUrl
+        );
         let unknown = Overrides { provider: Some("gemini".into()), ..Overrides::default() };
         assert!(matches!(
             resolve(&AgentConfig::default(), &unknown, &none),

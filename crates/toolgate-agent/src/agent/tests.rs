@@ -29,7 +29,10 @@ impl Provider for Scripted {
         Dialect::OpenaiChat
     }
 
-    fn stream(&self, request: ChatRequest) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+    fn stream(
+        &self,
+        request: ChatRequest,
+    ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         self.requests.lock().unwrap().push(request);
         match self.turns.lock().unwrap().pop_front() {
             Some(events) => Box::pin(stream::iter(events)),
@@ -83,9 +86,15 @@ impl ToolHost for Host {
                     call.cancel.cancelled().await;
                     ToolOutcome::Cancelled
                 }
-                _ => ToolOutcome::Done(mcp::CallToolResult::success(vec![mcp::ContentBlock::text(
-                    call.arguments.get("text").and_then(|t| t.as_str()).unwrap_or("").to_owned(),
-                )])),
+                _ => {
+                    ToolOutcome::Done(mcp::CallToolResult::success(vec![mcp::ContentBlock::text(
+                        call.arguments
+                            .get("text")
+                            .and_then(|t| t.as_str())
+                            .unwrap_or("")
+                            .to_owned(),
+                    )]))
+                }
             }
         })
     }
@@ -153,7 +162,8 @@ async fn every_call_gets_one_result_whatever_became_of_it() {
     ]);
     let journal = Arc::new(Recorded::default());
     let host = host();
-    let mut agent = Agent::new(provider.clone(), host.clone(), settings()).with_journal(journal.clone());
+    let mut agent =
+        Agent::new(provider.clone(), host.clone(), settings()).with_journal(journal.clone());
     let report = agent
         .prompt(Message::user_text("go"), Arc::new(Silent), CancellationToken::new())
         .await
@@ -165,7 +175,11 @@ async fn every_call_gets_one_result_whatever_became_of_it() {
     assert_eq!(got[0], ("c1".into(), false, "one".into()));
     assert_eq!(
         got[1],
-        ("c2".into(), true, "There is no tool named srv__nope. Use one of the tools you were given.".into())
+        (
+            "c2".into(),
+            true,
+            "There is no tool named srv__nope. Use one of the tools you were given.".into()
+        )
     );
     assert!(got[2].1 && got[2].2.contains("not valid JSON"), "{:?}", got[2]);
     assert_eq!(got[3], ("c4".into(), false, String::new()), "empty arguments are {{}}");
