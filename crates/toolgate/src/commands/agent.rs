@@ -104,11 +104,13 @@ pub(crate) async fn start(
     let provider = toolgate_llm::provider::connect(resolved.provider.clone())
         .with_context(|| format!("cannot set up the {} provider", resolved.provider_name))?;
     ask_at_the_terminal(&mut config);
-    let wait = match discovery {
-        Discovery::All => StartupWait::All,
-        Discovery::Background => StartupWait::Bounded(std::time::Duration::ZERO),
+    let running = match discovery {
+        // A `required` server that did not start fails a one-shot prompt.
+        Discovery::All => setup::connect(&config, &source, StartupWait::All).await?,
+        Discovery::Background => {
+            setup::start(&config, &source, StartupWait::Bounded(std::time::Duration::ZERO)).await?
+        }
     };
-    let running = setup::start(&config, &source, wait).await?;
 
     let store = if args.no_save {
         None
