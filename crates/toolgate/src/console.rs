@@ -17,6 +17,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use toolgate_agent::host::{ApprovalChoice, ApprovalQuestion, Frontend, Interaction, ToolOutcome};
+use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 
 use crate::terminal::approval;
@@ -45,6 +46,9 @@ pub(crate) struct Console {
     interactive: bool,
     stderr_tty: bool,
     asking: Arc<tokio::sync::Mutex<()>>,
+    /// The running turn's token: Ctrl-C while a question is asked cancels the turn, as it
+    /// does while the model streams or tools run.
+    turn: Mutex<Option<CancellationToken>>,
 }
 
 impl Console {
@@ -63,7 +67,13 @@ impl Console {
             interactive: std::io::stdin().is_terminal() && stderr_tty,
             stderr_tty,
             asking: Arc::default(),
+            turn: Mutex::default(),
         }
+    }
+
+    /// The token of the turn that starts (cancelled by Ctrl-C during a question).
+    pub(crate) fn start_turn(&self, cancel: CancellationToken) {
+        *self.turn.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel);
     }
 
     /// Ends what is shown of a turn (the answer's last block, a pending reasoning line).
@@ -115,13 +125,14 @@ impl Console {
         let asking = self.asking.clone();
         let paint = self.paint;
         let board = Board::stderr(self.stderr_tty, paint);
+        let turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner).clone();
         self.end_reasoning();
         Box::pin(async move {
             let _one_at_a_time = asking.lock().await;
             // The running calls' lines are cleared while the person answers.
             let _paused = board.pause();
             tokio::task::spawn_blocking(move || {
-                let mut input = EditorInput::new().ok()?;
+                let mut input = EditorInput::new(turn).ok()?;
                 let mut err = std::io::stderr();
                 ask(&mut input, &mut err, paint).ok()
             })
@@ -296,11 +307,12 @@ impl Interaction for Console {
 /// Answers read with a line editor: its Ctrl-C and Ctrl-D end the question (`None`).
 struct EditorInput {
     editor: rustyline::DefaultEditor,
+    turn: Option<CancellationToken>,
 }
 
 impl EditorInput {
-    fn new() -> rustyline::Result<EditorInput> {
-        Ok(EditorInput { editor: rustyline::DefaultEditor::new()? })
+    fn new(turn: Option<CancellationToken>) -> rustyline::Result<EditorInput> {
+        Ok(EditorInput { editor: rustyline::DefaultEditor::new()?, turn })
     }
 }
 
@@ -313,9 +325,13 @@ impl LineInput for EditorInput {
         out.flush()?;
         match self.editor.readline(prompt) {
             Ok(line) => Ok(Some(line)),
-            Err(
-                rustyline::error::ReadlineError::Interrupted | rustyline::error::ReadlineError::Eof,
-            ) => Ok(None),
+            Err(rustyline::error::ReadlineError::Interrupted) => {
+                if let Some(turn) = &self.turn {
+                    turn.cancel();
+                }
+                Ok(None)
+            }
+            Err(rustyline::error::ReadlineError::Eof) => Ok(None),
             Err(rustyline::error::ReadlineError::Io(error)) => Err(error),
             Err(error) => Err(std::io::Error::other(error.to_string())),
         }

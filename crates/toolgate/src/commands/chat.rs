@@ -138,6 +138,7 @@ async fn turn(started: &mut Started, console: &Arc<Console>, message: Message) {
             on_interrupt.cancel();
         }
     });
+    console.start_turn(cancel.clone());
     let outcome = started.agent.prompt(message, console.clone(), cancel).await;
     interrupt.abort();
     console.end_turn();

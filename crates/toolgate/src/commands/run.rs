@@ -56,6 +56,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<Ex
         }
     });
     let before = agent.messages().len();
+    console.start_turn(cancel.clone());
     let outcome = agent.prompt(Message::user_text(prompt), console.clone(), cancel).await;
     interrupt.abort();
     console.finish();
