@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `toolgate` binary, real processes, real transports, 127.0.0.1 only.
 
 mod agent;
+mod agent_repl;
 mod approvals;
 mod audit_cli;
 mod bad_input;

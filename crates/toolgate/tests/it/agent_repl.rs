@@ -1,0 +1,529 @@
+//! `toolgate chat` driven through a real pseudo-terminal: what a person at a terminal sees and
+//! types (a streamed Markdown answer, `/tools`, `/help`, Ctrl-C while the model answers and
+//! while a tool runs, an approval question, an elicitation form, sampling consent, a resumed
+//! session, servers that join after the prompt is up), checked against what the fake model
+//! received next, the audit log and the session store.
+//!
+//! Every run has its own HOME and XDG_DATA_HOME (the REPL's history file) and its own
+//! `--sessions` database in a temporary folder. The terminal answers rustyline's cursor
+//! position queries as a terminal would, so no prompt waits for them.
+
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use serde_json::Value;
+use tokio::sync::watch;
+use toolgate_testkit::fake_llm::{FakeLlm, Request, Script, Turn};
+
+use crate::support::{fixture_bin, toml_str, toolgate_bin};
+
+/// How long any one expected output may take.
+const TIMEOUT: Duration = Duration::from_secs(20);
+/// The REPL's prompt, at the start of a line.
+const PROMPT: &str = "\n› ";
+/// rustyline's cursor position query, and the answer of a terminal whose cursor is in the
+/// first column.
+const CURSOR_QUERY: &[u8] = b"\x1b[6n";
+const CURSOR_AT_LEFT: &[u8] = b"\x1b[1;1R";
+
+/// A folder for one test: the config, HOME, the data folder and the sessions database.
+struct Place {
+    dir: tempfile::TempDir,
+}
+
+impl Place {
+    /// A place whose `toolgate.toml` is `config`.
+    fn new(config: &str) -> Place {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
+        std::fs::create_dir_all(dir.path().join("home")).expect("home");
+        Place { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `toolgate chat ARGS` on a new terminal, talking to the model at `base_url`.
+    fn chat(&self, base_url: &str, args: &[&str]) -> Terminal {
+        let mut command = CommandBuilder::new(toolgate_bin());
+        command.arg("chat");
+        command.arg("--config");
+        command.arg(self.path("toolgate.toml"));
+        command.arg("--sessions");
+        command.arg(self.path("s.db"));
+        command.args(["--base-url", base_url, "--model", "fake"]);
+        command.args(args);
+        command.cwd(self.dir.path());
+        command.env("HOME", self.path("home"));
+        command.env("XDG_DATA_HOME", self.path("home/data"));
+        command.env("XDG_CONFIG_HOME", self.path("home/config"));
+        command.env("TERM", "xterm-256color");
+        for name in [
+            "NO_COLOR",
+            "TOOLGATE_CONFIG",
+            "TOOLGATE_MODEL",
+            "TOOLGATE_MCP_CONFIG",
+            "TOOLGATE_LOG",
+            "RUST_LOG",
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "DEEPSEEK_API_KEY",
+        ] {
+            command.env_remove(name);
+        }
+        Terminal::spawn(command)
+    }
+
+    /// The records of the audit log (`[audit] file = "audit.jsonl"`).
+    fn audit(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.path("audit.jsonl")).unwrap_or_default();
+        text.lines().map(|line| serde_json::from_str(line).expect("an audit record")).collect()
+    }
+}
+
+/// A config with the fixture server as `fix`, and `extra` after it.
+fn config(extra: &str) -> String {
+    format!("[servers.fix]\ncommand = {}\n\n{extra}", toml_str(&fixture_bin().to_string_lossy()))
+}
+
+/// What the terminal has shown, and whether the program has closed it.
+#[derive(Default)]
+struct Screen {
+    bytes: Vec<u8>,
+    closed: bool,
+}
+
+/// A program on a pseudo-terminal, read as a person reads it.
+struct Terminal {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Arc<Mutex<Box<dyn std::io::Write + Send>>>,
+    screen: watch::Receiver<Screen>,
+    /// Characters of the screen's text (escapes left out) already matched.
+    consumed: usize,
+    started: Instant,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Terminal {
+    fn spawn(command: CommandBuilder) -> Terminal {
+        let pair = native_pty_system()
+            .openpty(PtySize { rows: 40, cols: 120, pixel_width: 0, pixel_height: 0 })
+            .expect("a pseudo-terminal");
+        let started = Instant::now();
+        let child = pair.slave.spawn_command(command).expect("spawn toolgate chat");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("reader");
+        let writer = Arc::new(Mutex::new(pair.master.take_writer().expect("writer")));
+        let (sender, screen) = watch::channel(Screen::default());
+        let answers = writer.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            let mut queries = 0;
+            loop {
+                let read = match reader.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => read,
+                };
+                let mut asked = 0;
+                sender.send_modify(|screen| {
+                    screen.bytes.extend_from_slice(&buffer[..read]);
+                    asked = count(&screen.bytes, CURSOR_QUERY);
+                });
+                // Answered as a terminal would (the prompt is drawn after the answer).
+                while queries < asked {
+                    let mut writer = answers.lock().unwrap_or_else(PoisonError::into_inner);
+                    let _ = writer.write_all(CURSOR_AT_LEFT);
+                    let _ = writer.flush();
+                    queries += 1;
+                }
+            }
+            sender.send_modify(|screen| screen.closed = true);
+        });
+        Terminal { child, writer, screen, consumed: 0, started, _master: pair.master }
+    }
+
+    /// Types `bytes`.
+    fn send(&self, bytes: &[u8]) {
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        writer.write_all(bytes).expect("write to the terminal");
+        writer.flush().expect("flush the terminal");
+    }
+
+    /// Types `line` and Enter.
+    fn line(&self, line: &str) {
+        self.send(format!("{line}\r").as_bytes());
+    }
+
+    /// Ctrl-C.
+    fn interrupt(&self) {
+        self.send(b"\x03");
+    }
+
+    /// Everything shown so far, escapes left out.
+    fn text(&self) -> String {
+        plain(&self.screen.borrow().bytes)
+    }
+
+    /// Everything shown so far, as it was written.
+    fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.screen.borrow().bytes).into_owned()
+    }
+
+    /// Waits for `needle` after what was matched before; the text up to its end.
+    async fn expect(&mut self, needle: &str) -> String {
+        match self.try_expect(needle, TIMEOUT).await {
+            Some(text) => text,
+            None => panic!(
+                "{needle:?} was not shown within {TIMEOUT:?}; after the last match:\n{}\n\
+                 ---- the whole screen:\n{}",
+                self.text().chars().skip(self.consumed).collect::<String>(),
+                self.text()
+            ),
+        }
+    }
+
+    /// The same, giving up (`None`) after `timeout`.
+    async fn try_expect(&mut self, needle: &str, timeout: Duration) -> Option<String> {
+        let consumed = self.consumed;
+        let mut found = None;
+        let waited = tokio::time::timeout(
+            timeout,
+            self.screen.wait_for(|screen| {
+                let text: String = plain(&screen.bytes).chars().skip(consumed).collect();
+                if let Some(at) = text.find(needle) {
+                    found = Some(text[..at + needle.len()].to_owned());
+                    return true;
+                }
+                screen.closed
+            }),
+        )
+        .await
+        .map(drop);
+        match (waited, found) {
+            (Ok(_), Some(text)) => {
+                self.consumed += text.chars().count();
+                Some(text)
+            }
+            (Ok(_), None) => panic!(
+                "the program left before showing {needle:?}:\n{}",
+                self.text().chars().skip(consumed).collect::<String>()
+            ),
+            (Err(_), _) => None,
+        }
+    }
+
+    /// Waits for the next prompt; the text before it.
+    async fn prompt(&mut self) -> String {
+        self.expect(PROMPT).await
+    }
+
+    /// Ctrl-D at the prompt; the exit status.
+    async fn leave(mut self) -> portable_pty::ExitStatus {
+        self.send(b"\x04");
+        let screen = self.screen.clone();
+        let mut child = std::mem::replace(&mut self.child, Box::new(Exited));
+        let status =
+            tokio::time::timeout(TIMEOUT, tokio::task::spawn_blocking(move || child.wait()))
+                .await
+                .unwrap_or_else(|_| {
+                    panic!("chat did not leave on Ctrl-D:\n{}", plain(&screen.borrow().bytes))
+                })
+                .expect("join")
+                .expect("wait");
+        status
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// Stands for a child already waited for.
+#[derive(Debug)]
+struct Exited;
+
+impl portable_pty::ChildKiller for Exited {
+    fn kill(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn clone_killer(&self) -> Box<dyn portable_pty::ChildKiller + Send + Sync> {
+        Box::new(Exited)
+    }
+}
+
+impl portable_pty::Child for Exited {
+    fn try_wait(&mut self) -> std::io::Result<Option<portable_pty::ExitStatus>> {
+        Ok(Some(portable_pty::ExitStatus::with_exit_code(0)))
+    }
+
+    fn wait(&mut self) -> std::io::Result<portable_pty::ExitStatus> {
+        Ok(portable_pty::ExitStatus::with_exit_code(0))
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
+}
+
+fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack.windows(needle.len()).filter(|window| *window == needle).count()
+}
+
+/// `bytes` as text without terminal escapes (CSI, OSC and two-character ones) and carriage
+/// returns.
+fn plain(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('\x40'..='\x7e').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Waits for the fake to have received `count` requests; the last of them.
+async fn request(fake: &FakeLlm, count: usize) -> Request {
+    tokio::time::timeout(TIMEOUT, fake.received(count)).await.unwrap_or_else(|_| {
+        panic!("the model got {} requests, not {count}", fake.requests().len())
+    });
+    fake.requests()[count - 1].clone()
+}
+
+/// Each message of `request` as `role: content`.
+fn conversation(request: &Request) -> Vec<String> {
+    request.messages().into_iter().map(|m| format!("{}: {}", m.role, m.content)).collect()
+}
+
+/// Sends `/tools` until `tool` is listed (each try waits a moment for it); the listing.
+async fn tools_until_listed(chat: &mut Terminal, tool: &str) -> String {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        chat.line("/tools");
+        if let Some(listing) =
+            chat.try_expect(&format!("{tool}  "), Duration::from_millis(250)).await
+        {
+            let rest = chat.prompt().await;
+            return listing + &rest;
+        }
+        assert!(Instant::now() < deadline, "{tool} never listed:\n{}", chat.text());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_in_markdown_then_tools_help_and_ctrl_d() {
+    let fake = FakeLlm::start(Script::turns([Turn::text(
+        "The answer is **forty-two**.\n\n- first point\n- second point\n",
+    )]))
+    .await
+    .expect("fake");
+    let place = Place::new(&config(""));
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    let banner = chat.prompt().await;
+    assert!(banner.contains("toolgate chat · compatible fake · session "), "{banner}");
+
+    let listing = tools_until_listed(&mut chat, "fix__echo").await;
+    assert!(listing.contains("fix__slow  "), "{listing}");
+    assert!(listing.contains("fix__test_elicitation  "), "{listing}");
+
+    chat.line("what is the answer?");
+    let answer = chat.prompt().await;
+    assert!(answer.contains("forty-two"), "{answer}");
+    assert!(answer.contains("first point") && answer.contains("second point"), "{answer}");
+    assert!(!answer.contains("**"), "the Markdown is rendered, not shown: {answer}");
+    assert!(!answer.contains("- first point"), "a bullet, not a dash: {answer}");
+    // Bold on a terminal: SGR 1 before the word, 0 after it.
+    let raw = chat.raw();
+    assert!(raw.contains("\x1b[1mforty-two\x1b[0m."), "bold on the terminal: {raw:?}");
+    assert!(raw.contains("• first point"), "{raw:?}");
+
+    let sent = request(&fake, 1).await;
+    assert_eq!(conversation(&sent), ["user: what is the answer?"]);
+    assert!(sent.tool_names().contains(&"fix__echo".to_owned()), "{:?}", sent.tool_names());
+
+    chat.line("/help");
+    let help = chat.prompt().await;
+    assert!(help.contains("/prompt NAME [k=v...]") && help.contains("Ctrl-D leaves"), "{help}");
+
+    let status = chat.leave().await;
+    assert!(status.success(), "{status:?}");
+    // The REPL's history went to the data folder given, not the user's.
+    let history = std::fs::read_to_string(place.path("home/data/toolgate/chat_history.txt"))
+        .expect("the history file in XDG_DATA_HOME");
+    assert!(history.contains("what is the answer?"), "{history}");
+}
+
+/// An OpenAI-compatible model that, to its first request, streams `first` and then nothing
+/// more (the stream stays open), and to every later one answers `later` in full; the bodies
+/// it received are kept.
+struct StallingModel {
+    base_url: String,
+    bodies: Arc<Mutex<Vec<Value>>>,
+    received: watch::Receiver<usize>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl StallingModel {
+    async fn start(first: &'static str, later: &'static str) -> StallingModel {
+        use axum::response::IntoResponse as _;
+        let bodies = Arc::new(Mutex::new(Vec::<Value>::new()));
+        let (count, received) = watch::channel(0usize);
+        let count = Arc::new(count);
+        let kept = bodies.clone();
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                let kept = kept.clone();
+                let count = count.clone();
+                async move {
+                    let n = {
+                        let mut bodies = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                        bodies.push(body);
+                        bodies.len()
+                    };
+                    count.send_replace(n);
+                    let chunk = |delta: Value, finish: Value| {
+                        let chunk = serde_json::json!({
+                            "id": "chatcmpl-stall", "object": "chat.completion.chunk",
+                            "created": 0, "model": "fake",
+                            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                        });
+                        Ok::<_, std::convert::Infallible>(format!("data: {chunk}\n\n"))
+                    };
+                    let body = if n == 1 {
+                        let head = chunk(
+                            serde_json::json!({"role": "assistant", "content": first}),
+                            Value::Null,
+                        );
+                        axum::body::Body::from_stream(
+                            futures::stream::iter([head]).chain(futures::stream::pending()),
+                        )
+                    } else {
+                        let parts = [
+                            chunk(
+                                serde_json::json!({"role": "assistant", "content": later}),
+                                Value::Null,
+                            ),
+                            chunk(serde_json::json!({}), Value::from("stop")),
+                            Ok("data: [DONE]\n\n".to_owned()),
+                        ];
+                        axum::body::Body::from_stream(futures::stream::iter(parts))
+                    };
+                    ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], body)
+                        .into_response()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let stop = tokio_util::sync::CancellationToken::new();
+        let shutdown = stop.clone().cancelled_owned();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+        });
+        StallingModel {
+            base_url: format!("http://{addr}/v1"),
+            bodies,
+            received,
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    /// Waits for the `count`th request; its body.
+    async fn request(&self, count: usize) -> Value {
+        let mut received = self.received.clone();
+        tokio::time::timeout(TIMEOUT, received.wait_for(|n| *n >= count))
+            .await
+            .unwrap_or_else(|_| panic!("the model did not get request {count}"))
+            .expect("the server lives");
+        self.bodies.lock().unwrap_or_else(PoisonError::into_inner)[count - 1].clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_the_answer_streams_cancels_the_turn_and_leaves_nothing_of_it() {
+    // A Markdown block is shown once complete: the first paragraph is, the second is not.
+    let model = StallingModel::start(
+        "Once upon a time, a partial answer.\n\nIt went on and",
+        "The second answer.",
+    )
+    .await;
+    let place = Place::new("");
+    let mut chat = place.chat(&model.base_url, &[]);
+    chat.prompt().await;
+    chat.line("tell me a long story");
+    // The answer has begun on the screen; the stream stays open.
+    chat.expect("Once upon a time, a partial answer.").await;
+    chat.interrupt();
+    let shown = chat.prompt().await;
+    assert!(shown.contains("cancelled"), "{shown}");
+
+    chat.line("and now something short");
+    chat.expect("The second answer.").await;
+    let body = model.request(2).await;
+    let messages: Vec<(String, String)> = body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap_or("").to_owned(), m["content"].to_string()))
+        .collect();
+    let roles: Vec<&str> = messages.iter().map(|(role, _)| role.as_str()).collect();
+    assert_eq!(roles, ["user", "user"], "no assistant turn from the cancelled one: {body}");
+    assert!(!body.to_string().contains("partial answer"), "{body}");
+    assert!(messages[1].1.contains("and now something short"), "{body}");
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_waiting_for_the_model_cancels_the_turn() {
+    let fake = FakeLlm::start(Script::turns([
+        Turn::text("too late").after(Duration::from_secs(600)),
+        Turn::text("Right away."),
+    ]))
+    .await
+    .expect("fake");
+    let place = Place::new("");
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    chat.prompt().await;
+    chat.line("first question");
+    request(&fake, 1).await;
+    chat.interrupt();
+    let shown = chat.prompt().await;
+    assert!(shown.contains("cancelled"), "{shown}");
+    assert!(!shown.contains("too late"), "{shown}");
+
+    chat.line("second question");
+    chat.expect("Right away.").await;
+    let sent = request(&fake, 2).await;
+    assert_eq!(conversation(&sent), ["user: first question", "user: second question"]);
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+}
