@@ -301,7 +301,12 @@ impl Caller for AgentCaller {
             let request = sampling_request(&params, &sampling.model)?;
             let summary = sampling_summary(&request);
             if !interaction.allow_sampling(server, summary).await {
-                return Err(declined("the person declined the sampling request"));
+                return Err(declined(if interaction.can_ask() {
+                    "the person declined the sampling request"
+                } else {
+                    "sampling needs the person's consent and nobody could be asked (no \
+                     terminal; --allow-sampling allows it)"
+                }));
             }
             let mut stream = sampling.provider.stream(request);
             while let Some(event) = stream.next().await {
