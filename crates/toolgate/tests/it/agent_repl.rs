@@ -100,7 +100,8 @@ struct Screen {
 
 /// A program on a pseudo-terminal, read as a person reads it.
 struct Terminal {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
+    /// `None` once waited for.
+    child: Option<Box<dyn portable_pty::Child + Send + Sync>>,
     writer: Arc<Mutex<Box<dyn std::io::Write + Send>>>,
     screen: watch::Receiver<Screen>,
     /// Characters of the screen's text (escapes left out) already matched.
@@ -144,7 +145,7 @@ impl Terminal {
             }
             sender.send_modify(|screen| screen.closed = true);
         });
-        Terminal { child, writer, screen, consumed: 0, started, _master: pair.master }
+        Terminal { child: Some(child), writer, screen, consumed: 0, started, _master: pair.master }
     }
 
     /// Types `bytes`.
@@ -225,51 +226,25 @@ impl Terminal {
     /// Ctrl-D at the prompt; the exit status.
     async fn leave(mut self) -> portable_pty::ExitStatus {
         self.send(b"\x04");
-        let screen = self.screen.clone();
-        let mut child = std::mem::replace(&mut self.child, Box::new(Exited));
-        let status =
-            tokio::time::timeout(TIMEOUT, tokio::task::spawn_blocking(move || child.wait()))
-                .await
-                .unwrap_or_else(|_| {
-                    panic!("chat did not leave on Ctrl-D:\n{}", plain(&screen.borrow().bytes))
-                })
-                .expect("join")
-                .expect("wait");
-        status
+        let mut child = self.child.take().expect("not waited for yet");
+        let mut killer = child.clone_killer();
+        let waited =
+            tokio::time::timeout(TIMEOUT, tokio::task::spawn_blocking(move || child.wait())).await;
+        match waited {
+            Ok(status) => status.expect("join").expect("wait"),
+            Err(_) => {
+                let _ = killer.kill();
+                panic!("chat did not leave on Ctrl-D:\n{}", self.text())
+            }
+        }
     }
 }
 
 impl Drop for Terminal {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
-
-/// Stands for a child already waited for.
-#[derive(Debug)]
-struct Exited;
-
-impl portable_pty::ChildKiller for Exited {
-    fn kill(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    fn clone_killer(&self) -> Box<dyn portable_pty::ChildKiller + Send + Sync> {
-        Box::new(Exited)
-    }
-}
-
-impl portable_pty::Child for Exited {
-    fn try_wait(&mut self) -> std::io::Result<Option<portable_pty::ExitStatus>> {
-        Ok(Some(portable_pty::ExitStatus::with_exit_code(0)))
-    }
-
-    fn wait(&mut self) -> std::io::Result<portable_pty::ExitStatus> {
-        Ok(portable_pty::ExitStatus::with_exit_code(0))
-    }
-
-    fn process_id(&self) -> Option<u32> {
-        None
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+        }
     }
 }
 
@@ -309,6 +284,12 @@ fn plain(bytes: &[u8]) -> String {
     out
 }
 
+/// The fake answering `turns` in order. Each reports its tokens, so the fake does not count
+/// them (loading the token tables takes most of a second in a debug build).
+fn script(turns: impl IntoIterator<Item = Turn>) -> Script {
+    Script::turns(turns.into_iter().map(|turn| turn.with_usage(10, 5)))
+}
+
 /// Waits for the fake to have received `count` requests; the last of them.
 async fn request(fake: &FakeLlm, count: usize) -> Request {
     tokio::time::timeout(TIMEOUT, fake.received(count)).await.unwrap_or_else(|_| {
@@ -339,7 +320,7 @@ async fn tools_until_listed(chat: &mut Terminal, tool: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_answer_in_markdown_then_tools_help_and_ctrl_d() {
-    let fake = FakeLlm::start(Script::turns([Turn::text(
+    let fake = FakeLlm::start(script([Turn::text(
         "The answer is **forty-two**.\n\n- first point\n- second point\n",
     )]))
     .await
@@ -504,7 +485,7 @@ async fn ctrl_c_while_the_answer_streams_cancels_the_turn_and_leaves_nothing_of_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_while_waiting_for_the_model_cancels_the_turn() {
-    let fake = FakeLlm::start(Script::turns([
+    let fake = FakeLlm::start(script([
         Turn::text("too late").after(Duration::from_secs(600)),
         Turn::text("Right away."),
     ]))
@@ -525,5 +506,303 @@ async fn ctrl_c_while_waiting_for_the_model_cancels_the_turn() {
     let sent = request(&fake, 2).await;
     assert_eq!(conversation(&sent), ["user: first question", "user: second question"]);
     chat.prompt().await;
+    assert!(chat.leave().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_a_tool_runs_cancels_it_upstream_and_the_model_hears_so() {
+    let fake = FakeLlm::start(script([
+        Turn::tool_call("fix__slow", r#"{"steps": 200, "step_ms": 100}"#).with_id("call_slow"),
+        Turn::text("Understood, it was stopped."),
+    ]))
+    .await
+    .expect("fake");
+    let place = Place::new(&config("[audit]\nfile = \"audit.jsonl\"\n"));
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    chat.prompt().await;
+    tools_until_listed(&mut chat, "fix__slow").await;
+
+    chat.line("run the slow thing");
+    // Running: its line shows the server's progress.
+    chat.expect("fix__slow").await;
+    chat.expect("/200").await;
+    chat.interrupt();
+    let shown = chat.prompt().await;
+    assert!(shown.contains("⨯ fix__slow"), "the call's line says it was cancelled: {shown}");
+    assert!(shown.contains("cancelled"), "{shown}");
+
+    chat.line("what happened?");
+    chat.expect("Understood, it was stopped.").await;
+    let sent = request(&fake, 2).await;
+    let calls = sent.replayed_tool_calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].id, "call_slow");
+    let results = sent.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].call_id, "call_slow");
+    assert_eq!(results[0].content, "The person cancelled this call.");
+    assert_eq!(sent.last_user_text().as_deref(), Some("what happened?"));
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+
+    // The gateway told the upstream (notifications/cancelled) and recorded it.
+    let audit = place.audit();
+    let kinds: Vec<&str> = audit.iter().filter_map(|r| r["kind"].as_str()).collect();
+    let cancelled = audit
+        .iter()
+        .find(|r| r["kind"] == "tools/call/cancelled")
+        .unwrap_or_else(|| panic!("no tools/call/cancelled in {kinds:?}"));
+    assert_eq!(cancelled["tool"], "slow", "{cancelled}");
+    assert_eq!(cancelled["server"], "fix", "{cancelled}");
+    assert!(
+        cancelled["principal"].as_str().is_some_and(|p| p.starts_with("agent:")),
+        "{cancelled}"
+    );
+    assert!(!kinds.contains(&"tools/call/finished"), "the call did not finish: {kinds:?}");
+}
+
+/// A config asking the person before every call of the fixture's `echo`.
+fn ask_for_echo() -> String {
+    config(
+        "[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{ tools = [\"echo\"], decision = \"ask\", reason = \"echo speaks\" }]\n",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_prompts_allow_once_deny_with_a_reason_and_always_this_tool() {
+    let fake = FakeLlm::start(script([
+        Turn::tool_call("fix__echo", r#"{"text": "approved words"}"#).with_id("call_1"),
+        Turn::text("Echoed."),
+        Turn::tool_call("fix__echo", r#"{"text": "refused words"}"#).with_id("call_2"),
+        Turn::text("I will not, then."),
+        Turn::tool_call("fix__echo", r#"{"text": "always one"}"#).with_id("call_3"),
+        Turn::text("First of many."),
+        Turn::tool_call("fix__echo", r#"{"text": "always two"}"#).with_id("call_4"),
+        Turn::text("Not asked again."),
+    ]))
+    .await
+    .expect("fake");
+    let place = Place::new(&ask_for_echo());
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    chat.prompt().await;
+    tools_until_listed(&mut chat, "fix__echo").await;
+
+    // y: this call, once.
+    chat.line("echo something");
+    let question = chat.expect("[n] deny: ").await;
+    assert!(question.contains("⚠ fix__echo needs your approval (server fix)"), "{question}");
+    assert!(question.contains("why: "), "{question}");
+    assert!(question.contains("echo speaks"), "the policy's reason: {question}");
+    assert!(question.contains("\"text\": \"approved words\""), "the arguments: {question}");
+    chat.line("y");
+    chat.expect("Echoed.").await;
+    let sent = request(&fake, 2).await;
+    let results = sent.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(
+        (results[0].call_id.as_str(), results[0].content.as_str()),
+        ("call_1", "approved words")
+    );
+    chat.prompt().await;
+
+    // n, with a reason: the model is told, the tool is not called.
+    chat.line("echo something else");
+    chat.expect("[n] deny: ").await;
+    chat.line("n");
+    chat.expect("Reason, for the model (optional): ").await;
+    chat.line("not on a Sunday");
+    let shown = chat.expect("I will not, then.").await;
+    assert!(shown.contains("⊘ fix__echo"), "the line says declined: {shown}");
+    let sent = request(&fake, 4).await;
+    let result = sent.tool_results().into_iter().find(|r| r.call_id == "call_2").expect("call_2");
+    assert!(result.content.contains("not on a Sunday"), "the reason reaches the model: {result:?}");
+    assert!(!result.content.contains("refused words"), "{result:?}");
+    chat.prompt().await;
+
+    // t: this tool, for the rest of the session; the next call is not asked.
+    chat.line("echo once more");
+    chat.expect("[n] deny: ").await;
+    chat.line("t");
+    chat.expect("First of many.").await;
+    chat.prompt().await;
+    chat.line("and again");
+    let shown = chat.expect("Not asked again.").await;
+    assert!(!shown.contains("needs your approval"), "asked again: {shown}");
+    let sent = request(&fake, 8).await;
+    let result = sent.tool_results().into_iter().find(|r| r.call_id == "call_4").expect("call_4");
+    assert_eq!(result.content, "always two");
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_form_is_asked_and_its_answers_reach_the_tool() {
+    let fake = FakeLlm::start(script([
+        Turn::tool_call("fix__test_elicitation", r#"{"message": "Who is asking?"}"#)
+            .with_id("call_form"),
+        Turn::text("Thanks, Alice."),
+    ]))
+    .await
+    .expect("fake");
+    let place = Place::new(&config(""));
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    chat.prompt().await;
+    tools_until_listed(&mut chat, "fix__test_elicitation").await;
+
+    chat.line("ask me who I am");
+    let form = chat.expect("username*").await;
+    assert!(form.contains("fix asks:"), "the server that asks: {form}");
+    assert!(form.contains("Who is asking?"), "its message: {form}");
+    assert!(form.contains("User's response"), "the field's description: {form}");
+    chat.expect(": ").await;
+    chat.line("alice");
+    chat.expect("email*").await;
+    chat.expect(": ").await;
+    chat.line("alice@example.com");
+    let summary = chat.expect("[c] cancel: ").await;
+    assert!(summary.contains("Send to fix?"), "{summary}");
+    assert!(summary.contains("alice@example.com"), "the answers are shown: {summary}");
+    chat.line("y");
+    chat.expect("Thanks, Alice.").await;
+
+    let sent = request(&fake, 2).await;
+    let result =
+        sent.tool_results().into_iter().find(|r| r.call_id == "call_form").expect("the result");
+    assert!(result.content.starts_with("User response: "), "{result:?}");
+    assert!(result.content.contains("accept"), "{result:?}");
+    assert!(result.content.contains("alice@example.com"), "{result:?}");
+    assert!(result.content.contains("alice"), "{result:?}");
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampling_request_is_allowed_at_the_terminal_and_answered_by_the_model() {
+    let fake = FakeLlm::start(script([
+        Turn::tool_call("fix__test_sampling", r#"{"prompt": "Name a colour."}"#)
+            .with_id("call_sample"),
+        Turn::text("Vermilion"),
+        Turn::text("The server heard vermilion."),
+    ]))
+    .await
+    .expect("fake");
+    let place = Place::new(&config(""));
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    chat.prompt().await;
+    tools_until_listed(&mut chat, "fix__test_sampling").await;
+
+    chat.line("let the server ask you");
+    let question = chat.expect("allow? [y/n] ").await;
+    assert!(question.contains("fix asks to use the model (sampling):"), "{question}");
+    assert!(question.contains("user: Name a colour."), "what it asks: {question}");
+    chat.line("y");
+    chat.expect("The server heard vermilion.").await;
+
+    // The second request is the server's, without tools; the third carries the tool result.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert_eq!(conversation(&requests[1]), ["user: Name a colour."]);
+    assert!(requests[1].tool_names().is_empty(), "{:?}", requests[1].tool_names());
+    let results = requests[2].tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0].call_id, "call_sample");
+    assert_eq!(results[0].content, "LLM response: Vermilion");
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_resumed_by_default_and_by_id_prefix() {
+    let fake = FakeLlm::start(script([
+        Turn::text("Noted: kiwi."),
+        Turn::text("It was kiwi."),
+        Turn::text("Still kiwi."),
+    ]))
+    .await
+    .expect("fake");
+    let place = Place::new("");
+
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    let banner = chat.prompt().await;
+    let id = banner
+        .split("session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the banner names the session")
+        .to_owned();
+    assert!(!banner.contains("resumed"), "{banner}");
+    chat.line("remember the word kiwi");
+    chat.expect("Noted: kiwi.").await;
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+
+    // The latest session.
+    let mut chat = place.chat(&fake.base_url(), &["--resume"]);
+    let banner = chat.prompt().await;
+    assert!(banner.contains(&format!("session {id} (resumed, 2 messages)")), "{banner}");
+    chat.line("what was the word?");
+    chat.expect("It was kiwi.").await;
+    let sent = request(&fake, 2).await;
+    assert_eq!(
+        conversation(&sent),
+        ["user: remember the word kiwi", "assistant: Noted: kiwi.", "user: what was the word?"]
+    );
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+
+    // By a prefix of its id, after another session was started.
+    let mut other = place.chat(&fake.base_url(), &[]);
+    let banner = other.prompt().await;
+    assert!(!banner.contains(&id), "a new session: {banner}");
+    assert!(other.leave().await.success());
+    let mut chat = place.chat(&fake.base_url(), &["--resume", &id[..id.len() - 2]]);
+    let banner = chat.prompt().await;
+    assert!(banner.contains(&format!("session {id} (resumed, 4 messages)")), "{banner}");
+    chat.line("and now?");
+    chat.expect("Still kiwi.").await;
+    let sent = request(&fake, 3).await;
+    assert_eq!(conversation(&sent).len(), 5, "{:?}", conversation(&sent));
+    assert_eq!(conversation(&sent)[3], "assistant: It was kiwi.");
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_is_usable_while_a_slow_server_starts_and_its_tools_join_later() {
+    let fake = FakeLlm::start(script([Turn::text("Hello while it starts.")])).await.expect("fake");
+    let place = Place::new(&config(&format!(
+        "[servers.slow]\ncommand = {}\nargs = [\"--startup-delay\", \"3s\"]\n",
+        toml_str(&fixture_bin().to_string_lossy())
+    )));
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    chat.prompt().await;
+    let prompt_after = chat.started.elapsed();
+    assert!(prompt_after < Duration::from_millis(2000), "the prompt took {prompt_after:?}");
+
+    chat.line("/servers");
+    let servers = chat.prompt().await;
+    assert!(servers.contains("slow  starting"), "{servers}");
+    chat.line("hello");
+    chat.expect("Hello while it starts.").await;
+    let answered_after = chat.started.elapsed();
+    let sent = request(&fake, 1).await;
+    assert!(
+        !sent.tool_names().iter().any(|name| name.starts_with("slow__")),
+        "answered before slow was up: {:?}",
+        sent.tool_names()
+    );
+    chat.prompt().await;
+
+    let listing = tools_until_listed(&mut chat, "slow__echo").await;
+    let listed_after = chat.started.elapsed();
+    assert!(listing.contains("fix__echo  "), "{listing}");
+    assert!(listed_after >= Duration::from_secs(3), "slow is up after its delay: {listed_after:?}");
+    eprintln!(
+        "prompt after {prompt_after:?}, answer after {answered_after:?}, slow listed after {listed_after:?}"
+    );
+    chat.line("/servers");
+    let servers = chat.prompt().await;
+    assert!(servers.contains("slow  up, "), "{servers}");
     assert!(chat.leave().await.success());
 }
