@@ -70,6 +70,16 @@ impl Agent {
 
     /// `toolgate ARGS` in the home folder.
     async fn toolgate(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        self.toolgate_with(args, stdin, &[]).await
+    }
+
+    /// The same, with `env` set too.
+    async fn toolgate_with(
+        &self,
+        args: &[&str],
+        stdin: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Output {
         let home = self.dir();
         let mut command = Command::new(toolgate_bin());
         command
@@ -91,6 +101,7 @@ impl Agent {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        command.envs(env.iter().copied());
         let mut child = command.spawn().expect("spawn toolgate");
         if let Some(text) = stdin {
             let mut pipe = child.stdin.take().expect("stdin");
@@ -165,7 +176,8 @@ async fn tool_call_then_answer(provider: &str, dialect: Dialect, call_id: &str) 
         .run(provider, &["--no-save", "--config", &config.to_string_lossy(), "echo it"], None)
         .await;
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains(&format!("The echo said: {WORLD}")), "{}", stdout(&output));
+    // Each turn's text, the piped answer's last line ended.
+    assert_eq!(stdout(&output), format!("Let me echo.\nThe echo said: {WORLD}\n"));
     assert!(stderr(&output).contains("fx__echo"), "the call is shown: {}", stderr(&output));
 
     let requests = agent.requests();
@@ -636,7 +648,29 @@ async fn the_turn_limit_stops_a_model_that_keeps_calling_tools() {
     assert_eq!(results_of(&requests, 2).len(), 2, "every call answered before the next turn");
 }
 
-// --- 5. --json, stdin, --mcp-config, plain chat ------------------------------------------
+// --- 5. --json, stdin, --mcp-config, plain chat, [agent] ---------------------------------
+
+/// No flags: provider, base URL and key variable from `[agent]`, the model from
+/// `TOOLGATE_MODEL` over the config's.
+#[tokio::test]
+async fn the_agent_table_and_toolgate_model_choose_the_model() {
+    let agent = Agent::new([Turn::text("Configured.")]).await;
+    let config = agent.config(&format!(
+        "[agent]\nprovider = \"compatible\"\nbase_url = {}\nmodel = \"from-config\"\n\
+         api_key_env = \"LOCAL_LLM_KEY\"\nsystem = \"Be terse.\"\n",
+        toml_str(&agent.fake.base_url())
+    ));
+    let env = [("LOCAL_LLM_KEY", "local-key-1"), ("TOOLGATE_MODEL", "from-env")];
+    let args = ["run", "--no-save", "--config", &config.to_string_lossy(), "hello"];
+    let output = agent.toolgate_with(&args, None, &env).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Configured.\n");
+    let requests = agent.requests();
+    assert_eq!(requests[0].model(), Some("from-env"));
+    assert_eq!(requests[0].bearer(), Some("local-key-1"));
+    let messages = requests[0].messages();
+    assert_eq!((messages[0].role.as_str(), messages[0].content.as_str()), ("system", "Be terse."));
+}
 
 #[tokio::test]
 async fn the_json_transcript_of_a_prompt_read_from_stdin() {
@@ -720,7 +754,7 @@ async fn with_no_config_and_no_servers_it_is_a_plain_chat() {
     let agent = Agent::new([Turn::text("Just talking. Ünïcode too.")]).await;
     let output = agent.run("anthropic", &["--no-save", "hi there"], None).await;
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(stdout(&output).trim_end(), "Just talking. Ünïcode too.");
+    assert_eq!(stdout(&output), "Just talking. Ünïcode too.\n", "the answer alone on stdout");
     let requests = agent.requests();
     assert_eq!(requests.len(), 1);
     assert!(requests[0].tool_names().is_empty(), "no tools: {:?}", requests[0].body);
@@ -892,6 +926,7 @@ async fn a_run_is_stored_and_listed_shown_and_exported() {
         agent.toolgate(&["sessions", "show", &id[..8], "--sessions", &sessions], None).await;
     assert!(shown.status.success(), "{}", stderr(&shown));
     let markdown = stdout(&shown);
+    assert!(markdown.starts_with("# keep this\n"), "a Markdown transcript:\n{markdown}");
     for wanted in ["keep this", "fx__echo", "Stored answer."] {
         assert!(markdown.contains(wanted), "{wanted} in:\n{markdown}");
     }
