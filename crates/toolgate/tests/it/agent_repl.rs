@@ -319,10 +319,11 @@ async fn tools_until_listed(chat: &mut Terminal, tool: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_streamed_answer_in_markdown_then_tools_help_and_ctrl_d() {
-    let fake = FakeLlm::start(script([Turn::text(
-        "The answer is **forty-two**.\n\n- first point\n- second point\n",
-    )]))
+async fn markdown_answers_tools_help_line_editing_and_ctrl_d() {
+    let fake = FakeLlm::start(script([
+        Turn::text("The answer is **forty-two**.\n\n- first point\n- second point\n"),
+        Turn::text("Two lines read."),
+    ]))
     .await
     .expect("fake");
     let place = Place::new(&config(""));
@@ -348,6 +349,24 @@ async fn a_streamed_answer_in_markdown_then_tools_help_and_ctrl_d() {
     let sent = request(&fake, 1).await;
     assert_eq!(conversation(&sent), ["user: what is the answer?"]);
     assert!(sent.tool_names().contains(&"fix__echo".to_owned()), "{:?}", sent.tool_names());
+
+    // Ctrl-C at the prompt clears the line and stays; a line ending in \ goes on.
+    chat.send(b"half typed");
+    chat.interrupt();
+    chat.expect("(Ctrl-D leaves)").await;
+    chat.prompt().await;
+    chat.line("first line\\");
+    chat.line("second line");
+    chat.expect("Two lines read.").await;
+    let sent = request(&fake, 2).await;
+    assert_eq!(
+        sent.last_user_text().as_deref(),
+        Some("first line\nsecond line"),
+        "{:?}",
+        conversation(&sent)
+    );
+    assert_eq!(conversation(&sent).len(), 3, "{:?}", conversation(&sent));
+    chat.prompt().await;
 
     chat.line("/help");
     let help = chat.prompt().await;
@@ -805,4 +824,40 @@ async fn the_prompt_is_usable_while_a_slow_server_starts_and_its_tools_join_late
     let servers = chat.prompt().await;
     assert!(servers.contains("slow  up, "), "{servers}");
     assert!(chat.leave().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_an_approval_question_cancels_the_turn_and_the_call_is_not_made() {
+    let fake = FakeLlm::start(script([
+        Turn::tool_call("fix__echo", r#"{"text": "never sent"}"#).with_id("call_asked"),
+        Turn::text("Fine, nothing was echoed."),
+    ]))
+    .await
+    .expect("fake");
+    let place = Place::new(&format!("{}\n[audit]\nfile = \"audit.jsonl\"\n", ask_for_echo()));
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    chat.prompt().await;
+    tools_until_listed(&mut chat, "fix__echo").await;
+
+    chat.line("echo it");
+    chat.expect("[n] deny: ").await;
+    chat.interrupt();
+    let shown = chat.prompt().await;
+    assert!(shown.contains("cancelled"), "{shown}");
+
+    chat.line("what now?");
+    chat.expect("Fine, nothing was echoed.").await;
+    let sent = request(&fake, 2).await;
+    let results = sent.tool_results();
+    assert_eq!(results.len(), 1, "one result for the call: {results:?}");
+    assert_eq!(results[0].call_id, "call_asked");
+    // What the model reads is the refusal of the question that was not answered.
+    assert!(results[0].content.starts_with("The call was refused: "), "{results:?}");
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+
+    let audit = place.audit();
+    let kinds: Vec<&str> = audit.iter().filter_map(|r| r["kind"].as_str()).collect();
+    assert!(!kinds.contains(&"tools/call/finished"), "echo was not called: {kinds:?}");
+    assert!(kinds.contains(&"tools/call/denied"), "{kinds:?}");
 }
