@@ -1,12 +1,15 @@
 //! `toolgate chat` driven through a real pseudo-terminal: what a person at a terminal sees and
-//! types (a streamed Markdown answer, `/tools`, `/help`, Ctrl-C while the model answers and
-//! while a tool runs, an approval question, an elicitation form, sampling consent, a resumed
-//! session, servers that join after the prompt is up), checked against what the fake model
-//! received next, the audit log and the session store.
+//! types (a streamed Markdown answer, `/tools`, `/help`, multi-line input, Ctrl-C at the prompt,
+//! while the model answers, while a tool runs and at a question, an approval question, an
+//! elicitation form, sampling consent, a resumed session, a server that joins after the prompt
+//! is up), each checked against what the fake model received next, the audit log or the
+//! session store.
 //!
 //! Every run has its own HOME and XDG_DATA_HOME (the REPL's history file) and its own
-//! `--sessions` database in a temporary folder. The terminal answers rustyline's cursor
-//! position queries as a terminal would, so no prompt waits for them.
+//! `--sessions` database in a temporary folder. The fake model runs in the test process. The
+//! terminal answers rustyline's cursor position query as a terminal would, so no prompt waits
+//! for it. Nothing sleeps a fixed time: each step waits for what the screen shows or what the
+//! model received, up to [`TIMEOUT`] (polling `/tools` gives each try a quarter of a second).
 
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
@@ -323,6 +326,7 @@ async fn markdown_answers_tools_help_line_editing_and_ctrl_d() {
     let fake = FakeLlm::start(script([
         Turn::text("The answer is **forty-two**.\n\n- first point\n- second point\n"),
         Turn::text("Two lines read."),
+        Turn::text("Alt-Enter read."),
     ]))
     .await
     .expect("fake");
@@ -366,6 +370,12 @@ async fn markdown_answers_tools_help_line_editing_and_ctrl_d() {
         conversation(&sent)
     );
     assert_eq!(conversation(&sent).len(), 3, "{:?}", conversation(&sent));
+    chat.prompt().await;
+    // Alt-Enter (ESC, Enter) starts a new line too.
+    chat.send(b"one\x1b\rtwo\r");
+    chat.expect("Alt-Enter read.").await;
+    let sent = request(&fake, 3).await;
+    assert_eq!(sent.last_user_text().as_deref(), Some("one\ntwo"), "{:?}", conversation(&sent));
     chat.prompt().await;
 
     chat.line("/help");
