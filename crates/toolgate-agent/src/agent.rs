@@ -288,11 +288,19 @@ impl Agent {
                             timeout: self.settings.tool_timeout,
                             frontend: frontend.clone(),
                         };
-                        tokio::select! {
+                        let outcome = tokio::select! {
                             outcome = self.host.call(call) => outcome,
                             // The host is told through the token; an outcome that does not come
                             // promptly after is not waited for.
                             () = cancelled_then_grace(&cancel) => ToolOutcome::Cancelled,
+                        };
+                        match outcome {
+                            // Refused because the turn was cancelled (the person pressed
+                            // Ctrl-C at the approval question): the person cancelled it.
+                            ToolOutcome::Refused(_) if cancel.is_cancelled() => {
+                                ToolOutcome::Cancelled
+                            }
+                            outcome => outcome,
                         }
                     }
                 };

@@ -138,6 +138,7 @@ impl ToolHost for GatewayHost {
                 .map(|route| route.upstream.to_string())
                 .unwrap_or_default();
             let caller = AgentCaller {
+                party: format!("{}/{}", self.principal, self.session),
                 call_id: call.call_id.clone(),
                 server,
                 frontend: call.frontend.clone(),
@@ -268,6 +269,8 @@ fn canonical(value: &Value) -> String {
 
 /// The [`Caller`] of one agent tool call.
 struct AgentCaller {
+    /// This agent's session: its calls answer a server's questions alike.
+    party: String,
     call_id: String,
     server: String,
     frontend: Arc<dyn Frontend>,
@@ -277,6 +280,10 @@ struct AgentCaller {
 }
 
 impl Caller for AgentCaller {
+    fn party(&self) -> Option<String> {
+        Some(self.party.clone())
+    }
+
     fn progress(&self, params: mcp::ProgressNotificationParam) -> BoxFuture<'static, ()> {
         self.frontend.tool_progress(
             &self.call_id,

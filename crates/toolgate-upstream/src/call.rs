@@ -46,6 +46,15 @@ pub trait Caller: Send + Sync + 'static {
     fn list_roots(&self) -> BoxFuture<'static, Result<mcp::ListRootsResult, mcp::ErrorData>> {
         Box::pin(async { Err(unsupported("roots/list")) })
     }
+
+    /// Who answers this caller's questions, when callers of different calls answer alike (the
+    /// agent: every call it makes is answered by the same person and model). A question that
+    /// arrives on stdio while several calls are in flight, which cannot say which call it
+    /// belongs to, goes to any of them if they all name the same party; `None` (a downstream
+    /// client) is never confused with another.
+    fn party(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The error an upstream gets when the caller cannot answer `method`.

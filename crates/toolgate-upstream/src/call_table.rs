@@ -40,13 +40,15 @@ impl CallTable {
     }
 
     /// The caller of the only request in flight that has one, if exactly one has (toolgate's
-    /// own requests, such as a re-listing, have none and do not make it ambiguous).
+    /// own requests, such as a re-listing, have none and do not make it ambiguous); or, with
+    /// several, any of them when they all name the same [`Caller::party`].
     pub(crate) fn only_caller(&self) -> Option<Arc<dyn Caller>> {
         let mut callers = self.by_request.values().flatten();
-        match (callers.next(), callers.next()) {
-            (Some(only), None) => Some(only.clone()),
-            _ => None,
-        }
+        let first = callers.next()?;
+        let Some(rest) = callers.next() else { return Some(first.clone()) };
+        let party = first.party()?;
+        let same = std::iter::once(rest).chain(callers).all(|c| c.party().as_ref() == Some(&party));
+        same.then(|| first.clone())
     }
 
     /// The ids of every request in flight.
@@ -177,6 +179,26 @@ mod tests {
         assert!(calls.lock().only_caller().is_none(), "two calls in flight: nobody can be sure");
         drop(three);
         assert!(calls.lock().only_caller().is_some(), "a request that ended leaves the table");
+    }
+
+    struct Party(&'static str);
+    impl Caller for Party {
+        fn party(&self) -> Option<String> {
+            Some(self.0.to_owned())
+        }
+    }
+
+    #[test]
+    fn calls_of_one_party_share_their_questions_and_others_do_not() {
+        let calls = Calls::default();
+        let _one = written(&calls, 1, Some(Arc::new(Party("agent:s1"))));
+        let _two = written(&calls, 2, Some(Arc::new(Party("agent:s1"))));
+        assert!(calls.lock().only_caller().is_some(), "the same party answers either");
+        let three = written(&calls, 3, Some(Arc::new(Party("agent:s2"))));
+        assert!(calls.lock().only_caller().is_none(), "another party in flight");
+        drop(three);
+        let _four = written(&calls, 4, Some(Arc::new(Nobody)));
+        assert!(calls.lock().only_caller().is_none(), "a caller without a party is nobody's");
     }
 
     #[test]

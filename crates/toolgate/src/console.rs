@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
-use toolgate_agent::host::{ApprovalChoice, ApprovalQuestion, Frontend, Interaction, ToolOutcome};
 use tokio_util::sync::CancellationToken;
+use toolgate_agent::host::{ApprovalChoice, ApprovalQuestion, Frontend, Interaction, ToolOutcome};
 use toolgate_core::mcp;
 
 use crate::terminal::approval;

@@ -84,6 +84,10 @@ impl Relay {
 }
 
 impl Caller for Relay {
+    fn party(&self) -> Option<String> {
+        self.inner.as_ref().and_then(|inner| inner.party())
+    }
+
     fn progress(&self, params: mcp::ProgressNotificationParam) -> BoxFuture<'static, ()> {
         match &self.inner {
             Some(inner) => inner.progress(params),

@@ -14,6 +14,7 @@ use clap::Args;
 use rustyline::error::ReadlineError;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Cmd, Completer, Editor, Helper, Highlighter, Hinter, KeyEvent};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use toolgate_agent::agent::AgentError;
 use toolgate_agent::host::ToolHost as _;
@@ -68,6 +69,11 @@ pub(crate) async fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<E
         agent::start(global, &args.agent, Discovery::Background, console.clone(), resume).await?;
     banner(&started, resumed);
     let mut editor = Some(editor()?);
+    // From here on Ctrl-C (SIGINT, while no line is being edited) cancels the running turn
+    // instead of ending the process; at the prompt, the line editor reads it as a key. After
+    // the editor is made: rustyline puts a SIGINT handler of its own in place while an editor
+    // lives (saving the one before), and tokio's is installed only once per process.
+    let mut interrupts = signal(SignalKind::interrupt())?;
     let history = history_file();
     if let (Some(editor), Some(path)) = (editor.as_mut(), &history) {
         let _ = editor.load_history(path);
@@ -116,7 +122,9 @@ pub(crate) async fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<E
                 }
             }
         };
-        turn(&mut started, &console, message).await;
+        // A Ctrl-C from before this turn (between two, not at the prompt) is not for it.
+        while let Some(Some(())) = futures::FutureExt::now_or_never(interrupts.recv()) {}
+        turn(&mut started, &console, &mut interrupts, message).await;
     }
     if let (Some(editor), Some(path)) = (editor.as_mut(), &history) {
         if let Some(dir) = path.parent() {
@@ -130,17 +138,22 @@ pub(crate) async fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<E
 }
 
 /// One prompt, cancelled by Ctrl-C.
-async fn turn(started: &mut Started, console: &Arc<Console>, message: Message) {
+async fn turn(
+    started: &mut Started,
+    console: &Arc<Console>,
+    interrupts: &mut Signal,
+    message: Message,
+) {
     let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    let interrupt = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
     console.start_turn(cancel.clone());
-    let outcome = started.agent.prompt(message, console.clone(), cancel).await;
-    interrupt.abort();
+    let prompt = started.agent.prompt(message, console.clone(), cancel.clone());
+    tokio::pin!(prompt);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut prompt => break outcome,
+            Some(()) = interrupts.recv() => cancel.cancel(),
+        }
+    };
     console.end_turn();
     match outcome {
         Ok(report) => {

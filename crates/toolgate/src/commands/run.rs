@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use serde_json::json;
+use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use toolgate_agent::agent::AgentError;
 use toolgate_llm::chat::Message;
@@ -41,6 +42,9 @@ pub(crate) struct RunArgs {
 pub(crate) async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
     let prompt = read_prompt(args.prompt.as_deref())?;
+    // Ctrl-C cancels the prompt (the model's stream, or the tools, which are told) and the
+    // answer so far is kept in the session; it does not end the process on the spot.
+    let mut interrupts = signal(SignalKind::interrupt())?;
     let console = Arc::new(Console::new(ConsoleOptions {
         verbose: args.agent.verbose,
         answer_to_stdout: !args.json,
@@ -49,16 +53,18 @@ pub(crate) async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<Ex
     let started = agent::start(global, &args.agent, Discovery::All, console.clone(), None).await?;
     let agent::Started { mut agent, running, resolved, session, .. } = started;
     let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    let interrupt = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
     let before = agent.messages().len();
     console.start_turn(cancel.clone());
-    let outcome = agent.prompt(Message::user_text(prompt), console.clone(), cancel).await;
-    interrupt.abort();
+    let outcome = {
+        let prompt = agent.prompt(Message::user_text(prompt), console.clone(), cancel.clone());
+        tokio::pin!(prompt);
+        loop {
+            tokio::select! {
+                outcome = &mut prompt => break outcome,
+                Some(()) = interrupts.recv() => cancel.cancel(),
+            }
+        }
+    };
     console.finish();
     running.shutdown().await;
     if args.json {

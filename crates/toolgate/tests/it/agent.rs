@@ -873,6 +873,33 @@ async fn roots_elicitation_and_progress_as_a_client_without_a_terminal() {
     assert_eq!(progress.content, "Progress test completed");
 }
 
+#[tokio::test]
+async fn a_server_asking_during_parallel_calls_of_the_agent_is_answered() {
+    // Two calls in flight on one stdio server: its `roots/list` cannot say which call it
+    // belongs to, and both are the agent's, so either answers it.
+    let agent = Agent::new([
+        Turn::tool_call("fx__list_roots", "{}")
+            .with_id("call_a")
+            .and_tool_call("fx__list_roots", "{}")
+            .with_id("call_b")
+            .and_tool_call("fx__slow", json!({"steps": 2, "step_ms": 50}).to_string())
+            .with_id("call_slow"),
+        Turn::text("Done."),
+    ])
+    .await;
+    let config = agent.config(&fixture_config(""));
+    let output = agent
+        .run("openai", &["--no-save", "--config", &config.to_string_lossy(), "roots twice"], None)
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = results_of(&agent.requests(), 1);
+    let cwd = format!("file://{}", agent.dir().to_string_lossy());
+    for id in ["call_a", "call_b"] {
+        let result = results.iter().find(|r| r.call_id == id).expect("each call's result");
+        assert!(result.content.contains(&cwd), "{id} got the roots: {result:?}");
+    }
+}
+
 // --- 7. sessions ---------------------------------------------------------------------------
 
 #[tokio::test]
