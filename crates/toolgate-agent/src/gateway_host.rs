@@ -187,6 +187,10 @@ impl Elicitor for ApprovalAsker {
         self.interaction.can_ask()
     }
 
+    fn why_not(&self) -> Option<String> {
+        Some("nobody can be asked: the agent has no terminal".to_owned())
+    }
+
     fn elicit(
         &self,
         params: mcp::ElicitRequestParams,

@@ -10,7 +10,8 @@
 //! system = "You are terse."           # the system prompt
 //! temperature = 0.2
 //! max_tokens = 8192                   # the most tokens per answer
-//! tool_timeout = "2m"                 # per tool call (default: the server's timeout)
+//! tool_timeout = "2m"                 # per tool call, instead of the server's `timeout`; like
+//!                                     # it, reset by progress, at most 10 × in all
 //! context_tokens = 128000             # history is trimmed to this (default: by model)
 //! sessions = "~/.local/share/toolgate/sessions.db"
 //! ```

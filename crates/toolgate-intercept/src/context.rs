@@ -99,6 +99,12 @@ pub trait Elicitor: Send + Sync {
     /// Whether the client declared the `elicitation` capability.
     fn can_elicit(&self) -> bool;
 
+    /// Why nobody can be asked, in words, when [`Elicitor::can_elicit`] is false (`None`: the
+    /// client did not declare the capability).
+    fn why_not(&self) -> Option<String> {
+        None
+    }
+
     /// Asks, and waits for the answer (or the client's error, in words).
     fn elicit(
         &self,

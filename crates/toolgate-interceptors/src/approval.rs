@@ -244,17 +244,21 @@ impl Approval {
         let nobody = match via {
             Via::External if !self.desk.is_attended() => Some(
                 "nobody can decide it here (the admin API runs only with `toolgate serve` and \
-                 an [admin] section)",
+                 an [admin] section)"
+                    .to_owned(),
             ),
             Via::Deny if self.via == Via::Elicit => {
-                Some("the client cannot be asked (it does not support elicitation)")
+                Some(ctx.elicitor.as_ref().and_then(|e| e.why_not()).unwrap_or_else(|| {
+                    "the client cannot be asked (it does not support elicitation)".to_owned()
+                }))
             }
-            Via::Deny => Some("approvals are not taken here (via = \"deny\")"),
+            Via::Deny => Some("approvals are not taken here (via = \"deny\")".to_owned()),
             _ => None,
         };
         if let Some(reason) = nobody {
-            self.desk
-                .publish(event(kind::APPROVAL_REFUSED).with("by", "nobody").with("reason", reason));
+            self.desk.publish(
+                event(kind::APPROVAL_REFUSED).with("by", "nobody").with("reason", &*reason),
+            );
             return Ok(Outcome::Refuse(self.refusal(format!(
                 "this call needs a person's approval ({}), and {reason}",
                 required.reason

@@ -478,7 +478,10 @@ async fn the_policy_refuses_and_asks_nobody_and_the_audit_names_the_agent() {
     // Without a terminal nobody can approve: refused, saying so.
     assert!(results[1].content.contains("needs a person's approval"), "{results:#?}");
     assert!(results[1].content.contains("it changes the disk"), "{results:#?}");
-    assert!(results[1].content.contains("cannot be asked"), "{results:#?}");
+    assert!(
+        results[1].content.contains("nobody can be asked: the agent has no terminal"),
+        "{results:#?}"
+    );
     // A tool denied whatever its arguments is not offered; one denied by its arguments is.
     let offered = agent.requests()[0].tool_names();
     assert!(offered.iter().any(|t| t == "files__write_file"), "{offered:?}");
