@@ -323,6 +323,36 @@ async fn a_compatible_server_streaming_arguments_split_inside_characters() {
     compatible_with(&[Quirk::SplitUtf8, Quirk::RepeatIdAndName, Quirk::EmptyArguments], None).await;
 }
 
+#[tokio::test]
+async fn deepseek_gets_its_reasoning_back_within_the_tool_use_turn() {
+    // DeepSeek's reasoner streams `reasoning_content` and wants it back on the assistant
+    // message of a tool-use turn that is still going on.
+    let agent = Agent::new([
+        Turn::tool_call("fx__echo", json!({"text": "x"}).to_string())
+            .with_id("call_r1")
+            .with_reasoning("First I echo."),
+        Turn::text("Echoed."),
+    ])
+    .await;
+    let config = agent.config(&fixture_config(""));
+    let output = agent
+        .run("deepseek", &["--no-save", "--config", &config.to_string_lossy(), "think"], None)
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("First I echo."), "reasoning shown: {}", stderr(&output));
+    assert_eq!(stdout(&output), "Echoed.\n", "reasoning is not the answer");
+    let requests = agent.requests();
+    let assistant = requests[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .cloned()
+        .expect("the assistant turn replayed");
+    assert_eq!(assistant["reasoning_content"], "First I echo.", "{assistant}");
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_r1", "{assistant}");
+}
+
 // --- 2. real upstreams, parallel calls --------------------------------------------------
 
 /// A temporary folder served by `server-filesystem` as `files`, holding `note.txt`.
