@@ -11,6 +11,7 @@
 
 mod anthropic;
 mod content;
+mod decode;
 mod http;
 mod openai_chat;
 mod openai_responses;

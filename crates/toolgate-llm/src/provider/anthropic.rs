@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::http::{Decoder as DecoderTrait, Fault, error_fields};
+use super::decode::{Decoder as DecoderTrait, Fault, error_fields};
 use super::sse::SseEvent;
 use super::{Finished, StreamEvent};
 use crate::chat::{

@@ -26,8 +26,9 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use super::decode::{Decoder, Fault, error_fields, shorten};
 use super::sse::{SseEvent, SseReader};
-use super::{Dialect, Finished, Provider, ProviderConfig, ProviderError, StreamEvent};
+use super::{Dialect, Provider, ProviderConfig, ProviderError, StreamEvent};
 use super::{anthropic, openai_chat, openai_responses};
 use crate::chat::ChatRequest;
 
@@ -39,8 +40,6 @@ const BACKOFF_BASE: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The most of an error body read.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
-/// The longest provider message kept in an error.
-const MESSAGE_LIMIT: usize = 1000;
 
 /// Why no provider could be made from a [`ProviderConfig`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -178,53 +177,6 @@ pub(super) struct Endpoint {
     headers: HeaderMap,
     max_retries: u32,
     idle_timeout: Duration,
-}
-
-/// What a dialect's decoder found wrong, before it knows the provider's host.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Fault {
-    /// The provider reported an error in the stream.
-    InStream {
-        /// Its error type or code.
-        code: Option<String>,
-        /// Its message.
-        message: String,
-    },
-    /// Not the wire format.
-    Protocol(String),
-    /// The stream ended before the response was complete.
-    Truncated,
-}
-
-impl Fault {
-    fn error(self, provider: &str) -> ProviderError {
-        let provider = provider.to_owned();
-        match self {
-            Fault::InStream { code, message } => {
-                ProviderError::InStream { provider, code, message: shorten(message) }
-            }
-            Fault::Protocol(message) => ProviderError::Protocol { provider, message },
-            Fault::Truncated => ProviderError::Truncated { provider },
-        }
-    }
-
-    /// An event's data that is not JSON.
-    pub(super) fn not_json(error: &serde_json::Error) -> Fault {
-        Fault::Protocol(format!("an event that is not JSON ({error})"))
-    }
-}
-
-/// Turns one dialect's events into [`StreamEvent`]s.
-pub(super) trait Decoder: Send + Sync + 'static {
-    /// Reads one event, appending what it says to `out`; `Some` when the response is complete.
-    fn event(
-        &mut self,
-        event: &SseEvent,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<Option<Finished>, Fault>;
-
-    /// The stream ended without the event that completes a response.
-    fn end(&mut self) -> Result<Finished, Fault>;
 }
 
 /// Sends `body` to `endpoint` and streams what `decoder` makes of the answer.
@@ -475,37 +427,6 @@ pub(super) fn error_body(body: &[u8], status: StatusCode) -> (Option<String>, St
     (code, message.map(shorten).unwrap_or_else(fallback))
 }
 
-/// The code (or type) and message of a provider's error object, in any of the shapes the
-/// providers use: `{"error": {"code"|"type", "message"}}` (OpenAI, Anthropic), `{"error":
-/// "..."}` (Ollama), `{"code", "message"}` (a Responses `error` event).
-pub(super) fn error_fields(body: &Value) -> (Option<String>, Option<String>) {
-    let text = |value: Option<&Value>| match value {
-        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
-        Some(Value::Number(number)) => Some(number.to_string()),
-        _ => None,
-    };
-    let object = match body.get("error") {
-        Some(Value::String(message)) => return (None, Some(message.clone())),
-        Some(error @ Value::Object(_)) => error,
-        _ => body,
-    };
-    let code = text(object.get("code")).or_else(|| text(object.get("type")));
-    (code, text(object.get("message")))
-}
-
-/// `message` cut to [`MESSAGE_LIMIT`] bytes (at a character boundary).
-fn shorten(mut message: String) -> String {
-    if message.len() > MESSAGE_LIMIT {
-        let mut end = MESSAGE_LIMIT;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push('…');
-    }
-    message
-}
-
 /// The message of the innermost error in `error`'s chain: the cause in words, without the URL
 /// reqwest's own message holds.
 fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
@@ -526,7 +447,7 @@ pub(super) fn decode_text<D: Decoder>(
     mut decoder: D,
     text: &str,
     piece: usize,
-) -> (Vec<StreamEvent>, Result<Finished, Fault>) {
+) -> (Vec<StreamEvent>, Result<super::Finished, Fault>) {
     let mut reader = SseReader::default();
     let mut events = Vec::new();
     let mut sse = Vec::new();

@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 use super::Finished;
 use super::StreamEvent;
 use super::content::{data_url, joined_text};
-use super::http::{Decoder as DecoderTrait, Fault, error_fields};
+use super::decode::{Decoder as DecoderTrait, Fault, error_fields};
 use super::sse::SseEvent;
 use crate::chat::{
     AssistantTurn, ChatRequest, Message, Part, Reasoning, StopReason, ToolCall, Usage,

@@ -32,7 +32,7 @@
 use serde_json::{Map, Value, json};
 
 use super::content::{data_url, has_image, joined_text};
-use super::http::{Decoder as DecoderTrait, Fault, error_fields};
+use super::decode::{Decoder as DecoderTrait, Fault, error_fields};
 use super::sse::SseEvent;
 use super::{Finished, StreamEvent};
 use crate::chat::{

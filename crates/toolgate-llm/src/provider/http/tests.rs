@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::*;
 use crate::chat::{Message, StopReason};
+use crate::provider::decode::MESSAGE_LIMIT;
 
 /// What the server answers, in order.
 enum Reply {
