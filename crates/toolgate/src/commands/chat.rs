@@ -31,7 +31,7 @@ use crate::setup;
 #[command(after_help = "In the REPL:\n  \
     /tools                 the tools the model can call\n  \
     /servers               each server and its state\n  \
-    /prompt NAME [k=v...]  run an MCP prompt\n  \
+    /prompt NAME [k=v...]  run an MCP prompt (server__name, or name alone when unique)\n  \
     /model [NAME]          show or change the model\n  \
     /clear                 start a new conversation\n  \
     /help                  this list\n  \
@@ -296,6 +296,8 @@ async fn run_prompt(started: &Started, rest: &str) -> anyhow::Result<Message> {
         };
         arguments.insert(key.to_owned(), serde_json::Value::String(value.to_owned()));
     }
+    let name = prompt_name(started, name);
+    let name = name.as_str();
     let mut params = mcp::GetPromptRequestParams::new(name);
     if !arguments.is_empty() {
         params = params.with_arguments(arguments);
@@ -308,21 +310,42 @@ async fn run_prompt(started: &Started, rest: &str) -> anyhow::Result<Message> {
         .map_err(|error| anyhow::anyhow!("/prompt {name}: {error}"))?;
     let mut parts = Vec::new();
     for message in &result.messages {
-        let text = match serde_json::to_value(&message.content) {
-            Ok(content) if content["type"] == "text" => {
-                content["text"].as_str().unwrap_or_default().to_owned()
-            }
-            Ok(content) if content["type"] == "resource" => {
-                content["resource"]["text"].as_str().unwrap_or_default().to_owned()
-            }
-            _ => continue,
-        };
-        parts.push(Part::text(text));
+        let Ok(content) = serde_json::to_value(&message.content) else { continue };
+        let text = |key: &str| content.pointer(key).and_then(|v| v.as_str()).unwrap_or_default();
+        match content["type"].as_str() {
+            Some("text") => parts.push(Part::text(text("/text"))),
+            Some("resource") => parts.push(Part::text(format!(
+                "[resource {}]\n{}",
+                text("/resource/uri"),
+                text("/resource/text")
+            ))),
+            Some("image") => parts.push(Part::Image {
+                mime_type: text("/mimeType").to_owned(),
+                data: text("/data").to_owned(),
+            }),
+            _ => {}
+        }
     }
     if parts.is_empty() {
         anyhow::bail!("/prompt {name}: the prompt has no text to send");
     }
     Ok(Message::User { content: parts })
+}
+
+/// The exposed name of the prompt the person typed: as typed when a prompt has it, else the
+/// only prompt named `<server>__<name>` for it (`/prompt review` for `git__review`).
+fn prompt_name(started: &Started, typed: &str) -> String {
+    let inventory = started.running.inventory();
+    let prompts = inventory.prompts();
+    if prompts.iter().any(|prompt| prompt.name == typed) {
+        return typed.to_owned();
+    }
+    let suffix = format!("__{typed}");
+    let mut matching = prompts.iter().filter(|prompt| prompt.name.ends_with(&suffix));
+    match (matching.next(), matching.next()) {
+        (Some(only), None) => only.name.to_string(),
+        _ => typed.to_owned(),
+    }
 }
 
 /// The message, with each `@server:URI` it names read and attached.

@@ -871,3 +871,83 @@ async fn ctrl_c_at_an_approval_question_cancels_the_turn_and_the_call_is_not_mad
     assert!(!kinds.contains(&"tools/call/finished"), "echo was not called: {kinds:?}");
     assert!(kinds.contains(&"tools/call/denied"), "{kinds:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_resources_servers_model_and_clear_in_the_repl() {
+    let fake = FakeLlm::start(script([
+        Turn::text("Prompt read."),
+        Turn::text("Resource read."),
+        Turn::text("Other model."),
+        Turn::text("Fresh start."),
+    ]))
+    .await
+    .expect("fake");
+    let place = Place::new(&config(""));
+    let mut chat = place.chat(&fake.base_url(), &[]);
+    let banner = chat.prompt().await;
+    let first_session = session_of(&banner);
+    tools_until_listed(&mut chat, "fix__echo").await;
+
+    chat.line("/servers");
+    let servers = chat.prompt().await;
+    assert!(servers.contains("fix  up, "), "{servers}");
+
+    // An MCP prompt, with its arguments, is the next user message.
+    chat.line("/prompt test_prompt_with_arguments arg1=apple arg2=pear");
+    chat.expect("Prompt read.").await;
+    let sent = request(&fake, 1).await;
+    assert_eq!(
+        sent.last_user_text().as_deref(),
+        Some("Prompt with arguments: arg1='apple', arg2='pear'"),
+        "{:?}",
+        conversation(&sent)
+    );
+    chat.prompt().await;
+    chat.line("/prompt no_such_prompt");
+    let unknown = chat.prompt().await;
+    assert!(unknown.contains("/prompt no_such_prompt: "), "{unknown}");
+    assert_eq!(fake.requests().len(), 1, "nothing sent for a prompt that failed");
+
+    // @server:URI attaches the resource's text after the message.
+    chat.line("summarise @fix:test://static-text please");
+    chat.expect("Resource read.").await;
+    let sent = request(&fake, 2).await;
+    let text = sent.last_user_text().expect("the user message");
+    assert!(text.starts_with("summarise @fix:test://static-text please"), "{text}");
+    assert!(
+        text.contains(
+            "[resource test://static-text]\nThis is the content of the static text resource."
+        ),
+        "{text}"
+    );
+    chat.prompt().await;
+
+    // /model changes the model of the next request.
+    chat.line("/model other-model");
+    chat.expect("model: other-model").await;
+    chat.prompt().await;
+    chat.line("and now?");
+    chat.expect("Other model.").await;
+    assert_eq!(request(&fake, 3).await.model(), Some("other-model"));
+    chat.prompt().await;
+
+    // /clear: a new conversation in a new session.
+    chat.line("/clear");
+    let cleared = chat.expect("new conversation: session ").await;
+    let rest = chat.prompt().await;
+    let second_session = rest.split_whitespace().next().unwrap_or_default().to_owned();
+    assert!(cleared.contains("new conversation"), "{cleared}");
+    assert_ne!(second_session, first_session, "{rest}");
+    chat.line("hello again");
+    chat.expect("Fresh start.").await;
+    let sent = request(&fake, 4).await;
+    assert_eq!(conversation(&sent), ["user: hello again"], "nothing of before is sent");
+    chat.prompt().await;
+    assert!(chat.leave().await.success());
+}
+
+/// The session id the banner names.
+fn session_of(banner: &str) -> String {
+    let after = banner.split("session ").nth(1).expect("a session in the banner");
+    after.split_whitespace().next().expect("its id").to_owned()
+}
