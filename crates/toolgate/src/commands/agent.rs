@@ -38,7 +38,7 @@ pub(crate) struct AgentArgs {
     #[arg(long, value_name = "TEXT")]
     system: Option<String>,
     /// Sampling temperature (0 to 2).
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", value_parser = temperature)]
     temperature: Option<f32>,
     /// MCP servers from a Claude Desktop style file (`{"mcpServers": {...}}`), instead of the
     /// config's servers.
@@ -60,6 +60,15 @@ pub(crate) struct AgentArgs {
     /// otherwise refused.
     #[arg(long)]
     pub(crate) allow_sampling: bool,
+}
+
+/// `--temperature`: a number from 0 to 2.
+fn temperature(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
+        Ok(t) => Err(format!("{t} is out of range (0 to 2)")),
+        Err(_) => Err(format!("{text:?} is not a number")),
+    }
 }
 
 /// A started agent and what it runs on.
