@@ -96,10 +96,14 @@ pub fn http_router(
         config,
     );
     let most = options.max_sessions;
+    let deleting = sessions.clone();
     let checked = axum::Router::new()
         .fallback_service(service)
         .layer(axum::middleware::from_fn(move |request, next| {
             http_sessions::refuse_past(most, sessions.clone(), request, next)
+        }))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            http_sessions::delete_session(deleting.clone(), request, next)
         }))
         .layer(axum::middleware::from_fn(json_answer::prefer_json))
         .layer(axum::middleware::from_fn(move |request, next| {

@@ -207,3 +207,30 @@ async fn an_upstream_question_comes_on_the_stream_of_the_call_that_caused_it() {
     let text = result["result"]["content"][0]["text"].as_str().expect("text");
     assert!(text.contains("ada"), "the upstream got the answer: {result}");
 }
+
+/// `DELETE` ends a session with `204 No Content` (the Python SDK takes only 200 or 204 as
+/// success and warns on anything else); the session is gone after it, and deleting an unknown
+/// session is `404`.
+#[tokio::test]
+async fn deleting_a_session_ends_it_and_says_so_plainly() {
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let raw = RawSession::open(&gateway.url).await;
+    let delete = |session: &str| {
+        raw.http
+            .delete(&raw.url)
+            .header("mcp-session-id", session.to_owned())
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+    };
+    let deleted = delete(&raw.session).await.expect("answered");
+    assert_eq!(deleted.status().as_u16(), 204);
+    assert_eq!(deleted.text().await.expect("body"), "", "no content");
+
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let after = raw.send(ping).await;
+    assert_eq!(after.status().as_u16(), 404, "the session is gone");
+    let again = delete(&raw.session).await.expect("answered");
+    assert_eq!(again.status().as_u16(), 404, "an unknown session");
+    assert!(gateway.terminate().await.success());
+}
