@@ -6,6 +6,7 @@
 
 mod admin;
 mod caller;
+mod cors;
 mod error;
 mod gateway;
 mod handler;

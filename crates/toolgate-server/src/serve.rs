@@ -8,6 +8,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::cors;
 use crate::gateway::Gateway;
 use toolgate_intercept::Principal;
 
@@ -80,11 +81,14 @@ pub fn http_router(
     shutdown: CancellationToken,
 ) -> axum::Router {
     let hosts = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(options.allowed_hosts.clone());
-    let origins =
-        LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).chain(options.allowed_origins.clone());
+    let origins: Vec<String> = LOOPBACK_ORIGINS
+        .iter()
+        .map(|o| o.to_string())
+        .chain(options.allowed_origins.clone())
+        .collect();
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins)
+        .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
         .with_cancellation_token(shutdown);
     let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
@@ -108,7 +112,8 @@ pub fn http_router(
         .layer(axum::middleware::from_fn(json_answer::prefer_json))
         .layer(axum::middleware::from_fn(move |request, next| {
             jsonrpc::check_posted_message(limit, request, next)
-        }));
+        }))
+        .layer(cors::layer(origins));
     axum::Router::new()
         .nest_service(MCP_PATH, checked)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))

@@ -234,3 +234,76 @@ async fn deleting_a_session_ends_it_and_says_so_plainly() {
     assert_eq!(again.status().as_u16(), 404, "an unknown session");
     assert!(gateway.terminate().await.success());
 }
+
+/// A page on a loopback origin can reach the gateway: its preflight is answered with what it
+/// may send, and the answers let it read `Mcp-Session-Id`. Another origin gets no CORS
+/// headers (and is refused by the origin check).
+#[tokio::test]
+async fn a_browser_page_on_a_loopback_origin_passes_cors_and_another_origin_does_not() {
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let http = reqwest::Client::new();
+    let page = "http://127.0.0.1:5173";
+    let preflight = http
+        .request(reqwest::Method::OPTIONS, &gateway.url)
+        .header("origin", page)
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "content-type, mcp-session-id, mcp-protocol-version",
+        )
+        .send()
+        .await
+        .expect("preflight");
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    let header = |response: &reqwest::Response, name: &str| {
+        response.headers().get(name).map(|v| v.to_str().expect("ascii").to_ascii_lowercase())
+    };
+    assert_eq!(header(&preflight, "access-control-allow-origin").as_deref(), Some(page));
+    let methods = header(&preflight, "access-control-allow-methods").expect("methods");
+    assert!(methods.contains("post") && methods.contains("delete"), "{methods}");
+    let allowed = header(&preflight, "access-control-allow-headers").expect("headers");
+    for name in ["content-type", "mcp-session-id", "mcp-protocol-version"] {
+        assert!(allowed.contains(name), "{name} in {allowed}");
+    }
+
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "page", "version": "1"}}
+    });
+    let answer = http
+        .post(&gateway.url)
+        .header("origin", page)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .body(initialize.to_string())
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(answer.status().as_u16(), 200);
+    assert_eq!(header(&answer, "access-control-allow-origin").as_deref(), Some(page));
+    let exposed = header(&answer, "access-control-expose-headers").expect("exposed");
+    assert!(exposed.contains("mcp-session-id") && exposed.contains("mcp-protocol-version"));
+    assert!(answer.headers().contains_key("mcp-session-id"));
+
+    let elsewhere = http
+        .request(reqwest::Method::OPTIONS, &gateway.url)
+        .header("origin", "https://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .expect("preflight");
+    assert_eq!(header(&elsewhere, "access-control-allow-origin"), None);
+    let refused = http
+        .post(&gateway.url)
+        .header("origin", "https://evil.example")
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .body(initialize.to_string())
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(refused.status().as_u16(), 403, "the origin check still refuses it");
+    assert!(gateway.terminate().await.success());
+}
