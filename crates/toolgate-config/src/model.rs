@@ -165,6 +165,11 @@ pub struct GatewayConfig {
     /// How long `serve` waits for servers that are not `required` before it serves what is
     /// ready (the others join when they connect).
     pub startup_wait: Duration,
+    /// How many HTTP sessions may be open at once (`None`: the server's default, 1000).
+    pub max_sessions: Option<usize>,
+    /// How long an HTTP session may go without a request before it is closed (`None`: the
+    /// server's default, 5 minutes).
+    pub session_idle: Option<Duration>,
 }
 
 impl Default for GatewayConfig {
@@ -174,6 +179,8 @@ impl Default for GatewayConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             startup_wait: DEFAULT_STARTUP_WAIT,
+            max_sessions: None,
+            session_idle: None,
         }
     }
 }

@@ -11,7 +11,8 @@ use crate::model::{
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent"];
-const GATEWAY_KEYS: &[&str] = &["listen", "allowed_hosts", "allowed_origins", "startup_wait"];
+const GATEWAY_KEYS: &[&str] =
+    &["listen", "allowed_hosts", "allowed_origins", "startup_wait", "max_sessions", "session_idle"];
 const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
@@ -198,11 +199,32 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         None => Some(defaults.allowed_origins),
         Some(value) => origins(cx, value, "gateway.allowed_origins"),
     };
+    let max_sessions = match fields.get("max_sessions") {
+        None => Some(None),
+        Some(crate::value::Value::Integer(n)) if *n >= 1 => Some(Some(*n as usize)),
+        Some(crate::value::Value::Integer(n)) => {
+            cx.error("gateway.max_sessions", format!("{n} is out of range (at least 1)"));
+            None
+        }
+        Some(other) => {
+            cx.expected("gateway.max_sessions", "a positive integer", other);
+            None
+        }
+    };
+    let session_idle = match fields.get("session_idle") {
+        None => Some(None),
+        Some(value) => cx
+            .duration(value, "gateway.session_idle")
+            .and_then(|d| cx.positive(d, "gateway.session_idle"))
+            .map(Some),
+    };
     Some(GatewayConfig {
         listen: listen?,
         allowed_hosts: allowed_hosts?,
         allowed_origins: allowed_origins?,
         startup_wait: startup_wait?,
+        max_sessions: max_sessions?,
+        session_idle: session_idle?,
     })
 }
 

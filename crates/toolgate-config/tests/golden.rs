@@ -116,7 +116,14 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
     let Config { gateway, servers, pipeline, audit, admin, agent, warnings } = config;
-    let GatewayConfig { listen, allowed_hosts, allowed_origins, startup_wait } = gateway;
+    let GatewayConfig {
+        listen,
+        allowed_hosts,
+        allowed_origins,
+        startup_wait,
+        max_sessions,
+        session_idle,
+    } = gateway;
     let mut out = String::new();
     let w = &mut out;
     line(w, 0, "gateway", "");
@@ -126,6 +133,12 @@ fn dump(config: &Config) -> String {
     // Shown only when set, so that fixtures written before it existed still hold.
     if *startup_wait != toolgate_config::DEFAULT_STARTUP_WAIT {
         line(w, 1, "startup_wait", format!("{startup_wait:?}"));
+    }
+    if let Some(max_sessions) = max_sessions {
+        line(w, 1, "max_sessions", max_sessions);
+    }
+    if let Some(session_idle) = session_idle {
+        line(w, 1, "session_idle", format!("{session_idle:?}"));
     }
     line(w, 0, "servers", "");
     for server in servers {

@@ -74,10 +74,13 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             servers = gateway.upstreams().len(),
             "serving MCP at http://{bound}{MCP_PATH}"
         );
+        let defaults = HttpOptions::default();
         let options = HttpOptions {
             allowed_hosts: config.gateway.allowed_hosts.clone(),
             allowed_origins: config.gateway.allowed_origins.clone(),
-            ..Default::default()
+            max_sessions: config.gateway.max_sessions.unwrap_or(defaults.max_sessions),
+            session_idle: config.gateway.session_idle.unwrap_or(defaults.session_idle),
+            ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)
             .await

@@ -307,3 +307,46 @@ async fn a_browser_page_on_a_loopback_origin_passes_cors_and_another_origin_does
     assert_eq!(refused.status().as_u16(), 403, "the origin check still refuses it");
     assert!(gateway.terminate().await.success());
 }
+
+/// `[gateway] max_sessions` bounds the open sessions: one more is refused with `503`, and
+/// ending one makes room again.
+#[tokio::test]
+async fn the_configured_session_limit_holds_and_a_deleted_session_makes_room() {
+    let config = ConfigDir::new(&format!(
+        "[gateway]\nmax_sessions = 2\nsession_idle = \"10m\"\n\n{}",
+        fixture_server("fx", "stdio", None)
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let first = RawSession::open(&gateway.url).await;
+    let _second = RawSession::open(&gateway.url).await;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "third", "version": "1"}}
+    });
+    let third = || {
+        first
+            .http
+            .post(&gateway.url)
+            .header("content-type", "application/json")
+            .header("accept", ACCEPT)
+            .body(initialize.to_string())
+            .send()
+    };
+    let refused = third().await.expect("answered");
+    assert_eq!(refused.status().as_u16(), 503);
+    let body: Value = refused.json().await.expect("a JSON-RPC error");
+    assert!(body["error"]["message"].as_str().unwrap_or("").contains("2 open sessions"), "{body}");
+
+    let deleted = first
+        .http
+        .delete(&gateway.url)
+        .header("mcp-session-id", &first.session)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(deleted.status().as_u16(), 204);
+    let admitted = third().await.expect("answered");
+    assert_eq!(admitted.status().as_u16(), 200, "room again after the delete");
+    assert!(gateway.terminate().await.success());
+}
