@@ -101,10 +101,14 @@ pub(crate) async fn run(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<Ex
 }
 
 /// The prompt: the argument, stdin, or both (stdin after the argument).
+///
+/// With an argument, stdin is read only when it is a pipe or a file: a socket or a device
+/// stdin (`ssh host toolgate run "..."`, a process manager) may stay open without ever being
+/// written, and waiting for its end would hang the command.
 fn read_prompt(argument: Option<&str>) -> anyhow::Result<String> {
     let argument = argument.filter(|text| *text != "-");
     let stdin = std::io::stdin();
-    let piped = if stdin.is_terminal() {
+    let piped = if stdin.is_terminal() || (argument.is_some() && !stdin_is_pipe_or_file()) {
         String::new()
     } else {
         let mut text = String::new();
@@ -122,4 +126,12 @@ fn read_prompt(argument: Option<&str>) -> anyhow::Result<String> {
         }
     };
     Ok(prompt)
+}
+
+/// Whether stdin is a pipe or a regular file (not a socket, a terminal or another device).
+fn stdin_is_pipe_or_file() -> bool {
+    use std::os::unix::fs::FileTypeExt as _;
+    std::fs::metadata("/dev/stdin")
+        .map(|meta| meta.file_type().is_fifo() || meta.file_type().is_file())
+        .unwrap_or(false)
 }

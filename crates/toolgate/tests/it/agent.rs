@@ -706,6 +706,37 @@ async fn the_agent_table_and_toolgate_model_choose_the_model() {
 }
 
 #[tokio::test]
+async fn a_prompt_argument_with_a_socket_for_stdin_that_never_closes_does_not_wait_for_it() {
+    // As under `ssh host toolgate run "..."`: stdin is open and nobody writes to it.
+    let agent = Agent::new([Turn::text("Answered.")]).await;
+    let (kept_open, stdin) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+    let home = agent.dir();
+    let base_url = agent.fake.base_url();
+    let child = Command::new(toolgate_bin())
+        .args(["run", "--provider", "compatible", "--model", "test-model", "--no-save"])
+        .args(["--base-url", &base_url, "only the argument"])
+        .current_dir(&home)
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("TOOLGATE_CONFIG")
+        .env_remove("TOOLGATE_MCP_CONFIG")
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(stdin)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn toolgate");
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("toolgate does not wait for a stdin nobody closes")
+        .expect("run toolgate");
+    drop(kept_open);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Answered.\n");
+    assert_eq!(agent.requests()[0].last_user_text().as_deref(), Some("only the argument"));
+}
+
+#[tokio::test]
 async fn the_json_transcript_of_a_prompt_read_from_stdin() {
     let agent = Agent::new([
         Turn::tool_call("fx__echo", json!({"text": WORLD}).to_string())
