@@ -23,8 +23,8 @@ use crate::setup;
     git diff | toolgate run \"review this diff\"\n  \
     toolgate run --provider anthropic --model claude-sonnet-4-5 \"what can you do?\"\n  \
     toolgate run --base-url http://127.0.0.1:11434/v1 --model qwen3 \"hello\"   # Ollama\n\n\
-    The prompt is the argument; with none (or -), it is read from stdin; with both, stdin is \
-    added after the prompt. The answer streams to stdout (Markdown rendered on a terminal, \
+    The prompt is the argument; with none (or -), it is read from stdin; with both, stdin (a \
+    pipe or a file) is added after the prompt. The answer streams to stdout (Markdown rendered on a terminal, \
     plain text when piped); tool calls, reasoning and notices go to stderr.\n\
     Exit status: 0 answered, 1 failed (provider error, turn limit, cancelled), 64 usage or \
     config error.")]
