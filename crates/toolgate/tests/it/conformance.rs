@@ -58,6 +58,19 @@ fn conformance_js() -> PathBuf {
     js
 }
 
+/// The suite's 0.2.x line, installed beside 0.1.x under the npm alias `conformance-next`: it
+/// holds the `--requirements 2026-07-28` set.
+fn conformance_next_js() -> PathBuf {
+    let js = deps::npm_dir().join("node_modules/conformance-next/dist/index.js");
+    assert!(
+        js.exists(),
+        "the conformance suite 0.2.x not found at {}: run scripts/install-test-deps (scripts/test \
+         does)",
+        js.display()
+    );
+    js
+}
+
 fn expected_failures() -> PathBuf {
     let path = repo_root().join("tests/conformance/expected-failures.yml");
     assert!(path.exists(), "{} is missing", path.display());
@@ -108,12 +121,18 @@ struct SuiteRun {
     _output: tempfile::TempDir,
 }
 
-/// Runs `conformance ARGS -o <temp dir>` to completion and reads the results.
+/// Runs `conformance ARGS -o <temp dir>` (the 0.1.x suite) to completion and reads the
+/// results.
 async fn run_suite(label: &str, args: &[OsString], limit: Duration) -> SuiteRun {
+    run_suite_js(&conformance_js(), label, args, limit).await
+}
+
+/// [`run_suite`] with the suite's script `js`.
+async fn run_suite_js(js: &Path, label: &str, args: &[OsString], limit: Duration) -> SuiteRun {
     let output = tempfile::tempdir().expect("temp dir");
     let started = Instant::now();
     let child = Command::new(node22())
-        .arg(conformance_js())
+        .arg(js)
         .args(args)
         .arg("-o")
         .arg(output.path())
@@ -421,6 +440,104 @@ async fn conformance_server_suite_through_a_realistic_pipeline() {
             assert!(decided.contains(interceptor), "{interceptor} did not see {record}");
         }
     }
+}
+
+// === server mode, the 2026-07-28 requirement set (suite 0.2.x) ===
+
+/// Scenarios of `--requirements 2026-07-28` in server mode at the pinned 0.2.x: 37 scored
+/// ones (`conformance list --server --requirements 2026-07-28`), to which the baseline
+/// applies, plus 13 it runs and reports without scoring (the tasks extension, pending ones).
+const REQUIREMENTS_2026_SCENARIOS: usize = 50;
+
+fn expected_failures_2026() -> PathBuf {
+    let path = repo_root().join("tests/conformance/expected-failures-2026-07-28.yml");
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
+
+/// The `server:` entries of a baseline file, each `<scenario>:<check id>` (the suite's own
+/// format; a whole-scenario entry has no colon).
+fn baseline_entries(path: &Path) -> Vec<(String, Option<String>)> {
+    let text = std::fs::read_to_string(path).expect("read the baseline");
+    let mut in_server = false;
+    let mut entries = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            in_server = trimmed.starts_with("server:");
+            continue;
+        }
+        if let Some(entry) = trimmed.strip_prefix("- ").filter(|_| in_server) {
+            let entry = entry.trim();
+            entries.push(match entry.split_once(':') {
+                Some((scenario, id)) => (scenario.to_owned(), Some(id.to_owned())),
+                None => (entry.to_owned(), None),
+            });
+        }
+    }
+    entries
+}
+
+/// toolgate over HTTP fronting the fixture in passthrough over stdio, against the suite's
+/// 2026-07-28 requirement set with its checked-in baseline. The suite itself fails the run for
+/// a scored check that fails and is not listed, and for a listed check that now passes (so the
+/// baseline shrinks as the front is fixed); this test also fails when a listed check is no
+/// longer reported at all, or when scenarios go missing.
+#[tokio::test]
+async fn conformance_2026_07_28_requirements_through_toolgate_fixture_over_stdio() {
+    let mut table = fixture_server("fixture", "stdio", None);
+    table.push_str("prefix = \"\"\n");
+    let config = ConfigDir::new(&table);
+    let gateway = HttpGateway::start(&config.path()).await;
+    let baseline = expected_failures_2026();
+    let run = run_suite_js(
+        &conformance_next_js(),
+        "server suite --requirements 2026-07-28, toolgate -> fixture over stdio",
+        &args(&[
+            &"server",
+            &"--url",
+            &gateway.url,
+            &"--requirements",
+            &"2026-07-28",
+            &"--expected-failures",
+            &baseline,
+        ]),
+        SERVER_SUITE_TIMEOUT,
+    )
+    .await;
+    assert!(run.status.success(), "{}", run.report());
+    assert_eq!(run.scenarios.len(), REQUIREMENTS_2026_SCENARIOS, "scenarios run\n{}", run.report());
+    let heading =
+        format!("Running requirements 2026-07-28 ({REQUIREMENTS_2026_SCENARIOS} scenarios)");
+    assert!(run.stdout.contains(&heading), "not the 2026-07-28 set\n{}", run.report());
+
+    // Every baseline entry names a check the suite still reports as failing: an entry whose
+    // check vanished (renamed, or its scenario stopped emitting it) would otherwise linger.
+    let outcomes = outcomes(&run);
+    let mut missing = Vec::new();
+    for (scenario, id) in baseline_entries(&baseline) {
+        let failing = match &id {
+            Some(id) => outcomes
+                .get(&(scenario.clone(), id.clone()))
+                .is_some_and(|(status, _)| is_bad(status)),
+            None => run
+                .scenarios
+                .get(&scenario)
+                .is_some_and(|checks| checks.iter().any(|check| is_bad(&check.status))),
+        };
+        if !failing {
+            missing.push(format!("  {scenario}:{}", id.unwrap_or_default()));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "baseline entries the suite no longer reports as failing (remove them):\n{}\n\n{}",
+        missing.join("\n"),
+        run.report()
+    );
 }
 
 // === transparency: server-everything directly and through toolgate ===
