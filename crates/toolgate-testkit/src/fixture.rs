@@ -143,6 +143,7 @@ impl Fixture {
     pub fn with_hub(opts: impl Into<Arc<FixtureOptions>>, hub: FixtureHub) -> Self {
         let opts = opts.into();
         let mut tool_router = Self::tool_router();
+        tool_router.merge(Self::diagnostic_router());
         if opts.extra_tools > 0 {
             tool_router.merge(crate::tool::extra_tools(opts.extra_tools));
         }
@@ -466,14 +467,22 @@ impl ServerHandler for Fixture {
                 Some(vec![required("resourceUri", "URI of the resource to embed")]),
             ),
             mcp::Prompt::new("test_prompt_with_image", Some("A prompt with an image"), None),
+            mcp::Prompt::new(
+                crate::diagnostic::INPUT_REQUIRED_PROMPT,
+                Some("A prompt that asks the user for its context first (SEP-2322)"),
+                None,
+            ),
         ]))
     }
 
     async fn get_prompt(
         &self,
         request: mcp::GetPromptRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<mcp::GetPromptResponse, McpError> {
+        if request.name == crate::diagnostic::INPUT_REQUIRED_PROMPT {
+            return crate::diagnostic::input_required_prompt(self, request, &cx).await;
+        }
         let args = request.arguments.unwrap_or_default();
         let messages = match request.name.as_str() {
             "test_simple_prompt" => {

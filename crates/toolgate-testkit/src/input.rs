@@ -114,6 +114,97 @@ pub(crate) async fn roots(
     ask(hub.seal(), retry, tool, ROOTS_KEY, request)
 }
 
+/// Several questions at once, each under its own key: on a handshake-era connection each
+/// becomes a server→client request in turn (the answers keyed like the questions); on a
+/// 2026-07-28 one they go out together as one `InputRequiredResult`, and the retry is
+/// answered once it carries a well-formed response under every key (responses under other
+/// keys are ignored; a missing key asks again).
+///
+/// With `sealed`, the round carries a `requestState` bound to `round` (the tool, and where a
+/// tool asks in several rounds, which round) and the questions; a retry must bring it back
+/// intact. Without, the tool keeps no state and the responses alone decide.
+pub(crate) async fn ask_many(
+    hub: &FixtureHub,
+    cx: &RequestContext<RoleServer>,
+    retry: Retry,
+    round: &str,
+    requests: mcp::InputRequests,
+    sealed: bool,
+) -> Result<Asked<mcp::InputResponses>, McpError> {
+    if !is_modern(cx) {
+        let mut answers = mcp::InputResponses::new();
+        for (key, request) in requests {
+            let answer = match request {
+                mcp::InputRequest::CreateMessage(request) => {
+                    cx.peer.create_message(request.params).await.map(serde_json::to_value)
+                }
+                mcp::InputRequest::Elicitation(request) => {
+                    cx.peer.create_elicitation(request.params).await.map(serde_json::to_value)
+                }
+                mcp::InputRequest::ListRoots(_) => {
+                    cx.peer.list_roots().await.map(serde_json::to_value)
+                }
+                other => {
+                    return Ok(Asked::Failed(format!("{key}: cannot ask {other:?} in a session")));
+                }
+            };
+            match answer {
+                Ok(Ok(value)) => {
+                    answers.insert(key, value);
+                }
+                Ok(Err(error)) => return Ok(Asked::Failed(format!("{key}: {error}"))),
+                Err(error) => return Ok(Asked::Failed(format!("{key} failed: {error}"))),
+            }
+        }
+        return Ok(Asked::Answered(answers));
+    }
+    let seal = hub.seal();
+    let keys: Vec<&str> = requests.keys().map(String::as_str).collect();
+    let expected =
+        Round { tool: round.to_owned(), key: keys.join(","), request: seal.fingerprint(&requests) };
+    if sealed {
+        match &retry.state {
+            Some(state) => {
+                let opened = seal.open(state).map_err(|reason| {
+                    McpError::invalid_params(format!("requestState rejected: {reason}"), None)
+                })?;
+                if opened != expected {
+                    return Err(McpError::invalid_params(
+                        "requestState rejected: it belongs to another round or tool call",
+                        None,
+                    ));
+                }
+            }
+            None if retry.responses.is_some() => {
+                return Err(McpError::invalid_params(
+                    "inputResponses without a requestState",
+                    None,
+                ));
+            }
+            None => {}
+        }
+    }
+    if let Some(mut responses) = retry.responses {
+        let mut answers = mcp::InputResponses::new();
+        for key in requests.keys() {
+            if let Some(answer) = responses.remove(key) {
+                if !answer.is_object() {
+                    return Err(McpError::invalid_params(
+                        format!("inputResponses.{key} must be an object"),
+                        None,
+                    ));
+                }
+                answers.insert(key.clone(), answer);
+            }
+        }
+        if answers.len() == requests.len() {
+            return Ok(Asked::Answered(answers));
+        }
+    }
+    let state = sealed.then(|| seal.seal(&expected));
+    Ok(Asked::InputRequired(mcp::InputRequiredResult::new(Some(requests), state)))
+}
+
 /// One MRTR round: the answer to `request` if the retry carries it under `key` with a state
 /// this server sealed for the same question, else (first call, or no answer yet) the
 /// question itself.

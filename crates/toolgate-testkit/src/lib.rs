@@ -15,6 +15,7 @@
 //!   Messages; streamed or not) answering from a script and recording what it received, in
 //!   process or as `toolgate-fixture fake-llm`.
 
+mod diagnostic;
 pub mod fake_llm;
 mod fixture;
 mod http;

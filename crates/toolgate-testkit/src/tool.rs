@@ -651,7 +651,7 @@ pub(crate) fn success(text: impl Into<String>) -> mcp::CallToolResult {
     mcp::CallToolResult::success(vec![mcp::ContentBlock::text(text)])
 }
 
-fn failure(text: impl Into<String>) -> mcp::CallToolResult {
+pub(crate) fn failure(text: impl Into<String>) -> mcp::CallToolResult {
     mcp::CallToolResult::error(vec![mcp::ContentBlock::text(text)])
 }
 

@@ -225,6 +225,18 @@ async fn lists(client: &Client) {
         "list_roots",
         "toggle_tool",
         "touch_resource",
+        "test_missing_capability",
+        "test_streaming_elicitation",
+        "test_logging_tool",
+        "test_trigger_tool_change",
+        "test_input_required_result_elicitation",
+        "test_input_required_result_sampling",
+        "test_input_required_result_list_roots",
+        "test_input_required_result_request_state",
+        "test_input_required_result_multiple_inputs",
+        "test_input_required_result_multi_round",
+        "test_input_required_result_tampered_state",
+        "test_input_required_result_capabilities",
     ] {
         assert!(names.contains(&expected), "{expected} missing from {names:?}");
     }
@@ -257,7 +269,8 @@ async fn lists(client: &Client) {
             "test_simple_prompt",
             "test_prompt_with_arguments",
             "test_prompt_with_embedded_resource",
-            "test_prompt_with_image"
+            "test_prompt_with_image",
+            "test_input_required_result_prompt"
         ]
     );
 }
