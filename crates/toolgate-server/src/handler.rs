@@ -305,7 +305,13 @@ impl ServerHandler for GatewayHandler {
                 .map_err(to_mcp_error)?;
             return Ok(mcp::CustomResult::new(list));
         }
-        Err(crate::jsonrpc::unrecognised_request(&request.method, request.params.as_ref()))
+        // rmcp takes a request's `_meta` out of its parameters into the context.
+        let version = context.meta.protocol_version().map(|version| version.to_string());
+        Err(crate::jsonrpc::unrecognised_request(
+            &request.method,
+            request.params.as_ref(),
+            version.as_deref(),
+        ))
     }
 }
 

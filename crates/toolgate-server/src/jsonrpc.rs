@@ -135,7 +135,21 @@ fn refused(status: http::StatusCode, rejection: &Rejection) -> axum::response::R
 /// The answer to a request rmcp did not recognise: `-32602` when it is a method the gateway
 /// serves whose parameters did not fit (rmcp passes those on as custom requests), else
 /// `-32601`.
-pub(crate) fn unrecognised_request(method: &str, params: Option<&Value>) -> mcp::ErrorData {
+///
+/// `protocol` is the version the request's `_meta` names (requests of 2026-07-28 name theirs).
+pub(crate) fn unrecognised_request(
+    method: &str,
+    params: Option<&Value>,
+    protocol: Option<&str>,
+) -> mcp::ErrorData {
+    if REMOVED_IN_2026.contains(&method) && protocol.is_some_and(|v| v >= "2026-07-28") {
+        // Not a request of this era at all (rmcp answers -32601 over HTTP with 404).
+        return mcp::ErrorData::new(
+            mcp::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {method} (removed in protocol 2026-07-28)"),
+            Some(json!({ "method": method })),
+        );
+    }
     match params_problem(method, params) {
         Some(problem) => mcp::ErrorData::invalid_params(
             format!("Invalid params for `{method}`: {problem}"),
@@ -148,6 +162,11 @@ pub(crate) fn unrecognised_request(method: &str, params: Option<&Value>) -> mcp:
         ),
     }
 }
+
+/// Methods of the handshake era that protocol 2026-07-28 removed: on a request of that era
+/// they are unknown methods, not methods with bad parameters.
+const REMOVED_IN_2026: [&str; 4] =
+    ["initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
 
 /// Why `params` do not fit `method`, for the methods the gateway serves; `None` for others.
 fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
