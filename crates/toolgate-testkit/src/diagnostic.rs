@@ -1,6 +1,6 @@
 //! The diagnostic tools of the conformance suite's 2026-07-28 requirement set (suite 0.2.x):
 //! the `server-stateless` probes (`test_missing_capability`, `test_streaming_elicitation`,
-//! `test_logging_tool`, `test_trigger_tool_change`) and the SEP-2322 `input_required` tools,
+//! `test_logging_tool`, `test_trigger_tool_change`, `test_trigger_prompt_change`) and the SEP-2322 `input_required` tools,
 //! with the input keys, messages and texts the suite's scenarios name.
 //!
 //! Every tool works in both eras: on a handshake-era connection its questions become
@@ -148,6 +148,25 @@ impl Fixture {
             "{} {}",
             crate::tool::DYNAMIC_TOOL,
             if enabled { "enabled" } else { "disabled" }
+        ))
+    }
+
+    /// Lists `dynamic_prompt`, or unlists it, and says so to every session and listen stream
+    /// (`notifications/prompts/list_changed`).
+    #[tool(annotations(read_only_hint = false, open_world_hint = false))]
+    async fn test_trigger_prompt_change(
+        &self,
+        cx: RequestContext<RoleServer>,
+    ) -> mcp::CallToolResult {
+        if !input::is_modern(&cx) {
+            self.hub.register_peer(self.session_id, &cx.peer);
+        }
+        let listed = self.hub.flip_dynamic_prompt();
+        self.hub.prompts_changed().await;
+        success(format!(
+            "{} {}",
+            crate::fixture::DYNAMIC_PROMPT,
+            if listed { "listed" } else { "unlisted" }
         ))
     }
 

@@ -39,6 +39,8 @@ pub(crate) const WATCHED_URI: &str = "test://watched-resource";
 pub(crate) const TEMPLATE_URI: &str = "test://template/{id}/data";
 /// Not listed: what `rich_echo` was last given.
 pub(crate) const RICH_ECHO_URI: &str = "test://rich-echo";
+/// The prompt `test_trigger_prompt_change` lists and unlists.
+pub(crate) const DYNAMIC_PROMPT: &str = "dynamic_prompt";
 
 /// How a fixture server presents itself and behaves at start-up.
 ///
@@ -418,6 +420,11 @@ impl ServerHandler for Fixture {
                 Ok(HubEvent::ToolsChanged) if cx.accepted().tools_list_changed == Some(true) => {
                     sink.notify_tool_list_changed().await
                 }
+                Ok(HubEvent::PromptsChanged)
+                    if cx.accepted().prompts_list_changed == Some(true) =>
+                {
+                    sink.notify_prompt_list_changed().await
+                }
                 Ok(HubEvent::ResourceUpdated(uri))
                     if cx
                         .accepted()
@@ -451,28 +458,43 @@ impl ServerHandler for Fixture {
         let required = |name: &str, description: &str| {
             mcp::PromptArgument::new(name).with_description(description).with_required(true)
         };
-        Ok(mcp::ListPromptsResult::with_all_items(vec![
-            mcp::Prompt::new("test_simple_prompt", Some("A simple prompt without arguments"), None),
-            mcp::Prompt::new(
-                "test_prompt_with_arguments",
-                Some("A prompt with two required arguments"),
-                Some(vec![
-                    required("arg1", "First test argument"),
-                    required("arg2", "Second test argument"),
-                ]),
-            ),
-            mcp::Prompt::new(
-                "test_prompt_with_embedded_resource",
-                Some("A prompt that embeds a resource"),
-                Some(vec![required("resourceUri", "URI of the resource to embed")]),
-            ),
-            mcp::Prompt::new("test_prompt_with_image", Some("A prompt with an image"), None),
-            mcp::Prompt::new(
-                crate::diagnostic::INPUT_REQUIRED_PROMPT,
-                Some("A prompt that asks the user for its context first (SEP-2322)"),
-                None,
-            ),
-        ]))
+        Ok(mcp::ListPromptsResult::with_all_items(
+            vec![
+                mcp::Prompt::new(
+                    "test_simple_prompt",
+                    Some("A simple prompt without arguments"),
+                    None,
+                ),
+                mcp::Prompt::new(
+                    "test_prompt_with_arguments",
+                    Some("A prompt with two required arguments"),
+                    Some(vec![
+                        required("arg1", "First test argument"),
+                        required("arg2", "Second test argument"),
+                    ]),
+                ),
+                mcp::Prompt::new(
+                    "test_prompt_with_embedded_resource",
+                    Some("A prompt that embeds a resource"),
+                    Some(vec![required("resourceUri", "URI of the resource to embed")]),
+                ),
+                mcp::Prompt::new("test_prompt_with_image", Some("A prompt with an image"), None),
+                mcp::Prompt::new(
+                    crate::diagnostic::INPUT_REQUIRED_PROMPT,
+                    Some("A prompt that asks the user for its context first (SEP-2322)"),
+                    None,
+                ),
+            ]
+            .into_iter()
+            .chain(self.hub.dynamic_prompt_enabled().then(|| {
+                mcp::Prompt::new(
+                    DYNAMIC_PROMPT,
+                    Some("Listed while test_trigger_prompt_change has left it on"),
+                    None,
+                )
+            }))
+            .collect(),
+        ))
     }
 
     async fn get_prompt(
@@ -485,6 +507,9 @@ impl ServerHandler for Fixture {
         }
         let args = request.arguments.unwrap_or_default();
         let messages = match request.name.as_str() {
+            DYNAMIC_PROMPT if self.hub.dynamic_prompt_enabled() => {
+                vec![mcp::PromptMessage::new_text(mcp::Role::User, "The dynamic prompt.")]
+            }
             "test_simple_prompt" => {
                 vec![mcp::PromptMessage::new_text(
                     mcp::Role::User,
@@ -563,6 +588,9 @@ async fn report_everything(
 ) -> Result<(), rmcp::service::SubscriptionSendError> {
     if cx.accepted().tools_list_changed == Some(true) {
         cx.sink().notify_tool_list_changed().await?;
+    }
+    if cx.accepted().prompts_list_changed == Some(true) {
+        cx.sink().notify_prompt_list_changed().await?;
     }
     for uri in cx.accepted().resource_subscriptions.iter().flatten() {
         cx.sink().notify_resource_updated(uri.clone()).await?;

@@ -44,6 +44,8 @@ pub struct FixtureHub {
 #[derive(Debug)]
 struct Inner {
     dynamic_tool: AtomicBool,
+    /// Whether the extra prompt `dynamic_prompt` is listed.
+    dynamic_prompt: AtomicBool,
     /// The stage of `weather` (see `rug_pull`); [`UNSET`] until a fixture with
     /// `rug_pull` sets it.
     rug_pull_stage: AtomicU8,
@@ -61,6 +63,7 @@ impl Default for Inner {
     fn default() -> Self {
         Self {
             dynamic_tool: AtomicBool::new(false),
+            dynamic_prompt: AtomicBool::new(false),
             rug_pull_stage: AtomicU8::new(UNSET),
             next_session: AtomicU64::new(0),
             sessions: Mutex::default(),
@@ -83,6 +86,8 @@ struct LegacySession {
 pub(crate) enum HubEvent {
     /// `notifications/tools/list_changed`.
     ToolsChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
     /// `notifications/resources/updated` for this URI.
     ResourceUpdated(String),
 }
@@ -146,6 +151,26 @@ impl FixtureHub {
             Some(enabled) => (enabled, flag.swap(enabled, Ordering::SeqCst) != enabled),
             None => (!flag.fetch_xor(true, Ordering::SeqCst), true),
         }
+    }
+
+    pub(crate) fn dynamic_prompt_enabled(&self) -> bool {
+        self.inner.dynamic_prompt.load(Ordering::SeqCst)
+    }
+
+    /// Flips whether `dynamic_prompt` is listed; whether it is now.
+    pub(crate) fn flip_dynamic_prompt(&self) -> bool {
+        !self.inner.dynamic_prompt.fetch_xor(true, Ordering::SeqCst)
+    }
+
+    /// Tells every handshake-era session and every listen stream that the prompt list changed.
+    pub(crate) async fn prompts_changed(&self) {
+        let peers: Vec<_> = self.sessions().values().filter_map(|s| s.peer.clone()).collect();
+        for peer in peers {
+            if let Err(error) = peer.notify_prompt_list_changed().await {
+                tracing::debug!(%error, "could not send prompts/list_changed to a session");
+            }
+        }
+        let _ = self.inner.events.send(HubEvent::PromptsChanged);
     }
 
     /// Records that handshake-era session `id` talks through `peer`.

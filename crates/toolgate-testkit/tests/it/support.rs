@@ -229,6 +229,7 @@ async fn lists(client: &Client) {
         "test_streaming_elicitation",
         "test_logging_tool",
         "test_trigger_tool_change",
+        "test_trigger_prompt_change",
         "test_input_required_result_elicitation",
         "test_input_required_result_sampling",
         "test_input_required_result_list_roots",
