@@ -375,25 +375,11 @@ impl Caller for AgentCaller {
     }
 }
 
+/// `path` (made absolute) as a `file://` URL.
 fn url_of(path: &std::path::Path) -> Option<String> {
     let absolute =
         if path.is_absolute() { path.to_owned() } else { std::env::current_dir().ok()?.join(path) };
-    let mut uri = String::from("file://");
-    for component in absolute.to_string_lossy().split('/').filter(|c| !c.is_empty()) {
-        uri.push('/');
-        for byte in component.bytes() {
-            match byte {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                    uri.push(byte as char)
-                }
-                other => uri.push_str(&format!("%{other:02X}")),
-            }
-        }
-    }
-    if uri == "file://" {
-        uri.push('/');
-    }
-    Some(uri)
+    url::Url::from_file_path(absolute).ok().map(String::from)
 }
 
 fn declined(message: &str) -> mcp::ErrorData {
