@@ -87,12 +87,18 @@ fn for_the_model(annotations: Option<&mcp::Annotations>) -> bool {
         .is_none_or(|audience| audience.contains(&mcp::Role::Assistant))
 }
 
-/// The size of `n` bytes in words.
+/// The size of `n` bytes in words (`340 B`, `1.2 KiB`, `3.0 MiB`, `1.5 GiB`).
 pub fn bytes(n: usize) -> String {
-    match n {
-        n if n < 1024 => format!("{n} B"),
-        n if n < 1024 * 1024 => format!("{:.1} KiB", n as f64 / 1024.0),
-        n => format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0)),
+    const KIB: f64 = 1024.0;
+    let b = n as f64;
+    if b < KIB {
+        format!("{n} B")
+    } else if b < KIB * KIB {
+        format!("{:.1} KiB", b / KIB)
+    } else if b < KIB * KIB * KIB {
+        format!("{:.1} MiB", b / KIB / KIB)
+    } else {
+        format!("{:.1} GiB", b / KIB / KIB / KIB)
     }
 }
 

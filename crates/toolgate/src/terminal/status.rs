@@ -423,17 +423,7 @@ fn number(n: f64) -> String {
 
 /// `1023 B`, `1.2 KiB`, `3.4 MiB`.
 pub(crate) fn size(bytes: usize) -> String {
-    const KIB: f64 = 1024.0;
-    let b = bytes as f64;
-    if b < KIB {
-        format!("{bytes} B")
-    } else if b < KIB * KIB {
-        format!("{:.1} KiB", b / KIB)
-    } else if b < KIB * KIB * KIB {
-        format!("{:.1} MiB", b / KIB / KIB)
-    } else {
-        format!("{:.1} GiB", b / KIB / KIB / KIB)
-    }
+    toolgate_agent::content::bytes(bytes)
 }
 
 /// `340 ms`, `1.2 s`, `2m 03s`.
