@@ -2,67 +2,53 @@
 //! under the client's own token, and the upstream's questions (sampling, elicitation, roots)
 //! go to this client, and only if it declared it can answer them.
 //!
-//! A question is sent marked as belonging to the downstream request (rmcp's
-//! `OriginatingRequestId`, SEP-2260), so that a streamable HTTP client gets it on that request's
-//! response stream. rmcp marks requests by itself only when they are sent from the handler's own
-//! task; the upstream's questions are relayed from the upstream connection's tasks, and unmarked
-//! they would go to the session's standalone GET stream, which a client may not have opened
-//! (yet, or at all).
+//! Both travel over the request's [`RequestLink`], which puts them where the client expects
+//! them: over HTTP, on that request's response stream (SEP-2260), not on the session's
+//! standalone GET stream, which a client may not have opened (yet, or at all).
 
 #![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
-use rmcp::model::GetExtensions as _;
-use rmcp::service::OriginatingRequestId;
-use rmcp::{Peer, RoleServer, ServiceError};
-use tokio_util::task::AbortOnDropHandle;
 use toolgate_core::mcp;
 use toolgate_upstream::Caller;
 
+use crate::link::{Answer, RequestLink};
+
 /// The client of one downstream request.
 pub(crate) struct DownstreamCaller {
-    peer: Peer<RoleServer>,
-    /// The downstream request's id, which the upstream's questions are marked with.
-    request: mcp::RequestId,
+    /// The way back to the client that made the request.
+    link: Arc<dyn RequestLink>,
+    /// The client's own progress token for the request, if it asked for progress.
     progress_token: Option<mcp::ProgressToken>,
 }
 
 impl DownstreamCaller {
     pub(crate) fn new(
-        peer: Peer<RoleServer>,
-        request: mcp::RequestId,
+        link: Arc<dyn RequestLink>,
         progress_token: Option<mcp::ProgressToken>,
     ) -> Self {
-        DownstreamCaller { peer, request, progress_token }
+        DownstreamCaller { link, progress_token }
     }
 
     fn capabilities(&self) -> mcp::ClientCapabilities {
-        self.peer.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default()
+        self.link.capabilities()
     }
 
-    /// Sends `request` to the client on the downstream request's stream; its answer.
-    ///
-    /// It is sent from a task of its own: the upstream connection's handler task carries rmcp's
-    /// task-local id of the *upstream's* request, which rmcp would put in place of the mark.
-    /// Dropping the answer's future aborts that task.
-    fn ask(
-        &self,
-        mut request: mcp::ServerRequest,
-    ) -> BoxFuture<'static, Result<mcp::ClientResult, ServiceError>> {
-        request.extensions_mut().insert(OriginatingRequestId(self.request.clone()));
-        let peer = self.peer.clone();
-        let sending =
-            AbortOnDropHandle::new(tokio::spawn(async move { peer.send_request(request).await }));
-        Box::pin(async move { sending.await.unwrap_or(Err(ServiceError::TransportClosed)) })
+    fn ask(&self, request: mcp::ServerRequest) -> Answer {
+        self.link.ask(request)
     }
 }
 
 /// The result of a question, if the client answered it with the right kind of result.
 fn answer<T>(
-    asked: Result<mcp::ClientResult, ServiceError>,
+    asked: Result<mcp::ClientResult, mcp::ErrorData>,
     pick: impl FnOnce(mcp::ClientResult) -> Option<T>,
-) -> Result<T, ServiceError> {
-    pick(asked?).ok_or(ServiceError::UnexpectedResponse)
+) -> Result<T, mcp::ErrorData> {
+    pick(asked?).ok_or_else(|| {
+        mcp::ErrorData::internal_error("the client answered with a result of another kind", None)
+    })
 }
 
 fn elicit_request(params: mcp::ElicitRequestParams) -> mcp::ServerRequest {
@@ -84,25 +70,14 @@ fn lacks(capability: &str) -> mcp::ErrorData {
     )
 }
 
-fn relay_error(error: ServiceError) -> mcp::ErrorData {
-    match error {
-        ServiceError::McpError(error) => error,
-        other => {
-            mcp::ErrorData::internal_error(format!("the client did not answer: {other}"), None)
-        }
-    }
-}
-
 impl Caller for DownstreamCaller {
     fn progress(&self, params: mcp::ProgressNotificationParam) -> BoxFuture<'static, ()> {
-        let peer = self.peer.clone();
-        let token = self.progress_token.clone();
-        Box::pin(async move {
-            let Some(token) = token else { return };
-            let mut params = params;
-            params.progress_token = token;
-            let _ = peer.notify_progress(params).await;
-        })
+        let Some(token) = self.progress_token.clone() else { return Box::pin(async {}) };
+        let mut params = params;
+        params.progress_token = token;
+        self.link.notify(mcp::ServerNotification::ProgressNotification(
+            mcp::ProgressNotification::new(params),
+        ))
     }
 
     fn create_message(
@@ -128,7 +103,6 @@ impl Caller for DownstreamCaller {
                 mcp::ClientResult::CreateMessageResult(result) => Some(*result),
                 _ => None,
             })
-            .map_err(relay_error)
         })
     }
 
@@ -140,7 +114,7 @@ impl Caller for DownstreamCaller {
             return Box::pin(async { Err(lacks("elicitation")) });
         }
         let asked = self.ask(elicit_request(params));
-        Box::pin(async move { answer(asked.await, elicited).map_err(relay_error) })
+        Box::pin(async move { answer(asked.await, elicited) })
     }
 
     fn list_roots(&self) -> BoxFuture<'static, Result<mcp::ListRootsResult, mcp::ErrorData>> {
@@ -154,7 +128,6 @@ impl Caller for DownstreamCaller {
                 mcp::ClientResult::ListRootsResult(result) => Some(result),
                 _ => None,
             })
-            .map_err(relay_error)
         })
     }
 }
@@ -169,6 +142,6 @@ impl toolgate_intercept::Elicitor for DownstreamCaller {
         params: mcp::ElicitRequestParams,
     ) -> BoxFuture<'static, Result<mcp::ElicitResult, String>> {
         let asked = self.ask(elicit_request(params));
-        Box::pin(async move { answer(asked.await, elicited).map_err(|e| e.to_string()) })
+        Box::pin(async move { answer(asked.await, elicited).map_err(|e| e.message.into_owned()) })
     }
 }

@@ -16,6 +16,8 @@ use toolgate_upstream::CallOptions;
 use crate::caller::DownstreamCaller;
 use crate::error::{ErrorReply, reply, to_mcp_error};
 use crate::gateway::Gateway;
+use crate::link::{Listener, PeerRequest, RequestLink};
+use crate::protocol::{self, forwarded_meta};
 use crate::session::Session;
 
 /// Serves the gateway's inventory to one downstream client.
@@ -38,21 +40,28 @@ impl GatewayHandler {
         let mut ctx = CallContext::new(self.principal.clone());
         ctx.request_id = Some(context.id.to_string());
         ctx.session = http_session_id(context);
-        ctx.elicitor =
-            Some(Arc::new(DownstreamCaller::new(context.peer.clone(), context.id.clone(), None)));
+        ctx.elicitor = Some(Arc::new(DownstreamCaller::new(request_link(context), None)));
         ctx
     }
 
     /// This session, or a throwaway one for a stateless request.
     fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
-        self.session.get().cloned().unwrap_or_else(|| Arc::new(Session::new(context.peer.clone())))
+        self.session
+            .get()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Session::new(Arc::new(context.peer.clone()))))
     }
+}
+
+/// The way back to the client of `context`'s request.
+fn request_link(context: &RequestContext<RoleServer>) -> Arc<dyn RequestLink> {
+    Arc::new(PeerRequest { peer: context.peer.clone(), id: context.id.clone() })
 }
 
 /// How a downstream request is made upstream: on behalf of this client, cancelled with it.
 fn call_options(context: &RequestContext<RoleServer>) -> CallOptions {
     let token = context.meta.get_progress_token();
-    let caller = DownstreamCaller::new(context.peer.clone(), context.id.clone(), token);
+    let caller = DownstreamCaller::new(request_link(context), token);
     CallOptions { caller: Some(Arc::new(caller)), cancel: context.ct.clone(), timeout: None }
 }
 
@@ -61,14 +70,6 @@ fn http_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<http::request::Parts>()?;
     let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
     Some(id.to_owned())
-}
-
-/// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
-/// protocol's own `io.modelcontextprotocol/*` keys), to pass on untouched.
-fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObject> {
-    let mut object = meta.0.0.clone();
-    object.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
-    (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))
 }
 
 /// The custom method that returns the pipeline as SEP-2624 descriptors.
@@ -92,20 +93,9 @@ pub fn interceptors_list(pipeline: &toolgate_intercept::Pipeline) -> serde_json:
 
 impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> mcp::ServerConfig {
-        let capabilities = mcp::ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_resources()
-            .enable_resources_list_changed()
-            .enable_resources_subscribe()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .enable_completions()
-            .enable_logging()
-            .build();
-        mcp::ServerConfig::new(capabilities)
-            .with_server_info(mcp::Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
-            .with_instructions(instructions(&self.gateway))
+        mcp::ServerConfig::new(protocol::capabilities())
+            .with_server_info(protocol::implementation())
+            .with_instructions(protocol::instructions(&self.gateway))
     }
 
     async fn initialize(
@@ -114,7 +104,7 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<mcp::InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        let session = Arc::new(Session::new(context.peer.clone()));
+        let session = Arc::new(Session::new(Arc::new(context.peer.clone())));
         if self.session.set(session.clone()).is_ok() {
             self.gateway.sessions().add(session);
         }
@@ -174,8 +164,10 @@ impl ServerHandler for GatewayHandler {
             .listen(context.accepted().clone(), &mut ctx)
             .await
             .map_err(to_mcp_error)?;
-        self.gateway.sessions().add_listener(context.sink().clone());
+        let listener: Arc<dyn Listener> = Arc::new(context.sink().clone());
+        self.gateway.sessions().add_listener(listener.clone());
         context.cancelled().await;
+        self.gateway.sessions().remove_listener(&listener);
         self.gateway.release_listened(&followed).await;
         Ok(())
     }
@@ -312,45 +304,5 @@ impl ServerHandler for GatewayHandler {
             request.params.as_ref(),
             version.as_deref(),
         ))
-    }
-}
-
-/// What toolgate tells clients about itself: the upstreams' own instructions, by server.
-fn instructions(gateway: &Gateway) -> String {
-    let mut text = String::from(
-        "toolgate: tools, prompts and resources of several MCP servers. \
-         Tool and prompt names are <server>__<name>.",
-    );
-    for upstream in gateway.upstreams() {
-        if let Some(instructions) = upstream.info().and_then(|info| info.instructions) {
-            text.push_str(&format!("\n\n## {}\n{instructions}", upstream.name()));
-        }
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn meta_passes_through_minus_this_hops_keys() {
-        let meta: mcp::RequestMetaObject = serde_json::from_value(serde_json::json!({
-            "progressToken": 7,
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "com.example/trace": {"id": "abc"},
-            "custom": 1
-        }))
-        .expect("valid meta");
-        let forwarded = forwarded_meta(&meta).expect("something is left");
-        let json = serde_json::to_value(&forwarded).expect("serializes");
-        assert_eq!(json, serde_json::json!({"com.example/trace": {"id": "abc"}, "custom": 1}));
-    }
-
-    #[test]
-    fn empty_meta_forwards_nothing() {
-        let meta: mcp::RequestMetaObject =
-            serde_json::from_value(serde_json::json!({"progressToken": "t"})).expect("valid");
-        assert!(forwarded_meta(&meta).is_none());
     }
 }

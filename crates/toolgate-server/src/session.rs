@@ -6,11 +6,10 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use rmcp::service::{SubscriptionSendError, SubscriptionSink};
-use rmcp::{Peer, RoleServer};
 use toolgate_core::mcp;
 
 use crate::error::GatewayError;
+use crate::link::{Closed, Listener, Notify};
 
 /// The most resources one session (or one `subscriptions/listen` stream) may follow: far
 /// more than a person's client follows, and few enough that no client can make the gateway
@@ -20,7 +19,8 @@ pub const MOST_SUBSCRIPTIONS: usize = 1_000;
 /// One downstream session of the handshake era (stdio, or HTTP with `Mcp-Session-Id`).
 #[derive(Debug)]
 pub struct Session {
-    peer: Peer<RoleServer>,
+    /// Where its notifications go.
+    link: Arc<dyn Notify>,
     state: Mutex<SessionState>,
 }
 
@@ -31,12 +31,12 @@ struct SessionState {
 }
 
 impl Session {
-    pub(crate) fn new(peer: Peer<RoleServer>) -> Self {
-        Session { peer, state: Mutex::default() }
+    pub(crate) fn new(link: Arc<dyn Notify>) -> Self {
+        Session { link, state: Mutex::default() }
     }
 
-    pub(crate) fn peer(&self) -> &Peer<RoleServer> {
-        &self.peer
+    fn notify(&self, notification: mcp::ServerNotification) -> impl Future<Output = ()> + use<> {
+        self.link.notify(notification)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, SessionState> {
@@ -79,7 +79,7 @@ impl Session {
     }
 
     fn is_closed(&self) -> bool {
-        self.peer.is_transport_closed()
+        self.link.is_closed()
     }
 }
 
@@ -105,11 +105,34 @@ pub(crate) struct Changed {
     pub(crate) resources: bool,
 }
 
+impl Changed {
+    /// The `*/list_changed` notifications that say so.
+    fn notifications(self) -> Vec<mcp::ServerNotification> {
+        let mut notifications = Vec::new();
+        if self.tools {
+            notifications.push(mcp::ServerNotification::ToolListChangedNotification(
+                mcp::ToolListChangedNotification::default(),
+            ));
+        }
+        if self.prompts {
+            notifications.push(mcp::ServerNotification::PromptListChangedNotification(
+                mcp::PromptListChangedNotification::default(),
+            ));
+        }
+        if self.resources {
+            notifications.push(mcp::ServerNotification::ResourceListChangedNotification(
+                mcp::ResourceListChangedNotification::default(),
+            ));
+        }
+        notifications
+    }
+}
+
 /// Every live session, and the `subscriptions/listen` streams of 2026-07-28 clients.
 #[derive(Debug, Default)]
 pub struct Sessions {
     sessions: Mutex<Vec<Arc<Session>>>,
-    listeners: Mutex<Vec<SubscriptionSink>>,
+    listeners: Mutex<Vec<Arc<dyn Listener>>>,
     /// Subscriptions of sessions that closed, for the gateway to release.
     released: Mutex<Vec<String>>,
 }
@@ -142,18 +165,25 @@ impl Sessions {
     }
 
     /// Adds a `subscriptions/listen` stream; it is dropped when a send finds it closed.
-    pub(crate) fn add_listener(&self, sink: SubscriptionSink) {
-        self.listeners.lock().expect("listeners lock must not be poisoned").push(sink);
+    pub(crate) fn add_listener(&self, listener: Arc<dyn Listener>) {
+        self.listeners.lock().expect("listeners lock must not be poisoned").push(listener);
     }
 
-    fn listeners(&self) -> Vec<SubscriptionSink> {
+    /// Forgets a `subscriptions/listen` stream (it has ended).
+    pub(crate) fn remove_listener(&self, listener: &Arc<dyn Listener>) {
+        self.drop_closed_listeners(std::slice::from_ref(listener));
+    }
+
+    fn listeners(&self) -> Vec<Arc<dyn Listener>> {
         self.listeners.lock().expect("listeners lock must not be poisoned").clone()
     }
 
-    fn drop_closed_listeners(&self, closed: &[mcp::RequestId]) {
+    /// Forgets `closed` (compared by identity: two clients' streams may have the same request
+    /// id).
+    fn drop_closed_listeners(&self, closed: &[Arc<dyn Listener>]) {
         if !closed.is_empty() {
             let mut listeners = self.listeners.lock().expect("listeners lock must not be poisoned");
-            listeners.retain(|l| !closed.contains(l.id()));
+            listeners.retain(|l| !closed.iter().any(|c| Arc::ptr_eq(c, l)));
         }
     }
 
@@ -167,52 +197,40 @@ impl Sessions {
         self.all().iter().filter_map(|s| s.log_level()).min_by_key(|l| severity(*l))
     }
 
-    /// Sends the `list_changed` notifications for `changed` to every session.
+    /// Sends the `list_changed` notifications for `changed` to every session and every
+    /// `subscriptions/listen` stream.
     pub(crate) async fn notify_changed(&self, changed: Changed) {
+        let notifications = changed.notifications();
         for session in self.all() {
-            let peer = session.peer();
-            if changed.tools {
-                let _ = peer.notify_tool_list_changed().await;
-            }
-            if changed.prompts {
-                let _ = peer.notify_prompt_list_changed().await;
-            }
-            if changed.resources {
-                let _ = peer.notify_resource_list_changed().await;
+            for notification in &notifications {
+                session.notify(notification.clone()).await;
             }
         }
-        let mut closed = Vec::new();
-        for listener in self.listeners() {
-            let mut results = Vec::new();
-            if changed.tools {
-                results.push(listener.notify_tool_list_changed().await);
-            }
-            if changed.prompts {
-                results.push(listener.notify_prompt_list_changed().await);
-            }
-            if changed.resources {
-                results.push(listener.notify_resource_list_changed().await);
-            }
-            if results.iter().any(|r| matches!(r, Err(SubscriptionSendError::SubscriptionClosed))) {
-                closed.push(listener.id().clone());
-            }
-        }
-        self.drop_closed_listeners(&closed);
+        self.offer_listeners(&notifications).await;
     }
 
-    /// `notifications/resources/updated` to the sessions subscribed to `uri`.
+    /// `notifications/resources/updated` to the sessions subscribed to `uri` and the listen
+    /// streams that follow it.
     pub(crate) async fn notify_updated(&self, uri: &str) {
+        let updated = mcp::ServerNotification::ResourceUpdatedNotification(
+            mcp::ResourceUpdatedNotification::new(mcp::ResourceUpdatedNotificationParam::new(uri)),
+        );
         for session in self.all().iter().filter(|s| s.is_subscribed(uri)) {
-            let params = mcp::ResourceUpdatedNotificationParam::new(uri);
-            let _ = session.peer().notify_resource_updated(params).await;
+            session.notify(updated.clone()).await;
         }
+        // Each stream sends only what its filter accepted.
+        self.offer_listeners(std::slice::from_ref(&updated)).await;
+    }
+
+    /// Offers `notifications` to every listen stream, forgetting those found closed.
+    async fn offer_listeners(&self, notifications: &[mcp::ServerNotification]) {
         let mut closed = Vec::new();
         for listener in self.listeners() {
-            // The sink sends only URIs its filter accepted.
-            if let Err(SubscriptionSendError::SubscriptionClosed) =
-                listener.notify_resource_updated(uri).await
-            {
-                closed.push(listener.id().clone());
+            for notification in notifications {
+                if listener.offer(notification.clone()).await == Err(Closed) {
+                    closed.push(listener.clone());
+                    break;
+                }
             }
         }
         self.drop_closed_listeners(&closed);
@@ -230,8 +248,11 @@ impl Sessions {
             Some(logger) => format!("{upstream}/{logger}"),
             None => upstream.to_owned(),
         });
+        let message = mcp::ServerNotification::LoggingMessageNotification(
+            mcp::LoggingMessageNotification::new(params.clone()),
+        );
         for session in self.all().iter().filter(|s| s.wants_log(params.level)) {
-            let _ = session.peer().notify_logging_message(params.clone()).await;
+            session.notify(message.clone()).await;
         }
     }
 }

@@ -1,0 +1,388 @@
+//! What toolgate answers to a client's request, whichever front it came through: the rules of
+//! both protocol eras and the [`Gateway`] method that serves each request.
+//!
+//! A request belongs to one of two eras. A client of the handshake era (2025-11-25 and before)
+//! said who it is at `initialize`, in a session; a 2026-07-28 request says it in its own `_meta`
+//! (`io.modelcontextprotocol/protocolVersion`, `clientInfo`, `clientCapabilities`) and has no
+//! session. [`Client`] is what a front knows of the sender; [`answer`] checks the request against
+//! its era (a version toolgate speaks, the metadata that era requires, methods that era has),
+//! serves it, and shapes the result for its era (`resultType` and caching hints for 2026-07-28,
+//! neither for older clients, which may reject fields they do not know).
+//!
+//! Only what needs the front's own machinery is left to the front: `initialize` (it opens a
+//! session), `subscriptions/listen` (a stream), and the requests of a session that are not
+//! requests (notifications, answers to questions).
+
+#![allow(deprecated)] // logging, subscriptions, sampling and roots are legacy but still spoken
+
+use std::sync::Arc;
+
+use rmcp::model::GetMeta as _;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::mcp;
+use toolgate_intercept::{CallContext, Principal};
+use toolgate_upstream::CallOptions;
+
+use crate::caller::DownstreamCaller;
+use crate::error::{ErrorReply, reply, to_mcp_error};
+use crate::gateway::Gateway;
+use crate::link::RequestLink;
+use crate::session::Session;
+
+/// The protocol versions toolgate serves: every version rmcp knows, both eras.
+pub(crate) fn supported_versions() -> &'static [mcp::ProtocolVersion] {
+    mcp::ProtocolVersion::KNOWN_VERSIONS
+}
+
+/// What toolgate offers: everything an upstream may offer, and notifications of every change.
+pub(crate) fn capabilities() -> mcp::ServerCapabilities {
+    mcp::ServerCapabilities::builder()
+        .enable_tools()
+        .enable_tool_list_changed()
+        .enable_resources()
+        .enable_resources_list_changed()
+        .enable_resources_subscribe()
+        .enable_prompts()
+        .enable_prompts_list_changed()
+        .enable_completions()
+        .enable_logging()
+        .build()
+}
+
+/// Who toolgate says it is.
+pub(crate) fn implementation() -> mcp::Implementation {
+    mcp::Implementation::new("toolgate", env!("CARGO_PKG_VERSION"))
+}
+
+/// What toolgate tells clients about itself: the upstreams' own instructions, by server.
+pub(crate) fn instructions(gateway: &Gateway) -> String {
+    let mut text = String::from(
+        "toolgate: tools, prompts and resources of several MCP servers. \
+         Tool and prompt names are <server>__<name>.",
+    );
+    for upstream in gateway.upstreams() {
+        if let Some(instructions) = upstream.info().and_then(|info| info.instructions) {
+            text.push_str(&format!("\n\n## {}\n{instructions}", upstream.name()));
+        }
+    }
+    text
+}
+
+/// The answer to `initialize`: the version the client asked for when toolgate speaks it over
+/// the handshake, else the newest one that has a handshake.
+pub(crate) fn initialize(
+    gateway: &Gateway,
+    requested: &mcp::ProtocolVersion,
+) -> mcp::InitializeResult {
+    mcp::InitializeResult::new(capabilities())
+        .with_server_info(implementation())
+        .with_instructions(instructions(gateway))
+        .with_protocol_version(negotiate(requested))
+}
+
+/// The version an `initialize` that asked for `requested` gets.
+pub(crate) fn negotiate(requested: &mcp::ProtocolVersion) -> mcp::ProtocolVersion {
+    if requested.has_initialize() && supported_versions().contains(requested) {
+        return requested.clone();
+    }
+    mcp::ProtocolVersion::LATEST_WITH_INITIALIZE
+}
+
+/// The answer to `server/discover`.
+fn discover(gateway: &Gateway) -> mcp::DiscoverResult {
+    let mut result = mcp::DiscoverResult::new(supported_versions().to_vec(), capabilities())
+        .with_server_info(implementation());
+    result.instructions = Some(instructions(gateway));
+    result
+}
+
+/// What a front knows of the client that sent a request.
+#[derive(Debug, Clone)]
+pub(crate) struct Client {
+    /// Who it is, for the pipeline.
+    pub(crate) principal: Principal,
+    /// Its handshake-era session (log level, subscriptions); `None` for a 2026-07-28 request.
+    pub(crate) session: Option<Arc<Session>>,
+    /// The session's id as the front names it (`Mcp-Session-Id`), for events.
+    pub(crate) session_id: Option<String>,
+    /// The version negotiated at `initialize`, if there was one.
+    pub(crate) negotiated: Option<mcp::ProtocolVersion>,
+}
+
+/// How a request is served: its era, from the request's own `_meta` and the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Era {
+    /// The version the request is served under.
+    pub(crate) version: Option<mcp::ProtocolVersion>,
+    /// A 2026-07-28 request: self-contained metadata, no session methods, results with
+    /// `resultType` and caching hints, questions as `input_required` rounds.
+    pub(crate) modern: bool,
+}
+
+/// Checks `request` against the era it claims, as the specification asks of a server: a
+/// version toolgate speaks (`-32022`), and for a request that negotiates in its own `_meta`
+/// (`server/discover`, or any request naming 2026-07-28 or later) the metadata that lifecycle
+/// requires (`-32602`). The error says which; [`malformed_meta`] tells the HTTP front that it
+/// is answered with status 400.
+pub(crate) fn era_of(request: &mcp::ClientRequest, client: &Client) -> Result<Era, mcp::ErrorData> {
+    let meta = request.get_meta();
+    let requested = meta.protocol_version();
+    if !matches!(request, mcp::ClientRequest::InitializeRequest(_))
+        && let Some(requested) = &requested
+        && !supported_versions().contains(requested)
+    {
+        return Err(mcp::ErrorData::unsupported_protocol_version(
+            requested.clone(),
+            supported_versions(),
+        ));
+    }
+    let self_contained = matches!(request, mcp::ClientRequest::DiscoverRequest(_))
+        || requested.as_ref().is_some_and(|v| !v.has_initialize());
+    if self_contained {
+        let missing = meta.missing_required_keys(&mcp::ProtocolVersion::V_2026_07_28);
+        if !missing.is_empty() {
+            return Err(malformed_meta(&missing));
+        }
+    }
+    let version = requested.or_else(|| client.negotiated.clone());
+    let modern = self_contained || version.as_ref().is_some_and(|v| !v.has_initialize());
+    Ok(Era { version, modern })
+}
+
+/// The error for a request whose `_meta` lacks what its lifecycle requires.
+fn malformed_meta(missing: &[&str]) -> mcp::ErrorData {
+    mcp::ErrorData::invalid_params(
+        format!(
+            "request _meta is missing or has malformed required fields: {}",
+            missing.join(", ")
+        ),
+        Some(serde_json::json!({ "missing": missing })),
+    )
+}
+
+/// Whether `error` is [`era_of`]'s complaint about a request's `_meta` (the HTTP front answers
+/// it with 400, unlike other `-32602` errors).
+pub(crate) fn is_malformed_meta(error: &mcp::ErrorData) -> bool {
+    error.code == mcp::ErrorCode::INVALID_PARAMS
+        && error.message.starts_with("request _meta is missing or has malformed required fields")
+}
+
+/// One request to serve.
+pub(crate) struct Request {
+    /// Its JSON-RPC id.
+    pub(crate) id: mcp::RequestId,
+    /// The request, its `_meta` in its extensions.
+    pub(crate) request: mcp::ClientRequest,
+    /// The way back to the client, for progress and questions.
+    pub(crate) link: Arc<dyn RequestLink>,
+    /// Cancelled when the client gives up on the request.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// Serves `request` from `client` under `era` (see [`era_of`]), and shapes the result for
+/// that era.
+pub(crate) async fn answer(
+    gateway: &Gateway,
+    client: &Client,
+    era: &Era,
+    request: Request,
+) -> Result<mcp::ServerResult, mcp::ErrorData> {
+    let served = serve(gateway, client, era, request).await;
+    match served {
+        Ok(mut result) => {
+            if era.modern {
+                mark_complete(&mut result);
+                result.fill_missing_cache_hints();
+            } else {
+                result.strip_result_type_for_legacy_peer();
+            }
+            Ok(result)
+        }
+        Err(mut error) => {
+            // 2026-07-28 folds "resource not found" into invalid parameters.
+            if era.modern && error.code == mcp::ErrorCode::RESOURCE_NOT_FOUND {
+                error.code = mcp::ErrorCode::INVALID_PARAMS;
+            }
+            Err(error)
+        }
+    }
+}
+
+async fn serve(
+    gateway: &Gateway,
+    client: &Client,
+    era: &Era,
+    request: Request,
+) -> Result<mcp::ServerResult, mcp::ErrorData> {
+    let Request { id, request, link, cancel } = request;
+    let meta = request.get_meta().clone();
+    let mut ctx = CallContext::new(client.principal.clone());
+    ctx.request_id = Some(id.to_string());
+    ctx.session = client.session_id.clone();
+    ctx.elicitor = Some(Arc::new(DownstreamCaller::new(link.clone(), None)));
+    let options = || CallOptions {
+        caller: Some(Arc::new(DownstreamCaller::new(link.clone(), meta.get_progress_token()))),
+        cancel: cancel.clone(),
+        timeout: None,
+    };
+    let session = |method: &str| match (&client.session, era.modern) {
+        (Some(session), false) => Ok(session.clone()),
+        _ => Err(not_in_this_era(method)),
+    };
+    let empty = || mcp::ServerResult::empty(());
+    match request {
+        mcp::ClientRequest::InitializeRequest(_) => {
+            Err(mcp::ErrorData::invalid_request("this session is already initialized", None))
+        }
+        mcp::ClientRequest::DiscoverRequest(_) => {
+            Ok(mcp::ServerResult::DiscoverResult(discover(gateway)))
+        }
+        mcp::ClientRequest::PingRequest(_) if era.modern => Err(not_in_this_era("ping")),
+        mcp::ClientRequest::PingRequest(_) => Ok(empty()),
+        mcp::ClientRequest::ListToolsRequest(_) => {
+            let tools = gateway.list_tools(&mut ctx).await.map_err(to_mcp_error)?;
+            Ok(mcp::ServerResult::ListToolsResult(mcp::ListToolsResult::with_all_items(tools)))
+        }
+        mcp::ClientRequest::CallToolRequest(request) => {
+            let mut params = request.params;
+            params.meta = forwarded_meta(&meta);
+            let result = match gateway.call_tool(params, &options(), &mut ctx).await {
+                Ok(result) => result,
+                Err(error) => match reply(error) {
+                    ErrorReply::Protocol(error) => return Err(error),
+                    ErrorReply::ToolError(message) => {
+                        mcp::CallToolResult::error(vec![mcp::ContentBlock::text(message)])
+                    }
+                },
+            };
+            Ok(mcp::ServerResult::CallToolResult(result))
+        }
+        mcp::ClientRequest::ListPromptsRequest(_) => {
+            let prompts = gateway.list_prompts(&mut ctx).await.map_err(to_mcp_error)?;
+            Ok(mcp::ServerResult::ListPromptsResult(mcp::ListPromptsResult::with_all_items(
+                prompts,
+            )))
+        }
+        mcp::ClientRequest::GetPromptRequest(request) => {
+            let mut params = request.params;
+            params.meta = forwarded_meta(&meta);
+            let result =
+                gateway.get_prompt(params, &options(), &mut ctx).await.map_err(to_mcp_error)?;
+            Ok(mcp::ServerResult::GetPromptResult(result))
+        }
+        mcp::ClientRequest::ListResourcesRequest(_) => {
+            let resources = gateway.list_resources(&mut ctx).await.map_err(to_mcp_error)?;
+            Ok(mcp::ServerResult::ListResourcesResult(mcp::ListResourcesResult::with_all_items(
+                resources,
+            )))
+        }
+        mcp::ClientRequest::ListResourceTemplatesRequest(_) => {
+            let templates =
+                gateway.list_resource_templates(&mut ctx).await.map_err(to_mcp_error)?;
+            Ok(mcp::ServerResult::ListResourceTemplatesResult(
+                mcp::ListResourceTemplatesResult::with_all_items(templates),
+            ))
+        }
+        mcp::ClientRequest::ReadResourceRequest(request) => {
+            let mut params = request.params;
+            params.meta = forwarded_meta(&meta);
+            let result =
+                gateway.read_resource(params, &options(), &mut ctx).await.map_err(to_mcp_error)?;
+            Ok(mcp::ServerResult::ReadResourceResult(result))
+        }
+        mcp::ClientRequest::CompleteRequest(request) => {
+            let mut params = request.params;
+            params.meta = forwarded_meta(&meta);
+            let result =
+                gateway.complete(params, &options(), &mut ctx).await.map_err(to_mcp_error)?;
+            Ok(mcp::ServerResult::CompleteResult(result))
+        }
+        mcp::ClientRequest::SetLevelRequest(request) => {
+            let session = session("logging/setLevel")?;
+            gateway
+                .set_log_level(&session, request.params, &mut ctx)
+                .await
+                .map_err(to_mcp_error)?;
+            Ok(empty())
+        }
+        mcp::ClientRequest::SubscribeRequest(request) => {
+            let session = session("resources/subscribe")?;
+            gateway
+                .subscribe(Some(&session), request.params, &mut ctx)
+                .await
+                .map_err(to_mcp_error)?;
+            Ok(empty())
+        }
+        mcp::ClientRequest::UnsubscribeRequest(request) => {
+            let session = session("resources/unsubscribe")?;
+            gateway
+                .unsubscribe(Some(&session), request.params, &mut ctx)
+                .await
+                .map_err(to_mcp_error)?;
+            Ok(empty())
+        }
+        mcp::ClientRequest::SubscriptionsListenRequest(_) => {
+            // The front serves it (it is a stream); reaching here means the front has none.
+            Err(not_in_this_era("subscriptions/listen"))
+        }
+        mcp::ClientRequest::CustomRequest(request) => {
+            if request.method == crate::handler::INTERCEPTORS_LIST {
+                let list = gateway.interceptors_list(&mut ctx).await.map_err(to_mcp_error)?;
+                return Ok(mcp::ServerResult::CustomResult(mcp::CustomResult::new(list)));
+            }
+            let version = era.version.as_ref().map(|v| v.to_string());
+            Err(crate::jsonrpc::unrecognised_request(
+                &request.method,
+                request.params.as_ref(),
+                version.as_deref(),
+            ))
+        }
+        // Tasks and skills are extensions toolgate does not offer.
+        other => Err(method_not_found(other.method())),
+    }
+}
+
+/// A method that exists, but not in the era of the request that named it.
+fn not_in_this_era(method: &str) -> mcp::ErrorData {
+    mcp::ErrorData::new(
+        mcp::ErrorCode::METHOD_NOT_FOUND,
+        format!("Method not found: {method} (not a method of this protocol version)"),
+        Some(serde_json::json!({ "method": method })),
+    )
+}
+
+fn method_not_found(method: &str) -> mcp::ErrorData {
+    mcp::ErrorData::new(
+        mcp::ErrorCode::METHOD_NOT_FOUND,
+        format!("Method not found: {method}"),
+        Some(serde_json::json!({ "method": method })),
+    )
+}
+
+/// Marks a result relayed from an upstream of the handshake era as complete: a 2026-07-28
+/// client requires `resultType`.
+fn mark_complete(result: &mut mcp::ServerResult) {
+    let result_type = match result {
+        mcp::ServerResult::CallToolResult(r) => &mut r.result_type,
+        mcp::ServerResult::GetPromptResult(r) => &mut r.result_type,
+        mcp::ServerResult::ReadResourceResult(r) => &mut r.result_type,
+        mcp::ServerResult::CompleteResult(r) => &mut r.result_type,
+        mcp::ServerResult::ListToolsResult(r) => &mut r.result_type,
+        mcp::ServerResult::ListPromptsResult(r) => &mut r.result_type,
+        mcp::ServerResult::ListResourcesResult(r) => &mut r.result_type,
+        mcp::ServerResult::ListResourceTemplatesResult(r) => &mut r.result_type,
+        _ => return,
+    };
+    result_type.get_or_insert(mcp::ResultType::COMPLETE);
+}
+
+/// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
+/// protocol's own `io.modelcontextprotocol/*` keys), to pass on untouched.
+pub(crate) fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObject> {
+    let mut object = meta.0.0.clone();
+    object.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
+    (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))
+}
+
+#[cfg(test)]
+mod tests;
