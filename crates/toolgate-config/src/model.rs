@@ -167,9 +167,26 @@ pub struct GatewayConfig {
     pub startup_wait: Duration,
     /// How many HTTP sessions may be open at once (`None`: the server's default, 1000).
     pub max_sessions: Option<usize>,
+    /// How many HTTP sessions one client address may hold at once (`None`: the server's
+    /// default, 200).
+    pub max_sessions_per_client: Option<usize>,
     /// How long an HTTP session may go without a request before it is closed (`None`: the
     /// server's default, 5 minutes).
     pub session_idle: Option<Duration>,
+    /// Which implementation serves `/mcp`.
+    pub http_front: HttpFront,
+}
+
+/// Which implementation serves `/mcp` (`[gateway] http_front`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpFront {
+    /// toolgate's own (`"toolgate"`, the default).
+    #[default]
+    Toolgate,
+    /// rmcp's streamable HTTP service (`"rmcp"`), the front before toolgate had its own, kept
+    /// for one release to compare the two.
+    Rmcp,
 }
 
 impl Default for GatewayConfig {
@@ -180,7 +197,9 @@ impl Default for GatewayConfig {
             allowed_origins: Vec::new(),
             startup_wait: DEFAULT_STARTUP_WAIT,
             max_sessions: None,
+            max_sessions_per_client: None,
             session_idle: None,
+            http_front: HttpFront::default(),
         }
     }
 }

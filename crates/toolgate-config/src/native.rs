@@ -5,14 +5,22 @@ use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::error::{index_path, key_path};
 use crate::model::{
     AdminConfig, AuditConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT,
-    GatewayConfig, HttpConfig, HttpTransport, InterceptorConfig, Mode, ServerConfig, StdioConfig,
-    ToolFilter, TransportConfig,
+    GatewayConfig, HttpConfig, HttpFront, HttpTransport, InterceptorConfig, Mode, ServerConfig,
+    StdioConfig, ToolFilter, TransportConfig,
 };
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent"];
-const GATEWAY_KEYS: &[&str] =
-    &["listen", "allowed_hosts", "allowed_origins", "startup_wait", "max_sessions", "session_idle"];
+const GATEWAY_KEYS: &[&str] = &[
+    "listen",
+    "allowed_hosts",
+    "allowed_origins",
+    "startup_wait",
+    "max_sessions",
+    "max_sessions_per_client",
+    "session_idle",
+    "http_front",
+];
 const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
@@ -199,17 +207,26 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         None => Some(defaults.allowed_origins),
         Some(value) => origins(cx, value, "gateway.allowed_origins"),
     };
-    let max_sessions = match fields.get("max_sessions") {
-        None => Some(None),
-        Some(crate::value::Value::Integer(n)) if *n >= 1 => Some(Some(*n as usize)),
-        Some(crate::value::Value::Integer(n)) => {
-            cx.error("gateway.max_sessions", format!("{n} is out of range (at least 1)"));
-            None
-        }
-        Some(other) => {
-            cx.expected("gateway.max_sessions", "a positive integer", other);
-            None
-        }
+    let max_sessions =
+        optional_count(cx, fields.get("max_sessions").copied(), "gateway.max_sessions");
+    let max_sessions_per_client = optional_count(
+        cx,
+        fields.get("max_sessions_per_client").copied(),
+        "gateway.max_sessions_per_client",
+    );
+    let http_front = match fields.get("http_front") {
+        None => Some(HttpFront::default()),
+        Some(value) => match cx.string(value, "gateway.http_front")? {
+            "toolgate" => Some(HttpFront::Toolgate),
+            "rmcp" => Some(HttpFront::Rmcp),
+            other => {
+                cx.error(
+                    "gateway.http_front",
+                    format!("unknown front {other:?} (expected \"toolgate\" or \"rmcp\")"),
+                );
+                None
+            }
+        },
     };
     let session_idle = match fields.get("session_idle") {
         None => Some(None),
@@ -224,8 +241,30 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         allowed_origins: allowed_origins?,
         startup_wait: startup_wait?,
         max_sessions: max_sessions?,
+        max_sessions_per_client: max_sessions_per_client?,
         session_idle: session_idle?,
+        http_front: http_front?,
     })
+}
+
+/// An optional count of at least 1 (`Some(None)`: not set; `None`: a problem was reported).
+fn optional_count(
+    cx: &mut Checker<'_>,
+    value: Option<&Value>,
+    path: &str,
+) -> Option<Option<usize>> {
+    match value {
+        None => Some(None),
+        Some(Value::Integer(n)) if *n >= 1 => Some(usize::try_from(*n).ok()),
+        Some(Value::Integer(n)) => {
+            cx.error(path, format!("{n} is out of range (at least 1)"));
+            None
+        }
+        Some(other) => {
+            cx.expected(path, "a positive integer", other);
+            None
+        }
+    }
 }
 
 /// Host names (optionally with `:port`) accepted in the `Host` header.

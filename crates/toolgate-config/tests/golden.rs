@@ -122,7 +122,9 @@ fn dump(config: &Config) -> String {
         allowed_origins,
         startup_wait,
         max_sessions,
+        max_sessions_per_client,
         session_idle,
+        http_front,
     } = gateway;
     let mut out = String::new();
     let w = &mut out;
@@ -137,8 +139,14 @@ fn dump(config: &Config) -> String {
     if let Some(max_sessions) = max_sessions {
         line(w, 1, "max_sessions", max_sessions);
     }
+    if let Some(most) = max_sessions_per_client {
+        line(w, 1, "max_sessions_per_client", most);
+    }
     if let Some(session_idle) = session_idle {
         line(w, 1, "session_idle", format!("{session_idle:?}"));
+    }
+    if *http_front != toolgate_config::HttpFront::default() {
+        line(w, 1, "http_front", format!("{http_front:?}"));
     }
     line(w, 0, "servers", "");
     for server in servers {

@@ -36,8 +36,8 @@ pub(crate) fn layer(origins: impl IntoIterator<Item = String>) -> CorsLayer {
 }
 
 /// One allowed origin.
-#[derive(Debug, PartialEq)]
-struct Pattern {
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Pattern {
     scheme: String,
     host: String,
     /// `None`: any port.
@@ -45,7 +45,7 @@ struct Pattern {
 }
 
 impl Pattern {
-    fn parse(entry: &str) -> Option<Pattern> {
+    pub(crate) fn parse(entry: &str) -> Option<Pattern> {
         let entry = entry.trim().trim_end_matches('/');
         let (base, any_port) = match entry.strip_suffix(":*") {
             Some(base) => (base, true),
@@ -61,7 +61,7 @@ impl Pattern {
     }
 
     /// Whether the `Origin` header value `origin` is this one.
-    fn matches(&self, origin: &str) -> bool {
+    pub(crate) fn matches(&self, origin: &str) -> bool {
         let Ok(url) = url::Url::parse(origin) else { return false };
         let same = url.scheme() == self.scheme
             && url.host_str().is_some_and(|host| host.eq_ignore_ascii_case(&self.host));

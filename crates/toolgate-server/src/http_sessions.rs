@@ -1,6 +1,6 @@
-//! The HTTP front's sessions, bounded: at most so many open at once, and each closed after a
-//! while without a request, so that clients that open sessions and never close them cannot
-//! make the gateway hold ever more.
+//! The sessions of rmcp's HTTP front (`[gateway] http_front = "rmcp"`, kept one release for
+//! comparison), bounded: at most so many open at once, and each closed after a while without a
+//! request. toolgate's own front keeps its sessions in `crate::http::sessions`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,14 +8,6 @@ use std::time::Duration;
 use axum::response::IntoResponse as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
-
-/// How many HTTP sessions may be open at once by default. Each holds a task, its channels and
-/// its state (tens of KiB): a thousand is more than a team's clients open and little memory.
-pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
-
-/// How long an HTTP session may go without a request before it is closed (rmcp's own
-/// default, stated here so that it is ours).
-pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
 
 /// The session manager: rmcp's, with `idle` as its keep-alive.
 pub(crate) fn manager(idle: Duration) -> Arc<LocalSessionManager> {

@@ -10,6 +10,7 @@ mod cors;
 mod error;
 mod gateway;
 mod handler;
+mod http;
 mod http_sessions;
 mod json_answer;
 mod jsonrpc;
@@ -26,12 +27,12 @@ pub use admin::{AdminTokens, admin_router, serve_admin};
 pub use error::GatewayError;
 pub use gateway::{FailedUpstream, Gateway};
 pub use handler::{GatewayHandler, INTERCEPTORS_LIST, interceptors_list};
-pub use http_sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
+pub use http::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE};
 pub use jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 pub use record::Recorder;
 pub use serve::{
-    DEFAULT_GRACE, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router, serve_http,
-    serve_stdio,
+    DEFAULT_GRACE, HttpFront, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router,
+    serve_http, serve_stdio,
 };
 pub use session::{MOST_SUBSCRIPTIONS, Session, Sessions};
 pub use toolgate_upstream::StartupWait;

@@ -150,7 +150,7 @@ pub(crate) fn era_of(request: &mcp::ClientRequest, client: &Client) -> Result<Er
 }
 
 /// The error for a request whose `_meta` lacks what its lifecycle requires.
-fn malformed_meta(missing: &[&str]) -> mcp::ErrorData {
+pub(crate) fn malformed_meta(missing: &[&str]) -> mcp::ErrorData {
     mcp::ErrorData::invalid_params(
         format!(
             "request _meta is missing or has malformed required fields: {}",
@@ -340,6 +340,20 @@ async fn serve(
         // Tasks and skills are extensions toolgate does not offer.
         other => Err(method_not_found(other.method())),
     }
+}
+
+/// Opens a `subscriptions/listen` stream's subscriptions, through the pipeline: the resource
+/// URIs it follows, to release when it closes.
+pub(crate) async fn listen(
+    gateway: &Gateway,
+    client: &Client,
+    id: &mcp::RequestId,
+    filter: mcp::SubscriptionFilter,
+) -> Result<Vec<String>, mcp::ErrorData> {
+    let mut ctx = CallContext::new(client.principal.clone());
+    ctx.request_id = Some(id.to_string());
+    ctx.session = client.session_id.clone();
+    gateway.listen(filter, &mut ctx).await.map_err(to_mcp_error)
 }
 
 /// A method that exists, but not in the era of the request that named it.

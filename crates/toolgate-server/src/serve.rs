@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::cors;
@@ -13,7 +13,10 @@ use crate::gateway::Gateway;
 use toolgate_intercept::Principal;
 
 use crate::handler::GatewayHandler;
-use crate::http_sessions::{self, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
+use crate::http::{
+    self, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE,
+};
+use crate::http_sessions;
 use crate::json_answer;
 use crate::jsonrpc::{self, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::line_transport::LineTransport;
@@ -53,9 +56,27 @@ pub struct HttpOptions {
     /// How many sessions may be open at once ([`DEFAULT_MAX_SESSIONS`]); a client that would
     /// open one more gets `503`.
     pub max_sessions: usize,
+    /// How many sessions one client address may hold at once
+    /// ([`DEFAULT_MAX_SESSIONS_PER_CLIENT`]); one more gets `429`.
+    pub max_sessions_per_client: usize,
     /// How long a session may go without a request before it is closed
     /// ([`DEFAULT_SESSION_IDLE`]).
     pub session_idle: std::time::Duration,
+    /// Which implementation serves `/mcp`.
+    pub front: HttpFront,
+}
+
+/// Which implementation serves `/mcp`: toolgate's own (the default), or rmcp's
+/// `StreamableHttpService`, kept for one release to compare the two (`[gateway] http_front`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpFront {
+    /// toolgate's own front (`crate::http`).
+    #[default]
+    Toolgate,
+    /// rmcp's streamable HTTP service, with toolgate's middleware around it. Its sessions are
+    /// bounded in number and idle time, not per client address.
+    Rmcp,
 }
 
 /// Serves one MCP session on stdin/stdout until the client closes stdin or `shutdown` fires.
@@ -74,18 +95,55 @@ pub async fn serve_stdio(
     Ok(())
 }
 
-/// The HTTP application: the MCP endpoint at [`MCP_PATH`] and `/healthz`.
+/// The HTTP application: the MCP endpoint at [`MCP_PATH`] and `/healthz`. `shutdown` ends every
+/// session and stream.
 pub fn http_router(
     gateway: Arc<Gateway>,
     options: &HttpOptions,
     shutdown: CancellationToken,
 ) -> axum::Router {
-    let hosts = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(options.allowed_hosts.clone());
+    let hosts: Vec<String> =
+        LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(options.allowed_hosts.clone()).collect();
     let origins: Vec<String> = LOOPBACK_ORIGINS
         .iter()
         .map(|o| o.to_string())
         .chain(options.allowed_origins.clone())
         .collect();
+    let mcp = match options.front {
+        HttpFront::Toolgate => {
+            let guard = http::Guard::new(
+                hosts.iter().map(String::as_str),
+                origins.iter().map(String::as_str),
+            );
+            let bounds = http::Bounds {
+                most: options.max_sessions,
+                most_per_client: options.max_sessions_per_client,
+                idle: options.session_idle,
+            };
+            let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+            let front = http::Front::new(gateway, guard, bounds, limit, shutdown);
+            front.keep_tidy();
+            axum::Router::new()
+                .route("/", axum::routing::any(http::endpoint))
+                .with_state(front)
+                .layer(cors::layer(origins))
+        }
+        HttpFront::Rmcp => rmcp_front(gateway, options, hosts, origins, shutdown),
+    };
+    axum::Router::new()
+        .nest_service(MCP_PATH, mcp)
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+}
+
+/// rmcp's `StreamableHttpService` with toolgate's middleware: the front before toolgate had its
+/// own, for one release.
+fn rmcp_front(
+    gateway: Arc<Gateway>,
+    options: &HttpOptions,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    shutdown: CancellationToken,
+) -> axum::Router {
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins.clone())
@@ -101,7 +159,7 @@ pub fn http_router(
     );
     let most = options.max_sessions;
     let deleting = sessions.clone();
-    let checked = axum::Router::new()
+    axum::Router::new()
         .fallback_service(service)
         .layer(axum::middleware::from_fn(move |request, next| {
             http_sessions::refuse_past(most, sessions.clone(), request, next)
@@ -113,10 +171,7 @@ pub fn http_router(
         .layer(axum::middleware::from_fn(move |request, next| {
             jsonrpc::check_posted_message(limit, request, next)
         }))
-        .layer(cors::layer(origins));
-    axum::Router::new()
-        .nest_service(MCP_PATH, checked)
-        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .layer(cors::layer(origins))
 }
 
 impl Default for HttpOptions {
@@ -127,7 +182,9 @@ impl Default for HttpOptions {
             max_body_bytes: None,
             grace: DEFAULT_GRACE,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
             session_idle: DEFAULT_SESSION_IDLE,
+            front: HttpFront::default(),
         }
     }
 }
@@ -137,13 +194,15 @@ impl Default for HttpOptions {
 /// that keeps its connection open waits for its own delayed ACK (about 40 ms) on every call.
 pub(crate) fn no_delay(
     listener: TcpListener,
-) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+) -> axum::serve::TapIo<TcpListener, fn(&mut TcpStream)> {
     use axum::serve::ListenerExt as _;
-    listener.tap_io(|tcp| {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::debug!(%error, "cannot set TCP_NODELAY");
-        }
-    })
+    listener.tap_io(set_no_delay as fn(&mut TcpStream))
+}
+
+fn set_no_delay(tcp: &mut TcpStream) {
+    if let Err(error) = tcp.set_nodelay(true) {
+        tracing::debug!(%error, "cannot set TCP_NODELAY");
+    }
 }
 
 /// Time the last answers get to reach their clients before sessions close on shutdown.
@@ -178,6 +237,7 @@ pub async fn serve_http(
         tokio::time::sleep(RESPONSE_FLUSH).await;
         sessions.cancel();
     });
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(no_delay(listener), app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await

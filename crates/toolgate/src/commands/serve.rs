@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
-use toolgate_server::{HttpOptions, MCP_PATH, StartupWait};
+use toolgate_server::{HttpFront, HttpOptions, MCP_PATH, StartupWait};
 
 use crate::GlobalArgs;
 use crate::setup;
@@ -79,7 +79,15 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             allowed_hosts: config.gateway.allowed_hosts.clone(),
             allowed_origins: config.gateway.allowed_origins.clone(),
             max_sessions: config.gateway.max_sessions.unwrap_or(defaults.max_sessions),
+            max_sessions_per_client: config
+                .gateway
+                .max_sessions_per_client
+                .unwrap_or(defaults.max_sessions_per_client),
             session_idle: config.gateway.session_idle.unwrap_or(defaults.session_idle),
+            front: match config.gateway.http_front {
+                toolgate_config::HttpFront::Rmcp => HttpFront::Rmcp,
+                _ => HttpFront::Toolgate,
+            },
             ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)

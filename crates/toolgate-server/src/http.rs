@@ -1,0 +1,103 @@
+//! The HTTP front: toolgate's own streamable HTTP server at `/mcp`, both protocol eras.
+//!
+//! A request is served from the task hyper runs it on: the body is read and parsed once
+//! (`post`), the gateway is called from that task, and the answer goes back as one JSON body
+//! unless something must come before it (`reply`). Sessions (2025-11-25 and before) are plain
+//! data in a table (`sessions`, `session`): no task or channel per session, so an idle one
+//! costs a few hundred bytes. 2026-07-28 requests have no session (`stateless`); their
+//! `subscriptions/listen` streams are in `listen`. GET and DELETE are in `stream`, the events
+//! of a stream and their resumption in `sse`. Who may talk to it at all is `guard`; what the
+//! MCP headers must say, `headers`.
+//!
+//! (rmcp's `StreamableHttpService`, which served `/mcp` before, remains for one release behind
+//! `[gateway] http_front = "rmcp"`, for comparison: `crate::serve`.)
+
+mod guard;
+mod headers;
+mod listen;
+mod post;
+mod reply;
+mod session;
+mod sessions;
+mod sse;
+mod stateless;
+mod stream;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+use tokio_util::sync::CancellationToken;
+
+use crate::gateway::Gateway;
+
+pub use sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE};
+
+pub(crate) use guard::Guard;
+pub(crate) use sessions::Bounds;
+
+/// Everything the front's handlers share.
+#[derive(Debug)]
+pub(crate) struct Front {
+    pub(crate) gateway: Arc<Gateway>,
+    sessions: sessions::HttpSessions,
+    guard: Guard,
+    /// The largest body read.
+    body_limit: usize,
+    /// Fired at shutdown: every stream ends.
+    shutdown: CancellationToken,
+}
+
+impl Front {
+    /// A front over `gateway`.
+    pub(crate) fn new(
+        gateway: Arc<Gateway>,
+        guard: Guard,
+        bounds: Bounds,
+        body_limit: usize,
+        shutdown: CancellationToken,
+    ) -> Arc<Front> {
+        Arc::new(Front {
+            gateway,
+            sessions: sessions::HttpSessions::new(bounds),
+            guard,
+            body_limit,
+            shutdown,
+        })
+    }
+
+    /// Closes idle sessions now and then, until shutdown; then closes every session.
+    pub(crate) fn keep_tidy(self: &Arc<Self>) {
+        let front = Arc::downgrade(self);
+        let every = self.sessions.sweep_every();
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = ticks.tick() => {}
+                    () = shutdown.cancelled() => break,
+                }
+                let Some(front) = front.upgrade() else { return };
+                front.sessions.close_idle();
+            }
+            if let Some(front) = front.upgrade() {
+                front.sessions.close_all();
+            }
+        });
+    }
+}
+
+/// The `/mcp` endpoint: every method, behind the guard.
+pub(crate) async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response {
+    if let Err(refused) = front.guard.check(request.uri(), request.headers()) {
+        return refused;
+    }
+    match *request.method() {
+        http::Method::POST => post::post(front, request).await,
+        http::Method::GET => stream::get(front, request).await,
+        http::Method::DELETE => stream::delete(front, request).await,
+        _ => stream::not_allowed(),
+    }
+}

@@ -1,0 +1,444 @@
+//! A POST to `/mcp`: one JSON-RPC message from the client, read once, checked, and served.
+//!
+//! - `initialize` opens a session (its id in `Mcp-Session-Id`);
+//! - a request that names its protocol version in `_meta` (2026-07-28) or `server/discover` is
+//!   served on its own, without a session;
+//! - any other request belongs to the session its `Mcp-Session-Id` names;
+//! - a notification (`notifications/cancelled` cancels a request of the session) and an answer
+//!   to a question toolgate asked are accepted with 202.
+//!
+//! What is refused and how: a client that does not accept both JSON and event streams 406, a
+//! body that is not JSON 415, one over the limit 413, one that is not a JSON-RPC message 400
+//! with its JSON-RPC error; a request without the session it needs 400, with one that is not
+//! open 404; headers that contradict the body 400 (`-32020`).
+
+#![allow(deprecated)] // the session era's requests are legacy in 2026-07-28 but still spoken
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request};
+use axum::response::{IntoResponse, Response};
+use http::request::Parts;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http_body_util::BodyExt as _;
+use rmcp::model::GetMeta as _;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::mcp;
+use toolgate_intercept::Principal;
+
+use super::Front;
+use super::headers;
+use super::listen;
+use super::reply::{self, Answering, Outbox, json_message};
+use super::session::{HttpSession, SessionRequest};
+use super::stateless::StatelessRequest;
+use crate::jsonrpc::{self, Rejection};
+use crate::link::RequestLink;
+use crate::protocol::{self, Client, Era};
+
+/// `Mcp-Session-Id`.
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
+
+/// Handles a POST.
+pub(crate) async fn post(front: Arc<Front>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if !accepts(&parts.headers, "application/json") || !accepts(&parts.headers, "text/event-stream")
+    {
+        return text(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: the client must accept both application/json and text/event-stream",
+        );
+    }
+    if !is_json(&parts.headers) {
+        return text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type: the body must be application/json",
+        );
+    }
+    let bytes = match http_body_util::Limited::new(body, front.body_limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+            return rejected(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &Rejection::too_large(front.body_limit),
+            );
+        }
+        Err(error) => {
+            // The client went away or sent a broken body: nobody is left to read an answer.
+            tracing::debug!(%error, "reading a request body failed");
+            return StatusCode::BAD_REQUEST.into_response();
+        }
+    };
+    let message = match jsonrpc::parse_message(&bytes) {
+        Ok(message) => message,
+        Err(rejection) => {
+            tracing::debug!(code = rejection.code.0, message = %rejection.message, "refused client input");
+            return rejected(StatusCode::BAD_REQUEST, &rejection);
+        }
+    };
+    drop(bytes);
+    match message {
+        mcp::ClientJsonRpcMessage::Request(request) => {
+            front.request(request.id, request.request, parts).await
+        }
+        mcp::ClientJsonRpcMessage::Notification(notification) => {
+            front.notification(notification.notification, &parts)
+        }
+        mcp::ClientJsonRpcMessage::Response(response) => {
+            front.client_answer(response.id, Ok(response.result), &parts)
+        }
+        mcp::ClientJsonRpcMessage::Error(error) => match error.id {
+            Some(id) => front.client_answer(id, Err(error.error), &parts),
+            // An error about something toolgate cannot identify: nothing to route it to.
+            None => StatusCode::ACCEPTED.into_response(),
+        },
+    }
+}
+
+impl Front {
+    async fn request(
+        self: Arc<Self>,
+        id: mcp::RequestId,
+        request: mcp::ClientRequest,
+        parts: Parts,
+    ) -> Response {
+        let header_version = match headers::protocol_version(&parts.headers) {
+            Ok(version) => version,
+            Err(why) => return text(StatusCode::BAD_REQUEST, why),
+        };
+        let names_version = request.get_meta().protocol_version().is_some();
+        if let Some(version) = header_version
+            && !names_version
+            && !headers::is_known(version)
+        {
+            return text(
+                StatusCode::BAD_REQUEST,
+                &format!("Bad Request: unsupported MCP-Protocol-Version: {version}"),
+            );
+        }
+        let refuse = |error: mcp::ErrorData| {
+            json_message(
+                StatusCode::BAD_REQUEST,
+                &mcp::ServerJsonRpcMessage::error(error, Some(id.clone())),
+            )
+        };
+        let standard =
+            headers::check_standard_headers(&parts.headers, header_version, &request, |name| {
+                self.gateway.inventory().tool_definition(name).map(|tool| tool.input_schema.clone())
+            });
+        if let Err(error) = standard {
+            return refuse(error);
+        }
+        if let mcp::ClientRequest::InitializeRequest(initialize) = &request {
+            let asked = initialize.params.protocol_version.as_str();
+            if let Some(header) = header_version
+                && header != asked
+            {
+                return refuse(mcp::ErrorData::invalid_request(
+                    format!(
+                        "the MCP-Protocol-Version header ({header}) does not match the version \
+                         initialize asks for ({asked})"
+                    ),
+                    None,
+                ));
+            }
+            return self.initialize(id, &initialize.params, &parts);
+        }
+        if let Err(error) = headers::check_meta_version(header_version, &request) {
+            return refuse(error);
+        }
+        let stateless = names_version || matches!(request, mcp::ClientRequest::DiscoverRequest(_));
+        let session = if stateless {
+            None
+        } else {
+            match self.session_of(&parts.headers) {
+                Ok(session) => Some(session),
+                Err(response) => return response,
+            }
+        };
+        let client = Client {
+            principal: Principal::anonymous(),
+            session: session.as_ref().map(|s| s.gateway_session.clone()),
+            session_id: session.as_ref().map(|s| s.id.to_string()),
+            negotiated: session.as_ref().map(|s| s.version.clone()),
+        };
+        let era = match protocol::era_of(&request, &client) {
+            Ok(era) => era,
+            Err(error) => {
+                let status = if stateless { modern_status(&error) } else { session_status(&error) };
+                return json_message(status, &mcp::ServerJsonRpcMessage::error(error, Some(id)));
+            }
+        };
+        if let mcp::ClientRequest::SubscriptionsListenRequest(listen) = request {
+            return listen::listen(self, id, listen.params, &era, client).await;
+        }
+        self.serve(id, request, session, client, era).await
+    }
+
+    /// Serves a request from this task (see `reply`).
+    async fn serve(
+        self: Arc<Self>,
+        id: mcp::RequestId,
+        request: mcp::ClientRequest,
+        session: Option<Arc<HttpSession>>,
+        client: Client,
+        era: Era,
+    ) -> Response {
+        let (outbox, delivered) = Outbox::new();
+        let (link, cancel, running): (Arc<dyn RequestLink>, CancellationToken, _) = match &session {
+            Some(session) => (
+                Arc::new(SessionRequest { session: session.clone(), outbox }),
+                session.started(&id),
+                Some(Finished { session: session.clone(), id: id.clone(), _busy: session.busy() }),
+            ),
+            None => {
+                (Arc::new(StatelessRequest::new(&request, outbox)), CancellationToken::new(), None)
+            }
+        };
+        let gateway = self.gateway.clone();
+        let to_serve = protocol::Request { id: id.clone(), request, link, cancel: cancel.clone() };
+        let modern = era.modern;
+        let serving = Box::pin(async move {
+            let _running = running;
+            protocol::answer(&gateway, &client, &era, to_serve).await
+        });
+        let answering = Answering {
+            id,
+            session,
+            cancel,
+            shutdown: self.shutdown.clone(),
+            status_of: if modern { modern_status } else { session_status },
+        };
+        reply::reply(serving, delivered, answering).await
+    }
+
+    /// `initialize`: a new session, or why none could be opened.
+    fn initialize(
+        &self,
+        id: mcp::RequestId,
+        params: &mcp::InitializeRequestParams,
+        parts: &Parts,
+    ) -> Response {
+        let version = protocol::negotiate(&params.protocol_version);
+        let session = match self.sessions.open(client_address(parts), params, version) {
+            Ok(session) => session,
+            Err(full) => {
+                let error = mcp::ErrorData::new(mcp::ErrorCode(-32000), full.to_string(), None);
+                let status = match full {
+                    super::sessions::Full::Gateway(_) => StatusCode::SERVICE_UNAVAILABLE,
+                    super::sessions::Full::Client(_) => StatusCode::TOO_MANY_REQUESTS,
+                };
+                return json_message(status, &mcp::ServerJsonRpcMessage::error(error, Some(id)));
+            }
+        };
+        self.gateway.sessions().add(session.gateway_session.clone());
+        let result = protocol::initialize(&self.gateway, &params.protocol_version);
+        let mut response = json_message(
+            StatusCode::OK,
+            &mcp::ServerJsonRpcMessage::response(mcp::ServerResult::InitializeResult(result), id),
+        );
+        match HeaderValue::from_str(&session.id) {
+            Ok(value) => {
+                response.headers_mut().insert(SESSION_ID, value);
+            }
+            Err(_) => unreachable!("session ids are hex"),
+        }
+        response
+    }
+
+    /// The open session a request names, or the answer to a request without one.
+    pub(crate) fn session_of(&self, headers: &HeaderMap) -> Result<Arc<HttpSession>, Response> {
+        let Some(id) = headers.get(SESSION_ID) else {
+            return Err(text(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: this request needs the Mcp-Session-Id header (initialize first)",
+            ));
+        };
+        let session = id.to_str().ok().and_then(|id| self.sessions.get(id));
+        session.ok_or_else(|| {
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": { "code": -32001, "message": "no such session (it ended or never existed); initialize again" },
+            });
+            (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
+        })
+    }
+
+    /// A notification: `notifications/cancelled` cancels the request it names; the others
+    /// need nothing from the gateway.
+    fn notification(&self, notification: mcp::ClientNotification, parts: &Parts) -> Response {
+        if is_modern_header(&parts.headers) && !parts.headers.contains_key(SESSION_ID) {
+            // A 2026-07-28 client cancels by closing the request's stream.
+            return StatusCode::ACCEPTED.into_response();
+        }
+        let session = match self.session_of(&parts.headers) {
+            Ok(session) => session,
+            Err(response) => return response,
+        };
+        if let mcp::ClientNotification::CancelledNotification(cancelled) = &notification
+            && let Some(id) = &cancelled.params.request_id
+        {
+            session.cancel(id);
+        }
+        StatusCode::ACCEPTED.into_response()
+    }
+
+    /// The client's answer to a question toolgate asked in its session.
+    fn client_answer(
+        &self,
+        id: mcp::RequestId,
+        answer: Result<mcp::ClientResult, mcp::ErrorData>,
+        parts: &Parts,
+    ) -> Response {
+        if !parts.headers.contains_key(SESSION_ID) {
+            let error = mcp::ErrorData::invalid_request(
+                "an answer without a session answers nothing: toolgate asks 2026-07-28 clients \
+                 through input_required results",
+                None,
+            );
+            return json_message(
+                StatusCode::BAD_REQUEST,
+                &mcp::JsonRpcMessage::Error(mcp::JsonRpcError::new(None, error)),
+            );
+        }
+        match self.session_of(&parts.headers) {
+            Ok(session) => {
+                session.answered(&id, answer);
+                StatusCode::ACCEPTED.into_response()
+            }
+            Err(response) => response,
+        }
+    }
+}
+
+/// A request of a session, while it runs: its cancellation is forgotten when it ends, however
+/// it ends, and the session is not idle.
+struct Finished {
+    session: Arc<HttpSession>,
+    id: mcp::RequestId,
+    _busy: super::session::Busy,
+}
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.session.finished(&self.id);
+    }
+}
+
+/// A session's errors are answered with 200, as before 2026-07-28.
+fn session_status(_: &mcp::ErrorData) -> StatusCode {
+    StatusCode::OK
+}
+
+/// 2026-07-28 maps some errors to HTTP statuses: a version, capability or header problem and
+/// malformed metadata are bad requests, an unknown method is not found.
+fn modern_status(error: &mcp::ErrorData) -> StatusCode {
+    match error.code {
+        mcp::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | mcp::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | mcp::ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        mcp::ErrorCode::INVALID_PARAMS if protocol::is_malformed_meta(error) => {
+            StatusCode::BAD_REQUEST
+        }
+        mcp::ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Whether the request's `MCP-Protocol-Version` names 2026-07-28 or later.
+pub(crate) fn is_modern_header(headers: &HeaderMap) -> bool {
+    headers::protocol_version(headers)
+        .ok()
+        .flatten()
+        .is_some_and(|v| v >= mcp::ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The address of the client, for the per-address session limit.
+fn client_address(parts: &Parts) -> IpAddr {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |ConnectInfo(address)| address.ip())
+}
+
+/// Whether the client accepts `media` (by `Accept`, with `q=0` excluding, and `*/*` or
+/// `type/*` accepting).
+pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|entry| {
+            let mut parts = entry.split(';');
+            let essence = parts.next().unwrap_or("").trim();
+            let excluded = parts.any(|p| {
+                p.split_once('=').is_some_and(|(name, value)| {
+                    name.trim().eq_ignore_ascii_case("q")
+                        && value.trim().parse::<f64>().is_ok_and(|q| q == 0.0)
+                })
+            });
+            let matches = essence.eq_ignore_ascii_case(media)
+                || essence == "*/*"
+                || essence.strip_suffix("/*").is_some_and(|k| k.eq_ignore_ascii_case(kind));
+            matches && !excluded
+        })
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+pub(crate) fn text(status: StatusCode, message: &str) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message.to_owned())
+        .into_response()
+}
+
+fn rejected(status: StatusCode, rejection: &Rejection) -> Response {
+    let body = serde_json::to_vec(&rejection.to_json()).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, "application/json")], Body::from(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, value.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn accept_is_read_as_clients_write_it() {
+        let both = accept("application/json, text/event-stream");
+        assert!(accepts(&both, "application/json") && accepts(&both, "text/event-stream"));
+        assert!(accepts(&accept("*/*"), "text/event-stream"));
+        assert!(accepts(&accept("text/*;q=0.5"), "text/event-stream"));
+        assert!(!accepts(&accept("application/json"), "text/event-stream"));
+        assert!(!accepts(&accept("text/event-stream;q=0, application/json"), "text/event-stream"));
+        assert!(!accepts(&accept("text/event-stream;q=0.000"), "text/event-stream"));
+        assert!(!accepts(&accept("text/event-stream; q=0"), "text/event-stream"));
+        assert!(accepts(&accept("text/event-stream;q=0.001"), "text/event-stream"));
+        assert!(!accepts(&HeaderMap::new(), "application/json"));
+    }
+
+    #[test]
+    fn modern_errors_get_their_statuses_and_session_errors_200() {
+        let error = |code| mcp::ErrorData::new(mcp::ErrorCode(code), "x", None);
+        assert_eq!(modern_status(&error(-32601)), StatusCode::NOT_FOUND);
+        assert_eq!(modern_status(&error(-32020)), StatusCode::BAD_REQUEST);
+        assert_eq!(modern_status(&error(-32022)), StatusCode::BAD_REQUEST);
+        assert_eq!(modern_status(&error(-32602)), StatusCode::OK, "ordinary bad parameters");
+        assert_eq!(modern_status(&protocol::malformed_meta(&["x"])), StatusCode::BAD_REQUEST);
+        assert_eq!(session_status(&error(-32601)), StatusCode::OK);
+    }
+}

@@ -1,0 +1,274 @@
+//! The answer to a POSTed request: one JSON body when nothing comes before the answer, an
+//! event stream as soon as something does (progress, a question to the client).
+//!
+//! The request is served from the request's own task: the future that serves it is polled
+//! right here until it is done (the usual case: one `application/json` body, no other task
+//! involved) or until it sends something before its answer. Only then is it moved into a task
+//! of its own, which writes every message into an [`EventStream`] that the response body reads.
+//! A session's stream is kept, so a client that loses it can resume it with `Last-Event-ID`,
+//! and the request goes on when the client goes away (the specification: a disconnection is
+//! not a cancellation). A 2026-07-28 request has no session: closing its stream is how its
+//! client cancels it, so the request is cancelled then.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderName, HeaderValue, StatusCode, header};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::mcp;
+
+use super::session::HttpSession;
+use super::sse::{EventBody, EventStream, event};
+
+/// What serving a request comes to.
+pub(crate) type Served = Result<mcp::ServerResult, mcp::ErrorData>;
+
+/// Serving a request, as a future that can move to another task.
+pub(crate) type Serving = Pin<Box<dyn Future<Output = Served> + Send + 'static>>;
+
+/// The messages a request sends before its answer, each already written as JSON.
+#[derive(Clone, Debug)]
+pub(crate) struct Outbox(mpsc::UnboundedSender<Bytes>);
+
+impl Outbox {
+    /// An outbox and what it delivers.
+    pub(crate) fn new() -> (Outbox, mpsc::UnboundedReceiver<Bytes>) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        (Outbox(sender), receiver)
+    }
+
+    /// Sends `message` ahead of the answer (dropped when nobody reads the request's stream
+    /// any more and it keeps none).
+    pub(crate) fn send(&self, message: &mcp::ServerJsonRpcMessage) {
+        match serde_json::to_vec(message) {
+            Ok(json) => {
+                let _ = self.0.send(json.into());
+            }
+            Err(error) => tracing::warn!(%error, "a message to the client could not be written"),
+        }
+    }
+}
+
+/// Where the answer goes besides its body.
+pub(crate) struct Answering {
+    pub(crate) id: mcp::RequestId,
+    /// The session of a handshake-era request (its stream is kept; going away does not
+    /// cancel); `None` for a 2026-07-28 request.
+    pub(crate) session: Option<Arc<HttpSession>>,
+    /// Cancels the request (for a 2026-07-28 request whose client went away).
+    pub(crate) cancel: CancellationToken,
+    /// Ends every stream at shutdown.
+    pub(crate) shutdown: CancellationToken,
+    /// The HTTP status of an error answer sent as JSON.
+    pub(crate) status_of: fn(&mcp::ErrorData) -> StatusCode,
+}
+
+/// Serves `serving` from this task, answering with JSON or, once it sends something first, an
+/// event stream.
+pub(crate) async fn reply(
+    serving: Serving,
+    mut outbox: mpsc::UnboundedReceiver<Bytes>,
+    answering: Answering,
+) -> Response {
+    let mut running = Running { serving: Some(serving), answering: Some(answering) };
+    let first = tokio::select! {
+        biased;
+        served = running.poll_serving() => {
+            let answering = running.answering.take().expect("answering is set until taken");
+            if outbox.is_empty() {
+                return json(&answering, served);
+            }
+            // Progress sent right before the answer: it must come first.
+            return stream_ended(answering, outbox, served);
+        }
+        first = outbox.recv() => first,
+    };
+    let (Some(serving), Some(answering)) = (running.serving.take(), running.answering.take())
+    else {
+        unreachable!("both are set until the request is served");
+    };
+    streamed(serving, first, outbox, answering)
+}
+
+/// The request being served in this task. Dropped before it is done (the client went away
+/// while it waited for JSON), it goes on in a task of its own if it belongs to a session, and
+/// is cancelled otherwise.
+struct Running {
+    serving: Option<Serving>,
+    answering: Option<Answering>,
+}
+
+impl Running {
+    async fn poll_serving(&mut self) -> Served {
+        let served = self.serving.as_mut().expect("serving is set until done").await;
+        self.serving = None;
+        served
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let (Some(serving), Some(answering)) = (self.serving.take(), self.answering.take()) else {
+            return;
+        };
+        if answering.session.is_some() {
+            tokio::spawn(async move {
+                let _ = serving.await;
+            });
+        } else {
+            answering.cancel.cancel();
+        }
+    }
+}
+
+/// The answer as one JSON-RPC message.
+fn message(id: mcp::RequestId, served: Served) -> mcp::ServerJsonRpcMessage {
+    match served {
+        Ok(result) => mcp::ServerJsonRpcMessage::response(result, id),
+        Err(error) => mcp::ServerJsonRpcMessage::error(error, Some(id)),
+    }
+}
+
+/// The answer as an `application/json` body.
+fn json(answering: &Answering, served: Served) -> Response {
+    let status = match &served {
+        Ok(_) => StatusCode::OK,
+        Err(error) => (answering.status_of)(error),
+    };
+    json_message(status, &message(answering.id.clone(), served))
+}
+
+/// `message` as an `application/json` body with `status`.
+pub(crate) fn json_message(status: StatusCode, message: &mcp::ServerJsonRpcMessage) -> Response {
+    match serde_json::to_vec(message) {
+        Ok(body) => (
+            status,
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            Body::from(body),
+        )
+            .into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "an answer could not be written");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// The response headers of an event stream.
+pub(crate) fn event_stream(body: Body) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            // Proxies such as nginx would otherwise hold events back.
+            (HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// What came before the answer and the answer, as an event stream that is already complete.
+fn stream_ended(
+    answering: Answering,
+    mut outbox: mpsc::UnboundedReceiver<Bytes>,
+    served: Served,
+) -> Response {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let sink = Sink::open(&answering, sender);
+    while let Ok(before) = outbox.try_recv() {
+        sink.push(&before);
+    }
+    sink.finish(&answering, served);
+    event_stream(Body::from_stream(EventBody::new(Some(receiver), answering.shutdown.clone())))
+}
+
+/// The answer as an event stream: `first`, then whatever else the request sends, then its
+/// answer, from a task of its own.
+fn streamed(
+    serving: Serving,
+    first: Option<Bytes>,
+    mut outbox: mpsc::UnboundedReceiver<Bytes>,
+    answering: Answering,
+) -> Response {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let sink = Sink::open(&answering, sender);
+    let gone = CancellationToken::new();
+    let body = EventBody::new(Some(receiver), answering.shutdown.clone());
+    let body = if answering.session.is_none() { body.on_drop(gone.clone()) } else { body };
+    tokio::spawn(async move {
+        if let Some(first) = first {
+            sink.push(&first);
+        }
+        let mut serving = serving;
+        let served = loop {
+            tokio::select! {
+                biased;
+                served = &mut serving => break Some(served),
+                Some(before) = outbox.recv() => sink.push(&before),
+                () = gone.cancelled() => break None,
+            }
+        };
+        match served {
+            Some(served) => {
+                while let Ok(before) = outbox.try_recv() {
+                    sink.push(&before);
+                }
+                sink.finish(&answering, served);
+            }
+            // A 2026-07-28 client closed the stream: that cancels the request.
+            None => answering.cancel.cancel(),
+        }
+    });
+    event_stream(Body::from_stream(body))
+}
+
+/// Where a streamed answer's events go: a session's resumable stream, or (2026-07-28, no
+/// resumption) straight to the body.
+enum Sink {
+    Kept { stream: Arc<EventStream>, session: Arc<HttpSession> },
+    Direct(mpsc::UnboundedSender<Bytes>),
+}
+
+impl Sink {
+    fn open(answering: &Answering, sender: mpsc::UnboundedSender<Bytes>) -> Sink {
+        match &answering.session {
+            Some(session) => {
+                let stream = session.open_stream();
+                stream.attach(sender);
+                Sink::Kept { stream, session: session.clone() }
+            }
+            None => Sink::Direct(sender),
+        }
+    }
+
+    fn push(&self, json: &[u8]) {
+        match self {
+            Sink::Kept { stream, .. } => stream.push(json),
+            Sink::Direct(sender) => {
+                let _ = sender.send(event(None, json));
+            }
+        }
+    }
+
+    /// Sends the answer and ends the stream; a kept stream whose reader got it all is not
+    /// kept any longer.
+    fn finish(self, answering: &Answering, served: Served) {
+        let answer = message(answering.id.clone(), served);
+        match serde_json::to_vec(&answer) {
+            Ok(json) => self.push(&json),
+            Err(error) => tracing::warn!(%error, "an answer could not be written"),
+        }
+        if let Sink::Kept { stream, session } = self {
+            let read = stream.is_read();
+            stream.end();
+            if read {
+                session.release(stream.number());
+            }
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! One session of a handshake-era client on the HTTP front (`Mcp-Session-Id`): what it said at
+//! `initialize`, its requests in flight (to cancel them), the questions it has been asked and
+//! not answered yet, and its streams: the standalone one (GET) for notifications and the
+//! answers that became event streams, kept so a client that lost one can resume it.
+//!
+//! An idle session is a few hundred bytes: no task, no channel, maps that allocate only when
+//! used.
+
+#![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::mcp;
+
+use super::sse::EventStream;
+use crate::link::{Answer, Notify, RequestLink, unanswered};
+use crate::session::Session;
+
+/// One HTTP session.
+#[derive(Debug)]
+pub(crate) struct HttpSession {
+    /// Its `Mcp-Session-Id`.
+    pub(crate) id: Arc<str>,
+    /// The address of the client that opened it.
+    pub(crate) client: IpAddr,
+    /// The version negotiated at `initialize`.
+    pub(crate) version: mcp::ProtocolVersion,
+    /// What the client declared it can answer.
+    pub(crate) capabilities: mcp::ClientCapabilities,
+    /// The gateway's view of it: log level, subscriptions, where notifications go.
+    pub(crate) gateway_session: Arc<Session>,
+    /// The standalone stream, where notifications and unrelated requests go.
+    standalone: Arc<Standalone>,
+    state: Mutex<State>,
+    /// When it was last used, in milliseconds after the table's epoch.
+    last_used: AtomicU64,
+    /// Requests being served and standalone streams being read: a busy session is not idle.
+    busy: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The client's requests being served, by their id: cancelled by `notifications/cancelled`
+    /// or when the session ends.
+    running: HashMap<mcp::RequestId, CancellationToken>,
+    /// Questions sent to the client and not answered yet, by the id toolgate gave them.
+    asked: HashMap<mcp::RequestId, oneshot::Sender<Result<mcp::ClientResult, mcp::ErrorData>>>,
+    /// The id of the next question.
+    next_question: i64,
+    /// Answers that became event streams, kept for resumption (stream numbers from 1).
+    streams: HashMap<u64, Arc<EventStream>>,
+    /// The number of the next such stream.
+    next_stream: u64,
+}
+
+/// The session's standalone stream, as the gateway's sessions see it.
+#[derive(Debug)]
+pub(crate) struct Standalone {
+    stream: EventStream,
+    /// Cancelled when the session ends.
+    closed: CancellationToken,
+}
+
+impl Notify for Standalone {
+    fn notify(&self, notification: mcp::ServerNotification) -> BoxFuture<'static, ()> {
+        if !self.closed.is_cancelled() {
+            let message = mcp::ServerJsonRpcMessage::notification(notification);
+            if let Ok(json) = serde_json::to_vec(&message) {
+                self.stream.push(&json);
+            }
+        }
+        Box::pin(async {})
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+}
+
+impl HttpSession {
+    /// A session for a client at `client` that asked `initialize` with `params`.
+    pub(crate) fn new(
+        id: Arc<str>,
+        client: IpAddr,
+        params: &mcp::InitializeRequestParams,
+        version: mcp::ProtocolVersion,
+        now_ms: u64,
+    ) -> HttpSession {
+        let standalone =
+            Arc::new(Standalone { stream: EventStream::new(0), closed: CancellationToken::new() });
+        let gateway_session = Arc::new(Session::new(standalone.clone()));
+        HttpSession {
+            id,
+            client,
+            version,
+            capabilities: params.capabilities.clone(),
+            gateway_session,
+            standalone,
+            state: Mutex::new(State { next_stream: 1, ..State::default() }),
+            last_used: AtomicU64::new(now_ms),
+            busy: AtomicUsize::new(0),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("session lock must not be poisoned")
+    }
+
+    /// Records a use at `now_ms`.
+    pub(crate) fn touch(&self, now_ms: u64) {
+        self.last_used.fetch_max(now_ms, Ordering::Relaxed);
+    }
+
+    /// Whether it has gone unused since `before_ms` and nothing of it is going on.
+    pub(crate) fn idle_since(&self, before_ms: u64) -> bool {
+        self.busy.load(Ordering::Relaxed) == 0 && self.last_used.load(Ordering::Relaxed) < before_ms
+    }
+
+    /// Marks the session busy until the guard is dropped.
+    pub(crate) fn busy(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        Busy(self.clone())
+    }
+
+    /// Cancelled when the session ends.
+    pub(crate) fn closed(&self) -> CancellationToken {
+        self.standalone.closed.clone()
+    }
+
+    /// Ends the session: its requests are cancelled, its questions unanswered, its streams
+    /// end.
+    pub(crate) fn close(&self) {
+        self.standalone.closed.cancel();
+        self.standalone.stream.end();
+        let mut state = self.state();
+        for (_, running) in state.running.drain() {
+            running.cancel();
+        }
+        state.asked.clear();
+        for (_, stream) in state.streams.drain() {
+            stream.end();
+        }
+    }
+
+    /// Registers a request of the client as running; it is cancelled by
+    /// `notifications/cancelled` or when the session ends, until [`Self::finished`].
+    pub(crate) fn started(&self, id: &mcp::RequestId) -> CancellationToken {
+        let token = self.standalone.closed.child_token();
+        self.state().running.insert(id.clone(), token.clone());
+        token
+    }
+
+    /// The request `id` has been answered.
+    pub(crate) fn finished(&self, id: &mcp::RequestId) {
+        self.state().running.remove(id);
+    }
+
+    /// `notifications/cancelled` for request `id`.
+    pub(crate) fn cancel(&self, id: &mcp::RequestId) {
+        if let Some(running) = self.state().running.remove(id) {
+            running.cancel();
+        }
+    }
+
+    /// The client's answer to question `id` (a response, or an error it sent).
+    pub(crate) fn answered(
+        &self,
+        id: &mcp::RequestId,
+        answer: Result<mcp::ClientResult, mcp::ErrorData>,
+    ) {
+        if let Some(waiting) = self.state().asked.remove(id) {
+            let _ = waiting.send(answer);
+        } else {
+            tracing::debug!(session = %self.id, %id, "an answer to no open question");
+        }
+    }
+
+    /// A new question's id, and where its answer will arrive.
+    fn ask(
+        &self,
+    ) -> (mcp::RequestId, oneshot::Receiver<Result<mcp::ClientResult, mcp::ErrorData>>) {
+        let (sender, receiver) = oneshot::channel();
+        let mut state = self.state();
+        let id = mcp::RequestId::Number(state.next_question);
+        state.next_question += 1;
+        state.asked.insert(id.clone(), sender);
+        (id, receiver)
+    }
+
+    /// Forgets question `id` (nobody waits for its answer any more).
+    fn forget(&self, id: &mcp::RequestId) {
+        self.state().asked.remove(id);
+    }
+
+    /// A new stream for an answer, kept for resumption until the session ends or
+    /// [`Self::release`].
+    pub(crate) fn open_stream(&self) -> Arc<EventStream> {
+        let mut state = self.state();
+        let number = state.next_stream;
+        state.next_stream += 1;
+        let stream = Arc::new(EventStream::new(number));
+        state.streams.insert(number, stream.clone());
+        stream
+    }
+
+    /// Stream `number` (0: the standalone stream), if it is still kept.
+    pub(crate) fn stream(&self, number: u64) -> Option<StreamRef> {
+        if number == 0 {
+            return Some(StreamRef::Standalone(self.standalone.clone()));
+        }
+        self.state().streams.get(&number).cloned().map(StreamRef::Answer)
+    }
+
+    /// Forgets stream `number`: it can no longer be resumed.
+    pub(crate) fn release(&self, number: u64) {
+        self.state().streams.remove(&number);
+    }
+
+    /// The standalone stream, for a GET.
+    pub(crate) fn standalone(&self) -> &EventStream {
+        &self.standalone.stream
+    }
+}
+
+/// A stream of a session, for a client resuming it.
+pub(crate) enum StreamRef {
+    Standalone(Arc<Standalone>),
+    Answer(Arc<EventStream>),
+}
+
+impl StreamRef {
+    pub(crate) fn stream(&self) -> &EventStream {
+        match self {
+            StreamRef::Standalone(standalone) => &standalone.stream,
+            StreamRef::Answer(stream) => stream,
+        }
+    }
+}
+
+/// Keeps a session busy (not idle) while it lives.
+#[derive(Debug)]
+pub(crate) struct Busy(Arc<HttpSession>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A request of a session, as the gateway's callers see it: its progress goes to `outbox`
+/// (the request's own answer stream), and questions are sent there too, marked as the
+/// session's requests, their answers arriving by POST.
+pub(crate) struct SessionRequest {
+    pub(crate) session: Arc<HttpSession>,
+    pub(crate) outbox: super::reply::Outbox,
+}
+
+impl RequestLink for SessionRequest {
+    fn capabilities(&self) -> mcp::ClientCapabilities {
+        self.session.capabilities.clone()
+    }
+
+    fn notify(&self, notification: mcp::ServerNotification) -> BoxFuture<'static, ()> {
+        self.outbox.send(&mcp::ServerJsonRpcMessage::notification(notification));
+        Box::pin(async {})
+    }
+
+    fn ask(&self, request: mcp::ServerRequest) -> Answer {
+        let (id, answer) = self.session.ask();
+        let message = mcp::ServerJsonRpcMessage::request(request, id.clone());
+        self.outbox.send(&message);
+        let forget = Forget { session: self.session.clone(), id: Some(id) };
+        Box::pin(async move {
+            let mut forget = forget;
+            let answered = answer.await;
+            forget.id = None;
+            answered.unwrap_or_else(|_| Err(unanswered("the session ended")))
+        })
+    }
+}
+
+/// Forgets a question whose answer nobody waits for any more.
+struct Forget {
+    session: Arc<HttpSession>,
+    id: Option<mcp::RequestId>,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            self.session.forget(id);
+        }
+    }
+}
+
+/// When the session was last used, for [`HttpSession::idle_since`]: milliseconds since
+/// `epoch`.
+pub(crate) fn millis_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,268 @@
+//! The HTTP front's open sessions, bounded: at most so many at once, at most so many per client
+//! address, and each closed after a while without use, so that clients that open sessions and
+//! never close them cannot make the gateway hold ever more.
+
+#![allow(deprecated)] // the handshake's types are legacy in 2026-07-28 but still spoken
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use toolgate_core::mcp;
+
+use super::session::{HttpSession, millis_since};
+
+/// How many HTTP sessions may be open at once by default: more than a team's clients open,
+/// and (at well under a KiB each when idle) little memory.
+pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
+
+/// How many of them one client address may hold by default.
+pub const DEFAULT_MAX_SESSIONS_PER_CLIENT: usize = 200;
+
+/// How long an HTTP session may go without use before it is closed.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
+
+/// The bounds on sessions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    pub(crate) most: usize,
+    pub(crate) most_per_client: usize,
+    pub(crate) idle: Duration,
+}
+
+/// Why a session was not opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// The gateway holds as many as it may.
+    Gateway(usize),
+    /// This client address holds as many as one may.
+    Client(usize),
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::Gateway(most) => write!(
+                f,
+                "this gateway already has {most} open sessions, the most it keeps; try again \
+                 when one has closed (idle sessions close by themselves)"
+            ),
+            Full::Client(most) => write!(
+                f,
+                "this client address already has {most} open sessions, the most one address may \
+                 hold; close one (DELETE) before opening another"
+            ),
+        }
+    }
+}
+
+/// Every open session.
+#[derive(Debug)]
+pub(crate) struct HttpSessions {
+    table: RwLock<Table>,
+    bounds: Bounds,
+    /// The clock sessions record their last use on.
+    epoch: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    by_id: HashMap<Arc<str>, Arc<HttpSession>>,
+    per_client: HashMap<IpAddr, usize>,
+}
+
+impl HttpSessions {
+    pub(crate) fn new(bounds: Bounds) -> HttpSessions {
+        HttpSessions { table: RwLock::default(), bounds, epoch: Instant::now() }
+    }
+
+    fn now(&self) -> u64 {
+        millis_since(self.epoch)
+    }
+
+    /// Opens a session for `client`, which asked `initialize` with `params` and was given
+    /// `version`.
+    pub(crate) fn open(
+        &self,
+        client: IpAddr,
+        params: &mcp::InitializeRequestParams,
+        version: mcp::ProtocolVersion,
+    ) -> Result<Arc<HttpSession>, Full> {
+        let id: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+        let session = Arc::new(HttpSession::new(id.clone(), client, params, version, self.now()));
+        let mut table = self.table.write().expect("sessions lock must not be poisoned");
+        if table.by_id.len() >= self.bounds.most {
+            return Err(Full::Gateway(self.bounds.most));
+        }
+        let held = table.per_client.entry(client).or_default();
+        if *held >= self.bounds.most_per_client {
+            return Err(Full::Client(self.bounds.most_per_client));
+        }
+        *held += 1;
+        table.by_id.insert(id, session.clone());
+        Ok(session)
+    }
+
+    /// The open session `id`, marked as used now.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+        let session = self
+            .table
+            .read()
+            .expect("sessions lock must not be poisoned")
+            .by_id
+            .get(id)
+            .cloned()?;
+        session.touch(self.now());
+        Some(session)
+    }
+
+    /// Closes session `id`; `false` when it was not open.
+    pub(crate) fn close(&self, id: &str) -> bool {
+        let removed = {
+            let mut table = self.table.write().expect("sessions lock must not be poisoned");
+            let removed = table.by_id.remove(id);
+            if let Some(session) = &removed {
+                forget_client(&mut table.per_client, session.client);
+            }
+            removed
+        };
+        match removed {
+            Some(session) => {
+                session.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes the sessions unused for longer than the idle time; how many.
+    pub(crate) fn close_idle(&self) -> usize {
+        let idle = u64::try_from(self.bounds.idle.as_millis()).unwrap_or(u64::MAX);
+        self.close_unused_before(self.now().saturating_sub(idle))
+    }
+
+    /// Closes the sessions not busy and last used before `before` (milliseconds after the
+    /// epoch); how many.
+    fn close_unused_before(&self, before: u64) -> usize {
+        let closed: Vec<Arc<HttpSession>> = {
+            let mut table = self.table.write().expect("sessions lock must not be poisoned");
+            let ids: Vec<Arc<str>> = table
+                .by_id
+                .iter()
+                .filter(|(_, session)| session.idle_since(before))
+                .map(|(id, _)| id.clone())
+                .collect();
+            let mut closed = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(session) = table.by_id.remove(&id) {
+                    forget_client(&mut table.per_client, session.client);
+                    closed.push(session);
+                }
+            }
+            closed
+        };
+        for session in &closed {
+            tracing::debug!(session = %session.id, "closing an idle session");
+            session.close();
+        }
+        closed.len()
+    }
+
+    /// Closes every session (shutdown).
+    pub(crate) fn close_all(&self) {
+        let table =
+            std::mem::take(&mut *self.table.write().expect("sessions lock must not be poisoned"));
+        for session in table.by_id.values() {
+            session.close();
+        }
+    }
+
+    /// How many are open.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.table.read().expect("sessions lock must not be poisoned").by_id.len()
+    }
+
+    /// How often idle sessions are looked for: often enough that one is closed at most a
+    /// quarter of the idle time late, and not more than twice a second.
+    pub(crate) fn sweep_every(&self) -> Duration {
+        (self.bounds.idle / 4).clamp(Duration::from_millis(500), Duration::from_secs(30))
+    }
+}
+
+fn forget_client(per_client: &mut HashMap<IpAddr, usize>, client: IpAddr) {
+    if let Some(held) = per_client.get_mut(&client) {
+        *held -= 1;
+        if *held == 0 {
+            per_client.remove(&client);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bounds(most: usize, most_per_client: usize) -> Bounds {
+        Bounds { most, most_per_client, idle: Duration::from_secs(60) }
+    }
+
+    fn params() -> mcp::InitializeRequestParams {
+        serde_json::from_value(serde_json::json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}
+        }))
+        .expect("params")
+    }
+
+    fn open(sessions: &HttpSessions, client: &str) -> Result<Arc<HttpSession>, Full> {
+        sessions.open(client.parse().unwrap(), &params(), mcp::ProtocolVersion::V_2025_11_25)
+    }
+
+    #[test]
+    fn sessions_are_bounded_in_all_and_per_client_address() {
+        let sessions = HttpSessions::new(bounds(3, 2));
+        let a1 = open(&sessions, "127.0.0.1").unwrap();
+        open(&sessions, "127.0.0.1").unwrap();
+        assert_eq!(open(&sessions, "127.0.0.1").unwrap_err(), Full::Client(2));
+        let b1 = open(&sessions, "10.0.0.2").unwrap();
+        assert_eq!(open(&sessions, "10.0.0.3").unwrap_err(), Full::Gateway(3));
+        assert!(sessions.close(&a1.id));
+        assert!(!sessions.close(&a1.id), "closed once");
+        assert!(a1.closed().is_cancelled());
+        open(&sessions, "127.0.0.1").expect("room again for that address");
+        assert!(sessions.get(&b1.id).is_some());
+        assert!(sessions.get("no-such-session").is_none());
+        assert_eq!(sessions.len(), 3);
+        sessions.close_all();
+        assert_eq!(sessions.len(), 0);
+        assert!(b1.closed().is_cancelled());
+    }
+
+    #[test]
+    fn a_busy_session_is_never_idle() {
+        let sessions = HttpSessions::new(bounds(10, 10));
+        let busy = open(&sessions, "127.0.0.1").unwrap();
+        let idle = open(&sessions, "127.0.0.1").unwrap();
+        assert_eq!(sessions.close_idle(), 0, "both were used just now");
+        let guard = busy.busy();
+        assert_eq!(sessions.close_unused_before(u64::MAX), 1);
+        assert!(idle.closed().is_cancelled());
+        assert!(!busy.closed().is_cancelled());
+        drop(guard);
+        assert_eq!(sessions.close_unused_before(u64::MAX), 1);
+        assert!(busy.closed().is_cancelled());
+    }
+
+    #[test]
+    fn sessions_ids_are_unguessable_and_distinct() {
+        let sessions = HttpSessions::new(bounds(10, 10));
+        let a = open(&sessions, "127.0.0.1").unwrap();
+        let b = open(&sessions, "127.0.0.1").unwrap();
+        assert_ne!(a.id, b.id);
+        assert_eq!(a.id.len(), 32, "128 random bits in hex");
+        assert!(a.id.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+}

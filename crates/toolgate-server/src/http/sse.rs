@@ -1,0 +1,306 @@
+//! Server-sent events: how a message is written as an event, the streams a session keeps so a
+//! client can resume one after losing its connection (`Last-Event-ID`), and the response body
+//! that carries a stream to the client, with keep-alive comments while nothing happens.
+//!
+//! Event ids are `<stream>/<index>`: stream 0 is a session's standalone (GET) stream, the
+//! others are answers to requests. A stream keeps its last [`KEPT_EVENTS`] events; a client
+//! that reconnects with the id of the last event it saw gets those after it, then whatever
+//! comes next.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard, WaitForCancellationFutureOwned};
+
+/// Events a stream keeps for a client that reconnects.
+pub(crate) const KEPT_EVENTS: usize = 32;
+
+/// How often a comment is sent on a stream with nothing to say, so that proxies and clients do
+/// not take a quiet stream for a dead one.
+pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How long a client waits before reconnecting to a stream that ended early (the `retry` field
+/// of the priming event).
+pub(crate) const RETRY: Duration = Duration::from_secs(3);
+
+/// One message as an event (`data` is compact JSON, so it is one line).
+pub(crate) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(data.len() + 32);
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\n\n");
+    out.into()
+}
+
+/// The first event of a resumable stream: an id to resume from before any message came, and
+/// how long to wait before reconnecting.
+fn priming(id: &str) -> Bytes {
+    format!("id: {id}\nretry: {}\ndata: \n\n", RETRY.as_millis()).into()
+}
+
+/// A comment, which clients ignore.
+fn keep_alive() -> Bytes {
+    Bytes::from_static(b": keep-alive\n\n")
+}
+
+/// Where an event id points: a stream and an index in it.
+pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (stream, index) = id.trim().split_once('/')?;
+    Some((stream.parse().ok()?, index.parse().ok()?))
+}
+
+/// One resumable stream of a session: the events it sent, the last [`KEPT_EVENTS`] of which
+/// are kept, and the client reading it now, if any.
+#[derive(Debug)]
+pub(crate) struct EventStream {
+    number: u64,
+    state: Mutex<StreamState>,
+}
+
+#[derive(Debug, Default)]
+struct StreamState {
+    /// The index of the next event.
+    next: u64,
+    kept: VecDeque<(u64, Bytes)>,
+    /// The reader of the live stream; `None` when nobody reads it.
+    live: Option<mpsc::UnboundedSender<Bytes>>,
+    /// No more events will come.
+    ended: bool,
+}
+
+impl EventStream {
+    /// A stream numbered `number` (0: the standalone stream) that starts with a priming event.
+    pub(crate) fn new(number: u64) -> EventStream {
+        let stream = EventStream { number, state: Mutex::default() };
+        {
+            let mut state = stream.state();
+            let id = format!("{number}/0");
+            state.next = 1;
+            state.kept.push_back((0, priming(&id)));
+        }
+        stream
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, StreamState> {
+        self.state.lock().expect("event stream lock must not be poisoned")
+    }
+
+    /// Sends `message` (JSON) as the next event: to the reader if there is one, and into what
+    /// is kept for one who reconnects.
+    pub(crate) fn push(&self, message: &[u8]) {
+        let mut state = self.state();
+        if state.ended {
+            return;
+        }
+        let index = state.next;
+        state.next += 1;
+        let event = event(Some(&format!("{}/{index}", self.number)), message);
+        if let Some(live) = &state.live
+            && live.send(event.clone()).is_err()
+        {
+            state.live = None;
+        }
+        if state.kept.len() == KEPT_EVENTS {
+            state.kept.pop_front();
+        }
+        state.kept.push_back((index, event));
+    }
+
+    /// No more events: the reader's stream ends after what it has.
+    pub(crate) fn end(&self) {
+        let mut state = self.state();
+        state.ended = true;
+        state.live = None;
+    }
+
+    /// The stream's number.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Makes `reader` the stream's reader from the start: it gets the kept events, then what
+    /// comes.
+    pub(crate) fn attach(&self, reader: mpsc::UnboundedSender<Bytes>) {
+        self.attach_after(None, reader);
+    }
+
+    /// Whether someone reads the stream now.
+    pub(crate) fn is_read(&self) -> bool {
+        self.state().live.as_ref().is_some_and(|live| !live.is_closed())
+    }
+
+    /// A reader from the start (the kept events, then what comes), replacing any other.
+    pub(crate) fn read(&self) -> mpsc::UnboundedReceiver<Bytes> {
+        self.read_after(None)
+    }
+
+    /// A reader that gets the kept events after index `after` (all of them for `None`), then
+    /// what comes next; the stream ends at once if it has ended.
+    pub(crate) fn read_after(&self, after: Option<u64>) -> mpsc::UnboundedReceiver<Bytes> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.attach_after(after, sender);
+        receiver
+    }
+
+    fn attach_after(&self, after: Option<u64>, reader: mpsc::UnboundedSender<Bytes>) {
+        let mut state = self.state();
+        for (index, event) in &state.kept {
+            if after.is_none_or(|after| *index > after) {
+                let _ = reader.send(event.clone());
+            }
+        }
+        if !state.ended {
+            state.live = Some(reader);
+        }
+    }
+}
+
+/// A response body of events: what `events` yields, with a comment every [`KEEP_ALIVE`] while
+/// it is quiet; it ends when `events` ends or `closed` fires.
+pub(crate) struct EventBody {
+    events: Option<mpsc::UnboundedReceiver<Bytes>>,
+    keep_alive: tokio::time::Interval,
+    closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// Fired when the body is dropped (the client went away), for whoever must know.
+    _dropped: Option<DropGuard>,
+    /// Kept alive as long as the body (a session's "busy" mark).
+    _held: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl EventBody {
+    /// A body of `events` (`None`: keep-alive comments only) that ends when `closed` fires.
+    pub(crate) fn new(
+        events: Option<mpsc::UnboundedReceiver<Bytes>>,
+        closed: CancellationToken,
+    ) -> EventBody {
+        let start = tokio::time::Instant::now() + KEEP_ALIVE;
+        let mut keep_alive = tokio::time::interval_at(start, KEEP_ALIVE);
+        keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        EventBody {
+            events,
+            keep_alive,
+            closed: Box::pin(closed.cancelled_owned()),
+            _dropped: None,
+            _held: None,
+        }
+    }
+
+    /// Keeps `value` until the body is dropped.
+    pub(crate) fn holding(mut self, value: impl Send + Sync + 'static) -> EventBody {
+        self._held = Some(Box::new(value));
+        self
+    }
+
+    /// Cancels `token` when the body is dropped.
+    pub(crate) fn on_drop(mut self, token: CancellationToken) -> EventBody {
+        self._dropped = Some(token.drop_guard());
+        self
+    }
+}
+
+impl Stream for EventBody {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Some(events) = &mut this.events {
+            match events.poll_recv(cx) {
+                Poll::Ready(Some(event)) => {
+                    this.keep_alive.reset();
+                    return Poll::Ready(Some(Ok(event)));
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => {}
+            }
+        }
+        if this.closed.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        match this.keep_alive.poll_tick(cx) {
+            Poll::Ready(_) => Poll::Ready(Some(Ok(keep_alive()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt as _;
+
+    fn text(bytes: &Bytes) -> &str {
+        std::str::from_utf8(bytes).expect("utf-8")
+    }
+
+    #[test]
+    fn an_event_is_an_id_and_one_data_line() {
+        let written = event(Some("3/7"), br#"{"a":1}"#);
+        assert_eq!(text(&written), "id: 3/7\ndata: {\"a\":1}\n\n");
+        assert_eq!(text(&event(None, b"{}")), "data: {}\n\n");
+        assert_eq!(parse_event_id("3/7"), Some((3, 7)));
+        assert_eq!(parse_event_id(" 0/12 "), Some((0, 12)));
+        for bad in ["", "3", "a/1", "1/-2", "1/2/3"] {
+            assert_eq!(parse_event_id(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_reader_that_reconnects_gets_what_came_after_the_last_event_it_saw() {
+        let stream = EventStream::new(2);
+        let mut first = stream.read();
+        stream.push(b"{\"n\":1}");
+        stream.push(b"{\"n\":2}");
+        let seen: Vec<Bytes> = std::iter::from_fn(|| first.try_recv().ok()).collect();
+        assert_eq!(seen.len(), 3, "priming and two events");
+        assert!(text(&seen[0]).starts_with("id: 2/0\nretry: "));
+        assert_eq!(text(&seen[2]), "id: 2/2\ndata: {\"n\":2}\n\n");
+
+        drop(first);
+        stream.push(b"{\"n\":3}");
+        let mut again = stream.read_after(Some(1));
+        stream.push(b"{\"n\":4}");
+        stream.end();
+        let resumed: Vec<Bytes> = std::iter::from_fn(|| again.try_recv().ok()).collect();
+        let ids: Vec<&str> = resumed.iter().map(|e| &text(e)[4..7]).collect();
+        assert_eq!(ids, ["2/2", "2/3", "2/4"]);
+        assert!(again.try_recv().is_err(), "ended");
+    }
+
+    #[test]
+    fn a_stream_keeps_only_its_last_events() {
+        let stream = EventStream::new(0);
+        for n in 0..(KEPT_EVENTS + 10) {
+            stream.push(format!("{{\"n\":{n}}}").as_bytes());
+        }
+        stream.end();
+        let mut reader = stream.read_after(None);
+        let kept: Vec<Bytes> = std::iter::from_fn(|| reader.try_recv().ok()).collect();
+        assert_eq!(kept.len(), KEPT_EVENTS);
+        assert!(text(kept.last().unwrap()).contains(&format!("\"n\":{}", KEPT_EVENTS + 9)));
+        assert!(!stream.is_read());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_body_sends_comments_and_ends_when_closed() {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let closed = CancellationToken::new();
+        let mut body = EventBody::new(Some(receiver), closed.clone());
+        sender.send(Bytes::from_static(b"data: {}\n\n")).unwrap();
+        assert_eq!(body.next().await.unwrap().unwrap(), "data: {}\n\n");
+        let comment = body.next().await.unwrap().unwrap();
+        assert!(text(&comment).starts_with(':'), "after {KEEP_ALIVE:?} of quiet: a comment");
+        closed.cancel();
+        assert!(body.next().await.is_none());
+    }
+}

@@ -1,0 +1,122 @@
+//! GET and DELETE of `/mcp`, for sessions (the 2026-07-28 era has neither).
+//!
+//! GET opens the session's standalone stream, where notifications (list changes, resource
+//! updates, log messages) arrive; with `Last-Event-ID` it resumes a stream the client lost
+//! instead (the standalone one or an answer's), from the event after that one. A second GET
+//! while the standalone stream is being read gets a stream of keep-alive comments only, so two
+//! readers do not take it from each other in turn. DELETE ends the session.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+
+use super::Front;
+use super::headers;
+use super::post::{accepts, is_modern_header, text};
+use super::reply::event_stream;
+use super::sse::{EventBody, parse_event_id};
+
+/// `Last-Event-ID`.
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// Handles a GET.
+pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
+    let headers = request.headers();
+    if !accepts(headers, "text/event-stream") {
+        return text(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: the client must accept text/event-stream",
+        );
+    }
+    if is_modern_header(headers) {
+        return not_allowed();
+    }
+    let session = match front.session_of(headers) {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    if let Err(response) = known_version(headers) {
+        return response;
+    }
+    let busy = session.busy();
+    let closed = session.closed();
+    if let Some(last) = headers.get(LAST_EVENT_ID) {
+        let resumed = last
+            .to_str()
+            .ok()
+            .and_then(parse_event_id)
+            .and_then(|(number, index)| Some((session.stream(number)?, index)));
+        let body = match resumed {
+            Some((stream, index)) => {
+                EventBody::new(Some(stream.stream().read_after(Some(index))), closed)
+            }
+            // A stream no longer kept: an empty stream that ends at once (an error status would
+            // make an EventSource retry the same id for ever).
+            None => {
+                tracing::debug!(session = %session.id, "a stream to resume is not kept");
+                EventBody::new(Some(tokio::sync::mpsc::unbounded_channel().1), closed)
+            }
+        };
+        return event_stream(Body::from_stream(body.holding(busy)));
+    }
+    let standalone = session.standalone();
+    let body = if standalone.is_read() {
+        EventBody::new(None, closed)
+    } else {
+        EventBody::new(Some(standalone.read()), closed)
+    };
+    event_stream(Body::from_stream(body.holding(busy)))
+}
+
+/// Handles a DELETE: the session ends (`204`), or was not open (`404`).
+pub(crate) async fn delete(front: Arc<Front>, request: Request) -> Response {
+    let headers = request.headers();
+    if is_modern_header(headers) {
+        return not_allowed();
+    }
+    if let Err(response) = known_version(headers) {
+        return response;
+    }
+    let Some(id) = headers.get(super::post::SESSION_ID).and_then(|v| v.to_str().ok()) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: DELETE needs the Mcp-Session-Id header",
+        );
+    };
+    if front.sessions.close(id) {
+        // The session is gone when the answer leaves: nothing is left to accept, so not 202
+        // (which the Python SDK takes for a failure).
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": -32001, "message": "no such session (it ended or never existed)" },
+        });
+        (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
+    }
+}
+
+/// What other methods get, and GET or DELETE from a 2026-07-28 client.
+pub(crate) fn not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"))],
+        "Method Not Allowed",
+    )
+        .into_response()
+}
+
+fn known_version(headers: &http::HeaderMap) -> Result<(), Response> {
+    match headers::protocol_version(headers) {
+        Err(why) => Err(text(StatusCode::BAD_REQUEST, why)),
+        Ok(Some(version)) if !headers::is_known(version) => Err(text(
+            StatusCode::BAD_REQUEST,
+            &format!("Bad Request: unsupported MCP-Protocol-Version: {version}"),
+        )),
+        Ok(_) => Ok(()),
+    }
+}
