@@ -2,7 +2,8 @@
 //!
 //! `scripts/test` exports their paths; a bare `cargo test` finds them in `tests/deps/` of the
 //! repository. When they are missing the tests fail and say how to install them: a test that
-//! quietly skips proves nothing.
+//! quietly skips proves nothing. The one exception is Chromium outside CI ([`chromium`]): a
+//! system package that only root can install, so its tests skip there, saying so.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -70,6 +71,26 @@ pub fn python() -> PathBuf {
 /// A test client script under `tests/clients`.
 pub fn client_script(name: &str) -> PathBuf {
     require(repo_root().join("tests/clients").join(name), name)
+}
+
+/// Debian's headless-capable Chromium for the browser tests: `$TOOLGATE_TEST_CHROMIUM`, or
+/// where the `chromium` package puts it. It is a system package, which `scripts/install-test-deps`
+/// can install only as root with apt-get, so outside CI a machine without it skips those tests,
+/// saying why (`None`); in CI (`$CI` set) it is missing only when the install step failed, and
+/// the tests fail saying how to install it.
+pub fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("TOOLGATE_TEST_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/usr/bin/chromium".into());
+    if path.exists() {
+        return Some(path);
+    }
+    let how = "scripts/install-test-deps installs it as root with `apt-get install \
+               --no-install-recommends chromium`, or set TOOLGATE_TEST_CHROMIUM to a Chromium";
+    let in_ci = std::env::var_os("CI").is_some_and(|ci| !ci.is_empty());
+    assert!(!in_ci, "Chromium not found at {}: {how}", path.display());
+    eprintln!("skipped: Chromium not found at {}: {how}", path.display());
+    None
 }
 
 /// A port that was free a moment ago, for servers that only take a port number.

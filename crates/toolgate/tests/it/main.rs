@@ -6,6 +6,7 @@ mod approvals;
 mod audit_cli;
 mod bad_input;
 mod bounded;
+mod browser;
 mod builtins;
 mod cli;
 mod config_check;
