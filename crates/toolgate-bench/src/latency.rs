@@ -20,8 +20,15 @@
 //! The client is rmcp's, as toolgate uses it. Its default HTTP client opens a connection per
 //! request (rmcp does so to dodge delayed-ACK stalls on reused connections); `--keep-alive`
 //! measures reused connections instead.
+//!
+//! Besides the CPU of everything serving a path (`srv µs`), each gateway path reports the CPU
+//! of the gateway's own process without its descendants (`gw µs`: toolgate or the peer, not
+//! the upstream fixture it started), read at the same moments. `--pin` runs the load
+//! generator on one CPU and everything it starts on the others ([`pin`]); `--ab-front` adds
+//! `toolgate-http-stdio-default` once more, served by the rmcp-based HTTP front.
 
 mod machine;
+mod pin;
 mod process;
 mod report;
 mod session;
@@ -37,10 +44,11 @@ use anyhow::{Context as _, bail};
 
 use crate::binaries::{Binaries, BinaryArgs};
 use crate::latency::machine::Machine;
-use crate::latency::report::{PathRecord, PeerRecord, Report, Row, Settings};
+use crate::latency::pin::Pinning;
+use crate::latency::report::{PathRecord, PeerRecord, PinRecord, Report, Row, Settings};
 use crate::latency::session::{Call, Era, Payload};
 use crate::latency::stats::{Samples, Shuffler};
-use crate::latency::target::{PathSpec, Setup, Target, Via};
+use crate::latency::target::{HttpFront, PathSpec, Setup, Target, Via};
 use crate::portable::portable;
 use crate::proc_stats;
 
@@ -69,7 +77,8 @@ pub(crate) struct LatencyArgs {
     /// Only the paths whose name contains this text or matches this glob (`*`, `?`);
     /// comma-separated or repeated. Names: direct-stdio, direct-http,
     /// toolgate-<front>-<upstream>-<bare|default|full> (front and upstream: stdio or http),
-    /// mcp-proxy-rs-http-stdio, mcp-proxy-py-http-stdio, supergateway-http-stdio
+    /// mcp-proxy-rs-http-stdio, mcp-proxy-py-http-stdio, supergateway-http-stdio, and with
+    /// --ab-front toolgate-http-stdio-default-rmcpfront
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
     only: Vec<String>,
     /// Leave out the peer gateways
@@ -102,6 +111,16 @@ pub(crate) struct LatencyArgs {
     /// toolgate's config) from DIR [default: built-in copies of bench/pipelines]
     #[arg(long, value_name = "DIR")]
     pipelines: Option<PathBuf>,
+    /// Run the load generator on the first CPU this process may use and everything it starts
+    /// (gateways, upstreams, peers) on the others, and report throughput at 32 sessions ÷
+    /// direct against the target (at least 0.8); with fewer than 2 CPUs nothing is measured
+    /// and the report says why
+    #[arg(long)]
+    pin: bool,
+    /// Also measure toolgate-http-stdio-default served by the rmcp-based HTTP front
+    /// (`[gateway] http_front = "rmcp"`), as toolgate-http-stdio-default-rmcpfront
+    #[arg(long)]
+    ab_front: bool,
 }
 
 /// What to run, with every default resolved.
@@ -120,6 +139,8 @@ struct Plan {
     keep_alive: bool,
     era: Era,
     pipelines: Option<PathBuf>,
+    /// With `--pin`: the CPUs of each side, or why there is nothing to split.
+    pin: Option<Result<Pinning, String>>,
     notes: Vec<String>,
 }
 
@@ -153,8 +174,20 @@ impl Plan {
         let binaries = args.binaries.resolve()?;
         let peers = args.peers.unwrap_or_else(default_peers);
         let mut notes = Vec::new();
+        let mut all = PathSpec::all();
+        if args.ab_front {
+            // Right after the path it is the other half of.
+            let default = PathSpec { http_front: HttpFront::Default, ..PathSpec::rmcp_front() };
+            let at = all.iter().position(|spec| *spec == default).map_or(all.len(), |i| i + 1);
+            all.insert(at, PathSpec::rmcp_front());
+            notes.push(format!(
+                "{}: {} served by the rmcp-based HTTP front (`[gateway] http_front = \"rmcp\"`)",
+                PathSpec::rmcp_front().name(),
+                default.name()
+            ));
+        }
         let mut paths: Vec<PathSpec> =
-            PathSpec::all().into_iter().filter(|spec| selected(&spec.name(), &args.only)).collect();
+            all.into_iter().filter(|spec| selected(&spec.name(), &args.only)).collect();
         if args.skip_peers || quick {
             if paths.iter().any(|spec| matches!(spec.via, Via::Peer(_))) {
                 notes.push("peers left out (--skip-peers or --quick)".to_owned());
@@ -206,6 +239,7 @@ impl Plan {
             keep_alive: args.keep_alive,
             era: args.era,
             pipelines: args.pipelines,
+            pin: args.pin.then(Pinning::plan),
             notes,
         })
     }
@@ -258,6 +292,19 @@ pub(crate) async fn run(args: LatencyArgs) -> anyhow::Result<()> {
 /// Starts everything, runs the rounds, stops everything (also after an error), reports.
 async fn measure(plan: Plan) -> anyhow::Result<()> {
     let machine = Machine::describe();
+    let pin = match &plan.pin {
+        None => None,
+        Some(Err(why)) => return skip_pinned(&plan, machine, why),
+        Some(Ok(pinning)) => {
+            pinning.pin_this_process()?;
+            eprintln!(
+                "pinned: load generator on {}, everything it starts on {}",
+                Pinning::describe(&pinning.client),
+                Pinning::describe(&pinning.servers)
+            );
+            Some(pinning.clone())
+        }
+    };
     let scratch = tempfile::Builder::new()
         .prefix("toolgate-bench-")
         .tempdir()
@@ -268,7 +315,8 @@ async fn measure(plan: Plan) -> anyhow::Result<()> {
     }
     let needs_http_fixture = plan.paths.iter().any(|spec| spec.upstream == target::Transport::Http);
     let (fixture, shared) = if needs_http_fixture {
-        let (server, shared) = target::start_http_fixture(&plan.binaries.fixture).await?;
+        let (server, shared) =
+            target::start_http_fixture(&plan.binaries.fixture, pin.as_ref()).await?;
         (Some(server), Some(shared))
     } else {
         (None, None)
@@ -283,9 +331,11 @@ async fn measure(plan: Plan) -> anyhow::Result<()> {
         keep_alive: plan.keep_alive,
         era: plan.era,
         pipelines: plan.pipelines.clone(),
+        pin,
     };
     let started = Instant::now();
     let (targets, failure) = start_targets(&plan, &setup).await;
+    let mut pinned = None;
     let result = match failure {
         Some(error) => Err(error),
         None => {
@@ -295,6 +345,15 @@ async fn measure(plan: Plan) -> anyhow::Result<()> {
                 setup.sessions,
                 started.elapsed().as_secs_f64()
             );
+            if let Some(pinning) = &setup.pin {
+                let record = PinRecord::read_back(
+                    pinning,
+                    &targets,
+                    setup.http_fixture.as_ref().map(|fixture| fixture.pid),
+                );
+                eprintln!("{}", record.describe());
+                pinned = Some(record);
+            }
             rounds(&plan, &targets).await
         }
     };
@@ -307,14 +366,35 @@ async fn measure(plan: Plan) -> anyhow::Result<()> {
         fixture.stop().await;
     }
     let (paths, samples) = records?;
-    let report = build_report(&plan, machine, paths, samples);
+    let report = build_report(&plan, machine, paths, samples, pinned);
     print!("{}", report.table());
-    if let Some(path) = &plan.json {
-        let text = serde_json::to_string_pretty(&report).context("cannot serialize the results")?;
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        eprintln!("results written to {}", path.display());
+    write_json(plan.json.as_deref(), &report)
+}
+
+/// `--pin` on a machine with one CPU: nothing to measure; the report says why.
+fn skip_pinned(plan: &Plan, machine: Machine, why: &str) -> anyhow::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Skipped<'a> {
+        machine: Machine,
+        pinning: SkippedPinning<'a>,
     }
+    #[derive(serde::Serialize)]
+    struct SkippedPinning<'a> {
+        skipped: &'a str,
+    }
+    println!("machine: {machine}");
+    println!("pinned section skipped: {why}");
+    eprintln!("pinned section skipped: {why}");
+    write_json(plan.json.as_deref(), &Skipped { machine, pinning: SkippedPinning { skipped: why } })
+}
+
+/// Writes `report` as pretty JSON to `path`, when there is one.
+fn write_json(path: Option<&Path>, report: &impl serde::Serialize) -> anyhow::Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    let text = serde_json::to_string_pretty(report).context("cannot serialize the results")?;
+    std::fs::write(path, text + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("results written to {}", path.display());
     Ok(())
 }
 
@@ -380,7 +460,7 @@ async fn rounds(plan: &Plan, targets: &[Target]) -> anyhow::Result<Vec<PathSampl
                 .iter_mut()
                 .find(|(p, c, _)| *p == payload && *c == concurrency)
                 .context("every cell has a slot")?;
-            slot.2.add(cell.calls, cell.wall, cell.client_cpu, cell.server_cpu);
+            slot.2.add(cell.calls, cell.wall, cell.client_cpu, cell.server_cpu, cell.gateway_cpu);
         }
         eprintln!(
             "round {}/{}: {} cells × {calls} calls in {:.1}s",
@@ -399,6 +479,8 @@ struct CellRun {
     wall: Duration,
     client_cpu: Duration,
     server_cpu: Duration,
+    /// The gateway's own processes without their descendants; `None` on direct paths.
+    gateway_cpu: Option<Duration>,
 }
 
 /// One cell in one round: warm-up, then `calls` calls over `concurrency` sessions at once.
@@ -421,7 +503,11 @@ async fn run_cell(
         }
     }))
     .await?;
+    // Both the whole path's processes and the gateway's own are read at the same moments,
+    // right around the measured calls; the gateway's processes are among `servers` (each
+    // front and its descendants), and each one's own CPU excludes its children's.
     let servers = target.server_processes();
+    let gateway = target.gateway_processes();
     let server_before = cpu_times(&servers);
     let next = Arc::new(AtomicUsize::new(0));
     let client_before = proc_stats::own_cpu_time();
@@ -444,16 +530,30 @@ async fn run_cell(
     let wall = start.elapsed();
     let client_cpu = proc_stats::own_cpu_time().saturating_sub(client_before);
     let server_after = cpu_times(&servers);
-    let server_cpu = server_before
-        .iter()
-        .zip(&server_after)
-        .filter_map(|(before, after)| Some(after.as_ref()?.saturating_sub(*before.as_ref()?)))
-        .sum();
-    Ok(CellRun { calls: durations, wall, client_cpu, server_cpu })
+    let server_cpu = cpu_spent(&servers, &server_before, &server_after, |_| true);
+    let gateway_cpu = gateway.map(|gateway| {
+        cpu_spent(&servers, &server_before, &server_after, |pid| gateway.contains(&pid))
+    });
+    Ok(CellRun { calls: durations, wall, client_cpu, server_cpu, gateway_cpu })
 }
 
 fn cpu_times(pids: &[u32]) -> Vec<Option<Duration>> {
     pids.iter().map(|&pid| proc_stats::cpu_time(pid)).collect()
+}
+
+/// The CPU time the `counted` ones of `pids` used between two readings (a process that was
+/// gone at either reading counts for nothing).
+fn cpu_spent(
+    pids: &[u32],
+    before: &[Option<Duration>],
+    after: &[Option<Duration>],
+    counted: impl Fn(u32) -> bool,
+) -> Duration {
+    pids.iter()
+        .zip(before.iter().zip(after))
+        .filter(|(pid, _)| counted(**pid))
+        .filter_map(|(_, (before, after))| Some(after.as_ref()?.saturating_sub(*before.as_ref()?)))
+        .sum()
 }
 
 /// What is recorded of each path (peak memory is read before the processes stop).
@@ -462,6 +562,7 @@ fn records(targets: &[Target]) -> Vec<PathRecord> {
         .iter()
         .map(|target| {
             let spec = target.spec;
+            let http_front = (spec.http_front != HttpFront::Default).then_some(spec.http_front);
             let (via, pipeline, peer) = match spec.via {
                 Via::Direct => ("direct", None, None),
                 Via::Toolgate(pipeline) => ("toolgate", Some(pipeline.name()), None),
@@ -475,6 +576,7 @@ fn records(targets: &[Target]) -> Vec<PathRecord> {
                 pipeline,
                 peer,
                 front: spec.front,
+                http_front,
                 upstream: spec.upstream,
                 command: portable(&target.command),
                 front_processes: target.front_processes(),
@@ -497,6 +599,7 @@ fn build_report(
     machine: Machine,
     paths: Vec<PathRecord>,
     samples: Vec<PathSamples>,
+    pinning: Option<PinRecord>,
 ) -> Report {
     let mut results = Vec::new();
     for (spec, cells) in plan.paths.iter().zip(samples) {
@@ -515,6 +618,7 @@ fn build_report(
         }
     }
     report::compare(&mut results);
+    let pinning = pinning.map(|record| record.with_throughput(&results, &plan.concurrency));
     Report {
         machine,
         settings: Settings {
@@ -542,6 +646,8 @@ fn build_report(
         notes: plan.notes.iter().cloned().chain(protocols_note(plan.era, &paths)).collect(),
         paths,
         results,
+        pinning,
+        legend: report::legend(),
     }
 }
 
@@ -578,6 +684,7 @@ mod tests {
             keep_alive: false,
             era: Era::Handshake,
             pipelines: None,
+            pin: None,
             notes: Vec::new(),
         };
         let split = |calls, rounds| {
@@ -597,5 +704,8 @@ mod tests {
         assert_eq!(names.len(), count);
         assert!(names.contains(&"toolgate-http-stdio-default".to_owned()));
         assert!(names.contains(&"mcp-proxy-rs-http-stdio".to_owned()));
+        let rmcp_front = PathSpec::rmcp_front().name();
+        assert_eq!(rmcp_front, "toolgate-http-stdio-default-rmcpfront");
+        assert!(!names.contains(&rmcp_front), "only --ab-front adds it");
     }
 }

@@ -1,9 +1,12 @@
-//! What the kernel knows about a process (Linux `/proc`): CPU time and peak memory, for the
-//! gateway under test and its children.
+//! What the kernel knows about a process (Linux `/proc`): CPU time, memory, open files and
+//! the CPUs it may run on, for the gateway under test and its children.
 
 use std::time::Duration;
 
-/// CPU time (user + system) a process has used so far, or `None` if it is gone.
+/// CPU time (user + system) a process has used so far, or `None` if it is gone: the sum over
+/// all its threads, the ones that have exited included, and nothing of its children (the
+/// kernel adds a child's time to `cutime`/`cstime`, not to these fields, and only once the
+/// child is reaped), so the CPU of a process without its descendants.
 pub(crate) fn cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may contain spaces.
@@ -26,9 +29,26 @@ pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 fn status_field(pid: u32, name: &str) -> Option<u64> {
+    status_text(pid, name)?.trim_end_matches("kB").trim().parse().ok()
+}
+
+/// The value of the `name` line of `/proc/<pid>/status`, trimmed.
+fn status_text(pid: u32, name: &str) -> Option<String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with(name))?;
-    line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+    Some(line[name.len()..].trim().to_owned())
+}
+
+/// The CPUs a process may run on, as the kernel lists them (`Cpus_allowed_list`: `0`, `1-3`,
+/// `0,2`), or `None` if it is gone.
+pub(crate) fn allowed_cpus(pid: u32) -> Option<String> {
+    status_text(pid, "Cpus_allowed_list:")
+}
+
+/// How many files (sockets and pipes included) a process has open, or `None` if it is gone or
+/// not ours to look at.
+pub(crate) fn open_files(pid: u32) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
 
 /// The pids of a process's children (direct ones).
@@ -82,6 +102,8 @@ mod tests {
         assert!(cpu_time(pid).is_some());
         assert!(peak_rss_kib(pid).is_some_and(|kib| kib > 0));
         assert!(rss_kib(pid).is_some_and(|kib| kib > 0));
+        assert!(open_files(pid).is_some_and(|n| n >= 3), "stdin, stdout, stderr at least");
+        assert!(allowed_cpus(pid).is_some_and(|cpus| !cpus.is_empty()));
         assert!(cpu_time(u32::MAX).is_none(), "no such process");
     }
 

@@ -3,8 +3,9 @@
 //! - [`tools`]: 100 upstreams (the fixture on stdio, each listing 100 extra tools, toolgate
 //!   exposing only those: 10,000 tools): start-up, `tools/list`, toolgate's memory, and a call
 //!   to one tool among the 10,000 against the same call with one upstream of 100 tools;
-//! - [`sessions`]: toolgate fronting one fixture, 1,000 idle MCP sessions opened on it
-//!   (`initialize` + `initialized`, kept): toolgate's memory per session.
+//! - [`sessions`]: toolgate fronting one fixture, 1,000 and then (a fresh gateway) 10,000 idle
+//!   MCP sessions opened on it (`initialize` + `initialized`, kept): toolgate's memory per
+//!   session, and the time it took to open them.
 
 mod sessions;
 mod tools;
@@ -33,10 +34,12 @@ pub(crate) struct ScaleArgs {
     /// Timed calls on each side of the name-resolution comparison.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     calls: usize,
-    /// Idle sessions to open for the memory-per-session part.
-    #[arg(long, default_value_t = 1000, value_name = "N")]
-    sessions: usize,
-    /// For CI: 10 upstreams × 100 tools, 3 lists, 50 calls, 50 sessions.
+    /// Numbers of idle sessions for the memory-per-session part, comma-separated; each is
+    /// measured on a fresh server [default: 1000,10000; with --quick: 20,50]
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    sessions: Vec<usize>,
+    /// For CI: 10 upstreams × 100 tools, 3 lists, 50 calls, 20 and 50 sessions (--sessions
+    /// still wins).
     #[arg(long)]
     quick: bool,
     /// Also write the results to FILE as JSON.
@@ -66,9 +69,14 @@ pub(crate) async fn run(args: ScaleArgs) -> anyhow::Result<()> {
 async fn bench(mut args: ScaleArgs) -> anyhow::Result<()> {
     if args.quick {
         (args.upstreams, args.tools_per_upstream) = (10, 100);
-        (args.lists, args.calls, args.sessions) = (3, 50, 50);
+        (args.lists, args.calls) = (3, 50);
     }
-    if args.upstreams == 0 || args.tools_per_upstream == 0 || args.sessions == 0 {
+    if args.sessions.is_empty() {
+        args.sessions = if args.quick { vec![20, 50] } else { vec![1000, 10_000] };
+    }
+    args.sessions.sort_unstable();
+    args.sessions.dedup();
+    if args.upstreams == 0 || args.tools_per_upstream == 0 || args.sessions.contains(&0) {
         bail!("--upstreams, --tools-per-upstream and --sessions must be at least 1");
     }
     let binaries = args.binaries.resolve()?;
@@ -81,7 +89,7 @@ async fn bench(mut args: ScaleArgs) -> anyhow::Result<()> {
         calls: args.calls,
     };
     let tools = tools::run(&binaries, &http, &tools_settings).await?;
-    let sessions = sessions::run(&binaries, &http, args.sessions).await?;
+    let sessions = sessions::run(&binaries, &args.sessions).await?;
 
     println!("{}", tools::render(&tools));
     println!("{}", sessions::render(&sessions));

@@ -64,6 +64,11 @@ fn quick_run_measures_every_path() {
                 // toolgate-<front>-<upstream>-<pipeline>: compared with direct-<upstream>.
                 let upstream = rest.split('-').nth(1).expect("an upstream transport");
                 assert_eq!(row["vs_direct"]["baseline"], format!("direct-{upstream}"), "{row}");
+                // The gateway's own CPU: part of what every serving process used.
+                let gateway = number("gateway_cpu_us_per_call");
+                assert!(gateway >= 0.0 && gateway <= number("server_cpu_us_per_call"), "{row}");
+            } else {
+                assert!(row.get("gateway_cpu_us_per_call").is_none(), "no gateway: {row}");
             }
         }
     }
@@ -73,6 +78,45 @@ fn quick_run_measures_every_path() {
         paths.iter().all(|p| p["peak_rss_kib"].as_u64().is_some_and(|kib| kib > 0)),
         "every front's peak memory: {paths:?}"
     );
+    assert!(stdout.contains("gw µs"), "the gateway's CPU column:\n{stdout}");
+    assert!(report["legend"]["gateway_cpu_us_per_call"].is_string(), "{}", report["legend"]);
+    assert!(report.get("pinning").is_none(), "not pinned without --pin");
+}
+
+#[test]
+fn pinning_puts_each_side_on_its_cpus_or_says_why_not() {
+    let bench = PathBuf::from(env!("CARGO_BIN_EXE_toolgate-bench"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("latency.json");
+    let output = Command::new(&bench)
+        .args(["latency", "--quick", "--pin", "--keep-alive", "--concurrency", "1,2"])
+        .args(["--only", "direct-stdio,direct-http,toolgate-http-stdio-default", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run toolgate-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "exit {}\n{stdout}\n{stderr}", output.status);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("json");
+    // On a machine (or a cpuset) of one CPU, nothing is measured and the report says why.
+    if let Some(why) = report["pinning"]["skipped"].as_str() {
+        assert!(why.contains("one CPU only"), "{why}");
+        assert!(stdout.contains("pinned section skipped: "), "{stdout}");
+        return;
+    }
+    let pinning = &report["pinning"];
+    assert_eq!(pinning["client_cpus"].as_array().map(Vec::len), Some(1), "{pinning}");
+    assert!(!stdout.contains("NOT as planned"), "{stdout}");
+    for side in ["client_seen", "servers_seen"] {
+        assert_eq!(pinning[side].as_array().map(Vec::len), Some(1), "one CPU list: {pinning}");
+    }
+    assert_eq!(pinning["target_sessions"], 2, "32 not measured: the most that were");
+    let throughput = pinning["throughput"].as_array().expect("throughput");
+    assert_eq!(throughput.len(), 1, "{pinning}");
+    assert_eq!(throughput[0]["path"], "toolgate-http-stdio-default");
+    assert_eq!(throughput[0]["baseline"], "direct-stdio");
+    assert!(stdout.contains("pinned throughput at 2 session(s)"), "{stdout}");
 }
 
 #[test]

@@ -134,13 +134,26 @@ async fn scale_quick_reports_sane_numbers() {
     assert_eq!(tools["call_all_upstreams"]["tool"], "s05__t0050");
 
     let sessions = &report["sessions"];
-    assert_eq!(number(sessions, "sessions"), 50.0);
-    for server in ["toolgate", "direct"] {
-        let measured = &sessions[server];
-        let per_session = number(measured, "kib_per_session");
-        assert!((0.0..10_240.0).contains(&per_session), "{server}: {per_session} KiB per session");
-        assert!(number(measured, "rss_kib_before") > 1024.0, "{server}");
-        assert!(number(measured, "open_ms_per_session") > 0.0, "{server}");
-        assert!(measured["checkpoints"].as_array().is_some_and(|c| c.len() >= 2), "{server}");
+    assert_eq!(number(sessions, "target_kib_per_session"), 8.0);
+    assert!(number(sessions, "open_files_limit") >= 50.0);
+    let runs = sessions["runs"].as_array().expect("runs");
+    let counts: Vec<u64> = runs.iter().map(|run| run["sessions"].as_u64().unwrap()).collect();
+    assert_eq!(counts, [20, 50], "the quick counts");
+    for run in runs {
+        for server in ["toolgate", "direct"] {
+            let measured = &run[server];
+            let per_session = number(measured, "kib_per_session");
+            assert!(
+                (0.0..10_240.0).contains(&per_session),
+                "{server}: {per_session} KiB per session"
+            );
+            assert!(number(measured, "rss_kib_before") > 1024.0, "{server}");
+            assert!(number(measured, "open_s") > 0.0, "{server}");
+            assert!(number(measured, "open_ms_per_session") > 0.0, "{server}");
+            assert!(measured["checkpoints"].as_array().is_some_and(|c| c.len() >= 2), "{server}");
+            // The sessions share a few connections: the server holds no socket per session.
+            let files = number(measured, "open_files_after");
+            assert!(files < 200.0, "{server}: {files} open files for {} sessions", run["sessions"]);
+        }
     }
 }

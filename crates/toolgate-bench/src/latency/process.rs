@@ -14,6 +14,8 @@ use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
+use crate::latency::pin::Pinning;
+
 /// How long a server may take to say it is ready.
 pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a server has to exit after SIGTERM before it is killed.
@@ -163,12 +165,13 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Starts `command` in a process group of its own and waits until it is ready; returns
-    /// the server and the URL it serves.
+    /// Starts `command` in a process group of its own (on the servers' CPUs when `pin` says
+    /// so) and waits until it is ready; returns the server and the URL it serves.
     pub(crate) async fn start(
         label: &str,
         mut command: Command,
         ready: Ready,
+        pin: Option<&Pinning>,
     ) -> anyhow::Result<(Server, String)> {
         command
             .process_group(0)
@@ -177,8 +180,11 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let program = command.as_std().get_program().to_string_lossy().into_owned();
-        let mut child =
-            command.spawn().with_context(|| format!("{label}: cannot run {program}"))?;
+        let spawned = match pin {
+            Some(pin) => pin.spawn_on_servers(|| command.spawn())?,
+            None => command.spawn(),
+        };
+        let mut child = spawned.with_context(|| format!("{label}: cannot run {program}"))?;
         let pid = child.id().with_context(|| format!("{label}: exited at once"))?;
         let guard = GroupGuard::new(pid);
         let tail = Tail::default();

@@ -12,6 +12,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::process::Command;
 
+use crate::latency::pin::Pinning;
 use crate::latency::process::{GroupGuard, Tail, forward_lines};
 
 /// How long one call may take before the run fails (a server that died mid-call may leave
@@ -132,15 +133,23 @@ impl Session {
         Ok(Session { client, pid: None, guard: None, tail: None })
     }
 
-    /// Starts `command` in a process group of its own and talks MCP to it on stdio; its stderr
-    /// goes to ours, prefixed with `label`.
-    pub(crate) async fn stdio(label: &str, mut command: Command, era: Era) -> anyhow::Result<Self> {
+    /// Starts `command` in a process group of its own (on the servers' CPUs when `pin` says
+    /// so) and talks MCP to it on stdio; its stderr goes to ours, prefixed with `label`.
+    pub(crate) async fn stdio(
+        label: &str,
+        mut command: Command,
+        era: Era,
+        pin: Option<&Pinning>,
+    ) -> anyhow::Result<Self> {
         command.process_group(0).kill_on_drop(true);
         let program = command.as_std().get_program().to_string_lossy().into_owned();
-        let (transport, stderr) = TokioChildProcess::builder(command)
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("{label}: cannot run {program}"))?;
+        let builder = TokioChildProcess::builder(command).stderr(Stdio::piped());
+        let spawned = match pin {
+            Some(pin) => pin.spawn_on_servers(|| builder.spawn())?,
+            None => builder.spawn(),
+        };
+        let (transport, stderr) =
+            spawned.with_context(|| format!("{label}: cannot run {program}"))?;
         let pid = transport.id().with_context(|| format!("{label}: exited at once"))?;
         let guard = GroupGuard::new(pid);
         let tail = Tail::default();

@@ -14,6 +14,9 @@ pub(crate) struct Samples {
     pub(crate) client_cpu: Duration,
     /// CPU time of the processes serving the path during the measured parts.
     pub(crate) server_cpu: Duration,
+    /// CPU time of the gateway's own processes, without their descendants, during the
+    /// measured parts; `None` on direct paths.
+    pub(crate) gateway_cpu: Option<Duration>,
 }
 
 impl Samples {
@@ -24,12 +27,16 @@ impl Samples {
         wall: Duration,
         client_cpu: Duration,
         server_cpu: Duration,
+        gateway_cpu: Option<Duration>,
     ) {
         self.calls_ns
             .extend(calls.into_iter().map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)));
         self.wall += wall;
         self.client_cpu += client_cpu;
         self.server_cpu += server_cpu;
+        if let Some(gateway_cpu) = gateway_cpu {
+            *self.gateway_cpu.get_or_insert_default() += gateway_cpu;
+        }
     }
 
     /// The summary; `None` without any call.
@@ -59,6 +66,8 @@ impl Samples {
             server_cpu_ms: self.server_cpu.as_secs_f64() * 1e3,
             client_cpu_us_per_call: per_call_us(self.client_cpu),
             server_cpu_us_per_call: per_call_us(self.server_cpu),
+            gateway_cpu_ms: self.gateway_cpu.map(|cpu| cpu.as_secs_f64() * 1e3),
+            gateway_cpu_us_per_call: self.gateway_cpu.map(per_call_us),
         })
     }
 }
@@ -78,6 +87,11 @@ pub(crate) struct Summary {
     pub(crate) server_cpu_ms: f64,
     pub(crate) client_cpu_us_per_call: f64,
     pub(crate) server_cpu_us_per_call: f64,
+    /// Absent on direct paths (no gateway); see the report's `legend`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gateway_cpu_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gateway_cpu_us_per_call: Option<f64>,
 }
 
 /// The nearest-rank percentile `p` (0 < p <= 100) of sorted, non-empty samples.
@@ -133,8 +147,8 @@ mod tests {
     fn a_summary_of_rounds() {
         let mut samples = Samples::default();
         let ms = Duration::from_millis;
-        samples.add([ms(1), ms(3)], ms(4), ms(2), ms(6));
-        samples.add([ms(2), ms(4)], ms(6), ms(2), ms(2));
+        samples.add([ms(1), ms(3)], ms(4), ms(2), ms(6), Some(ms(1)));
+        samples.add([ms(2), ms(4)], ms(6), ms(2), ms(2), Some(ms(3)));
         let summary = samples.summary().expect("calls");
         assert_eq!(summary.calls, 4);
         assert_eq!(summary.p50_ms, 2.0);
@@ -142,6 +156,10 @@ mod tests {
         assert_eq!(summary.calls_per_s, 400.0);
         assert_eq!(summary.client_cpu_us_per_call, 1000.0);
         assert_eq!(summary.server_cpu_us_per_call, 2000.0);
+        assert_eq!(summary.gateway_cpu_us_per_call, Some(1000.0));
+        let mut direct = Samples::default();
+        direct.add([ms(1)], ms(1), ms(1), ms(1), None);
+        assert_eq!(direct.summary().expect("a call").gateway_cpu_us_per_call, None);
         assert!(Samples::default().summary().is_none());
     }
 

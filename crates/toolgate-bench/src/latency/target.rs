@@ -11,6 +11,7 @@ use anyhow::{Context as _, bail};
 use serde::Serialize;
 use tokio::process::Command;
 
+use crate::latency::pin::Pinning;
 use crate::latency::process::{Ready, Server, free_port};
 use crate::latency::session::{Era, Payload, Session};
 use crate::proc_stats;
@@ -144,6 +145,28 @@ impl Peer {
     }
 }
 
+/// Which of toolgate's HTTP fronts serves a path: `[gateway] http_front` in its config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum HttpFront {
+    /// Whatever toolgate serves by default: no `http_front` in the config.
+    #[default]
+    Default,
+    /// `http_front = "rmcp"`: the front built on rmcp's streamable HTTP server, kept for one
+    /// release beside its replacement for A/B runs (`latency --ab-front`).
+    Rmcp,
+}
+
+impl HttpFront {
+    /// The value of `[gateway] http_front`, when the config names one.
+    fn config_value(self) -> Option<&'static str> {
+        match self {
+            HttpFront::Default => None,
+            HttpFront::Rmcp => Some("rmcp"),
+        }
+    }
+}
+
 /// Who sits between the client and the fixture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Via {
@@ -160,33 +183,52 @@ pub(crate) struct PathSpec {
     pub(crate) front: Transport,
     /// What the fixture speaks (the same as `front` for direct paths).
     pub(crate) upstream: Transport,
+    /// toolgate's HTTP front (the default one, except on the `--ab-front` path).
+    pub(crate) http_front: HttpFront,
 }
 
 impl PathSpec {
+    fn new(via: Via, front: Transport, upstream: Transport) -> PathSpec {
+        PathSpec { via, front, upstream, http_front: HttpFront::Default }
+    }
+
+    /// The second half of the A/B of toolgate's HTTP fronts (`--ab-front`):
+    /// `toolgate-http-stdio-default` served by the rmcp-based front
+    /// (`toolgate-http-stdio-default-rmcpfront`). Not among [`PathSpec::all`].
+    pub(crate) fn rmcp_front() -> PathSpec {
+        PathSpec {
+            http_front: HttpFront::Rmcp,
+            ..PathSpec::new(Via::Toolgate(Pipeline::Default), Transport::Http, Transport::Stdio)
+        }
+    }
+
     /// Every path, in table order: direct, toolgate by front and upstream, peers.
     pub(crate) fn all() -> Vec<PathSpec> {
         use Transport::{Http, Stdio};
-        let mut out = vec![
-            PathSpec { via: Via::Direct, front: Stdio, upstream: Stdio },
-            PathSpec { via: Via::Direct, front: Http, upstream: Http },
-        ];
+        let mut out =
+            vec![PathSpec::new(Via::Direct, Stdio, Stdio), PathSpec::new(Via::Direct, Http, Http)];
         for (front, upstream) in [(Http, Stdio), (Http, Http), (Stdio, Stdio), (Stdio, Http)] {
             for pipeline in Pipeline::ALL {
-                out.push(PathSpec { via: Via::Toolgate(pipeline), front, upstream });
+                out.push(PathSpec::new(Via::Toolgate(pipeline), front, upstream));
             }
         }
         for peer in Peer::ALL {
-            out.push(PathSpec { via: Via::Peer(peer), front: Http, upstream: Stdio });
+            out.push(PathSpec::new(Via::Peer(peer), Http, Stdio));
         }
         out
     }
 
-    /// `direct-stdio`, `toolgate-http-stdio-default`, `mcp-proxy-rs-http-stdio`, ...
+    /// `direct-stdio`, `toolgate-http-stdio-default`, `mcp-proxy-rs-http-stdio`,
+    /// `toolgate-http-stdio-default-rmcpfront`, ...
     pub(crate) fn name(&self) -> String {
         match self.via {
             Via::Direct => format!("direct-{}", self.upstream),
             Via::Toolgate(pipeline) => {
-                format!("toolgate-{}-{}-{}", self.front, self.upstream, pipeline.name())
+                let front = match self.http_front {
+                    HttpFront::Default => "",
+                    HttpFront::Rmcp => "-rmcpfront",
+                };
+                format!("toolgate-{}-{}-{}{front}", self.front, self.upstream, pipeline.name())
             }
             Via::Peer(peer) => format!("{}-{}-{}", peer.name(), self.front, self.upstream),
         }
@@ -223,6 +265,8 @@ pub(crate) struct Setup {
     /// A folder with `bare.toml`, `default.toml` and `full.toml` to use instead of the
     /// built-in copies of `bench/pipelines`.
     pub(crate) pipelines: Option<PathBuf>,
+    /// With `--pin`: every process started runs on the servers' CPUs.
+    pub(crate) pin: Option<Pinning>,
 }
 
 /// The fixture on streamable HTTP.
@@ -232,12 +276,16 @@ pub(crate) struct SharedFixture {
     pub(crate) pid: u32,
 }
 
-/// Starts the fixture on streamable HTTP (`toolgate-fixture --transport http`).
-pub(crate) async fn start_http_fixture(fixture: &Path) -> anyhow::Result<(Server, SharedFixture)> {
+/// Starts the fixture on streamable HTTP (`toolgate-fixture --transport http`), on the
+/// servers' CPUs with `pin`.
+pub(crate) async fn start_http_fixture(
+    fixture: &Path,
+    pin: Option<&Pinning>,
+) -> anyhow::Result<(Server, SharedFixture)> {
     let mut command = Command::new(fixture);
     command.args(["--transport", "http", "--port", "0"]).env_remove("RUST_LOG");
     let (server, url) =
-        Server::start("fixture-http", command, Ready::StdoutPrefix("listening ")).await?;
+        Server::start("fixture-http", command, Ready::StdoutPrefix("listening "), pin).await?;
     let pid = server.pid();
     Ok((server, SharedFixture { url, pid }))
 }
@@ -265,6 +313,7 @@ impl Target {
     /// Starts `spec`'s processes and opens `setup.sessions` sessions.
     pub(crate) async fn start(spec: PathSpec, setup: &Setup) -> anyhow::Result<Target> {
         let name = spec.name();
+        let pin = setup.pin.as_ref();
         let (front, url, command) = match (spec.via, spec.front) {
             (_, Transport::Stdio) => (None, None, stdio_command(&spec, setup, 0)?.1),
             (Via::Direct, Transport::Http) => {
@@ -273,12 +322,14 @@ impl Target {
                 (None, Some(fixture.url.clone()), command)
             }
             (Via::Toolgate(pipeline), Transport::Http) => {
-                let config = write_config(&name, None, pipeline, spec.upstream, setup)?;
+                let config =
+                    write_config(&name, None, pipeline, spec.upstream, spec.http_front, setup)?;
                 let mut command = Command::new(&setup.toolgate);
                 command.args(["serve", "--listen", "127.0.0.1:0", "--log", SERVE_LOG, "--config"]);
                 command.arg(&config).env_remove("TOOLGATE_CONFIG");
                 let (server, url) =
-                    Server::start(&name, command, Ready::StderrMarker("serving MCP at ")).await?;
+                    Server::start(&name, command, Ready::StderrMarker("serving MCP at "), pin)
+                        .await?;
                 let described = format!(
                     "{} serve --listen 127.0.0.1:0 --config {}",
                     setup.toolgate.display(),
@@ -299,7 +350,7 @@ impl Target {
                     Some(url) => Session::http(url, setup.keep_alive, setup.era).await,
                     None => {
                         let (command, _) = stdio_command(spec, setup, i)?;
-                        Session::stdio(&format!("{name}#{i}"), command, setup.era).await
+                        Session::stdio(&format!("{name}#{i}"), command, setup.era, pin).await
                     }
                 }
             }
@@ -379,6 +430,16 @@ impl Target {
         out
     }
 
+    /// The gateway's own processes, whose CPU is counted without their descendants: the front
+    /// (toolgate or the peer; on stdio fronts one toolgate process per session); `None` on
+    /// direct paths, which have no gateway.
+    pub(crate) fn gateway_processes(&self) -> Option<&[u32]> {
+        match self.spec.via {
+            Via::Direct => None,
+            Via::Toolgate(_) | Via::Peer(_) => Some(&self.front_pids),
+        }
+    }
+
     /// The highest peak resident set size among the front processes, in KiB.
     pub(crate) fn peak_rss_kib(&self) -> Option<u64> {
         self.front_pids.iter().filter_map(|&pid| proc_stats::peak_rss_kib(pid)).max()
@@ -414,7 +475,14 @@ fn stdio_command(
     match spec.via {
         Via::Direct => Ok((command, setup.fixture.display().to_string())),
         Via::Toolgate(pipeline) => {
-            let config = write_config(&spec.name(), Some(index), pipeline, spec.upstream, setup)?;
+            let config = write_config(
+                &spec.name(),
+                Some(index),
+                pipeline,
+                spec.upstream,
+                spec.http_front,
+                setup,
+            )?;
             command.args(["serve", "--stdio", "--config"]).arg(&config);
             let described = format!(
                 "{} serve --stdio --config {} (one process per session)",
@@ -434,6 +502,7 @@ fn write_config(
     session: Option<usize>,
     pipeline: Pipeline,
     upstream: Transport,
+    http_front: HttpFront,
     setup: &Setup,
 ) -> anyhow::Result<PathBuf> {
     let mut dir = setup.scratch.join(name);
@@ -463,7 +532,14 @@ fn write_config(
         }
         None => pipeline.fragment().to_owned(),
     };
-    let text = format!("{server}\n{fragment}");
+    // `[gateway] http_front` arrives with toolgate's own HTTP front (beside rmcp's, for one
+    // release). Until then toolgate refuses it as an unknown key and this path, which only
+    // `--ab-front` adds, fails to start.
+    let gateway = match http_front.config_value() {
+        Some(front) => format!("[gateway]\nhttp_front = {}\n\n", toml_string(front)),
+        None => String::new(),
+    };
+    let text = format!("{gateway}{server}\n{fragment}");
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }
@@ -524,6 +600,48 @@ async fn start_peer(
         }
     };
     let url = format!("http://127.0.0.1:{port}{path}");
-    let (server, url) = Server::start(name, command, Ready::Accepting { port, url }).await?;
+    let ready = Ready::Accepting { port, url };
+    let (server, url) = Server::start(name, command, ready, setup.pin.as_ref()).await?;
     Ok((server, url, described))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(scratch: &Path) -> Setup {
+        Setup {
+            toolgate: PathBuf::from("toolgate"),
+            fixture: PathBuf::from("toolgate-fixture"),
+            peers: PathBuf::new(),
+            scratch: scratch.to_owned(),
+            http_fixture: None,
+            sessions: 1,
+            keep_alive: true,
+            era: Era::Handshake,
+            pipelines: None,
+            pin: None,
+        }
+    }
+
+    fn config(spec: PathSpec, scratch: &Path) -> toml::Table {
+        let Via::Toolgate(pipeline) = spec.via else { panic!("a toolgate path") };
+        let setup = setup(scratch);
+        let path =
+            write_config(&spec.name(), None, pipeline, spec.upstream, spec.http_front, &setup)
+                .expect("written");
+        std::fs::read_to_string(path).expect("read").parse().expect("valid TOML")
+    }
+
+    #[test]
+    fn only_the_ab_path_names_a_front() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let rmcp = config(PathSpec::rmcp_front(), dir.path());
+        assert_eq!(rmcp["gateway"]["http_front"].as_str(), Some("rmcp"));
+        assert_eq!(rmcp["servers"]["fx"]["command"].as_str(), Some("toolgate-fixture"));
+        assert!(rmcp["pipeline"].as_array().is_some_and(|p| p.len() == 2), "default pipeline");
+        let default = PathSpec { http_front: HttpFront::Default, ..PathSpec::rmcp_front() };
+        assert_eq!(default.name(), "toolgate-http-stdio-default");
+        assert!(config(default, dir.path()).get("gateway").is_none());
+    }
 }

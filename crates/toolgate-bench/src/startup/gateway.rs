@@ -84,11 +84,24 @@ pub(crate) fn write_config(
     fixture: &Path,
     upstreams: &[Upstream],
 ) -> anyhow::Result<PathBuf> {
+    write_config_with(dir, fixture, upstreams, toml::Table::new())
+}
+
+/// [`write_config`] with a `[gateway]` table (left out when empty).
+pub(crate) fn write_config_with(
+    dir: &Path,
+    fixture: &Path,
+    upstreams: &[Upstream],
+    gateway: toml::Table,
+) -> anyhow::Result<PathBuf> {
     let servers: toml::Table = upstreams
         .iter()
         .map(|upstream| (upstream.name.clone(), upstream.to_toml(fixture).into()))
         .collect();
     let mut config = toml::Table::new();
+    if !gateway.is_empty() {
+        config.insert("gateway".into(), gateway.into());
+    }
     config.insert("servers".into(), servers.into());
     let text = toml::to_string(&config).context("cannot write the config as TOML")?;
     let path = dir.join("toolgate.toml");
@@ -323,6 +336,15 @@ mod tests {
             .collect();
         assert_eq!(args, ["--startup-delay", "120ms", "--extra-tools", "100"]);
         assert_eq!(servers["s001"]["allow_tools"][0].as_str(), Some("t[0-9]*"));
+        assert!(config.get("gateway").is_none(), "no [gateway] unless asked");
+
+        let mut gateway = toml::Table::new();
+        gateway.insert("max_sessions".into(), 11_000.into());
+        let path = write_config_with(dir.path(), Path::new("fx"), &[Upstream::new("s")], gateway)
+            .expect("written");
+        let config: toml::Table =
+            std::fs::read_to_string(path).expect("read").parse().expect("valid TOML");
+        assert_eq!(config["gateway"]["max_sessions"].as_integer(), Some(11_000));
     }
 
     #[test]
