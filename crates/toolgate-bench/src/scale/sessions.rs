@@ -126,11 +126,8 @@ fn gateway_settings(count: usize) -> toml::Table {
     let max_sessions = i64::try_from(count + SESSION_MARGIN).unwrap_or(i64::MAX);
     gateway.insert("max_sessions".into(), max_sessions.into());
     gateway.insert("session_idle".into(), "1h".into());
-    // TODO(max_sessions_per_client): the new HTTP front limits the sessions of one client
-    // address with `[gateway] max_sessions_per_client`, and every session here comes from
-    // 127.0.0.1: set it to `max_sessions` once toolgate knows the key. Today's toolgate
-    // refuses it (`toolgate config check`: "gateway.max_sessions_per_client: unknown key"),
-    // and so would `serve`.
+    // Every session here comes from 127.0.0.1.
+    gateway.insert("max_sessions_per_client".into(), max_sessions.into());
     gateway
 }
 
@@ -294,6 +291,7 @@ mod tests {
     fn the_gateway_allows_every_session_for_an_hour() {
         let gateway = gateway_settings(10_000);
         assert_eq!(gateway["max_sessions"].as_integer(), Some(10_100));
+        assert_eq!(gateway["max_sessions_per_client"].as_integer(), Some(10_100));
         assert_eq!(gateway["session_idle"].as_str(), Some("1h"));
     }
 }
