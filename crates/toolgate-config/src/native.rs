@@ -293,7 +293,9 @@ fn origins(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Vec<String
     let mut out = Some(Vec::with_capacity(origins.len()));
     for (i, origin) in origins.into_iter().enumerate() {
         let trimmed = origin.strip_suffix('/').unwrap_or(origin);
-        let valid = url::Url::parse(trimmed).is_ok_and(|url| {
+        // `:*`: any port of that scheme and host.
+        let base = trimmed.strip_suffix(":*").unwrap_or(trimmed);
+        let valid = url::Url::parse(base).is_ok_and(|url| {
             url.host().is_some()
                 && url.username().is_empty()
                 && url.password().is_none()
@@ -307,7 +309,7 @@ fn origins(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Vec<String
             (false, _) => {
                 cx.error(
                     &index_path(path, i),
-                    format!("invalid origin {origin:?} (expected scheme://host[:port])"),
+                    format!("invalid origin {origin:?} (expected scheme://host[:port], or :* for any port)"),
                 );
                 out = None;
             }

@@ -71,6 +71,40 @@ fn lacks(capability: &str) -> mcp::ErrorData {
 }
 
 impl Caller for DownstreamCaller {
+    fn capabilities(&self) -> Option<mcp::ClientCapabilities> {
+        Some(self.capabilities())
+    }
+
+    fn answers_rounds(&self) -> bool {
+        self.link.answers_rounds()
+    }
+
+    /// Every question must be one the client declared it can answer.
+    fn input_round(
+        &self,
+        requests: mcp::InputRequests,
+    ) -> BoxFuture<'static, Result<mcp::InputResponses, toolgate_upstream::RoundRefused>> {
+        let capabilities = self.capabilities();
+        for request in requests.values() {
+            let (method, capability, declared) = match request {
+                mcp::InputRequest::Elicitation(_) => {
+                    ("elicitation/create", "elicitation", capabilities.elicitation.is_some())
+                }
+                mcp::InputRequest::CreateMessage(_) => {
+                    ("sampling/createMessage", "sampling", capabilities.sampling.is_some())
+                }
+                _ => ("roots/list", "roots", capabilities.roots.is_some()),
+            };
+            if !declared {
+                let error = lacks(capability);
+                return Box::pin(
+                    async move { Err(toolgate_upstream::RoundRefused { method, error }) },
+                );
+            }
+        }
+        self.link.input_round(requests)
+    }
+
     fn progress(&self, params: mcp::ProgressNotificationParam) -> BoxFuture<'static, ()> {
         let Some(token) = self.progress_token.clone() else { return Box::pin(async {}) };
         let mut params = params;

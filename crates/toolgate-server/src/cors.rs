@@ -3,16 +3,19 @@
 //! including the `Mcp-Session-Id` and `Mcp-Protocol-Version` headers it needs to go on. Other
 //! origins get no CORS headers (and their requests are refused by the origin check anyway).
 //!
-//! Origins are matched as the origin check matches them: `scheme://host:port`, with `:*` for
-//! any port, and an entry without a port matching any port.
+//! Origins are matched as the origin check (`crate::http::guard`) matches them, by the same
+//! [`Pattern`]: `scheme://host:port` for that port only (a port the scheme implies too, written
+//! or not: `https://a.example:443` is not `https://a.example:8443`), `:*` for any port, and an
+//! entry without a port for any port.
+//!
+//! The request headers a page may send are what its preflight asks for: the MCP headers include
+//! `Mcp-Param-<Name>` for any name a tool's schema chooses, which no fixed list covers, and the
+//! origin is already one the operator allowed.
 
 use std::time::Duration;
 
-use http::{HeaderName, Method, header};
-use tower_http::cors::{AllowOrigin, CorsLayer};
-
-/// The headers a browser client sends besides the simple ones.
-const REQUEST_HEADERS: [&str; 3] = ["mcp-session-id", "mcp-protocol-version", "last-event-id"];
+use http::{HeaderName, Method};
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// The answer headers a browser client must be able to read.
 const EXPOSED_HEADERS: [&str; 2] = ["mcp-session-id", "mcp-protocol-version"];
@@ -23,14 +26,12 @@ const MAX_AGE: Duration = Duration::from_secs(3600);
 /// The CORS layer for `origins` (entries as in the config).
 pub(crate) fn layer(origins: impl IntoIterator<Item = String>) -> CorsLayer {
     let allowed: Vec<Pattern> = origins.into_iter().filter_map(|o| Pattern::parse(&o)).collect();
-    let mut request_headers = vec![header::CONTENT_TYPE, header::ACCEPT, header::AUTHORIZATION];
-    request_headers.extend(REQUEST_HEADERS.map(HeaderName::from_static));
     CorsLayer::new()
         .allow_origin(AllowOrigin::predicate(move |origin, _| {
             origin.to_str().is_ok_and(|origin| allowed.iter().any(|p| p.matches(origin)))
         }))
         .allow_methods([Method::GET, Method::POST, Method::DELETE])
-        .allow_headers(request_headers)
+        .allow_headers(AllowHeaders::mirror_request())
         .expose_headers(EXPOSED_HEADERS.map(HeaderName::from_static))
         .max_age(MAX_AGE)
 }
@@ -52,11 +53,16 @@ impl Pattern {
             None => (entry, false),
         };
         let url = url::Url::parse(base).ok()?;
-        let written_port = url.port();
+        // The url crate forgets a port the scheme implies; the entry's own text says whether one
+        // was written.
+        let authority = base.split_once("://").map_or(base, |(_, rest)| rest);
+        let written = authority
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
         Some(Pattern {
             scheme: url.scheme().to_owned(),
             host: url.host_str()?.to_ascii_lowercase(),
-            port: if any_port { None } else { written_port },
+            port: if any_port || !written { None } else { url.port_or_known_default() },
         })
     }
 
@@ -86,7 +92,15 @@ mod tests {
         assert!(!exact.matches("https://app.example"), "the default port is another one");
 
         let default = Pattern::parse("https://app.example:443").expect("pattern");
-        assert_eq!(default.port, None, "url leaves the scheme's own port out: any port");
+        assert_eq!(default.port, Some(443), "a written port is that port, implied or not");
+        assert!(
+            default.matches("https://app.example") && default.matches("https://app.example:443")
+        );
+        assert!(!default.matches("https://app.example:8443"));
+        let ipv6 = Pattern::parse("http://[::1]:*").expect("pattern");
+        assert!(ipv6.matches("http://[::1]:5173"));
+        let ipv6_portless = Pattern::parse("http://[::1]").expect("pattern");
+        assert_eq!(ipv6_portless.port, None, "the colons of an IPv6 address are no port");
         let portless = Pattern::parse("https://app.example").expect("pattern");
         assert!(
             portless.matches("https://app.example") && portless.matches("https://app.example:9")

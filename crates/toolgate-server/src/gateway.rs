@@ -57,6 +57,8 @@ pub struct Gateway {
     upstream_log_level: Mutex<Option<mcp::LoggingLevel>>,
     /// Requests being relayed now, for a graceful shutdown.
     in_flight: tokio::sync::watch::Sender<usize>,
+    /// Calls of 2026-07-28 clients waiting for their answers to `input_required` rounds.
+    rounds: crate::mrtr::Rounds,
 }
 
 /// Counts a request as in flight until dropped.
@@ -121,6 +123,7 @@ impl Gateway {
             recorder: Arc::new(recorder),
             upstream_log_level: Mutex::default(),
             in_flight: tokio::sync::watch::Sender::new(0),
+            rounds: crate::mrtr::Rounds::default(),
         }
     }
 
@@ -153,6 +156,11 @@ impl Gateway {
     /// The interceptors every request passes.
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline
+    }
+
+    /// Calls waiting for their clients' answers to `input_required` rounds.
+    pub(crate) fn rounds(&self) -> &crate::mrtr::Rounds {
+        &self.rounds
     }
 
     /// Where the gateway's events go.

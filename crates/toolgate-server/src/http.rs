@@ -12,6 +12,9 @@
 //! (rmcp's `StreamableHttpService`, which served `/mcp` before, remains for one release behind
 //! `[gateway] http_front = "rmcp"`, for comparison: `crate::serve`.)
 
+// A refusal is the HTTP response that says so, built on a cold path and returned as it is.
+#![allow(clippy::result_large_err)]
+
 mod guard;
 mod headers;
 mod listen;

@@ -17,6 +17,7 @@ mod jsonrpc;
 mod line_transport;
 mod link;
 pub mod methods;
+mod mrtr;
 mod protocol;
 mod record;
 mod serve;

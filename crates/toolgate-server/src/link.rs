@@ -38,6 +38,26 @@ pub(crate) trait RequestLink: Send + Sync + 'static {
     fn notify(&self, notification: mcp::ServerNotification) -> BoxFuture<'static, ()>;
     /// Asks the client `request` on behalf of this request; its answer.
     fn ask(&self, request: mcp::ServerRequest) -> Answer;
+
+    /// Whether the client answers an `input_required` round as a whole ([`Self::input_round`]).
+    fn answers_rounds(&self) -> bool {
+        false
+    }
+
+    /// Puts every question of a round to the client at once (only when
+    /// [`Self::answers_rounds`]).
+    fn input_round(
+        &self,
+        requests: mcp::InputRequests,
+    ) -> BoxFuture<'static, Result<mcp::InputResponses, toolgate_upstream::RoundRefused>> {
+        let _ = requests;
+        Box::pin(async {
+            Err(toolgate_upstream::RoundRefused {
+                method: "input_required",
+                error: toolgate_upstream::unsupported("input_required rounds"),
+            })
+        })
+    }
 }
 
 /// A `subscriptions/listen` stream of a 2026-07-28 client: it takes the notifications its

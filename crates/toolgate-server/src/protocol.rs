@@ -182,7 +182,7 @@ pub(crate) struct Request {
 /// Serves `request` from `client` under `era` (see [`era_of`]), and shapes the result for
 /// that era.
 pub(crate) async fn answer(
-    gateway: &Gateway,
+    gateway: &Arc<Gateway>,
     client: &Client,
     era: &Era,
     request: Request,
@@ -209,22 +209,25 @@ pub(crate) async fn answer(
 }
 
 async fn serve(
-    gateway: &Gateway,
+    gateway: &Arc<Gateway>,
     client: &Client,
     era: &Era,
     request: Request,
 ) -> Result<mcp::ServerResult, mcp::ErrorData> {
     let Request { id, request, link, cancel } = request;
     let meta = request.get_meta().clone();
-    let mut ctx = CallContext::new(client.principal.clone());
-    ctx.request_id = Some(id.to_string());
-    ctx.session = client.session_id.clone();
-    ctx.elicitor = Some(Arc::new(DownstreamCaller::new(link.clone(), None)));
-    let options = || CallOptions {
-        caller: Some(Arc::new(DownstreamCaller::new(link.clone(), meta.get_progress_token()))),
-        cancel: cancel.clone(),
-        timeout: None,
-    };
+    if let Some(call) = Call::of(request.clone()) {
+        // Requests an upstream may ask questions about: a 2026-07-28 client answers them in
+        // input_required rounds.
+        let call = call.with(meta, gateway.clone(), client.clone(), id, cancel.clone());
+        if era.modern {
+            let retry = call.retry();
+            return gateway.rounds().serve(retry, link, cancel, move |link| call.serve(link)).await;
+        }
+        return call.serve(link).await;
+    }
+    let mut ctx = context(client, &id, &link);
+    let options = || call_options(&link, &meta, &cancel);
     let session = |method: &str| match (&client.session, era.modern) {
         (Some(session), false) => Ok(session.clone()),
         _ => Err(not_in_this_era(method)),
@@ -243,32 +246,11 @@ async fn serve(
             let tools = gateway.list_tools(&mut ctx).await.map_err(to_mcp_error)?;
             Ok(mcp::ServerResult::ListToolsResult(mcp::ListToolsResult::with_all_items(tools)))
         }
-        mcp::ClientRequest::CallToolRequest(request) => {
-            let mut params = request.params;
-            params.meta = forwarded_meta(&meta);
-            let result = match gateway.call_tool(params, &options(), &mut ctx).await {
-                Ok(result) => result,
-                Err(error) => match reply(error) {
-                    ErrorReply::Protocol(error) => return Err(error),
-                    ErrorReply::ToolError(message) => {
-                        mcp::CallToolResult::error(vec![mcp::ContentBlock::text(message)])
-                    }
-                },
-            };
-            Ok(mcp::ServerResult::CallToolResult(result))
-        }
         mcp::ClientRequest::ListPromptsRequest(_) => {
             let prompts = gateway.list_prompts(&mut ctx).await.map_err(to_mcp_error)?;
             Ok(mcp::ServerResult::ListPromptsResult(mcp::ListPromptsResult::with_all_items(
                 prompts,
             )))
-        }
-        mcp::ClientRequest::GetPromptRequest(request) => {
-            let mut params = request.params;
-            params.meta = forwarded_meta(&meta);
-            let result =
-                gateway.get_prompt(params, &options(), &mut ctx).await.map_err(to_mcp_error)?;
-            Ok(mcp::ServerResult::GetPromptResult(result))
         }
         mcp::ClientRequest::ListResourcesRequest(_) => {
             let resources = gateway.list_resources(&mut ctx).await.map_err(to_mcp_error)?;
@@ -282,13 +264,6 @@ async fn serve(
             Ok(mcp::ServerResult::ListResourceTemplatesResult(
                 mcp::ListResourceTemplatesResult::with_all_items(templates),
             ))
-        }
-        mcp::ClientRequest::ReadResourceRequest(request) => {
-            let mut params = request.params;
-            params.meta = forwarded_meta(&meta);
-            let result =
-                gateway.read_resource(params, &options(), &mut ctx).await.map_err(to_mcp_error)?;
-            Ok(mcp::ServerResult::ReadResourceResult(result))
         }
         mcp::ClientRequest::CompleteRequest(request) => {
             let mut params = request.params;
@@ -337,8 +312,148 @@ async fn serve(
                 version.as_deref(),
             ))
         }
+        mcp::ClientRequest::CallToolRequest(_)
+        | mcp::ClientRequest::GetPromptRequest(_)
+        | mcp::ClientRequest::ReadResourceRequest(_) => {
+            unreachable!("served as calls above")
+        }
         // Tasks and skills are extensions toolgate does not offer.
         other => Err(method_not_found(other.method())),
+    }
+}
+
+/// The pipeline's context of a request.
+fn context(client: &Client, id: &mcp::RequestId, link: &Arc<dyn RequestLink>) -> CallContext {
+    let mut ctx = CallContext::new(client.principal.clone());
+    ctx.request_id = Some(id.to_string());
+    ctx.session = client.session_id.clone();
+    ctx.elicitor = Some(Arc::new(DownstreamCaller::new(link.clone(), None)));
+    ctx
+}
+
+/// How a request is made upstream: on behalf of its client, cancelled with it.
+fn call_options(
+    link: &Arc<dyn RequestLink>,
+    meta: &mcp::RequestMetaObject,
+    cancel: &CancellationToken,
+) -> CallOptions {
+    CallOptions {
+        caller: Some(Arc::new(DownstreamCaller::new(link.clone(), meta.get_progress_token()))),
+        cancel: cancel.clone(),
+        timeout: None,
+    }
+}
+
+/// A request an upstream may ask questions about while serving it.
+enum Call {
+    Tool(mcp::CallToolRequestParams),
+    Prompt(mcp::GetPromptRequestParams),
+    Resource(mcp::ReadResourceRequestParams),
+}
+
+/// A [`Call`] with what serving it needs, owned (it may go on in a task of its own).
+struct Serving {
+    call: Call,
+    meta: mcp::RequestMetaObject,
+    gateway: Arc<Gateway>,
+    client: Client,
+    id: mcp::RequestId,
+    cancel: CancellationToken,
+}
+
+impl Call {
+    fn of(request: mcp::ClientRequest) -> Option<Call> {
+        match request {
+            mcp::ClientRequest::CallToolRequest(request) => Some(Call::Tool(request.params)),
+            mcp::ClientRequest::GetPromptRequest(request) => Some(Call::Prompt(request.params)),
+            mcp::ClientRequest::ReadResourceRequest(request) => {
+                Some(Call::Resource(request.params))
+            }
+            _ => None,
+        }
+    }
+
+    fn with(
+        self,
+        meta: mcp::RequestMetaObject,
+        gateway: Arc<Gateway>,
+        client: Client,
+        id: mcp::RequestId,
+        cancel: CancellationToken,
+    ) -> Serving {
+        Serving { call: self, meta, gateway, client, id, cancel }
+    }
+}
+
+impl Serving {
+    /// Which request this is, and what a retry of it carries (taken out: the state and the
+    /// answers are the client's to toolgate, not to the upstream).
+    fn retry(&self) -> crate::mrtr::Retry {
+        let (target, state, responses) = match &self.call {
+            Call::Tool(params) => (
+                format!("tools/call {}", params.name),
+                &params.request_state,
+                &params.input_responses,
+            ),
+            Call::Prompt(params) => (
+                format!("prompts/get {}", params.name),
+                &params.request_state,
+                &params.input_responses,
+            ),
+            Call::Resource(params) => (
+                format!("resources/read {}", params.uri),
+                &params.request_state,
+                &params.input_responses,
+            ),
+        };
+        crate::mrtr::Retry { target, state: state.clone(), responses: responses.clone() }
+    }
+
+    /// Serves the call, its questions going through `link`.
+    fn serve(
+        self,
+        link: Arc<dyn RequestLink>,
+    ) -> futures::future::BoxFuture<'static, Result<mcp::ServerResult, mcp::ErrorData>> {
+        Box::pin(async move {
+            let Serving { call, meta, gateway, client, id, cancel } = self;
+            let mut ctx = context(&client, &id, &link);
+            let options = call_options(&link, &meta, &cancel);
+            let forwarded = forwarded_meta(&meta);
+            match call {
+                Call::Tool(mut params) => {
+                    (params.meta, params.request_state, params.input_responses) =
+                        (forwarded, None, None);
+                    let result = match gateway.call_tool(params, &options, &mut ctx).await {
+                        Ok(result) => result,
+                        Err(error) => match reply(error) {
+                            ErrorReply::Protocol(error) => return Err(error),
+                            ErrorReply::ToolError(message) => {
+                                mcp::CallToolResult::error(vec![mcp::ContentBlock::text(message)])
+                            }
+                        },
+                    };
+                    Ok(mcp::ServerResult::CallToolResult(result))
+                }
+                Call::Prompt(mut params) => {
+                    (params.meta, params.request_state, params.input_responses) =
+                        (forwarded, None, None);
+                    let result = gateway
+                        .get_prompt(params, &options, &mut ctx)
+                        .await
+                        .map_err(to_mcp_error)?;
+                    Ok(mcp::ServerResult::GetPromptResult(result))
+                }
+                Call::Resource(mut params) => {
+                    (params.meta, params.request_state, params.input_responses) =
+                        (forwarded, None, None);
+                    let result = gateway
+                        .read_resource(params, &options, &mut ctx)
+                        .await
+                        .map_err(to_mcp_error)?;
+                    Ok(mcp::ServerResult::ReadResourceResult(result))
+                }
+            }
+        })
     }
 }
 

@@ -47,6 +47,34 @@ pub trait Caller: Send + Sync + 'static {
         Box::pin(async { Err(unsupported("roots/list")) })
     }
 
+    /// What the client that made the call declared it can answer, when the caller knows: a
+    /// 2026-07-28 server is told per request, so it asks only what can be answered.
+    fn capabilities(&self) -> Option<mcp::ClientCapabilities> {
+        None
+    }
+
+    /// Whether this caller answers a 2026-07-28 `input_required` round as a whole
+    /// ([`Caller::input_round`]) instead of one question at a time through the methods above:
+    /// a client of that era is given every question of a round at once.
+    fn answers_rounds(&self) -> bool {
+        false
+    }
+
+    /// Every question of an `input_required` round at once, asked only when
+    /// [`Caller::answers_rounds`]: the answers by the round's keys, or the question refused.
+    fn input_round(
+        &self,
+        requests: mcp::InputRequests,
+    ) -> BoxFuture<'static, Result<mcp::InputResponses, RoundRefused>> {
+        let _ = requests;
+        Box::pin(async {
+            Err(RoundRefused {
+                method: "input_required",
+                error: unsupported("input_required rounds"),
+            })
+        })
+    }
+
     /// Who answers this caller's questions, when callers of different calls answer alike (the
     /// agent: every call it makes is answered by the same person and model). A question that
     /// arrives on stdio while several calls are in flight, which cannot say which call it
@@ -55,6 +83,15 @@ pub trait Caller: Send + Sync + 'static {
     fn party(&self) -> Option<String> {
         None
     }
+}
+
+/// A question of an `input_required` round that the caller refused, which ends the round.
+#[derive(Debug, Clone)]
+pub struct RoundRefused {
+    /// Its method (`elicitation/create`, `sampling/createMessage`, `roots/list`).
+    pub method: &'static str,
+    /// Why.
+    pub error: mcp::ErrorData,
 }
 
 /// The error an upstream gets when the caller cannot answer `method`.

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use toolgate_config::ServerConfig;
 
-pub use call::{CallOptions, Caller, unsupported};
+pub use call::{CallOptions, Caller, RoundRefused, unsupported};
 pub use catalog::Catalog;
 pub use connect::UpstreamInfo;
 pub use error::{ConnectError, Endpoint, StderrTail, UpstreamError};

@@ -104,17 +104,54 @@ pub(crate) async fn through_pipeline<E: Exchange>(
     if pipeline.is_empty() {
         return send(params, ctx).await;
     }
-    let changed = |phase| GatewayError::MessageChanged { event: E::EVENT, phase };
-    let params = match pipeline.request(E::EVENT, E::request(params), ctx).await {
-        Ok(message) => E::params(message).ok_or_else(|| changed(Phase::Request))?,
-        Err(Stopped::Answered(message)) => {
-            return E::output(*message).ok_or_else(|| changed(Phase::Request));
+    match request_phase::<E>(pipeline, params, ctx).await? {
+        Requested::Send(params) => {
+            let output = send(params, ctx).await?;
+            response_phase::<E>(pipeline, output, ctx).await
         }
-        Err(Stopped::Refused(refusal)) => return Err(GatewayError::Refused(refusal)),
-    };
-    let output = send(params, ctx).await?;
+        Requested::Answered(output) => Ok(output),
+    }
+}
+
+/// What the request phase made of a request.
+pub(crate) enum Requested<E: Exchange> {
+    /// Send it, as the interceptors left it.
+    Send(E::Params),
+    /// An interceptor answered it in the upstream's place.
+    Answered(E::Output),
+}
+
+/// The request phase alone (for requests sent together, each passing its own phases).
+pub(crate) async fn request_phase<E: Exchange>(
+    pipeline: &Pipeline,
+    params: E::Params,
+    ctx: &mut CallContext,
+) -> Result<Requested<E>, GatewayError> {
+    if pipeline.is_empty() {
+        return Ok(Requested::Send(params));
+    }
+    let changed = GatewayError::MessageChanged { event: E::EVENT, phase: Phase::Request };
+    match pipeline.request(E::EVENT, E::request(params), ctx).await {
+        Ok(message) => E::params(message).map(Requested::Send).ok_or(changed),
+        Err(Stopped::Answered(message)) => {
+            E::output(*message).map(Requested::Answered).ok_or(changed)
+        }
+        Err(Stopped::Refused(refusal)) => Err(GatewayError::Refused(refusal)),
+    }
+}
+
+/// The response phase alone.
+pub(crate) async fn response_phase<E: Exchange>(
+    pipeline: &Pipeline,
+    output: E::Output,
+    ctx: &mut CallContext,
+) -> Result<E::Output, GatewayError> {
+    if pipeline.is_empty() {
+        return Ok(output);
+    }
     match pipeline.response(E::EVENT, E::response(output), ctx).await {
-        Ok(message) => E::output(message).ok_or_else(|| changed(Phase::Response)),
+        Ok(message) => E::output(message)
+            .ok_or(GatewayError::MessageChanged { event: E::EVENT, phase: Phase::Response }),
         Err(refusal) => Err(GatewayError::Refused(refusal)),
     }
 }

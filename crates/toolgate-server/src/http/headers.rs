@@ -85,7 +85,7 @@ pub(crate) fn check_standard_headers(
     request: &mcp::ClientRequest,
     tool_schema: impl FnOnce(&str) -> Option<std::sync::Arc<mcp::JsonObject>>,
 ) -> Result<(), mcp::ErrorData> {
-    if !header_version.is_some_and(|v| v >= mcp::ProtocolVersion::V_2026_07_28.as_str()) {
+    if header_version.is_none_or(|v| v < mcp::ProtocolVersion::V_2026_07_28.as_str()) {
         return Ok(());
     }
     let mismatch = |why: String| mcp::ErrorData::header_mismatch(why, None);

@@ -53,9 +53,10 @@ fn a_2026_request_without_the_metadata_of_its_lifecycle_is_malformed() {
     }}}));
     let error = era_of(&listed, &client()).unwrap_err();
     assert!(is_malformed_meta(&error), "{error:?}");
-    assert!(error.message.contains("clientInfo"), "{}", error.message);
+    assert!(error.message.contains("clientCapabilities"), "{}", error.message);
     // server/discover always negotiates in its own metadata.
-    let error = era_of(&request(json!({"method": "server/discover"})), &client()).unwrap_err();
+    let discover = request(json!({"method": "server/discover", "params": {}}));
+    let error = era_of(&discover, &client()).unwrap_err();
     assert!(is_malformed_meta(&error), "{error:?}");
 }
 

@@ -273,9 +273,18 @@ impl Upstream {
     ) -> Result<mcp::ServerResult, Attempt> {
         let name = &self.config.name;
         let timeout = options.timeout.unwrap_or(self.config.timeout);
-        let request_options = PeerRequestOptions::with_timeout(timeout)
+        let mut request_options = PeerRequestOptions::with_timeout(timeout)
             .reset_timeout_on_progress()
             .with_max_total_timeout(timeout.saturating_mul(HARD_TIMEOUT_FACTOR));
+        if link.modern
+            && let Some(client) = options.caller.as_ref().and_then(|caller| caller.capabilities())
+        {
+            // A 2026-07-28 server learns per request what it may ask: what toolgate can relay
+            // and the caller can answer.
+            let mut meta = mcp::RequestMetaObject::default();
+            meta.set_client_capabilities(relayable(client));
+            request_options.meta = Some(meta);
+        }
         let ledger = options.caller.as_ref().map(|_| Arc::new(ProgressLedger::default()));
         // Entered in the call table by the transport as it is written (see `call_table`).
         let (registration, _in_flight) =
@@ -399,6 +408,13 @@ impl Upstream {
         input: mcp::InputRequiredResult,
         options: &CallOptions,
     ) -> Result<(mcp::InputResponses, Option<String>), (&'static str, mcp::ErrorData)> {
+        if let Some(caller) = options.caller.as_ref().filter(|caller| caller.answers_rounds()) {
+            // A caller that answers a round as a whole gets it as the server wrote it.
+            let asked = caller.input_round(input.input_requests.unwrap_or_default()).await;
+            return asked
+                .map(|responses| (responses, input.request_state))
+                .map_err(|refused| (refused.method, refused.error));
+        }
         let mut responses = mcp::InputResponses::new();
         for (key, request) in input.input_requests.unwrap_or_default() {
             let (method, answer) = match (&options.caller, request) {
@@ -426,6 +442,16 @@ impl Upstream {
         }
         Ok((responses, input.request_state))
     }
+}
+
+/// Of what a client declared, what toolgate relays to it when an upstream asks: sampling,
+/// elicitation and roots (no extensions or tasks, which it does not relay).
+fn relayable(client: mcp::ClientCapabilities) -> mcp::ClientCapabilities {
+    let mut relayed = mcp::ClientCapabilities::default();
+    relayed.sampling = client.sampling;
+    relayed.elicitation = client.elicitation;
+    relayed.roots = client.roots;
+    relayed
 }
 
 /// The method of an input request.
