@@ -26,6 +26,7 @@ pub(crate) mod exchange;
 mod log_level;
 mod relay;
 mod subscriptions;
+mod tool_json;
 
 use subscriptions::ResourceSubscriptions;
 
@@ -59,6 +60,8 @@ pub struct Gateway {
     in_flight: tokio::sync::watch::Sender<usize>,
     /// Calls of 2026-07-28 clients waiting for their answers to `input_required` rounds.
     rounds: crate::mrtr::Rounds,
+    /// The tools of the inventory, written as JSON once.
+    tool_json: tool_json::ToolJson,
 }
 
 /// Counts a request as in flight until dropped.
@@ -124,6 +127,7 @@ impl Gateway {
             upstream_log_level: Mutex::default(),
             in_flight: tokio::sync::watch::Sender::new(0),
             rounds: crate::mrtr::Rounds::default(),
+            tool_json: tool_json::ToolJson::default(),
         }
     }
 

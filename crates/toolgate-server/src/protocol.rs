@@ -179,6 +179,19 @@ pub(crate) struct Request {
     pub(crate) cancel: CancellationToken,
 }
 
+/// What a request is answered with.
+#[derive(Debug)]
+// The result is the common case: boxing it would cost an allocation per request to save
+// moving a few hundred bytes twice.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Answer {
+    /// A result.
+    Result(mcp::ServerResult),
+    /// A result already written as JSON (a `tools/list` result, from what is kept of each
+    /// tool).
+    Written(Vec<u8>),
+}
+
 /// Serves `request` from `client` under `era` (see [`era_of`]), and shapes the result for
 /// that era.
 pub(crate) async fn answer(
@@ -186,7 +199,12 @@ pub(crate) async fn answer(
     client: &Client,
     era: &Era,
     request: Request,
-) -> Result<mcp::ServerResult, mcp::ErrorData> {
+) -> Result<Answer, mcp::ErrorData> {
+    if let mcp::ClientRequest::ListToolsRequest(_) = &request.request {
+        let mut ctx = context(client, &request.id, &request.link);
+        let tools = gateway.list_tools_json(&mut ctx).await.map_err(to_mcp_error)?;
+        return Ok(Answer::Written(tools_result(&tools, era.modern)));
+    }
     let served = serve(gateway, client, era, request).await;
     match served {
         Ok(mut result) => {
@@ -196,7 +214,7 @@ pub(crate) async fn answer(
             } else {
                 result.strip_result_type_for_legacy_peer();
             }
-            Ok(result)
+            Ok(Answer::Result(result))
         }
         Err(mut error) => {
             // 2026-07-28 folds "resource not found" into invalid parameters.
@@ -242,10 +260,6 @@ async fn serve(
         }
         mcp::ClientRequest::PingRequest(_) if era.modern => Err(not_in_this_era("ping")),
         mcp::ClientRequest::PingRequest(_) => Ok(empty()),
-        mcp::ClientRequest::ListToolsRequest(_) => {
-            let tools = gateway.list_tools(&mut ctx).await.map_err(to_mcp_error)?;
-            Ok(mcp::ServerResult::ListToolsResult(mcp::ListToolsResult::with_all_items(tools)))
-        }
         mcp::ClientRequest::ListPromptsRequest(_) => {
             let prompts = gateway.list_prompts(&mut ctx).await.map_err(to_mcp_error)?;
             Ok(mcp::ServerResult::ListPromptsResult(mcp::ListPromptsResult::with_all_items(
@@ -317,6 +331,7 @@ async fn serve(
         | mcp::ClientRequest::ReadResourceRequest(_) => {
             unreachable!("served as calls above")
         }
+        mcp::ClientRequest::ListToolsRequest(_) => unreachable!("answered written, in answer()"),
         // Tasks and skills are extensions toolgate does not offer.
         other => Err(method_not_found(other.method())),
     }
@@ -421,8 +436,8 @@ impl Serving {
             let forwarded = forwarded_meta(&meta);
             match call {
                 Call::Tool(mut params) => {
-                    (params.meta, params.request_state, params.input_responses) =
-                        (forwarded, None, None);
+                    params.meta = forwarded;
+                    strip_retry(&mut params.request_state, &mut params.input_responses);
                     let result = match gateway.call_tool(params, &options, &mut ctx).await {
                         Ok(result) => result,
                         Err(error) => match reply(error) {
@@ -435,8 +450,8 @@ impl Serving {
                     Ok(mcp::ServerResult::CallToolResult(result))
                 }
                 Call::Prompt(mut params) => {
-                    (params.meta, params.request_state, params.input_responses) =
-                        (forwarded, None, None);
+                    params.meta = forwarded;
+                    strip_retry(&mut params.request_state, &mut params.input_responses);
                     let result = gateway
                         .get_prompt(params, &options, &mut ctx)
                         .await
@@ -444,8 +459,8 @@ impl Serving {
                     Ok(mcp::ServerResult::GetPromptResult(result))
                 }
                 Call::Resource(mut params) => {
-                    (params.meta, params.request_state, params.input_responses) =
-                        (forwarded, None, None);
+                    params.meta = forwarded;
+                    strip_retry(&mut params.request_state, &mut params.input_responses);
                     let result = gateway
                         .read_resource(params, &options, &mut ctx)
                         .await
@@ -486,6 +501,30 @@ fn method_not_found(method: &str) -> mcp::ErrorData {
         format!("Method not found: {method}"),
         Some(serde_json::json!({ "method": method })),
     )
+}
+
+/// A retry of toolgate's own round (it names a `requestState` toolgate gave) carries answers for
+/// toolgate, which the parked call was given; they are not sent on. Answers a client sends with
+/// a fresh request are the upstream's to read (a server that keeps no state asks and reads them
+/// that way), and pass.
+fn strip_retry(state: &mut Option<String>, responses: &mut Option<mcp::InputResponses>) {
+    if state.take().is_some() {
+        *responses = None;
+    }
+}
+
+/// A `tools/list` result around the tools' JSON array: for a 2026-07-28 client with the
+/// fields that era requires (what `mark_complete` and rmcp's caching hints would add: complete,
+/// immediately stale, private to this client).
+fn tools_result(tools: &[u8], modern: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(tools.len() + 80);
+    out.extend_from_slice(br#"{"tools":"#);
+    out.extend_from_slice(tools);
+    if modern {
+        out.extend_from_slice(br#","resultType":"complete","ttlMs":0,"cacheScope":"private""#);
+    }
+    out.push(b'}');
+    out
 }
 
 /// Marks a result relayed from an upstream of the handshake era as complete: a 2026-07-28

@@ -358,6 +358,20 @@ impl Fixture {
         success("JSON Schema 2020-12 tool called")
     }
 
+    /// Declares arguments that travel in HTTP headers too (`x-mcp-header`, SEP-2243) and
+    /// says what it was given: the conformance suite's custom-header scenario needs such a
+    /// tool.
+    #[tool(
+        input_schema = header_params_input(),
+        annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn test_header_params(
+        &self,
+        Parameters(args): Parameters<mcp::JsonObject>,
+    ) -> mcp::CallToolResult {
+        success(format!("header params: {}", serde_json::Value::Object(args)))
+    }
+
     /// Always returns an `isError` result.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn test_error_handling(&self) -> mcp::CallToolResult {
@@ -624,13 +638,16 @@ fn sep1330_schema() -> serde_json::Value {
     })
 }
 
-/// The input schema of `json_schema_2020_12_tool`, exactly as the conformance suite expects.
+/// The input schema of `json_schema_2020_12_tool`, as the conformance suite expects it: the
+/// 0.1.x line checks `$schema`, `$defs` and `additionalProperties`, the 0.2.x line also an
+/// `$anchor`, composition (`allOf`/`anyOf`) and conditional (`if`/`then`/`else`) keywords.
 fn json_schema_2020_12_input() -> Arc<mcp::JsonObject> {
     let schema = serde_json::json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {
                     "street": { "type": "string" },
@@ -641,8 +658,30 @@ fn json_schema_2020_12_input() -> Arc<mcp::JsonObject> {
         "properties": {
             "name": { "type": "string" },
             "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" },
         },
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
         "additionalProperties": false,
+    });
+    Arc::new(serde_json::from_value(schema).expect("a json! object literal must be an object"))
+}
+
+/// The input schema of `test_header_params`: a string and an integer that a client of
+/// 2026-07-28 also sends as `Mcp-Param-Region` and `Mcp-Param-Priority`.
+fn header_params_input() -> Arc<mcp::JsonObject> {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "priority": { "type": "integer", "x-mcp-header": "Priority" },
+            "note": { "type": "string" },
+        },
+        "required": ["region"],
     });
     Arc::new(serde_json::from_value(schema).expect("a json! object literal must be an object"))
 }

@@ -37,6 +37,20 @@ impl Gateway {
         Ok(shown.into_iter().map(|l| l.item).collect())
     }
 
+    /// `tools/list` as `ctx`'s caller sees it, written as a JSON array: each tool the
+    /// pipeline left as the inventory has it is written once per inventory (`tool_json`).
+    pub(crate) async fn list_tools_json(
+        &self,
+        ctx: &mut CallContext,
+    ) -> Result<axum::body::Bytes, GatewayError> {
+        let inventory = self.inventory();
+        if self.pipeline.is_empty() {
+            return Ok(self.tool_json.whole(&inventory));
+        }
+        let tools = self.list_tools(ctx).await?;
+        Ok(self.tool_json.array(&inventory, &tools))
+    }
+
     /// `prompts/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
     pub async fn list_prompts(
         &self,

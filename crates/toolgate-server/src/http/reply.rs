@@ -23,9 +23,10 @@ use toolgate_core::mcp;
 
 use super::session::HttpSession;
 use super::sse::{EventBody, EventStream, event};
+use crate::protocol::Answer;
 
 /// What serving a request comes to.
-pub(crate) type Served = Result<mcp::ServerResult, mcp::ErrorData>;
+pub(crate) type Served = Result<Answer, mcp::ErrorData>;
 
 /// Serving a request, as a future that can move to another task.
 pub(crate) type Serving = Pin<Box<dyn Future<Output = Served> + Send + 'static>>;
@@ -125,12 +126,32 @@ impl Drop for Running {
     }
 }
 
-/// The answer as one JSON-RPC message.
-fn message(id: mcp::RequestId, served: Served) -> mcp::ServerJsonRpcMessage {
-    match served {
-        Ok(result) => mcp::ServerJsonRpcMessage::response(result, id),
-        Err(error) => mcp::ServerJsonRpcMessage::error(error, Some(id)),
-    }
+/// The answer as one JSON-RPC message, written.
+fn message(id: mcp::RequestId, served: Served) -> Vec<u8> {
+    let written = match served {
+        Ok(Answer::Result(result)) => {
+            serde_json::to_vec(&mcp::ServerJsonRpcMessage::response(result, id))
+        }
+        Ok(Answer::Written(result)) => {
+            // `{"jsonrpc":"2.0","id":<id>,"result":<result>}`, as serde writes a response.
+            serde_json::to_vec(&id).map(|id| {
+                let mut out = Vec::with_capacity(result.len() + id.len() + 40);
+                out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+                out.extend_from_slice(&id);
+                out.extend_from_slice(br#","result":"#);
+                out.extend_from_slice(&result);
+                out.push(b'}');
+                out
+            })
+        }
+        Err(error) => serde_json::to_vec(&mcp::ServerJsonRpcMessage::error(error, Some(id))),
+    };
+    written.unwrap_or_else(|error| {
+        // Results are plain data that came as JSON; this does not happen.
+        tracing::warn!(%error, "an answer could not be written");
+        br#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"the answer could not be written"}}"#
+            .to_vec()
+    })
 }
 
 /// The answer as an `application/json` body.
@@ -139,18 +160,23 @@ fn json(answering: &Answering, served: Served) -> Response {
         Ok(_) => StatusCode::OK,
         Err(error) => (answering.status_of)(error),
     };
-    json_message(status, &message(answering.id.clone(), served))
+    json_body(status, message(answering.id.clone(), served))
+}
+
+/// `json` (one JSON-RPC message) as an `application/json` body with `status`.
+fn json_body(status: StatusCode, json: Vec<u8>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        Body::from(json),
+    )
+        .into_response()
 }
 
 /// `message` as an `application/json` body with `status`.
 pub(crate) fn json_message(status: StatusCode, message: &mcp::ServerJsonRpcMessage) -> Response {
     match serde_json::to_vec(message) {
-        Ok(body) => (
-            status,
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-            Body::from(body),
-        )
-            .into_response(),
+        Ok(body) => json_body(status, body),
         Err(error) => {
             tracing::warn!(%error, "an answer could not be written");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
@@ -258,11 +284,7 @@ impl Sink {
     /// Sends the answer and ends the stream; a kept stream whose reader got it all is not
     /// kept any longer.
     fn finish(self, answering: &Answering, served: Served) {
-        let answer = message(answering.id.clone(), served);
-        match serde_json::to_vec(&answer) {
-            Ok(json) => self.push(&json),
-            Err(error) => tracing::warn!(%error, "an answer could not be written"),
-        }
+        self.push(&message(answering.id.clone(), served));
         if let Sink::Kept { stream, session } = self {
             let read = stream.is_read();
             stream.end();

@@ -1,6 +1,6 @@
-//! The HTTP front's choice of body: one JSON body for a request whose stream would hold only its
-//! answer, the SSE stream as rmcp writes it for anything else. Raw HTTP, so the bodies are seen
-//! as a client receives them.
+//! The HTTP front as a client sees it, in raw HTTP: one JSON body for a request whose stream
+//! would hold only its answer, an event stream for anything else, resumable after a lost
+//! connection; sessions ended, bounded in all and per client address; CORS.
 
 use serde_json::{Value, json};
 
@@ -92,12 +92,21 @@ impl EventReader {
 
     /// The next JSON message of the stream; `None` when it ended.
     async fn next(&mut self) -> Option<Value> {
+        self.next_with_id().await.map(|(_, message)| message)
+    }
+
+    /// The next JSON message of the stream and its event id; `None` when it ended.
+    async fn next_with_id(&mut self) -> Option<(Option<String>, Value)> {
         use futures::StreamExt as _;
         loop {
             while let Some(end) = self.buffer.find("\n\n") {
                 let event: String = self.buffer.drain(..end + 2).collect();
                 if let Some(message) = event_messages(&event).into_iter().next() {
-                    return Some(message);
+                    let id = event
+                        .lines()
+                        .find_map(|line| line.strip_prefix("id:"))
+                        .map(|id| id.trim().to_owned());
+                    return Some((id, message));
                 }
             }
             let chunk = self.body.next().await?.expect("the stream reads");
@@ -348,5 +357,100 @@ async fn the_configured_session_limit_holds_and_a_deleted_session_makes_room() {
     assert_eq!(deleted.status().as_u16(), 204);
     let admitted = third().await.expect("answered");
     assert_eq!(admitted.status().as_u16(), 200, "room again after the delete");
+    assert!(gateway.terminate().await.success());
+}
+
+/// `[gateway] max_sessions_per_client` bounds the sessions one client address holds: one more
+/// is refused with `429`, saying why, while the gateway as a whole has room.
+#[tokio::test]
+async fn a_client_address_holds_at_most_its_share_of_sessions() {
+    let config = ConfigDir::new(&format!(
+        "[gateway]\nmax_sessions = 100\nmax_sessions_per_client = 2\n\n{}",
+        fixture_server("fx", "stdio", None)
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let first = RawSession::open(&gateway.url).await;
+    let _second = RawSession::open(&gateway.url).await;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "third", "version": "1"}}
+    });
+    let refused = first
+        .http
+        .post(&gateway.url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .body(initialize.to_string())
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(refused.status().as_u16(), 429);
+    let body: Value = refused.json().await.expect("a JSON-RPC error");
+    let message = body["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("client address") && message.contains("2 open sessions"), "{body}");
+    assert!(gateway.terminate().await.success());
+}
+
+/// A client that loses a call's event stream (its connection drops after the first progress)
+/// gets the rest with `GET` and `Last-Event-ID`: the progress it missed, then the answer. The
+/// call went on meanwhile; a disconnection is not a cancellation.
+#[tokio::test]
+async fn a_stream_lost_mid_call_is_resumed_from_the_last_event_seen() {
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let session = RawSession::open(&gateway.url).await;
+    let call = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "fx__slow", "arguments": {"steps": 3, "step_ms": 150},
+                   "_meta": {"progressToken": "p"}}
+    });
+    let response = session.send(call).await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = EventReader::new(response);
+    let (id, first) = events.next_with_id().await.expect("a first event");
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    assert_eq!(first["params"]["progress"].as_f64(), Some(1.0));
+    let id = id.expect("events of a session's stream have ids");
+    drop(events);
+
+    let resumed = session
+        .http
+        .get(&gateway.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session.session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", &id)
+        .send()
+        .await
+        .expect("resumed");
+    assert_eq!(resumed.status().as_u16(), 200);
+    let mut events = EventReader::new(resumed);
+    let mut progress = Vec::new();
+    let answer = loop {
+        let message = events.next().await.expect("the stream goes on to the answer");
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().expect("a number"));
+        } else {
+            break message;
+        }
+    };
+    assert_eq!(progress, [2.0, 3.0], "the events after the last one seen, once each");
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert!(answer["result"]["content"][0]["text"].is_string(), "{answer}");
+    assert!(events.next().await.is_none(), "the stream ends after the answer");
+
+    // An id toolgate does not keep: an empty stream that ends at once.
+    let unknown = session
+        .http
+        .get(&gateway.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session.session)
+        .header("last-event-id", "999/1")
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(unknown.status().as_u16(), 200);
+    assert_eq!(unknown.text().await.expect("body"), "");
     assert!(gateway.terminate().await.success());
 }
