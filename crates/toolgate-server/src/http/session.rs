@@ -23,6 +23,13 @@ use super::sse::EventStream;
 use crate::link::{Answer, Notify, RequestLink, unanswered};
 use crate::session::Session;
 
+/// A client's answer to a question, or the error it sent instead.
+type Answered = Result<mcp::ClientResult, mcp::ErrorData>;
+
+/// Answer streams a session keeps for resumption at most (those whose client read them to the
+/// end are not kept at all).
+pub(crate) const MOST_KEPT_STREAMS: usize = 16;
+
 /// One HTTP session.
 #[derive(Debug)]
 pub(crate) struct HttpSession {
@@ -51,13 +58,15 @@ struct State {
     /// or when the session ends.
     running: HashMap<mcp::RequestId, CancellationToken>,
     /// Questions sent to the client and not answered yet, by the id toolgate gave them.
-    asked: HashMap<mcp::RequestId, oneshot::Sender<Result<mcp::ClientResult, mcp::ErrorData>>>,
+    asked: HashMap<mcp::RequestId, oneshot::Sender<Answered>>,
     /// The id of the next question.
     next_question: i64,
     /// Answers that became event streams, kept for resumption (stream numbers from 1).
     streams: HashMap<u64, Arc<EventStream>>,
     /// The number of the next such stream.
     next_stream: u64,
+    /// The session has ended: nothing more is asked or kept.
+    closed: bool,
 }
 
 /// The session's standalone stream, as the gateway's sessions see it.
@@ -140,6 +149,7 @@ impl HttpSession {
         self.standalone.closed.cancel();
         self.standalone.stream.end();
         let mut state = self.state();
+        state.closed = true;
         for (_, running) in state.running.drain() {
             running.cancel();
         }
@@ -182,16 +192,17 @@ impl HttpSession {
         }
     }
 
-    /// A new question's id, and where its answer will arrive.
-    fn ask(
-        &self,
-    ) -> (mcp::RequestId, oneshot::Receiver<Result<mcp::ClientResult, mcp::ErrorData>>) {
+    /// A new question's id, and where its answer will arrive; `None` once the session ended.
+    fn ask(&self) -> Option<(mcp::RequestId, oneshot::Receiver<Answered>)> {
         let (sender, receiver) = oneshot::channel();
         let mut state = self.state();
+        if state.closed {
+            return None;
+        }
         let id = mcp::RequestId::Number(state.next_question);
         state.next_question += 1;
         state.asked.insert(id.clone(), sender);
-        (id, receiver)
+        Some((id, receiver))
     }
 
     /// Forgets question `id` (nobody waits for its answer any more).
@@ -200,9 +211,14 @@ impl HttpSession {
     }
 
     /// A new stream for an answer, kept for resumption until the session ends or
-    /// [`Self::release`].
+    /// [`Self::release`]; a session keeps at most [`MOST_KEPT_STREAMS`], the oldest going first.
     pub(crate) fn open_stream(&self) -> Arc<EventStream> {
         let mut state = self.state();
+        if state.streams.len() >= MOST_KEPT_STREAMS
+            && let Some(oldest) = state.streams.keys().min().copied()
+        {
+            state.streams.remove(&oldest);
+        }
         let number = state.next_stream;
         state.next_stream += 1;
         let stream = Arc::new(EventStream::new(number));
@@ -273,7 +289,9 @@ impl RequestLink for SessionRequest {
     }
 
     fn ask(&self, request: mcp::ServerRequest) -> Answer {
-        let (id, answer) = self.session.ask();
+        let Some((id, answer)) = self.session.ask() else {
+            return Box::pin(async { Err(unanswered("the session ended")) });
+        };
         let message = mcp::ServerJsonRpcMessage::request(request, id.clone());
         self.outbox.send(&message);
         let forget = Forget { session: self.session.clone(), id: Some(id) };
@@ -304,4 +322,61 @@ impl Drop for Forget {
 /// `epoch`.
 pub(crate) fn millis_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session() -> Arc<HttpSession> {
+        let params: mcp::InitializeRequestParams = serde_json::from_value(serde_json::json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}
+        }))
+        .expect("params");
+        Arc::new(HttpSession::new(
+            "s".into(),
+            "127.0.0.1".parse().unwrap(),
+            &params,
+            mcp::ProtocolVersion::V_2025_11_25,
+            0,
+        ))
+    }
+
+    #[test]
+    fn a_session_keeps_so_many_answer_streams_the_oldest_going_first() {
+        let session = session();
+        let numbers: Vec<u64> =
+            (0..MOST_KEPT_STREAMS + 3).map(|_| session.open_stream().number()).collect();
+        assert!(session.stream(numbers[0]).is_none() && session.stream(numbers[2]).is_none());
+        assert!(session.stream(numbers[3]).is_some());
+        assert!(session.stream(*numbers.last().unwrap()).is_some());
+        assert!(session.stream(0).is_some(), "the standalone stream is always there");
+    }
+
+    #[tokio::test]
+    async fn a_question_is_answered_by_its_id_and_forgotten_when_nobody_waits() {
+        let session = session();
+        let (outbox, mut sent) = super::super::reply::Outbox::new();
+        let link = SessionRequest { session: session.clone(), outbox };
+        let answer =
+            link.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));
+        let question: serde_json::Value =
+            serde_json::from_slice(&sent.recv().await.expect("the question")).unwrap();
+        assert_eq!(question["method"], "roots/list");
+        let id: mcp::RequestId = serde_json::from_value(question["id"].clone()).unwrap();
+        session
+            .answered(&id, Ok(mcp::ClientResult::ListRootsResult(mcp::ListRootsResult::default())));
+        assert!(matches!(answer.await, Ok(mcp::ClientResult::ListRootsResult(_))));
+
+        let dropped =
+            link.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));
+        drop(dropped);
+        assert!(session.state().asked.is_empty(), "nobody waits for it any more");
+        session.close();
+        let after =
+            link.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));
+        assert!(after.await.is_err(), "a closed session answers nothing");
+    }
 }
