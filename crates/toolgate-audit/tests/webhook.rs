@@ -286,10 +286,11 @@ async fn a_webhook_that_never_succeeds_loses_each_event_and_moves_on() {
 async fn an_unreachable_webhook_is_retried_then_given_up() {
     let captured = Captured::default();
     let _guard = captured.install();
-    // A port that was just free: connecting is refused.
-    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    // Bound but not listening: connecting is refused, and the port stays this test's (one
+    // freed again could be taken by another test meanwhile).
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let address = closed.local_addr().unwrap();
-    drop(closed);
     let url = format!("http://{address}/hooks/s3cret-path?token=t0ken").parse().unwrap();
     let mut options = WebhookOptions::new(url);
     options.retries = 3;

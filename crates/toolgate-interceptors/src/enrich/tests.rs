@@ -553,9 +553,11 @@ async fn bodies_that_are_not_a_summary_are_failures() {
 
 #[tokio::test]
 async fn an_endpoint_that_is_down_is_a_failure() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
+    // A socket bound but not listening: connections are refused, and the port stays this
+    // test's (a port freed again could be taken by another test's fake endpoint meanwhile).
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = socket.local_addr().unwrap();
     let enrich = build(options(&format!("http://{addr}/v1")));
     let error = run(&enrich, &text_result(RESULT)).await.unwrap_err().to_string();
     assert!(
@@ -563,6 +565,7 @@ async fn an_endpoint_that_is_down_is_a_failure() {
         "{error}"
     );
     assert!(error.to_lowercase().contains("refused"), "{error}");
+    drop(socket);
 }
 
 #[tokio::test(start_paused = true)]

@@ -256,9 +256,10 @@ async fn client_errors_and_long_retry_afters_are_not_retried() {
 
 #[tokio::test(start_paused = true)]
 async fn a_refused_connection_is_retried_then_reported() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address").to_string();
-    drop(listener);
+    // Bound but not listening: connections are refused, and the port stays this test's.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+    let address = socket.local_addr().expect("address").to_string();
     let provider = connect(config(Dialect::OpenaiResponses, &address, 2)).expect("provider");
     let (events, error) = collect(&provider).await;
     assert_eq!(events.len(), 2, "{events:?}");
