@@ -21,11 +21,11 @@
 //! request (rmcp does so to dodge delayed-ACK stalls on reused connections); `--keep-alive`
 //! measures reused connections instead.
 
-mod machine;
-mod process;
+pub(crate) mod machine;
+pub(crate) mod process;
 mod report;
 mod session;
-mod stats;
+pub(crate) mod stats;
 mod target;
 
 use std::path::{Path, PathBuf};
@@ -102,6 +102,10 @@ pub(crate) struct LatencyArgs {
     /// toolgate's config) from DIR [default: built-in copies of bench/pipelines]
     #[arg(long, value_name = "DIR")]
     pipelines: Option<PathBuf>,
+    /// Whether toolgate keeps its connections to HTTP upstreams alive (`pool`, its default);
+    /// `false` writes `pool = false` in its configs (a connection per request)
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    upstream_pool: bool,
 }
 
 /// What to run, with every default resolved.
@@ -120,6 +124,7 @@ struct Plan {
     keep_alive: bool,
     era: Era,
     pipelines: Option<PathBuf>,
+    upstream_pool: bool,
     notes: Vec<String>,
 }
 
@@ -187,6 +192,13 @@ impl Plan {
         if paths.is_empty() {
             bail!("no path left to measure (--only {:?})", args.only.join(","));
         }
+        if !args.upstream_pool {
+            notes.push(
+                "toolgate's HTTP upstreams with pool = false: a connection per request \
+                 (--upstream-pool false)"
+                    .to_owned(),
+            );
+        }
         let seed = args.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -206,6 +218,7 @@ impl Plan {
             keep_alive: args.keep_alive,
             era: args.era,
             pipelines: args.pipelines,
+            upstream_pool: args.upstream_pool,
             notes,
         })
     }
@@ -283,6 +296,7 @@ async fn measure(plan: Plan) -> anyhow::Result<()> {
         keep_alive: plan.keep_alive,
         era: plan.era,
         pipelines: plan.pipelines.clone(),
+        upstream_pool: plan.upstream_pool,
     };
     let started = Instant::now();
     let (targets, failure) = start_targets(&plan, &setup).await;
@@ -578,6 +592,7 @@ mod tests {
             keep_alive: false,
             era: Era::Handshake,
             pipelines: None,
+            upstream_pool: true,
             notes: Vec::new(),
         };
         let split = |calls, rounds| {

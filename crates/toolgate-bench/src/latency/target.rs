@@ -223,6 +223,8 @@ pub(crate) struct Setup {
     /// A folder with `bare.toml`, `default.toml` and `full.toml` to use instead of the
     /// built-in copies of `bench/pipelines`.
     pub(crate) pipelines: Option<PathBuf>,
+    /// toolgate keeps its connections to an HTTP upstream alive (`pool = false` when not).
+    pub(crate) upstream_pool: bool,
 }
 
 /// The fixture on streamable HTTP.
@@ -448,8 +450,11 @@ fn write_config(
         ),
         Transport::Http => {
             let fixture = setup.http_fixture.as_ref().context("the HTTP fixture is up")?;
+            // Written only when off, so that a toolgate from before the option reads the rest.
+            let pool = if setup.upstream_pool { "" } else { "pool = false\n" };
             format!(
-                "[servers.{UPSTREAM}]\nurl = {}\ntransport = \"streamable-http\"\nrequired = true\n",
+                "[servers.{UPSTREAM}]\nurl = {}\ntransport = \"streamable-http\"\n{pool}\
+                 required = true\n",
                 toml_string(&fixture.url)
             )
         }
