@@ -45,7 +45,8 @@ impl BinaryArgs {
     }
 }
 
-fn find(
+/// `explicit`, else `name` next to this executable; an error says how to build it.
+pub(crate) fn find(
     explicit: Option<&Path>,
     name: &str,
     option: &str,

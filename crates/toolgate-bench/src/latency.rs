@@ -27,12 +27,12 @@
 //! generator on one CPU and everything it starts on the others ([`pin`]); `--ab-front` adds
 //! `toolgate-http-stdio-default` once more, served by the rmcp-based HTTP front.
 
-mod machine;
+pub(crate) mod machine;
 mod pin;
-mod process;
+pub(crate) mod process;
 mod report;
 mod session;
-mod stats;
+pub(crate) mod stats;
 mod target;
 
 use std::path::{Path, PathBuf};
@@ -121,6 +121,10 @@ pub(crate) struct LatencyArgs {
     /// (`[gateway] http_front = "rmcp"`), as toolgate-http-stdio-default-rmcpfront
     #[arg(long)]
     ab_front: bool,
+    /// Whether toolgate keeps its connections to HTTP upstreams alive (`pool`, its default);
+    /// `false` writes `pool = false` in its configs (a connection per request)
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    upstream_pool: bool,
 }
 
 /// What to run, with every default resolved.
@@ -141,6 +145,7 @@ struct Plan {
     pipelines: Option<PathBuf>,
     /// With `--pin`: the CPUs of each side, or why there is nothing to split.
     pin: Option<Result<Pinning, String>>,
+    upstream_pool: bool,
     notes: Vec<String>,
 }
 
@@ -220,6 +225,13 @@ impl Plan {
         if paths.is_empty() {
             bail!("no path left to measure (--only {:?})", args.only.join(","));
         }
+        if !args.upstream_pool {
+            notes.push(
+                "toolgate's HTTP upstreams with pool = false: a connection per request \
+                 (--upstream-pool false)"
+                    .to_owned(),
+            );
+        }
         let seed = args.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -240,6 +252,7 @@ impl Plan {
             era: args.era,
             pipelines: args.pipelines,
             pin: args.pin.then(Pinning::plan),
+            upstream_pool: args.upstream_pool,
             notes,
         })
     }
@@ -332,6 +345,7 @@ async fn measure(plan: Plan) -> anyhow::Result<()> {
         era: plan.era,
         pipelines: plan.pipelines.clone(),
         pin,
+        upstream_pool: plan.upstream_pool,
     };
     let started = Instant::now();
     let (targets, failure) = start_targets(&plan, &setup).await;
@@ -685,6 +699,7 @@ mod tests {
             era: Era::Handshake,
             pipelines: None,
             pin: None,
+            upstream_pool: true,
             notes: Vec::new(),
         };
         let split = |calls, rounds| {

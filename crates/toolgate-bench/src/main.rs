@@ -4,6 +4,8 @@
 //!   gateways, side by side and interleaved;
 //! - `startup`: time until toolgate is ready with 1, 5 and 10 upstreams;
 //! - `scale`: 10,000 tools across 100 upstreams, and idle sessions;
+//! - `upstream`: toolgate's HTTP upstream client alone against servers on each SDK, with
+//!   connections kept alive and with one connection per call;
 //! - `corpus`: realistic tool results from real MCP servers and test runners;
 //! - `tokens`: what each transform saves on that corpus, in tokens (docs/token-economy.md).
 
@@ -15,6 +17,7 @@ mod proc_stats;
 mod scale;
 mod startup;
 mod tokens;
+mod upstream;
 
 use std::process::ExitCode;
 
@@ -36,6 +39,9 @@ enum Command {
     Startup(startup::StartupArgs),
     /// Many tools, many upstreams, many idle sessions.
     Scale(scale::ScaleArgs),
+    /// toolgate's HTTP upstream client against servers built on rmcp and the TypeScript and
+    /// Python SDKs, with connections kept alive (`pool`) and one per call (`pool = false`).
+    Upstream(upstream::UpstreamArgs),
     /// Realistic tool results from real MCP servers and test runners, one JSON file each.
     Corpus(corpus::CorpusArgs),
     /// What each transform saves, in tokens, on the corpus (docs/token-economy.md).
@@ -56,6 +62,7 @@ fn main() -> ExitCode {
             Command::Latency(args) => latency::run(args).await,
             Command::Startup(args) => startup::run(args).await,
             Command::Scale(args) => scale::run(args).await,
+            Command::Upstream(args) => upstream::run(args).await,
             Command::Corpus(args) => corpus::run(args).await,
             Command::Tokens(args) => tokens::run(args).await,
         }

@@ -133,6 +133,7 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
             url: url??,
             transport: http_transport?.flatten().unwrap_or_default(),
             headers: headers?.unwrap_or_default(),
+            pool: true,
         }),
     };
     let server = ServerConfig {

@@ -277,6 +277,12 @@ pub struct HttpConfig {
     pub transport: HttpTransport,
     /// Extra request headers (for example `Authorization`).
     pub headers: BTreeMap<String, Secret>,
+    /// `pool`: keep connections to this server open between requests and reuse them (the
+    /// default). `false` opens a connection per request: for a server that leaves Nagle's
+    /// algorithm on, whose answers can wait up to 40 ms for the delayed ACK of a reused
+    /// connection (toolgate-upstream's `http_client` says why), or one that mishandles reused
+    /// connections.
+    pub pool: bool,
 }
 
 /// `transport = "..."` of an HTTP upstream.

@@ -30,6 +30,7 @@ const SERVER_KEYS: &[&str] = &[
     "url",
     "transport",
     "headers",
+    "pool",
     "prefix",
     "allow_tools",
     "deny_tools",
@@ -42,7 +43,7 @@ const SERVER_KEYS: &[&str] = &[
     "response_format",
 ];
 const STDIO_KEYS: &[&str] = &["args", "env", "env_remove", "cwd"];
-const HTTP_KEYS: &[&str] = &["transport", "headers"];
+const HTTP_KEYS: &[&str] = &["transport", "headers", "pool"];
 
 /// What a `toolgate.toml` holds, once checked. Parts that failed are left at their defaults;
 /// the checker has the errors.
@@ -338,6 +339,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     let url = field("url", true).map(|v| cx.url(v, &at("url")));
     let transport = optional(field("transport", http), |v| transport(cx, v, &at("transport")));
     let headers = optional(field("headers", http), |v| cx.headers(v, &at("headers")));
+    let pool = optional(field("pool", http), |v| cx.boolean(v, &at("pool")));
     let prefix = match fields.get("prefix") {
         Some(value) => cx.prefix(value, &at("prefix")),
         None => Some(cx.default_prefix(name, &path)),
@@ -376,6 +378,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
             url: url??,
             transport: transport?.unwrap_or_default(),
             headers: headers?.unwrap_or_default(),
+            pool: pool?.unwrap_or(true),
         }),
     };
     let server = ServerConfig {

@@ -215,3 +215,39 @@ fn check_file_keeps_what_is_valid_beside_every_problem() {
     assert!(valid.errors.is_empty());
     assert_eq!(valid.into_result().expect("valid").servers.len(), 1);
 }
+
+#[test]
+fn http_servers_keep_connections_alive_unless_pool_is_false() {
+    let config = toml(
+        r#"
+        [servers.kept]
+        url = "http://127.0.0.1:9/mcp"
+
+        [servers.single]
+        url = "http://127.0.0.1:9/sse"
+        transport = "sse"
+        pool = false
+        "#,
+    )
+    .expect("config must load");
+    let pools: Vec<(&str, bool)> = config
+        .servers
+        .iter()
+        .map(|server| match &server.transport {
+            TransportConfig::Http(http) => (server.name.as_str(), http.pool),
+            TransportConfig::Stdio(_) => panic!("{} is a url server", server.name),
+        })
+        .collect();
+    assert_eq!(pools, [("kept", true), ("single", false)]);
+
+    // Client JSON files have no such key: their servers keep the default.
+    let json = parse_str(
+        r#"{"mcpServers": {"remote": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}"#,
+        Format::Json,
+        Path::new("/etc/toolgate"),
+        &env(),
+    )
+    .expect("config must load");
+    let TransportConfig::Http(http) = &json.servers[0].transport else { panic!("http expected") };
+    assert!(http.pool);
+}

@@ -173,9 +173,13 @@ fn dump(config: &Config) -> String {
                 line(w, 2, "env_remove", format!("{env_remove:?}"));
                 line(w, 2, "cwd", format!("{cwd:?}"));
             }
-            TransportConfig::Http(HttpConfig { url, transport: _, headers }) => {
+            TransportConfig::Http(HttpConfig { url, transport: _, headers, pool }) => {
                 line(w, 2, "url", url);
                 line(w, 2, "headers", secrets(headers));
+                // Shown only when off, so that fixtures written before it existed still hold.
+                if !pool {
+                    line(w, 2, "pool", pool);
+                }
             }
         }
         let ToolFilter { allow, deny } = tools;

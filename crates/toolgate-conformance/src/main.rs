@@ -84,6 +84,7 @@ fn server_config(url: url::Url) -> ServerConfig {
             url,
             transport: HttpTransport::StreamableHttp,
             headers: Default::default(),
+            pool: true,
         }),
         prefix: String::new(),
         tools: Default::default(),

@@ -475,7 +475,7 @@ impl FakeLlm {
         let app = router(shared.clone());
         let shutdown = stop.clone().cancelled_owned();
         tokio::spawn(async move {
-            let served = axum::serve(crate::http::no_delay(listener), app);
+            let served = axum::serve(crate::http::no_delay(listener, false), app);
             if let Err(error) = served.with_graceful_shutdown(shutdown).await {
                 tracing::warn!(%error, "the fake LLM stopped");
             }
@@ -538,7 +538,7 @@ pub async fn serve_fake_llm(
     options: FakeLlmOptions,
 ) -> std::io::Result<()> {
     let app = router(Shared::new(script, options));
-    axum::serve(crate::http::no_delay(listener), app)
+    axum::serve(crate::http::no_delay(listener, false), app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
 }

@@ -70,6 +70,10 @@ pub struct FixtureOptions {
     pub rug_pull: Option<u8>,
     /// Where in-process tests observe what the server did (see [`FixtureEvent`]).
     pub events: Option<mpsc::UnboundedSender<FixtureEvent>>,
+    /// Network transports: leave Nagle's algorithm on for accepted connections (no
+    /// `TCP_NODELAY`), as a plain `axum::serve` does, and so most rmcp servers: a server whose
+    /// small writes wait for the client's ACK, for the upstream client's tests and benchmarks.
+    pub nagle: bool,
 }
 
 impl Default for FixtureOptions {
@@ -81,6 +85,7 @@ impl Default for FixtureOptions {
             extra_tools: 0,
             rug_pull: None,
             events: None,
+            nagle: false,
         }
     }
 }

@@ -25,6 +25,7 @@ pub async fn serve_http(
     if !delay_start(&opts, &shutdown).await {
         return Ok(());
     }
+    let nagle = opts.nagle;
     let opts = Arc::new(opts);
     let hub = FixtureHub::new();
     let config =
@@ -35,7 +36,9 @@ pub async fn serve_http(
         config,
     );
     let app = axum::Router::new().nest_service("/mcp", service);
-    axum::serve(no_delay(listener), app).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    axum::serve(no_delay(listener, nagle), app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
     Ok(())
 }
 
@@ -48,12 +51,16 @@ pub(crate) async fn delay_start(opts: &FixtureOptions, shutdown: &CancellationTo
 }
 
 /// `listener` with Nagle's algorithm off on every accepted connection, so that a client that
-/// keeps its connection open does not wait for its delayed ACK on every answer.
+/// keeps its connection open does not wait for its delayed ACK on every answer; unless `nagle`
+/// asks for it to stay on ([`FixtureOptions::nagle`]).
 pub(crate) fn no_delay(
     listener: tokio::net::TcpListener,
+    nagle: bool,
 ) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
     use axum::serve::ListenerExt as _;
-    listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
+    listener.tap_io(move |tcp| {
+        if !nagle {
+            let _ = tcp.set_nodelay(true);
+        }
     })
 }

@@ -45,6 +45,7 @@ pub async fn serve_sse(
     if !delay_start(&opts, &shutdown).await {
         return Ok(());
     }
+    let nagle = opts.nagle;
     let state = Arc::new(Shared {
         opts: Arc::new(opts),
         hub: FixtureHub::new(),
@@ -55,7 +56,7 @@ pub async fn serve_sse(
         .route("/sse", axum::routing::get(open_session))
         .route("/message", axum::routing::post(post_message))
         .with_state(state);
-    axum::serve(crate::http::no_delay(listener), app)
+    axum::serve(crate::http::no_delay(listener, nagle), app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await?;
     Ok(())

@@ -246,7 +246,7 @@ async fn connect_streamable(
 ) -> Result<Service, BoxError> {
     let transport = || {
         StreamableHttpClientTransport::with_client(
-            SessionAwareClient::new(),
+            SessionAwareClient::new(config.pool),
             StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
                 .custom_headers(headers.iter().cloned().collect())
                 .reinit_on_expired_session(true),
@@ -273,7 +273,8 @@ async fn connect_sse(
     headers: Vec<(HeaderName, HeaderValue)>,
     handler: UpstreamHandler,
 ) -> Result<Service, BoxError> {
-    let transport = SseTransport::connect(&config.url, headers.into_iter().collect()).await?;
+    let transport =
+        SseTransport::connect(&config.url, headers.into_iter().collect(), config.pool).await?;
     Ok(handler.serve(transport, ClientLifecycleMode::Initialize).await?)
 }
 

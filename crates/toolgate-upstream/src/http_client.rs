@@ -1,5 +1,6 @@
 //! The HTTP client under the streamable HTTP transport: rmcp's reqwest client, plus one
-//! repair for servers that answer an unknown session the wrong way.
+//! repair for servers that answer an unknown session the wrong way, and the connection
+//! settings every HTTP upstream shares (the legacy SSE transport builds on them too).
 //!
 //! The spec says a server answers a request carrying a session id it no longer knows with
 //! HTTP 404, and rmcp then re-initialises and retries. Many servers built from the TypeScript
@@ -7,9 +8,40 @@
 //! ("No valid session ID provided") instead. rmcp can route that error to no request, so the
 //! call would wait for its timeout and every later call would fail the same way. Here such an
 //! answer to a request that carried a session counts as an expired session.
+//!
+//! # Connections
+//!
+//! Connections are kept open and reused (`pool`, the default), which saves a TCP handshake
+//! per call (0.3-0.5 ms on loopback; a round trip or more, plus TLS, elsewhere); `pool =
+//! false` opens one per request.
+//!
+//! The 40 ms stall that first kept pooling off (rmcp's own client turns it off for the same
+//! reason) comes from the *server's* small writes, not from ours. strace of both sides
+//! against an rmcp server on a plain `axum::serve` (`toolgate-fixture --nagle`), calling a
+//! tool that answers after 5 ms over a reused connection: the server wrote the response
+//! headers with a progress event at once and, a millisecond later, the answer event with the
+//! final chunk in a second `writev`; that second write reached us 46 ms after it was made, on
+//! every call. Nagle's algorithm on the server's socket holds a small write while earlier data
+//! is unacknowledged, and our kernel delays that ACK (up to 40 ms) on a connection that sent
+//! its request soon after its previous answer, as a reused connection does when calls follow
+//! each other. A fresh connection ACKs at once, which is why one connection per call hid it.
+//! With an answer that is ready at once, only the final chunk waits: the call is not delayed,
+//! but its connection is not free for the next call, which opens another. Our writes were
+//! checked too: reqwest sets `TCP_NODELAY` (set explicitly below) and writes each request,
+//! headers and body, in one `writev`, so none of them waits for the server's ACK.
+//!
+//! The servers of the TypeScript SDK (Node's HTTP server) and the Python SDK (Uvicorn, through
+//! asyncio), like toolgate's own listeners, set `TCP_NODELAY` on every accepted connection and
+//! never wait for our ACK: with them a kept-alive connection is simply faster
+//! (docs/benchmarks.md, "Upstream connections kept alive"). A server that leaves Nagle on
+//! costs up to 40 ms per call whose answer is not ready at once, on a reused connection. Our
+//! side cannot make the ACK go out sooner through reqwest: that takes `TCP_QUICKACK`, which
+//! Linux does not keep (it has to be set again for every answer), on a socket that reqwest
+//! does not hand out. `pool = false` is the remedy for such a server.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
@@ -22,16 +54,35 @@ use sse_stream::{Error as SseError, Sse};
 /// How many same-origin 307/308 redirects one request follows.
 const MAX_REDIRECTS: usize = 10;
 
+/// How long a kept-alive connection may stay idle before we close it: below the 5 s after
+/// which Node's HTTP server, Uvicorn and Apache close idle connections themselves, so that
+/// we close first and never send a request on a connection the server is closing (it would
+/// fail instead of being sent again on another).
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
+/// How many idle connections to one server are kept: enough for as many calls at once as a
+/// busy gateway makes to one upstream; more are closed once they are idle.
+const POOL_MAX_IDLE: usize = 32;
+
+/// The connection settings every HTTP upstream client starts from: `TCP_NODELAY`, and kept
+/// alive connections unless `pool` is false (see the module's doc).
+pub(crate) fn client_builder(pool: bool) -> reqwest::ClientBuilder {
+    let builder = reqwest::Client::builder().tcp_nodelay(true);
+    if pool {
+        builder.pool_idle_timeout(POOL_IDLE).pool_max_idle_per_host(POOL_MAX_IDLE)
+    } else {
+        builder.pool_max_idle_per_host(0)
+    }
+}
+
 /// reqwest, treating an id-less error answer to a request in a session as an expired session.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionAwareClient(reqwest::Client);
 
 impl SessionAwareClient {
-    pub(crate) fn new() -> SessionAwareClient {
-        let client = reqwest::Client::builder()
-            // As rmcp's own client: reusing a connection whose last body was not read to the
-            // end stalls on delayed ACKs.
-            .pool_max_idle_per_host(0)
+    /// A client keeping its connections alive unless `pool` is false.
+    pub(crate) fn new(pool: bool) -> SessionAwareClient {
+        let client = client_builder(pool)
             .redirect(same_origin_redirects())
             .build()
             .expect("a reqwest client with these settings builds");

@@ -48,9 +48,16 @@ pub struct SseTransport {
 }
 
 impl SseTransport {
-    /// Opens the event stream at `url` and waits for its `endpoint` event.
-    pub async fn connect(url: &Url, headers: reqwest::header::HeaderMap) -> Result<Self, SseError> {
-        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build()?;
+    /// Opens the event stream at `url` and waits for its `endpoint` event. The messages are
+    /// POSTed over kept-alive connections unless `pool` is false (a connection each).
+    pub async fn connect(
+        url: &Url,
+        headers: reqwest::header::HeaderMap,
+        pool: bool,
+    ) -> Result<Self, SseError> {
+        let http = crate::http_client::client_builder(pool)
+            .connect_timeout(Duration::from_secs(10))
+            .build()?;
         let response = http
             .get(url.clone())
             .headers(headers.clone())

@@ -86,6 +86,7 @@ async fn every_page_of_every_list_is_fetched() {
             url: format!("http://{address}/mcp").parse().expect("url"),
             transport: HttpTransport::StreamableHttp,
             headers: Default::default(),
+            pool: true,
         }),
         prefix: "p".into(),
         tools: Default::default(),

@@ -267,6 +267,8 @@ pub(crate) struct Setup {
     pub(crate) pipelines: Option<PathBuf>,
     /// With `--pin`: every process started runs on the servers' CPUs.
     pub(crate) pin: Option<Pinning>,
+    /// toolgate keeps its connections to an HTTP upstream alive (`pool = false` when not).
+    pub(crate) upstream_pool: bool,
 }
 
 /// The fixture on streamable HTTP.
@@ -517,8 +519,11 @@ fn write_config(
         ),
         Transport::Http => {
             let fixture = setup.http_fixture.as_ref().context("the HTTP fixture is up")?;
+            // Written only when off, so that a toolgate from before the option reads the rest.
+            let pool = if setup.upstream_pool { "" } else { "pool = false\n" };
             format!(
-                "[servers.{UPSTREAM}]\nurl = {}\ntransport = \"streamable-http\"\nrequired = true\n",
+                "[servers.{UPSTREAM}]\nurl = {}\ntransport = \"streamable-http\"\n{pool}\
+                 required = true\n",
                 toml_string(&fixture.url)
             )
         }
@@ -621,6 +626,7 @@ mod tests {
             era: Era::Handshake,
             pipelines: None,
             pin: None,
+            upstream_pool: true,
         }
     }
 

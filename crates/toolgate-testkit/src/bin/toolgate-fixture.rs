@@ -52,6 +52,10 @@ struct Args {
     /// runtime: a server that changes its promises, for integrity tests.
     #[arg(long, value_name = "STAGE", value_parser = clap::value_parser!(u8).range(0..=3))]
     rug_pull: Option<u8>,
+    /// http, sse: leave Nagle's algorithm on (no TCP_NODELAY), as a plain `axum::serve` does
+    /// and so most rmcp servers: small writes wait for the client's ACK.
+    #[arg(long)]
+    nagle: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -128,6 +132,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         startup_delay: args.startup_delay,
         extra_tools: args.extra_tools,
         rug_pull: args.rug_pull,
+        nagle: args.nagle,
         ..FixtureOptions::default()
     };
     let shutdown = CancellationToken::new();
