@@ -234,16 +234,20 @@ async fn serve(
 ) -> Result<mcp::ServerResult, mcp::ErrorData> {
     let Request { id, request, link, cancel } = request;
     let meta = request.get_meta().clone();
-    if let Some(call) = Call::of(request.clone()) {
-        // Requests an upstream may ask questions about: a 2026-07-28 client answers them in
-        // input_required rounds.
-        let call = call.with(meta, gateway.clone(), client.clone(), id, cancel.clone());
-        if era.modern {
-            let retry = call.retry();
-            return gateway.rounds().serve(retry, link, cancel, move |link| call.serve(link)).await;
+    let request = match Call::of(request) {
+        Ok(call) => {
+            // Requests an upstream may ask questions about: a 2026-07-28 client answers them
+            // in input_required rounds.
+            let call = call.with(meta, gateway.clone(), client.clone(), id, cancel.clone());
+            if era.modern {
+                let retry = call.retry();
+                let rounds = gateway.rounds();
+                return rounds.serve(retry, link, cancel, move |link| call.serve(link)).await;
+            }
+            return call.serve(link).await;
         }
-        return call.serve(link).await;
-    }
+        Err(other) => other,
+    };
     let mut ctx = context(client, &id, &link);
     let options = || call_options(&link, &meta, &cancel);
     let session = |method: &str| match (&client.session, era.modern) {
@@ -377,14 +381,16 @@ struct Serving {
 }
 
 impl Call {
-    fn of(request: mcp::ClientRequest) -> Option<Call> {
+    /// The call `request` is, or the request back when it is none.
+    // The request given back is as large as the one taken; boxing it would add an allocation
+    // to every request that is not a call.
+    #[allow(clippy::result_large_err)]
+    fn of(request: mcp::ClientRequest) -> Result<Call, mcp::ClientRequest> {
         match request {
-            mcp::ClientRequest::CallToolRequest(request) => Some(Call::Tool(request.params)),
-            mcp::ClientRequest::GetPromptRequest(request) => Some(Call::Prompt(request.params)),
-            mcp::ClientRequest::ReadResourceRequest(request) => {
-                Some(Call::Resource(request.params))
-            }
-            _ => None,
+            mcp::ClientRequest::CallToolRequest(request) => Ok(Call::Tool(request.params)),
+            mcp::ClientRequest::GetPromptRequest(request) => Ok(Call::Prompt(request.params)),
+            mcp::ClientRequest::ReadResourceRequest(request) => Ok(Call::Resource(request.params)),
+            other => Err(other),
         }
     }
 
