@@ -76,3 +76,47 @@ fn a_method_2026_07_28_removed_is_unknown_on_a_request_of_that_era() {
     let error = unrecognised_request("resources/subscribe", None, None);
     assert_eq!(error.code, mcp::ErrorCode::INVALID_PARAMS, "{error:?}");
 }
+
+/// The request shortcut reads exactly what rmcp's own reading of the whole message gives,
+/// `_meta` (which rmcp moves into the request's extensions) included, and leaves every other
+/// shape to it.
+#[test]
+fn a_request_read_straight_is_what_rmcp_reads() {
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
+        r#"{"jsonrpc":"2.0","id":"x-7","method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"progressToken":5,"io.example/k":[1,2]}}}"#,
+        r#"  {"method":"tools/list","id":2,"jsonrpc":"2.0","extra":{"ignored":true}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"vendor/thing","params":{"a":1}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"requestState":"s","inputResponses":{"q":{"action":"accept"}}}}"#,
+    ];
+    for text in requests {
+        let straight =
+            request(text.as_bytes()).unwrap_or_else(|| panic!("not read straight: {text}"));
+        let general: mcp::ClientJsonRpcMessage = serde_json::from_str(text).expect(text);
+        assert_eq!(
+            serde_json::to_value(mcp::ClientJsonRpcMessage::Request(straight)).unwrap(),
+            serde_json::to_value(&general).unwrap(),
+            "{text}"
+        );
+        assert!(matches!(parse_message(text.as_bytes()), Ok(mcp::JsonRpcMessage::Request(_))));
+    }
+    let others = [
+        // Not requests: left to the general reading.
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#,
+        // A request's keys beside an answer's: rmcp reads no message from it.
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping","error":null}"#,
+        // An id of the wrong kind, a version of another, a duplicate key, an array.
+        r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+        r#"["2.0",1,"ping"]"#,
+    ];
+    for text in others {
+        assert!(request(text.as_bytes()).is_none(), "read straight: {text}");
+    }
+}
