@@ -43,52 +43,10 @@ impl Rejection {
     }
 }
 
-/// A request read straight into rmcp's request type, or `None` for anything else (which the
-/// caller reads the general way, so that this is only ever a shortcut).
-///
-/// rmcp reads a message by trying each of its four shapes in turn over a buffered copy of the
-/// whole message, and checks which keys are present on the way: about 6 % of the gateway's
-/// CPU per call in the HTTP front's profile. The keys are checked here first, in one pass that
-/// keeps no value, by the same rule as rmcp's (`method` and `id` present, `result` and `error`
-/// absent, whatever their values); the message is then read as a request, as rmcp would after
-/// the same check.
-fn request(bytes: &[u8]) -> Option<mcp::JsonRpcRequest<mcp::ClientRequest>> {
-    /// Which of the keys that tell a message's shape are present.
-    #[derive(serde::Deserialize)]
-    struct Keys {
-        #[serde(default, deserialize_with = "present")]
-        method: bool,
-        #[serde(default, deserialize_with = "present")]
-        id: bool,
-        #[serde(default, deserialize_with = "present")]
-        result: bool,
-        #[serde(default, deserialize_with = "present")]
-        error: bool,
-    }
-    fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
-        serde::de::IgnoredAny::deserialize(value).map(|_| true)
-    }
-    use serde::Deserialize as _;
-
-    // Only an object: serde would also read a struct from an array.
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return None;
-    }
-    let keys: Keys = serde_json::from_slice(bytes).ok()?;
-    if !(keys.method && keys.id) || keys.result || keys.error {
-        return None;
-    }
-    serde_json::from_slice(bytes).ok()
-}
-
 /// Reads one message, or says precisely why it is not one.
 pub(crate) fn parse_message(bytes: &[u8]) -> Result<mcp::ClientJsonRpcMessage, Rejection> {
-    // The common case, a request, read straight into its type (see `request`).
-    if let Some(request) = request(bytes) {
-        return Ok(mcp::JsonRpcMessage::Request(request));
-    }
-    // Any other message, read once. (rmcp's types accept only `"jsonrpc": "2.0"` objects,
-    // so what passes here would pass every check below.)
+    // The common case, read once. (rmcp's types accept only `"jsonrpc": "2.0"` objects, so
+    // what passes here would pass every check below.)
     if let Ok(message) = serde_json::from_slice::<mcp::ClientJsonRpcMessage>(bytes) {
         return Ok(message);
     }
