@@ -232,11 +232,7 @@ impl Plan {
                     .to_owned(),
             );
         }
-        let seed = args.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs())
-        });
+        let seed = Shuffler::seed_or_clock(args.seed);
         Ok(Plan {
             calls,
             rounds,

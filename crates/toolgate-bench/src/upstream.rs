@@ -262,11 +262,7 @@ impl Plan {
         installed(Kind::Typescript, &programs.everything)?;
         installed(Kind::Python, &programs.python)?;
         installed(Kind::Python, &programs.python_script)?;
-        let seed = args.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs())
-        });
+        let seed = Shuffler::seed_or_clock(args.seed);
         Ok(Plan {
             servers,
             tools,

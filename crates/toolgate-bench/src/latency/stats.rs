@@ -110,6 +110,16 @@ impl Shuffler {
         Shuffler(seed)
     }
 
+    /// The seed given, else one from the clock (the report prints it, so a run can be
+    /// repeated in the same order).
+    pub(crate) fn seed_or_clock(given: Option<u64>) -> u64 {
+        given.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        })
+    }
+
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

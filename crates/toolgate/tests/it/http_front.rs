@@ -24,21 +24,7 @@ impl RawSession {
     /// stream.
     async fn open_with(url: &str, capabilities: Value) -> RawSession {
         let http = reqwest::Client::new();
-        let initialize = json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25", "capabilities": capabilities,
-                "clientInfo": {"name": "raw", "version": "1"}
-            }
-        });
-        let response = http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", ACCEPT)
-            .body(initialize.to_string())
-            .send()
-            .await
-            .expect("initialize");
+        let response = initialize(&http, url, capabilities).await;
         assert_eq!(response.headers()["content-type"], "application/json");
         let session = response.headers()["mcp-session-id"].to_str().expect("ascii").to_owned();
         let answer: Value = response.json().await.expect("a JSON body");
@@ -75,6 +61,25 @@ impl RawSession {
             .await
             .expect("answered")
     }
+}
+
+/// POSTs a 2025-11-25 `initialize` declaring `capabilities`, outside any session; the
+/// response, its body unread.
+async fn initialize(http: &reqwest::Client, url: &str, capabilities: Value) -> reqwest::Response {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "raw", "version": "1"}
+        }
+    });
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .body(initialize.to_string())
+        .send()
+        .await
+        .expect("answered")
 }
 
 /// An SSE body read as it arrives, message by message.
@@ -328,21 +333,8 @@ async fn the_configured_session_limit_holds_and_a_deleted_session_makes_room() {
     let gateway = HttpGateway::start(&config.path()).await;
     let first = RawSession::open(&gateway.url).await;
     let _second = RawSession::open(&gateway.url).await;
-    let initialize = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "third", "version": "1"}}
-    });
-    let third = || {
-        first
-            .http
-            .post(&gateway.url)
-            .header("content-type", "application/json")
-            .header("accept", ACCEPT)
-            .body(initialize.to_string())
-            .send()
-    };
-    let refused = third().await.expect("answered");
+    let third = || initialize(&first.http, &gateway.url, json!({}));
+    let refused = third().await;
     assert_eq!(refused.status().as_u16(), 503);
     let body: Value = refused.json().await.expect("a JSON-RPC error");
     assert!(body["error"]["message"].as_str().unwrap_or("").contains("2 open sessions"), "{body}");
@@ -355,7 +347,7 @@ async fn the_configured_session_limit_holds_and_a_deleted_session_makes_room() {
         .await
         .expect("answered");
     assert_eq!(deleted.status().as_u16(), 204);
-    let admitted = third().await.expect("answered");
+    let admitted = third().await;
     assert_eq!(admitted.status().as_u16(), 200, "room again after the delete");
     assert!(gateway.terminate().await.success());
 }
@@ -371,20 +363,7 @@ async fn a_client_address_holds_at_most_its_share_of_sessions() {
     let gateway = HttpGateway::start(&config.path()).await;
     let first = RawSession::open(&gateway.url).await;
     let _second = RawSession::open(&gateway.url).await;
-    let initialize = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "third", "version": "1"}}
-    });
-    let refused = first
-        .http
-        .post(&gateway.url)
-        .header("content-type", "application/json")
-        .header("accept", ACCEPT)
-        .body(initialize.to_string())
-        .send()
-        .await
-        .expect("answered");
+    let refused = initialize(&first.http, &gateway.url, json!({})).await;
     assert_eq!(refused.status().as_u16(), 429);
     let body: Value = refused.json().await.expect("a JSON-RPC error");
     let message = body["error"]["message"].as_str().unwrap_or("");
