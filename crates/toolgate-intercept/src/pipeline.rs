@@ -191,6 +191,13 @@ impl Pipeline {
         self.chain.is_empty()
     }
 
+    /// Whether any interceptor would run on `event` at `phase` for the call `ctx` targets
+    /// (so a message nobody reads need not be parsed for them).
+    pub fn runs_on(&self, event: InterceptionEvent, phase: Phase, ctx: &CallContext) -> bool {
+        let (server, tool) = ctx.server_and_tool();
+        self.order(phase).iter().any(|i| i.descriptor().applies(event, phase, server, tool))
+    }
+
     /// The interceptors of `phase` in the order they run.
     pub fn run_order(&self, phase: Phase) -> Vec<&Descriptor> {
         self.order(phase).iter().map(|i| i.descriptor()).collect()

@@ -29,6 +29,7 @@ use toolgate_core::mcp;
 use toolgate_upstream::RoundRefused;
 
 use crate::link::{Answer, RequestLink, unanswered};
+use crate::protocol::Answer as Reply;
 
 /// How many calls may wait for their clients' answers at once.
 pub(crate) const MOST_PARKED: usize = 1_000;
@@ -37,7 +38,7 @@ pub(crate) const MOST_PARKED: usize = 1_000;
 pub(crate) const PARKED_FOR: Duration = Duration::from_secs(600);
 
 /// What serving a request comes to.
-pub(crate) type Served = Result<mcp::ServerResult, mcp::ErrorData>;
+pub(crate) type Served = Result<crate::protocol::Answer, mcp::ErrorData>;
 
 /// The answers to a round, or why there are none.
 type Answers = Result<mcp::InputResponses, mcp::ErrorData>;
@@ -130,7 +131,7 @@ impl Rounds {
             .collect();
         if !missing.is_empty() {
             // Asked again, with what is still open (the answers given so far are kept).
-            return Ok(self.park(parked, missing));
+            return Ok(Reply::Result(self.park(parked, missing)));
         }
         let answers = std::mem::take(&mut parked.given);
         if let Some(answer) = parked.answer.take() {
@@ -146,7 +147,7 @@ impl Rounds {
             Some(Step::Done(served)) => *served,
             Some(Step::Round { asked, answer }) => {
                 parked.answer = Some(answer);
-                Ok(self.park(parked, asked))
+                Ok(Reply::Result(self.park(parked, asked)))
             }
             None => Err(unanswered("the call ended without an answer")),
         }
@@ -187,7 +188,7 @@ impl Rounds {
             cancel,
             until: Instant::now() + PARKED_FOR,
         };
-        Ok(self.park(parked, asked))
+        Ok(Reply::Result(self.park(parked, asked)))
     }
 
     /// Parks `parked` asking `asked`; the `input_required` result that says so.

@@ -21,7 +21,7 @@ use rmcp::model::GetMeta as _;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 use toolgate_intercept::{CallContext, Principal};
-use toolgate_upstream::CallOptions;
+use toolgate_upstream::{CallOptions, RawToolResult, ToolAnswer};
 
 use crate::caller::DownstreamCaller;
 use crate::error::{ErrorReply, reply, to_mcp_error};
@@ -190,6 +190,8 @@ pub(crate) enum Answer {
     /// A result already written as JSON (a `tools/list` result, from what is kept of each
     /// tool).
     Written(Vec<u8>),
+    /// A tool's result as the upstream wrote it, shaped for the request's era.
+    Raw(RawToolResult),
 }
 
 /// Serves `request` from `client` under `era` (see [`era_of`]), and shapes the result for
@@ -207,15 +209,12 @@ pub(crate) async fn answer(
     }
     let served = serve(gateway, client, era, request).await;
     match served {
-        Ok(mut result) => {
-            if era.modern {
-                mark_complete(&mut result);
-                result.fill_missing_cache_hints();
-            } else {
-                result.strip_result_type_for_legacy_peer();
-            }
+        Ok(Answer::Raw(raw)) => Ok(shape_raw(raw, era.modern)),
+        Ok(Answer::Result(mut result)) => {
+            shape(&mut result, era.modern);
             Ok(Answer::Result(result))
         }
+        Ok(written @ Answer::Written(_)) => Ok(written),
         Err(mut error) => {
             // 2026-07-28 folds "resource not found" into invalid parameters.
             if era.modern && error.code == mcp::ErrorCode::RESOURCE_NOT_FOUND {
@@ -231,7 +230,7 @@ async fn serve(
     client: &Client,
     era: &Era,
     request: Request,
-) -> Result<mcp::ServerResult, mcp::ErrorData> {
+) -> Result<Answer, mcp::ErrorData> {
     let Request { id, request, link, cancel } = request;
     let meta = request.get_meta().clone();
     let request = match Call::of(request) {
@@ -248,6 +247,21 @@ async fn serve(
         }
         Err(other) => other,
     };
+    serve_other(gateway, client, era, id, request, link, meta, cancel).await.map(Answer::Result)
+}
+
+/// The requests that are not calls.
+#[allow(clippy::too_many_arguments)]
+async fn serve_other(
+    gateway: &Arc<Gateway>,
+    client: &Client,
+    era: &Era,
+    id: mcp::RequestId,
+    request: mcp::ClientRequest,
+    link: Arc<dyn RequestLink>,
+    meta: mcp::RequestMetaObject,
+    cancel: CancellationToken,
+) -> Result<mcp::ServerResult, mcp::ErrorData> {
     let mut ctx = context(client, &id, &link);
     let options = || call_options(&link, &meta, &cancel);
     let session = |method: &str| match (&client.session, era.modern) {
@@ -434,7 +448,7 @@ impl Serving {
     fn serve(
         self,
         link: Arc<dyn RequestLink>,
-    ) -> futures::future::BoxFuture<'static, Result<mcp::ServerResult, mcp::ErrorData>> {
+    ) -> futures::future::BoxFuture<'static, Result<Answer, mcp::ErrorData>> {
         Box::pin(async move {
             let Serving { call, meta, gateway, client, id, cancel } = self;
             let mut ctx = context(&client, &id, &link);
@@ -444,8 +458,9 @@ impl Serving {
                 Call::Tool(mut params) => {
                     params.meta = forwarded;
                     strip_retry(&mut params.request_state, &mut params.input_responses);
-                    let result = match gateway.call_tool(params, &options, &mut ctx).await {
-                        Ok(result) => result,
+                    let result = match gateway.call_tool_answer(params, &options, &mut ctx).await {
+                        Ok(ToolAnswer::Raw(raw)) => return Ok(Answer::Raw(raw)),
+                        Ok(ToolAnswer::Parsed(result)) => result,
                         Err(error) => match reply(error) {
                             ErrorReply::Protocol(error) => return Err(error),
                             ErrorReply::ToolError(message) => {
@@ -453,7 +468,7 @@ impl Serving {
                             }
                         },
                     };
-                    Ok(mcp::ServerResult::CallToolResult(result))
+                    Ok(Answer::Result(mcp::ServerResult::CallToolResult(result)))
                 }
                 Call::Prompt(mut params) => {
                     params.meta = forwarded;
@@ -462,7 +477,7 @@ impl Serving {
                         .get_prompt(params, &options, &mut ctx)
                         .await
                         .map_err(to_mcp_error)?;
-                    Ok(mcp::ServerResult::GetPromptResult(result))
+                    Ok(Answer::Result(mcp::ServerResult::GetPromptResult(result)))
                 }
                 Call::Resource(mut params) => {
                     params.meta = forwarded;
@@ -471,7 +486,7 @@ impl Serving {
                         .read_resource(params, &options, &mut ctx)
                         .await
                         .map_err(to_mcp_error)?;
-                    Ok(mcp::ServerResult::ReadResourceResult(result))
+                    Ok(Answer::Result(mcp::ServerResult::ReadResourceResult(result)))
                 }
             }
         })
@@ -531,6 +546,47 @@ fn tools_result(tools: &[u8], modern: bool) -> Vec<u8> {
     }
     out.push(b'}');
     out
+}
+
+/// Shapes `result` for its era: `resultType` and caching hints for 2026-07-28 (`modern`), no
+/// `resultType` for older clients.
+fn shape(result: &mut mcp::ServerResult, modern: bool) {
+    if modern {
+        mark_complete(result);
+        result.fill_missing_cache_hints();
+    } else {
+        result.strip_result_type_for_legacy_peer();
+    }
+}
+
+/// Shapes a tool's result as the upstream wrote it, as [`shape`] would: a 2026-07-28 client
+/// gets `"resultType":"complete"` put in front when the upstream did not write it; an older
+/// client gets the result as written unless it names a `resultType` (only a 2026-07-28
+/// upstream writes one), which is then parsed and left out.
+fn shape_raw(raw: RawToolResult, modern: bool) -> Answer {
+    match (modern, raw.has_result_type()) {
+        (true, false) => {
+            let json = raw.json();
+            let rest = json.trim_start().strip_prefix('{').unwrap_or(json).trim_start();
+            let mut out = Vec::with_capacity(json.len() + 24);
+            out.extend_from_slice(br#"{"resultType":"complete""#);
+            if !rest.starts_with('}') {
+                out.push(b',');
+            }
+            out.extend_from_slice(rest.as_bytes());
+            Answer::Written(out)
+        }
+        (false, true) => match raw.parse() {
+            Ok(result) => {
+                let mut result = mcp::ServerResult::CallToolResult(result);
+                shape(&mut result, modern);
+                Answer::Result(result)
+            }
+            // The transport checked its shape; should it not parse, it goes as it came.
+            Err(_) => Answer::Raw(raw),
+        },
+        _ => Answer::Raw(raw),
+    }
 }
 
 /// Marks a result relayed from an upstream of the handshake era as complete: a 2026-07-28

@@ -14,7 +14,7 @@ use toolgate_audit::secrets::{Detector, Selection};
 use toolgate_audit::{ArgumentRecord, Event, EventBus, FieldPath, kind};
 use toolgate_core::mcp;
 use toolgate_intercept::{Approved, CallContext, DecisionKind, InterceptionEvent};
-use toolgate_upstream::{UpstreamError, UpstreamEvent};
+use toolgate_upstream::{ToolAnswer, UpstreamError, UpstreamEvent};
 
 use crate::error::GatewayError;
 use crate::session::Changed;
@@ -137,7 +137,7 @@ impl Recorder {
         &self,
         ctx: &CallContext,
         exposed: &str,
-        outcome: &Result<mcp::CallToolResult, GatewayError>,
+        outcome: &Result<ToolAnswer, GatewayError>,
     ) {
         if !self.is_listening() {
             return;
@@ -156,9 +156,9 @@ impl Recorder {
             event
         };
         let event = match outcome {
-            Ok(result) => base(kind::TOOLS_CALL_FINISHED)
-                .with("is_error", result.is_error.unwrap_or(false))
-                .with("response_bytes", json_len(result)),
+            Ok(answer) => base(kind::TOOLS_CALL_FINISHED)
+                .with("is_error", answer.is_error())
+                .with("response_bytes", answer.json_len()),
             Err(GatewayError::Refused(refusal)) => base(kind::TOOLS_CALL_DENIED)
                 .with("interceptor", refusal.interceptor.clone())
                 .with("reason", self.scrub(refusal.reason.clone())),
@@ -358,7 +358,10 @@ mod tests {
         let stuck = bus.subscribe(EventPattern::all(), 1);
         let recorder = Recorder::new(bus.clone(), Vec::new());
         let params = mcp::CallToolRequestParams::new("fx__echo");
-        let result = Ok(mcp::CallToolResult::success(vec![mcp::ContentBlock::text("hi")]));
+        let result =
+            Ok(ToolAnswer::Parsed(mcp::CallToolResult::success(vec![mcp::ContentBlock::text(
+                "hi",
+            )])));
         const CALLS: u64 = 10_000;
         for _ in 0..CALLS {
             let mut ctx = CallContext::new(Principal::local());

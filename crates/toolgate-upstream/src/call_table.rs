@@ -14,12 +14,15 @@ use toolgate_core::mcp;
 
 use crate::call::Caller;
 use crate::progress::ProgressLedger;
+use crate::raw::RawSlot;
 
 /// Requests in flight, by the ids and progress tokens the upstream sees.
 #[derive(Default)]
 pub(crate) struct CallTable {
     by_request: HashMap<mcp::RequestId, Option<Arc<dyn Caller>>>,
     by_token: HashMap<mcp::ProgressToken, (Arc<dyn Caller>, Arc<ProgressLedger>)>,
+    /// The requests that want their result as the upstream wrote it (see [`crate::raw`]).
+    raw: HashMap<mcp::RequestId, Arc<RawSlot>>,
 }
 
 impl CallTable {
@@ -33,6 +36,16 @@ impl CallTable {
         token: &mcp::ProgressToken,
     ) -> Option<(Arc<dyn Caller>, Arc<ProgressLedger>)> {
         self.by_token.get(token).cloned()
+    }
+
+    /// Where the raw result of request `id` goes, when it asked for one.
+    pub(crate) fn raw_slot(&self, id: &mcp::RequestId) -> Option<Arc<RawSlot>> {
+        self.raw.get(id).cloned()
+    }
+
+    /// Whether any request in flight wants its result raw.
+    pub(crate) fn wants_raw(&self) -> bool {
+        !self.raw.is_empty()
     }
 
     pub(crate) fn ledger(&self, token: &mcp::ProgressToken) -> Option<Arc<ProgressLedger>> {
@@ -60,13 +73,21 @@ impl CallTable {
         &mut self,
         id: mcp::RequestId,
         token: mcp::ProgressToken,
-        caller: Option<Arc<dyn Caller>>,
-        ledger: Option<Arc<ProgressLedger>>,
+        registration: &Registration,
     ) {
-        if let (Some(caller), Some(ledger)) = (&caller, ledger) {
-            self.by_token.insert(token, (caller.clone(), ledger));
+        if let (Some(caller), Some(ledger)) = (&registration.caller, &registration.ledger) {
+            self.by_token.insert(token, (caller.clone(), ledger.clone()));
         }
-        self.by_request.insert(id, caller);
+        if let Some(raw) = &registration.raw {
+            self.raw.insert(id.clone(), raw.clone());
+        }
+        self.by_request.insert(id, registration.caller.clone());
+    }
+
+    fn remove(&mut self, id: &mcp::RequestId, token: &mcp::ProgressToken) {
+        self.by_request.remove(id);
+        self.by_token.remove(token);
+        self.raw.remove(id);
     }
 }
 
@@ -87,8 +108,10 @@ impl Calls {
         &self,
         caller: Option<Arc<dyn Caller>>,
         ledger: Option<Arc<ProgressLedger>>,
+        raw: Option<Arc<RawSlot>>,
     ) -> (Arc<Registration>, InFlight<'_>) {
-        let registration = Arc::new(Registration { caller, ledger, entered: Mutex::default() });
+        let registration =
+            Arc::new(Registration { caller, ledger, raw, entered: Mutex::default() });
         (registration.clone(), InFlight { calls: self, registration })
     }
 
@@ -103,15 +126,9 @@ impl Calls {
         let mut entered = registration.entered.lock().expect("registration lock");
         if let Some((id, token)) = entered.take() {
             // Written before (a transport that writes again): the new id replaces it.
-            table.by_request.remove(&id);
-            table.by_token.remove(&token);
+            table.remove(&id, &token);
         }
-        table.insert(
-            id.clone(),
-            token.clone(),
-            registration.caller.clone(),
-            registration.ledger.clone(),
-        );
+        table.insert(id.clone(), token.clone(), registration);
         *entered = Some((id, token));
     }
 }
@@ -121,6 +138,8 @@ impl Calls {
 pub(crate) struct Registration {
     caller: Option<Arc<dyn Caller>>,
     ledger: Option<Arc<ProgressLedger>>,
+    /// Where the transport leaves the result as written, when the request asked for that.
+    raw: Option<Arc<RawSlot>>,
     /// The id and token it was entered under, once written.
     entered: Mutex<Option<(mcp::RequestId, mcp::ProgressToken)>>,
 }
@@ -136,8 +155,7 @@ impl Drop for InFlight<'_> {
         let mut table = self.calls.lock();
         let entered = self.registration.entered.lock().expect("registration lock").take();
         if let Some((id, token)) = entered {
-            table.by_request.remove(&id);
-            table.by_token.remove(&token);
+            table.remove(&id, &token);
         }
     }
 }
@@ -159,7 +177,7 @@ mod tests {
 
     /// A request sent for `caller` and written as `n`.
     fn written(calls: &Calls, n: i64, caller: Option<Arc<dyn Caller>>) -> InFlight<'_> {
-        let (registration, in_flight) = calls.prepare(caller, None);
+        let (registration, in_flight) = calls.prepare(caller, None, None);
         calls.enter(id(n), token(n), &registration);
         in_flight
     }
@@ -205,7 +223,7 @@ mod tests {
     fn a_request_is_found_by_its_token_from_when_it_is_written_until_it_ends() {
         let calls = Calls::default();
         let ledger = Arc::new(ProgressLedger::default());
-        let (registration, in_flight) = calls.prepare(Some(Arc::new(Nobody)), Some(ledger));
+        let (registration, in_flight) = calls.prepare(Some(Arc::new(Nobody)), Some(ledger), None);
         assert!(calls.lock().request_ids().is_empty(), "not written yet");
         calls.enter(id(7), token(7), &registration);
         assert!(calls.lock().by_token(&token(7)).is_some());
@@ -219,7 +237,7 @@ mod tests {
     #[test]
     fn a_request_written_again_is_found_only_under_its_new_id() {
         let calls = Calls::default();
-        let (registration, in_flight) = calls.prepare(Some(Arc::new(Nobody)), None);
+        let (registration, in_flight) = calls.prepare(Some(Arc::new(Nobody)), None, None);
         calls.enter(id(1), token(1), &registration);
         calls.enter(id(2), token(2), &registration);
         assert_eq!(calls.lock().request_ids(), [id(2)]);
@@ -231,7 +249,7 @@ mod tests {
     fn a_request_never_written_leaves_nothing_behind() {
         let calls = Calls::default();
         let _kept = written(&calls, 1, Some(Arc::new(Nobody)));
-        drop(calls.prepare(Some(Arc::new(Nobody)), None));
+        drop(calls.prepare(Some(Arc::new(Nobody)), None, None));
         assert_eq!(calls.lock().request_ids(), [id(1)]);
     }
 }

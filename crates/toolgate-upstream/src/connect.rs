@@ -73,7 +73,7 @@ pub(crate) async fn connect(
     let name = config.name.clone();
     let stderr = StderrLog::default();
     let handler = UpstreamHandler::new(shared.clone());
-    let connecting = connect_service(config, handler, stderr.clone());
+    let connecting = connect_service(config, handler, stderr.clone(), shared);
     let timed_out = || ConnectError::StartupTimeout {
         endpoint: endpoint(config),
         timeout: config.startup_timeout,
@@ -150,11 +150,12 @@ async fn connect_service(
     config: &ServerConfig,
     handler: UpstreamHandler,
     stderr: StderrLog,
+    shared: &Arc<Shared>,
 ) -> Result<(Service, &'static str, Option<ProcessGroupHandle>), ConnectError> {
     let name = &config.name;
     match &config.transport {
         TransportConfig::Stdio(stdio) => {
-            let child = stdio::spawn(name, stdio, stderr.clone())?;
+            let child = stdio::spawn(stdio, stderr.clone(), shared)?;
             let group = child.group;
             match handler.serve(child.transport, ClientLifecycleMode::Initialize).await {
                 Ok(service) => Ok((service, "stdio", Some(group))),

@@ -17,6 +17,7 @@ mod handler;
 mod http_client;
 pub mod inventory;
 mod progress;
+mod raw;
 mod shared;
 mod sse;
 mod stdio;
@@ -33,6 +34,7 @@ pub use connect::UpstreamInfo;
 pub use error::{ConnectError, Endpoint, StderrTail, UpstreamError};
 pub use event::{ChangedLists, EventSender, UpstreamEvent};
 pub use inventory::{Collision, Contribution, Inventory, Route};
+pub use raw::{RawToolResult, ToolAnswer};
 pub use sse::{SseError, SseTransport};
 pub use upstream::{HARD_TIMEOUT_FACTOR, Upstream};
 

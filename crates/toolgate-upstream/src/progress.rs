@@ -149,7 +149,7 @@ mod tests {
         let mut transport = ProgressCounting::new(Wire(incoming), shared.clone());
         let ledger = Arc::new(ProgressLedger::default());
         let (registration, in_flight) =
-            shared.calls.prepare(Some(Arc::new(Nobody)), Some(ledger.clone()));
+            shared.calls.prepare(Some(Arc::new(Nobody)), Some(ledger.clone()), None);
         let id = mcp::NumberOrString::Number(3);
         let token = mcp::ProgressToken(mcp::NumberOrString::Number(5));
         let mut request = mcp::ClientRequest::PingRequest(mcp::PingRequest::default());

@@ -11,28 +11,32 @@ use std::sync::{Arc, Mutex};
 
 use globset::{Glob, GlobSetBuilder};
 use process_wrap::tokio::{CommandWrap, ProcessGroup};
-use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, Command};
 use toolgate_config::StdioConfig;
 
 use crate::error::{ConnectError, StderrTail};
+use crate::shared::Shared;
+
+mod wire;
+
+pub(crate) use wire::ChildWire;
 
 /// Lines of stderr kept for error messages.
 const STDERR_TAIL_LINES: usize = 12;
 
 /// A spawned child: the MCP transport over its pipes, its process group, its stderr tail.
 pub(crate) struct SpawnedChild {
-    pub(crate) transport: TokioChildProcess,
+    pub(crate) transport: ChildWire,
     pub(crate) group: ProcessGroupHandle,
 }
 
 /// Spawns the server described by `config`.
 /// Its stderr lines are logged and kept in `log`.
 pub(crate) fn spawn(
-    upstream: &str,
     config: &StdioConfig,
     log: StderrLog,
+    shared: &Arc<Shared>,
 ) -> Result<SpawnedChild, ConnectError> {
     let mut command = Command::new(&config.command);
     command.args(&config.args);
@@ -51,14 +55,15 @@ pub(crate) fn spawn(
         command: config.command.clone(),
         cause: crate::cause::describe(&source, None),
     };
-    let (transport, stderr) =
-        TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn().map_err(spawn_error)?;
-    let pid = transport.id().ok_or_else(|| {
+    wrapped.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = wrapped.spawn().map_err(spawn_error)?;
+    let pid = child.id().ok_or_else(|| {
         spawn_error(std::io::Error::other("the child exited before its pid could be read"))
     })?;
-    if let Some(stderr) = stderr {
-        tokio::spawn(forward_stderr(upstream.to_owned(), stderr, log));
+    if let Some(stderr) = child.stderr().take() {
+        tokio::spawn(forward_stderr(shared.name.clone(), stderr, log));
     }
+    let transport = ChildWire::new(child, shared.clone()).map_err(spawn_error)?;
     Ok(SpawnedChild { transport, group: ProcessGroupHandle { pgid: pid } })
 }
 

@@ -6,18 +6,43 @@ use std::sync::Arc;
 
 use toolgate_core::mcp;
 use toolgate_intercept::{
-    ApprovalRequired, Approved, CallContext, Listed, OWN_SERVER, Pipeline, Refusal, Target,
-    UpstreamTimeout, call_digest,
+    ApprovalRequired, Approved, CallContext, InterceptionEvent, Listed, OWN_SERVER, Phase,
+    Pipeline, Refusal, Target, UpstreamTimeout, call_digest,
 };
-use toolgate_upstream::{CallOptions, Inventory, Route};
+use toolgate_upstream::{CallOptions, Inventory, Route, ToolAnswer, UpstreamError};
 
 use super::exchange::{
     CallTool, Complete, Exchange, GetPrompt, ListInterceptors, ListPrompts, ListResourceTemplates,
-    ListResources, ListTools, Listen, ReadResource, through_pipeline,
+    ListResources, ListTools, Listen, ReadResource, Requested, request_phase, response_phase,
+    through_pipeline,
 };
 use super::{Gateway, relay};
 use crate::error::GatewayError;
 use crate::session::MOST_SUBSCRIPTIONS;
+
+/// The result of a call to `ctx.target`, parsed (an upstream result that is not a
+/// `CallToolResult` is the upstream's error).
+fn parsed(answer: ToolAnswer, ctx: &CallContext) -> Result<mcp::CallToolResult, GatewayError> {
+    answer.into_result().map_err(|error| {
+        let (upstream, tool) =
+            ctx.target.as_ref().map(|t| (t.server.clone(), t.original.clone())).unwrap_or_default();
+        GatewayError::Upstream(UpstreamError::Unexpected {
+            upstream,
+            operation: "tools/call",
+            target: tool,
+            detail: format!("a result that is not a CallToolResult ({error})"),
+        })
+    })
+}
+
+/// How a `tools/call` result is wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Passing {
+    /// Parsed, always.
+    Parsed,
+    /// As the upstream wrote it, when nothing reads it on the way.
+    AsWritten,
+}
 
 impl Gateway {
     /// `tools/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
@@ -108,9 +133,33 @@ impl Gateway {
         options: &CallOptions,
         ctx: &mut CallContext,
     ) -> Result<mcp::CallToolResult, GatewayError> {
+        let answer = self.call(params, options, ctx, Passing::Parsed).await?;
+        parsed(answer, ctx)
+    }
+
+    /// [`call_tool`](Self::call_tool) for a front that writes the result without reading it:
+    /// when no interceptor of the response phase applies to the call, the result comes as the
+    /// JSON the upstream wrote where its transport keeps it ([`ToolAnswer::Raw`]), so it is
+    /// neither parsed nor written again.
+    pub async fn call_tool_answer(
+        &self,
+        params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+    ) -> Result<ToolAnswer, GatewayError> {
+        self.call(params, options, ctx, Passing::AsWritten).await
+    }
+
+    async fn call(
+        &self,
+        params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+        passing: Passing,
+    ) -> Result<ToolAnswer, GatewayError> {
         let _in_flight = self.in_flight();
         let exposed = params.name.to_string();
-        let outcome = self.dispatch_tool(params, options, ctx).await;
+        let outcome = self.dispatch_tool(params, options, ctx, passing).await;
         self.recorder.call_ended(ctx, &exposed, &outcome);
         outcome
     }
@@ -120,7 +169,8 @@ impl Gateway {
         params: mcp::CallToolRequestParams,
         options: &CallOptions,
         ctx: &mut CallContext,
-    ) -> Result<mcp::CallToolResult, GatewayError> {
+        passing: Passing,
+    ) -> Result<ToolAnswer, GatewayError> {
         let inventory = self.inventory();
         // A tool's own name first; an alias only for names no tool has.
         let target = tool_target(&self.pipeline, &inventory, &params.name)
@@ -137,20 +187,31 @@ impl Gateway {
                 Some(Arc::new(move |name: &str| tool_target(&pipeline, &inventory, name)));
         }
         let options = self.relayed(options, ctx);
-        through_pipeline::<CallTool>(&self.pipeline, params, ctx, async |params, ctx| {
-            self.check_approval(ctx, &params)?;
-            self.send_tool(params, &options, ctx).await
-        })
-        .await
+        let params = match request_phase::<CallTool>(&self.pipeline, params, ctx).await? {
+            Requested::Send(params) => params,
+            Requested::Answered(result) => return Ok(ToolAnswer::Parsed(result)),
+        };
+        self.check_approval(ctx, &params)?;
+        // Asked after the request phase, which may have re-targeted the call.
+        let read = self.pipeline.runs_on(InterceptionEvent::ToolsCall, Phase::Response, ctx);
+        let as_written = passing == Passing::AsWritten && !read;
+        let answer = self.send_tool(params, &options, ctx, as_written).await?;
+        if !read {
+            return Ok(answer);
+        }
+        let result = parsed(answer, ctx)?;
+        response_phase::<CallTool>(&self.pipeline, result, ctx).await.map(ToolAnswer::Parsed)
     }
 
-    /// Sends the call to the upstream of `ctx.target`, under its original name.
+    /// Sends the call to the upstream of `ctx.target`, under its original name; `as_written`
+    /// asks for the result as the upstream wrote it.
     async fn send_tool(
         &self,
         mut params: mcp::CallToolRequestParams,
         options: &CallOptions,
         ctx: &CallContext,
-    ) -> Result<mcp::CallToolResult, GatewayError> {
+        as_written: bool,
+    ) -> Result<ToolAnswer, GatewayError> {
         let target = ctx
             .target
             .as_ref()
@@ -159,21 +220,25 @@ impl Gateway {
             && let Some(answer) =
                 self.pipeline.call_own_tool(&target.exposed, params.arguments.clone(), ctx).await
         {
-            return answer.map_err(|e| GatewayError::OwnTool {
+            return answer.map(ToolAnswer::Parsed).map_err(|e| GatewayError::OwnTool {
                 tool: target.exposed.clone(),
                 reason: e.to_string(),
             });
         }
         let upstream = self.upstream(&target.server)?;
         params.name = target.original.clone().into();
-        let result = match ctx.get::<UpstreamTimeout>() {
+        let limited;
+        let options = match ctx.get::<UpstreamTimeout>() {
             Some(UpstreamTimeout(timeout)) => {
-                let options = CallOptions { timeout: Some(*timeout), ..options.clone() };
-                upstream.call_tool(params, &options).await?
+                limited = CallOptions { timeout: Some(*timeout), ..options.clone() };
+                &limited
             }
-            None => upstream.call_tool(params, options).await?,
+            None => options,
         };
-        Ok(result)
+        if as_written {
+            return Ok(upstream.call_tool_answer(params, options).await?);
+        }
+        Ok(ToolAnswer::Parsed(upstream.call_tool(params, options).await?))
     }
 
     /// A call that needs approval goes out only with one, and only as it was approved: the

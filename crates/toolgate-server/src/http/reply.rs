@@ -132,18 +132,8 @@ fn message(id: mcp::RequestId, served: Served) -> Vec<u8> {
         Ok(Answer::Result(result)) => {
             serde_json::to_vec(&mcp::ServerJsonRpcMessage::response(result, id))
         }
-        Ok(Answer::Written(result)) => {
-            // `{"jsonrpc":"2.0","id":<id>,"result":<result>}`, as serde writes a response.
-            serde_json::to_vec(&id).map(|id| {
-                let mut out = Vec::with_capacity(result.len() + id.len() + 40);
-                out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-                out.extend_from_slice(&id);
-                out.extend_from_slice(br#","result":"#);
-                out.extend_from_slice(&result);
-                out.push(b'}');
-                out
-            })
-        }
+        Ok(Answer::Written(result)) => response(&id, &result),
+        Ok(Answer::Raw(raw)) => response(&id, raw.json().as_bytes()),
         Err(error) => serde_json::to_vec(&mcp::ServerJsonRpcMessage::error(error, Some(id))),
     };
     written.unwrap_or_else(|error| {
@@ -151,6 +141,20 @@ fn message(id: mcp::RequestId, served: Served) -> Vec<u8> {
         tracing::warn!(%error, "an answer could not be written");
         br#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"the answer could not be written"}}"#
             .to_vec()
+    })
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":<result>}`, as serde writes a response, around a
+/// result already written.
+fn response(id: &mcp::RequestId, result: &[u8]) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(id).map(|id| {
+        let mut out = Vec::with_capacity(result.len() + id.len() + 40);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        out.extend_from_slice(&id);
+        out.extend_from_slice(br#","result":"#);
+        out.extend_from_slice(result);
+        out.push(b'}');
+        out
     })
 }
 

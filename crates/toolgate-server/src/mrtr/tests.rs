@@ -34,9 +34,9 @@ fn elicitation(message: &str) -> mcp::InputRequest {
 }
 
 fn done(text: &str) -> Served {
-    Ok(mcp::ServerResult::CallToolResult(mcp::CallToolResult::success(vec![
+    Ok(Reply::Result(mcp::ServerResult::CallToolResult(mcp::CallToolResult::success(vec![
         mcp::ContentBlock::text(text),
-    ])))
+    ]))))
 }
 
 fn fresh(target: &str) -> Retry {
@@ -54,7 +54,7 @@ fn retry(target: &str, state: &str, responses: serde_json::Value) -> Retry {
 /// The questions and state of an `input_required` result.
 fn round_of(served: Served) -> (Vec<String>, String) {
     match served.expect("served") {
-        mcp::ServerResult::InputRequiredResult(result) => (
+        Reply::Result(mcp::ServerResult::InputRequiredResult(result)) => (
             result.input_requests.expect("questions").into_keys().collect(),
             result.request_state.expect("a state"),
         ),
@@ -64,7 +64,7 @@ fn round_of(served: Served) -> (Vec<String>, String) {
 
 fn text_of(served: Served) -> String {
     match served.expect("served") {
-        mcp::ServerResult::CallToolResult(result) => {
+        Reply::Result(mcp::ServerResult::CallToolResult(result)) => {
             result.content[0].as_text().expect("text").text.clone()
         }
         other => panic!("expected a tool result, got {other:?}"),

@@ -16,6 +16,7 @@ use crate::call::CallOptions;
 use crate::connect::Link;
 use crate::error::UpstreamError;
 use crate::progress::ProgressLedger;
+use crate::raw::{RawSlot, RawToolResult, ToolAnswer};
 
 /// How one attempt to send a request ended, when it did not bring a result.
 enum Attempt {
@@ -31,6 +32,29 @@ fn unwritten(error: &ServiceError) -> bool {
     matches!(error, ServiceError::TransportClosed | ServiceError::TransportSend(_))
 }
 
+/// A result as it came: parsed, or kept as the server wrote it.
+enum Sent<T> {
+    Parsed(T),
+    Raw(RawToolResult),
+}
+
+impl<T: serde::de::DeserializeOwned> Sent<T> {
+    /// The result parsed, whichever way it came.
+    fn parsed(self, upstream: &Upstream, target: &str) -> Result<T, UpstreamError> {
+        match self {
+            Sent::Parsed(result) => Ok(result),
+            Sent::Raw(raw) => {
+                serde_json::from_str(raw.json()).map_err(|error| UpstreamError::Unexpected {
+                    upstream: upstream.config.name.clone(),
+                    operation: "tools/call",
+                    target: target.to_owned(),
+                    detail: format!("a result that is not a CallToolResult ({error})"),
+                })
+            }
+        }
+    }
+}
+
 /// Rounds of `input_required` answered for one request before giving up.
 const MAX_INPUT_ROUNDS: usize = 10;
 
@@ -38,7 +62,7 @@ const MAX_INPUT_ROUNDS: usize = 10;
 /// with the answers to the server's questions.
 trait AskedAgain: Clone {
     /// The result it expects.
-    type Output;
+    type Output: serde::de::DeserializeOwned;
     /// The method, for errors.
     const OPERATION: &'static str;
     /// The request on the wire.
@@ -120,7 +144,23 @@ impl Upstream {
         options: &CallOptions,
     ) -> Result<mcp::CallToolResult, UpstreamError> {
         let target = params.name.to_string();
-        self.send_answering_inputs(params, &target, options).await
+        self.send_answering_inputs(params, &target, options, None).await?.parsed(self, &target)
+    }
+
+    /// `tools/call` with the original tool name, for a caller that passes the result on
+    /// without reading it: where the transport can (stdio), the result comes as the JSON the
+    /// server wrote ([`ToolAnswer::Raw`], see [`crate::raw`]); otherwise parsed.
+    pub async fn call_tool_answer(
+        &self,
+        params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+    ) -> Result<ToolAnswer, UpstreamError> {
+        let target = params.name.to_string();
+        let slot = Arc::new(RawSlot::default());
+        match self.send_answering_inputs(params, &target, options, Some(&slot)).await? {
+            Sent::Parsed(result) => Ok(ToolAnswer::Parsed(result)),
+            Sent::Raw(raw) => Ok(ToolAnswer::Raw(raw)),
+        }
     }
 
     /// `resources/read` with the original URI.
@@ -130,7 +170,7 @@ impl Upstream {
         options: &CallOptions,
     ) -> Result<mcp::ReadResourceResult, UpstreamError> {
         let target = params.uri.clone();
-        self.send_answering_inputs(params, &target, options).await
+        self.send_answering_inputs(params, &target, options, None).await?.parsed(self, &target)
     }
 
     /// `prompts/get` with the original prompt name.
@@ -140,7 +180,7 @@ impl Upstream {
         options: &CallOptions,
     ) -> Result<mcp::GetPromptResult, UpstreamError> {
         let target = params.name.clone();
-        self.send_answering_inputs(params, &target, options).await
+        self.send_answering_inputs(params, &target, options, None).await?.parsed(self, &target)
     }
 
     /// `completion/complete` with original names.
@@ -193,17 +233,23 @@ impl Upstream {
 
     /// Sends `params`, answering `input_required` rounds through the caller until the result
     /// comes (at most [`MAX_INPUT_ROUNDS`] rounds).
+    /// With `raw`, a result the transport kept as written comes back as it is.
     async fn send_answering_inputs<P: AskedAgain>(
         &self,
         params: P,
         target: &str,
         options: &CallOptions,
-    ) -> Result<P::Output, UpstreamError> {
+        raw: Option<&Arc<RawSlot>>,
+    ) -> Result<Sent<P::Output>, UpstreamError> {
         let mut params = params;
         for _round in 0..MAX_INPUT_ROUNDS {
             let request = params.clone().request();
-            match P::result(self.send(request, P::OPERATION, target, options).await?) {
-                Ok(result) => return Ok(result),
+            let result = self.send_with(request, P::OPERATION, target, options, raw).await?;
+            if let Some(raw) = raw.and_then(|slot| slot.take()) {
+                return Ok(Sent::Raw(raw));
+            }
+            match P::result(result) {
+                Ok(result) => return Ok(Sent::Parsed(result)),
                 Err(other) => match *other {
                     mcp::ServerResult::InputRequiredResult(input) => {
                         let (responses, state) = self.answer_inputs(input, options).await.map_err(
@@ -241,13 +287,26 @@ impl Upstream {
         target: &str,
         options: &CallOptions,
     ) -> Result<mcp::ServerResult, UpstreamError> {
+        self.send_with(request, operation, target, options, None).await
+    }
+
+    /// [`send`](Self::send), leaving a result kept as written in `raw` (then the result
+    /// returned is empty).
+    async fn send_with(
+        &self,
+        request: mcp::ClientRequest,
+        operation: &'static str,
+        target: &str,
+        options: &CallOptions,
+        raw: Option<&Arc<RawSlot>>,
+    ) -> Result<mcp::ServerResult, UpstreamError> {
         let mut link = match self.current_link() {
             Some(link) => link,
             None => self.link_back(None, operation, target, options).await?,
         };
         let mut resent = false;
         loop {
-            match self.send_on(&link, request.clone(), operation, target, options).await {
+            match self.send_on(&link, request.clone(), operation, target, options, raw).await {
                 Ok(result) => return Ok(result),
                 Err(Attempt::Failed(error)) => return Err(error),
                 Err(Attempt::Unwritten(source)) if resent || link.info.transport != "stdio" => {
@@ -270,6 +329,7 @@ impl Upstream {
         operation: &'static str,
         target: &str,
         options: &CallOptions,
+        raw: Option<&Arc<RawSlot>>,
     ) -> Result<mcp::ServerResult, Attempt> {
         let name = &self.config.name;
         let timeout = options.timeout.unwrap_or(self.config.timeout);
@@ -288,7 +348,7 @@ impl Upstream {
         let ledger = options.caller.as_ref().map(|_| Arc::new(ProgressLedger::default()));
         // Entered in the call table by the transport as it is written (see `call_table`).
         let (registration, _in_flight) =
-            self.shared.calls.prepare(options.caller.clone(), ledger.clone());
+            self.shared.calls.prepare(options.caller.clone(), ledger.clone(), raw.cloned());
         let mut request = request;
         request.extensions_mut().insert(registration);
         let handle = match link.peer.send_request_with_option(request, request_options).await {

@@ -25,6 +25,7 @@ mod integrity;
 mod limits;
 mod matrix;
 mod meta;
+mod passthrough;
 mod pin;
 mod pipeline;
 mod real_servers;
