@@ -1,0 +1,29 @@
+//! toolgate's scripts in Rune (see ARCHITECTURE.md, `toolgate-scripts`).
+//!
+//! - [`Engine`]: the Rune context with the `toolgate` module (`module.rs`), and the limits
+//!   every invocation runs under;
+//! - [`Script`]: one `.rn` file, compiled (`compile.rs`), swapped whole when it changes, its
+//!   functions called in the sandbox (`sandbox.rs`: instructions, memory, wall-clock time,
+//!   panics);
+//! - [`hooks`]: what the interceptor hooks take and return, as JSON;
+//! - [`watch`]: the files watched, debounced, and reloaded.
+
+mod compile;
+pub mod hooks;
+mod meta;
+mod module;
+mod sandbox;
+mod script;
+pub mod watch;
+
+pub use compile::{CompileError, Diagnostic};
+pub use meta::ScriptMeta;
+pub use module::{API, ApiItem};
+pub use sandbox::{Failure, Limits};
+pub use script::{Compiled, Engine, EngineError, Script};
+
+/// The functions a script may define that make it an interceptor.
+pub const HOOKS: &[&str] = &["before_call", "after_call", "on_list_tools"];
+
+/// A script's starting point, for `toolgate script new`.
+pub const TEMPLATE: &str = include_str!("template.rn");

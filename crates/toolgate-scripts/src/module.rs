@@ -1,0 +1,185 @@
+//! The `toolgate` module scripts import: what a script needs and nothing that reaches outside
+//! the process (no files, network or processes). [`API`] lists every item with its signature
+//! and what it does; `docs/scripts-api.md` is generated from it, and a test checks that every
+//! item listed is installed and every installed item listed.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use rune::{ContextError, Module, Value};
+use toolgate_audit::{Event, EventBus};
+
+/// One item of the `toolgate` module.
+#[derive(Debug, Clone, Copy)]
+pub struct ApiItem {
+    /// Its path (`toolgate::json::parse`).
+    pub path: &'static str,
+    /// How it is called.
+    pub signature: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// Every item of the `toolgate` module.
+pub const API: &[ApiItem] = &[
+    ApiItem {
+        path: "toolgate::json::parse",
+        signature: "parse(text) -> Result<value, error>",
+        doc: "Reads JSON text into a value (objects, arrays, strings, numbers, booleans, `()` for null).",
+    },
+    ApiItem {
+        path: "toolgate::json::stringify",
+        signature: "stringify(value) -> Result<String, error>",
+        doc: "Writes a value as compact JSON text.",
+    },
+    ApiItem {
+        path: "toolgate::regex::is_match",
+        signature: "is_match(pattern, text) -> Result<bool, error>",
+        doc: "Whether `text` contains a match of `pattern` (Rust `regex` syntax; no look-around, linear time).",
+    },
+    ApiItem {
+        path: "toolgate::regex::replace_all",
+        signature: "replace_all(pattern, text, replacement) -> Result<String, error>",
+        doc: "`text` with every match of `pattern` replaced (`$1`, `${name}` refer to groups).",
+    },
+    ApiItem {
+        path: "toolgate::regex::find_all",
+        signature: "find_all(pattern, text) -> Result<Vec<String>, error>",
+        doc: "Every match of `pattern` in `text`, in order.",
+    },
+    ApiItem {
+        path: "toolgate::time::now_ms",
+        signature: "now_ms() -> i64",
+        doc: "Milliseconds since the Unix epoch.",
+    },
+    ApiItem {
+        path: "toolgate::time::sleep_ms",
+        signature: "async sleep_ms(ms)",
+        doc: "Waits `ms` milliseconds (`.await` it); counts against the invocation's timeout.",
+    },
+    ApiItem {
+        path: "toolgate::log::info",
+        signature: "info(message)",
+        doc: "Writes `message` to toolgate's log at info level, tagged with the script.",
+    },
+    ApiItem {
+        path: "toolgate::log::warn",
+        signature: "warn(message)",
+        doc: "Writes `message` to toolgate's log at warn level.",
+    },
+    ApiItem {
+        path: "toolgate::log::debug",
+        signature: "debug(message)",
+        doc: "Writes `message` to toolgate's log at debug level.",
+    },
+    ApiItem {
+        path: "toolgate::publish",
+        signature: "publish(kind, fields)",
+        doc: "Publishes the event `script/<kind>` with the fields of the object `fields` to the event bus (audit log, webhooks, `GET /events`).",
+    },
+    ApiItem {
+        path: "toolgate::tokens",
+        signature: "tokens(text) -> i64",
+        doc: "How many `o200k_base` tokens `text` is (the count the transforms use).",
+    },
+];
+
+/// The `toolgate` module and its submodules, publishing to `events`.
+pub(crate) fn modules(events: Option<EventBus>) -> Result<Vec<Module>, ContextError> {
+    let mut root = Module::with_crate("toolgate")?;
+    root.function("publish", move |kind: &str, fields: Value| {
+        publish(events.as_ref(), kind, fields)
+    })
+    .build()?;
+    root.function("tokens", |text: &str| {
+        i64::try_from(toolgate_llm::tokens::Encoding::O200kBase.count(text)).unwrap_or(i64::MAX)
+    })
+    .build()?;
+
+    let mut json = Module::with_crate_item("toolgate", ["json"])?;
+    json.function("parse", |text: &str| -> Result<Value, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    })
+    .build()?;
+    json.function("stringify", |value: Value| -> Result<String, String> {
+        serde_json::to_string(&value).map_err(|e| e.to_string())
+    })
+    .build()?;
+
+    let mut regex = Module::with_crate_item("toolgate", ["regex"])?;
+    regex
+        .function("is_match", |pattern: &str, text: &str| -> Result<bool, String> {
+            with_regex(pattern, |re| re.is_match(text))
+        })
+        .build()?;
+    regex
+        .function(
+            "replace_all",
+            |pattern: &str, text: &str, with: &str| -> Result<String, String> {
+                with_regex(pattern, |re| re.replace_all(text, with).into_owned())
+            },
+        )
+        .build()?;
+    regex
+        .function("find_all", |pattern: &str, text: &str| -> Result<Vec<String>, String> {
+            with_regex(pattern, |re| re.find_iter(text).map(|m| m.as_str().to_owned()).collect())
+        })
+        .build()?;
+
+    let mut time = Module::with_crate_item("toolgate", ["time"])?;
+    time.function("now_ms", || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    })
+    .build()?;
+    time.function("sleep_ms", |ms: i64| async move {
+        tokio::time::sleep(std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))).await;
+    })
+    .build()?;
+
+    let mut log = Module::with_crate_item("toolgate", ["log"])?;
+    log.function("info", |message: &str| tracing::info!(target: "toolgate::script", "{message}"))
+        .build()?;
+    log.function("warn", |message: &str| tracing::warn!(target: "toolgate::script", "{message}"))
+        .build()?;
+    log.function("debug", |message: &str| tracing::debug!(target: "toolgate::script", "{message}"))
+        .build()?;
+    Ok(vec![root, json, regex, time, log])
+}
+
+fn publish(events: Option<&EventBus>, kind: &str, fields: Value) {
+    let Some(events) = events else { return };
+    let mut event = Event::new(format!("script/{kind}"));
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&fields) {
+        for (key, value) in fields {
+            event = event.with(key, value);
+        }
+    }
+    events.publish(event);
+}
+
+/// Patterns compiled so far (at most [`MOST_PATTERNS`]; then the cache starts again).
+const MOST_PATTERNS: usize = 256;
+
+fn with_regex<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T, String> {
+    static CACHE: OnceLock<Mutex<HashMap<String, regex::Regex>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    let found = cache.lock().expect("regex cache lock").get(pattern).cloned();
+    let regex = match found {
+        Some(regex) => regex,
+        None => {
+            let regex = regex::RegexBuilder::new(pattern)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| e.to_string())?;
+            let mut cache = cache.lock().expect("regex cache lock");
+            if cache.len() >= MOST_PATTERNS {
+                cache.clear();
+            }
+            cache.insert(pattern.to_owned(), regex.clone());
+            regex
+        }
+    };
+    Ok(f(&regex))
+}
