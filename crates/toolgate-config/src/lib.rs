@@ -42,6 +42,7 @@ mod load;
 mod model;
 mod native;
 mod response_format;
+mod scripts;
 mod value;
 
 use std::path::{Path, PathBuf};
@@ -148,9 +149,9 @@ pub struct Checked {
     /// The file, absolute.
     pub path: PathBuf,
     /// What is valid in it. A server, `[[pipeline]]` entry or webhook with a problem is left
-    /// out, an `[audit]` field with one is at its default, `[gateway]` with one is at its
-    /// defaults and `[admin]` with one is `None`; a file that cannot be read or parsed gives
-    /// the default config.
+    /// out, an `[audit]` field with one is at its default, `[gateway]`, `[agent]` or
+    /// `[scripts]` with one is at its defaults and `[admin]` with one is `None`; a file that
+    /// cannot be read or parsed gives the default config.
     pub config: Config,
     /// Every problem, each with its path; empty when the file is valid.
     pub errors: ConfigErrors,

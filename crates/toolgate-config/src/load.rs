@@ -7,7 +7,7 @@ use crate::Checked;
 use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors};
-use crate::model::{AgentConfig, AuditConfig, Config, GatewayConfig};
+use crate::model::{AgentConfig, AuditConfig, Config, GatewayConfig, ScriptsConfig};
 use crate::value::{Syntax, parse_json, parse_toml};
 use crate::{Format, client, native};
 
@@ -50,7 +50,7 @@ fn check_str(
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
-    let (gateway, servers, pipeline, audit, admin, agent, cx) = match format {
+    let (gateway, servers, pipeline, audit, admin, agent, scripts, cx) = match format {
         Format::Toml => {
             let root = match parse_toml(text) {
                 Ok(root) => root,
@@ -59,6 +59,8 @@ fn check_str(
             let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
             let document = native::check(&mut cx, &root);
             let mut servers = document.servers;
+            // Imports are MCP client configs: they add servers and nothing else, so `[agent]`
+            // and `[scripts]` come from this file alone.
             for import in &document.imports {
                 servers.extend(import_file(&mut cx, &import.path, &import.file));
             }
@@ -69,6 +71,7 @@ fn check_str(
                 document.audit,
                 document.admin,
                 document.agent,
+                document.scripts,
                 cx,
             )
         }
@@ -86,6 +89,7 @@ fn check_str(
                 AuditConfig::default(),
                 None,
                 AgentConfig::default(),
+                ScriptsConfig::default(),
                 cx,
             )
         }
@@ -97,7 +101,7 @@ fn check_str(
     // A server defined twice was reported above; the first definition is the one kept.
     servers.sort_by(|a, b| a.name.cmp(&b.name));
     servers.dedup_by(|later, first| later.name == first.name);
-    (Config { gateway, servers, pipeline, audit, admin, agent, warnings }, errors)
+    (Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings }, errors)
 }
 
 /// Reads the client config `file` named at `path` (`import[i]`); its errors and warnings go to

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
+pub use crate::scripts::ScriptsConfig;
 pub use toolgate_core::{Mode, ResultFormat};
 
 /// Default address of the streamable HTTP endpoint.
@@ -38,6 +39,8 @@ pub struct Config {
     pub admin: Option<AdminConfig>,
     /// `[agent]`: the model `toolgate run` and `toolgate chat` talk to.
     pub agent: AgentConfig,
+    /// `[scripts]`: the Rune scripts toolgate loads and their limits (`watch` is on by default).
+    pub scripts: ScriptsConfig,
     /// Non-fatal remarks found while loading (ignored client-only keys and the like).
     pub warnings: Vec<String>,
 }

@@ -1,5 +1,6 @@
 //! `toolgate.toml`, toolgate's own format: `import`, `[gateway]`, `[servers.<name>]` and
-//! `[[pipeline]]` (`[audit]` and `[admin]` are checked in `audit`, `[agent]` in `agent`).
+//! `[[pipeline]]` (`[audit]` and `[admin]` are checked in `audit`, `[agent]` in `agent`,
+//! `[scripts]` in `scripts`).
 
 use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::error::{index_path, key_path};
@@ -10,7 +11,8 @@ use crate::model::{
 };
 use crate::value::Value;
 
-const TOP_KEYS: &[&str] = &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent"];
+const TOP_KEYS: &[&str] =
+    &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts"];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
     "allowed_hosts",
@@ -56,6 +58,7 @@ pub(crate) struct Document {
     pub(crate) audit: AuditConfig,
     pub(crate) admin: Option<AdminConfig>,
     pub(crate) agent: crate::agent::AgentConfig,
+    pub(crate) scripts: crate::scripts::ScriptsConfig,
 }
 
 /// One `import` entry.
@@ -98,6 +101,11 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         && let Some(agent) = crate::agent::check_agent(cx, value)
     {
         document.agent = agent;
+    }
+    if let Some(value) = fields.get("scripts")
+        && let Some(scripts) = crate::scripts::check_scripts(cx, value)
+    {
+        document.scripts = scripts;
     }
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use toolgate_config::{
     AdminConfig, AgentConfig, AuditConfig, Config, FixedEnvironment, GatewayConfig, HttpConfig,
-    InterceptorConfig, Secret, ServerConfig, StdioConfig, ToolFilter, TransportConfig,
-    WebhookConfig,
+    InterceptorConfig, ScriptsConfig, Secret, ServerConfig, StdioConfig, ToolFilter,
+    TransportConfig, WebhookConfig,
 };
 
 /// Every value of a secret-looking variable contains this; no output may.
@@ -115,7 +115,7 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// A stable, readable dump of a config. Destructures everything, so that a new field fails to
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
-    let Config { gateway, servers, pipeline, audit, admin, agent, warnings } = config;
+    let Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings } = config;
     let GatewayConfig {
         listen,
         allowed_hosts,
@@ -280,6 +280,15 @@ fn dump(config: &Config) -> String {
         line(w, 1, "tool_timeout", format!("{tool_timeout:?}"));
         line(w, 1, "context_tokens", format!("{context_tokens:?}"));
         line(w, 1, "sessions", format!("{sessions:?}"));
+    }
+    if *scripts != ScriptsConfig::default() {
+        let ScriptsConfig { dirs, instructions, memory, timeout, watch } = scripts;
+        line(w, 0, "scripts", "");
+        line(w, 1, "dirs", format!("{dirs:?}"));
+        line(w, 1, "instructions", format!("{instructions:?}"));
+        line(w, 1, "memory", format!("{memory:?}"));
+        line(w, 1, "timeout", format!("{timeout:?}"));
+        line(w, 1, "watch", watch);
     }
     line(w, 0, "warnings", "");
     for warning in warnings {

@@ -16,6 +16,7 @@ pub mod limits;
 mod options;
 pub mod policy;
 pub mod redact;
+pub mod script;
 pub mod test_filter;
 pub mod toon;
 pub mod transform;
@@ -54,6 +55,10 @@ pub struct Services {
     pub background: Option<tokio_util::task::TaskTracker>,
     /// Where the `truncate` entries keep whole results, for `toolgate__read_result`.
     pub spill: Arc<truncate::spill::SpillStores>,
+    /// The scripts `script` entries run, loaded once per file, reloaded by the file watcher.
+    pub scripts: Arc<toolgate_scripts::Scripts>,
+    /// The limits every script invocation runs under (`[scripts]`).
+    pub scripts_limits: toolgate_scripts::Limits,
 }
 
 impl Services {
@@ -61,14 +66,26 @@ impl Services {
     pub fn new(events: EventBus) -> Services {
         Services {
             approvals: ApprovalDesk::new(events.clone()),
-            events,
             admin_api: false,
             config_dir: None,
             integrity_locks: Arc::default(),
             server_integrity: Vec::new(),
             background: None,
             spill: Arc::default(),
+            scripts: toolgate_scripts::Scripts::new(
+                Some(events.clone()),
+                toolgate_scripts::Limits::default(),
+            ),
+            scripts_limits: toolgate_scripts::Limits::default(),
+            events,
         }
+    }
+
+    /// Scripts run under `limits`.
+    pub fn with_script_limits(mut self, limits: toolgate_scripts::Limits) -> Services {
+        self.scripts = toolgate_scripts::Scripts::new(Some(self.events.clone()), limits);
+        self.scripts_limits = limits;
+        self
     }
 
     /// The same, saying whether the config has an admin API.
@@ -112,6 +129,7 @@ pub const KINDS: &[&str] = &[
     enrich::KIND,
     toon::KIND,
     emit::KIND,
+    script::KIND,
 ];
 
 /// Builds the pipeline `entries` describe, or every reason it cannot be built.
@@ -148,17 +166,22 @@ pub fn build_pipeline(
 /// shares (a bus nobody listens to, a desk nobody reads), so that the check and the real build
 /// can never disagree. Starts nothing and does no IO.
 pub fn check_pipeline(entries: &[InterceptorConfig], admin_api: bool) -> Vec<OptionError> {
-    check_config_pipeline(entries, admin_api, &[])
+    check_config_pipeline(entries, admin_api, &[], None)
 }
 
 /// [`check_pipeline`] for a config whose servers are `servers` (their `integrity` tables are
-/// checked by the `integrity` interceptor, and need one).
+/// checked by the `integrity` interceptor, and need one) and whose relative paths (a
+/// `script`'s `file`) start at `config_dir`.
 pub fn check_config_pipeline(
     entries: &[InterceptorConfig],
     admin_api: bool,
     servers: &[toolgate_config::ServerConfig],
+    config_dir: Option<&std::path::Path>,
 ) -> Vec<OptionError> {
-    let services = Services::new(EventBus::new()).with_admin_api(admin_api).with_servers(servers);
+    let services = Services::new(EventBus::new())
+        .with_admin_api(admin_api)
+        .with_servers(servers)
+        .with_config_dir(config_dir.map(std::path::Path::to_owned));
     build_pipeline(entries, &services).err().unwrap_or_default()
 }
 
@@ -178,6 +201,7 @@ fn build(
         test_filter::KIND => Ok(Arc::new(test_filter::TestFilter::from_config(entry, services)?)),
         enrich::KIND => Ok(Arc::new(enrich::Enrich::from_config(entry, services)?)),
         truncate::KIND => Ok(Arc::new(truncate::Truncate::from_config(entry, services)?)),
+        script::KIND => Ok(Arc::new(script::ScriptInterceptor::from_config(entry, services)?)),
         approval::KIND => {
             let approval = approval::Approval::from_config(entry, services.approvals.clone())?;
             match approval.approver_option() {

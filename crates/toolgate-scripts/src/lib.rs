@@ -5,6 +5,7 @@
 //! - [`Script`]: one `.rn` file, compiled (`compile.rs`), swapped whole when it changes, its
 //!   functions called in the sandbox (`sandbox.rs`: instructions, memory, wall-clock time,
 //!   panics);
+//! - [`Scripts`]: the scripts of the process by file, and what a change to a file does;
 //! - [`hooks`]: what the interceptor hooks take and return, as JSON;
 //! - [`watch`]: the files watched, debounced, and reloaded.
 
@@ -12,6 +13,7 @@ mod compile;
 pub mod hooks;
 mod meta;
 mod module;
+mod registry;
 mod sandbox;
 mod script;
 pub mod watch;
@@ -19,6 +21,7 @@ pub mod watch;
 pub use compile::{CompileError, Diagnostic};
 pub use meta::ScriptMeta;
 pub use module::{API, ApiItem};
+pub use registry::{LoadError, Scripts, discover};
 pub use sandbox::{Failure, Limits};
 pub use script::{Compiled, Engine, EngineError, Script};
 

@@ -131,6 +131,8 @@ fn classify(message: &str, limits: Limits) -> Failure {
         Failure::Budget(limits.instructions)
     } else if message.contains("allocat") || message.contains("out of memory") {
         Failure::Memory(limits.memory)
+    } else if let Some(reason) = message.strip_prefix("Panicked: ") {
+        Failure::Panic(reason.to_owned())
     } else {
         Failure::Error(message.to_owned())
     }

@@ -68,6 +68,10 @@ enum Command {
     Scan(commands::scan::ScanArgs),
     /// Show the interceptor pipeline as it will run, phase by phase (--json: SEP-2624 form).
     Interceptors(commands::interceptors::InterceptorsArgs),
+    /// Rune scripts: compile and show diagnostics (check), run hooks on a sample (test),
+    /// write a starting point (new).
+    #[command(subcommand)]
+    Script(commands::script::ScriptCommand),
     /// Work with the config file.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
             Command::Sessions(command) => commands::sessions::run(&cli.global, command),
             Command::Servers(args) => commands::servers::run(&cli.global, args).await,
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,
+            Command::Script(command) => commands::script::run(&cli.global, command).await,
             Command::Config(command) => commands::config::run(&cli.global, command),
             Command::Audit(command) => commands::audit::run(&cli.global, command).await,
             Command::Completions(args) => commands::completions::run(&args),

@@ -1,6 +1,6 @@
 //! What every subcommand does first: logging, config, connecting the gateway.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -167,8 +167,43 @@ fn demo_config() -> anyhow::Result<Config> {
         audit: Default::default(),
         admin: None,
         agent: Default::default(),
+        scripts: Default::default(),
         warnings: Vec::new(),
     })
+}
+
+/// The folders scripts are loaded from: `[scripts] dirs`, else `.toolgate/scripts` beside the
+/// config (none without a config file).
+pub(crate) fn script_folders(config: &Config, config_dir: Option<&Path>) -> Vec<PathBuf> {
+    if !config.scripts.dirs.is_empty() {
+        return config.scripts.dirs.clone();
+    }
+    config_dir.map(|dir| vec![dir.join(".toolgate").join("scripts")]).unwrap_or_default()
+}
+
+/// The limits of every script invocation, from `[scripts]`.
+pub(crate) fn script_limits(config: &Config) -> toolgate_scripts::Limits {
+    let defaults = toolgate_scripts::Limits::default();
+    let size =
+        |n: Option<u64>, default: usize| n.and_then(|n| usize::try_from(n).ok()).unwrap_or(default);
+    toolgate_scripts::Limits {
+        instructions: size(config.scripts.instructions, defaults.instructions),
+        memory: size(config.scripts.memory, defaults.memory),
+        timeout: config.scripts.timeout.unwrap_or(defaults.timeout),
+    }
+}
+
+/// `[[pipeline]]` and an entry for each script found in the script folders that no entry
+/// names.
+pub(crate) fn pipeline_entries(
+    config: &Config,
+    config_dir: Option<&Path>,
+) -> Vec<toolgate_config::InterceptorConfig> {
+    toolgate_interceptors::script::discovered(
+        &config.pipeline,
+        &script_folders(config, config_dir),
+        config_dir,
+    )
 }
 
 /// A started gateway and what runs beside it.
@@ -181,6 +216,8 @@ pub(crate) struct Running {
     /// What interceptors run in the background (`emit`'s commands).
     background: tokio_util::task::TaskTracker,
     events: Events,
+    /// Keeps the script files watched.
+    _watcher: Option<toolgate_scripts::watch::Watcher>,
 }
 
 impl Running {
@@ -216,9 +253,16 @@ pub(crate) async fn start(
         .with_background(background.clone())
         .with_admin_api(config.admin.is_some())
         .with_servers(&config.servers)
-        .with_config_dir(source.dir());
-    let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
-        .map_err(InvalidPipeline)?;
+        .with_config_dir(source.dir())
+        .with_script_limits(script_limits(config));
+    let entries = pipeline_entries(config, source.dir().as_deref());
+    let pipeline =
+        toolgate_interceptors::build_pipeline(&entries, &services).map_err(InvalidPipeline)?;
+    let watcher = if config.scripts.watch {
+        watch_scripts(&services.scripts, &script_folders(config, source.dir().as_deref()))
+    } else {
+        None
+    };
     let events = Events::start(&config.audit, bus)?;
     // The audit log's detectors, and what every `redact` interceptor looks for: a value the
     // pipeline redacts is not written to the audit log either (`tools/call/started` records
@@ -239,7 +283,44 @@ pub(crate) async fn start(
         integrity_locks: services.integrity_locks,
         background,
         events,
+        _watcher: watcher,
     })
+}
+
+/// Watches the script folders and the folders of every script loaded, and applies changes
+/// as they come; `None` when there is nothing to watch or the watch could not start (said in
+/// the log).
+fn watch_scripts(
+    scripts: &Arc<toolgate_scripts::Scripts>,
+    folders: &[PathBuf],
+) -> Option<toolgate_scripts::watch::Watcher> {
+    let mut watched: Vec<PathBuf> = folders.to_vec();
+    for script in scripts.loaded() {
+        if let Some(parent) = script.path().parent() {
+            watched.push(parent.to_owned());
+        }
+    }
+    watched.sort();
+    watched.dedup();
+    if scripts.loaded().is_empty() && !watched.iter().any(|f| f.is_dir()) {
+        return None;
+    }
+    let applied = scripts.clone();
+    let watcher = toolgate_scripts::watch::watch(&watched, move |paths| {
+        for added in applied.changed(&paths) {
+            tracing::warn!(
+                script = %added.display(),
+                "a new script file: restart toolgate to add it to the pipeline"
+            );
+        }
+    });
+    match watcher {
+        Ok(watcher) => Some(watcher),
+        Err(error) => {
+            tracing::warn!(%error, "script files cannot be watched; changes need a restart");
+            None
+        }
+    }
 }
 
 /// [`start`], failing when a `required` server did not come up.

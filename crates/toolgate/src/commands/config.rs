@@ -64,10 +64,12 @@ fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     // blamed for its absence.
     let admin_written = config.admin.is_some()
         || problems.iter().any(|p| p.path == "admin" || p.path.starts_with("admin."));
+    let config_dir = checked.path.parent();
     problems.extend(toolgate_interceptors::check_config_pipeline(
-        &config.pipeline,
+        &crate::setup::pipeline_entries(config, config_dir),
         admin_written,
         &config.servers,
+        config_dir,
     ));
     problems.extend(AuditPlan::new(&config.audit).err().unwrap_or_default());
     problems.extend(events::check_log_file(&config.audit));

@@ -19,10 +19,13 @@ pub(crate) struct InterceptorsArgs {
 
 pub(crate) async fn run(global: &GlobalArgs, args: InterceptorsArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
-    let (config, _) = setup::load_config(global)?;
+    let (config, source) = setup::load_config(global)?;
     let services = toolgate_interceptors::Services::new(toolgate_audit::EventBus::new())
-        .with_admin_api(config.admin.is_some());
-    let pipeline = toolgate_interceptors::build_pipeline(&config.pipeline, &services)
+        .with_admin_api(config.admin.is_some())
+        .with_config_dir(source.dir())
+        .with_script_limits(setup::script_limits(&config));
+    let entries = setup::pipeline_entries(&config, source.dir().as_deref());
+    let pipeline = toolgate_interceptors::build_pipeline(&entries, &services)
         .map_err(setup::InvalidPipeline)?;
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -13,6 +13,7 @@ mod offered;
 pub(crate) mod pin;
 pub(crate) mod run;
 pub(crate) mod scan;
+pub(crate) mod script;
 pub(crate) mod serve;
 pub(crate) mod servers;
 pub(crate) mod sessions;
