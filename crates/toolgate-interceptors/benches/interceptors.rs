@@ -51,8 +51,11 @@ use toolgate_intercept::{
 };
 use toolgate_interceptors::{Services, build_pipeline};
 
+#[path = "interceptors/script.rs"]
+mod script;
 #[path = "interceptors/transforms.rs"]
 mod transforms;
+use script::script_call;
 use transforms::{
     emit_result, enrich_result, redact_call, test_filter_result, toon_result, truncate_result,
 };
@@ -539,5 +542,6 @@ criterion_group!(
     test_filter_result,
     toon_result,
     emit_result,
+    script_call,
 );
 criterion_main!(benches);

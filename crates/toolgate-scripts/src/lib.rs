@@ -20,7 +20,7 @@ pub mod watch;
 
 pub use compile::{CompileError, Diagnostic};
 pub use meta::ScriptMeta;
-pub use module::{API, ApiItem};
+pub use module::{API, ApiItem, reference};
 pub use registry::{LoadError, Scripts, discover};
 pub use sandbox::{Failure, Limits};
 pub use script::{Compiled, Engine, EngineError, Script};

@@ -78,6 +78,11 @@ pub const API: &[ApiItem] = &[
         doc: "Publishes the event `script/<kind>` with the fields of the object `fields` to the event bus (audit log, webhooks, `GET /events`).",
     },
     ApiItem {
+        path: "toolgate::rate::hit",
+        signature: "hit(key, window_ms) -> i64",
+        doc: "Counts one hit of `key` and returns the hits of `key` in the current window of `window_ms` milliseconds, this one included (fixed windows; shared by every script of the process; at most 10,000 keys, the oldest forgotten first).",
+    },
+    ApiItem {
         path: "toolgate::tokens",
         signature: "tokens(text) -> i64",
         doc: "How many `o200k_base` tokens `text` is (the count the transforms use).",
@@ -145,7 +150,9 @@ pub(crate) fn modules(events: Option<EventBus>) -> Result<Vec<Module>, ContextEr
         .build()?;
     log.function("debug", |message: &str| tracing::debug!(target: "toolgate::script", "{message}"))
         .build()?;
-    Ok(vec![root, json, regex, time, log])
+    let mut rate = Module::with_crate_item("toolgate", ["rate"])?;
+    rate.function("hit", |key: &str, window_ms: i64| hit(key, window_ms)).build()?;
+    Ok(vec![root, json, regex, time, log, rate])
 }
 
 fn publish(events: Option<&EventBus>, kind: &str, fields: Value) {
@@ -182,4 +189,96 @@ fn with_regex<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T,
         }
     };
     Ok(f(&regex))
+}
+
+/// Keys [`hit`] remembers at most.
+const MOST_KEYS: usize = 10_000;
+
+/// Counts a hit of `key` in fixed windows of `window_ms`.
+fn hit(key: &str, window_ms: i64) -> i64 {
+    static WINDOWS: OnceLock<Mutex<HashMap<String, (u128, i64)>>> = OnceLock::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let window = u128::try_from(window_ms.max(1)).unwrap_or(1);
+    let start = now - now % window;
+    let mut windows = WINDOWS.get_or_init(Mutex::default).lock().expect("rate lock");
+    if windows.len() >= MOST_KEYS && !windows.contains_key(key) {
+        // Forget the windows that ended; if none did, the oldest.
+        windows.retain(|_, (started, _)| *started + window > now);
+        if windows.len() >= MOST_KEYS
+            && let Some(oldest) =
+                windows.iter().min_by_key(|(_, (s, _))| *s).map(|(k, _)| k.clone())
+        {
+            windows.remove(&oldest);
+        }
+    }
+    let entry = windows.entry(key.to_owned()).or_insert((start, 0));
+    if entry.0 != start {
+        *entry = (start, 0);
+    }
+    entry.1 += 1;
+    entry.1
+}
+
+/// The reference of the `toolgate` module, as `docs/scripts-api.md` has it.
+pub fn reference() -> String {
+    let mut out = String::from(
+        "# The `toolgate` module of scripts\n\n\
+         Generated from `crates/toolgate-scripts/src/module.rs` (`API`); a test checks that this \
+         file, the table and the functions installed agree (`TOOLGATE_BLESS=1 cargo test -p \
+         toolgate-scripts` rewrites it). How scripts are written, what their hooks take and \
+         return, and how they are contained: README, \"Scripts\".\n\n\
+         Functions that can fail return a `Result`: `?` passes the error on (the hook then \
+         fails, as its `fail_open` says).\n",
+    );
+    let mut module = "";
+    for item in API {
+        let (parent, _) = item.path.rsplit_once("::").unwrap_or(("toolgate", item.path));
+        if parent != module {
+            module = parent;
+            out.push_str(&format!("\n## `{parent}`\n\n"));
+        }
+        out.push_str(&format!("- `{}`: {}\n", item.signature, item.doc));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_item_is_installed_and_every_installed_one_listed() {
+        let engine = crate::Engine::new(None, crate::Limits::default()).expect("engine");
+        for item in API {
+            // Naming a function that is not installed does not compile.
+            let source = format!("pub fn f() {{ let f = {}; }}", item.path);
+            let compiled = engine.compile(std::path::Path::new("api.rn"), &source);
+            assert!(compiled.is_ok(), "{} is not installed: {:?}", item.path, compiled.err());
+        }
+        let missing = engine
+            .compile(std::path::Path::new("api.rn"), "pub fn f() { let f = toolgate::nothing; }");
+        assert!(missing.is_err(), "the check can fail");
+        let source = include_str!("module.rs");
+        let body = &source[source.find("fn modules(").expect("modules")..];
+        let body = &body[..body.find("Ok(vec![").expect("its end")];
+        let registered = body.matches(".function(").count();
+        assert_eq!(registered, API.len(), "every function registered is listed in API");
+    }
+
+    #[test]
+    fn the_reference_in_docs_is_current() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scripts-api.md");
+        let generated = reference();
+        if std::env::var_os("TOOLGATE_BLESS").is_some() {
+            std::fs::write(&path, &generated).expect("write docs/scripts-api.md");
+        }
+        let written = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(
+            written, generated,
+            "docs/scripts-api.md is stale: run TOOLGATE_BLESS=1 cargo test -p toolgate-scripts"
+        );
+    }
 }

@@ -114,7 +114,8 @@ impl Scripts {
     /// Logs and publishes why a script did not compile; its last version keeps running.
     pub fn compile_failed(&self, name: &str, error: &CompileError) {
         let file = error.path.display().to_string();
-        tracing::warn!(script = %file, "the script does not compile; its last version keeps running:\n{}", error.rendered);
+        tracing::warn!(script = %file, "the script does not compile; its last version keeps running: {error}");
+        tracing::debug!(script = %file, "{}", error.rendered);
         for diagnostic in error.diagnostics.iter().filter(|d| d.error) {
             self.publish(
                 Event::new("script/compile_failed")

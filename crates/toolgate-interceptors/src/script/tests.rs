@@ -316,3 +316,79 @@ async fn a_hundred_reloads_during_concurrent_calls_fail_no_call() {
     }
     assert_eq!(script.version(), 101);
 }
+
+/// The pipeline of one example of `examples/scripts/`.
+fn example(s: &Setup, name: &str) -> Pipeline {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scripts").join(name);
+    let entry = test_entry("script", "pipeline[0]", json!({"file": path.to_string_lossy()}));
+    crate::build_pipeline(&[entry], &s.services).expect("the example builds")
+}
+
+/// The request phase, then the response phase with `result`.
+async fn through(
+    pipeline: &Pipeline,
+    ctx: &mut CallContext,
+    arguments: serde_json::Value,
+    result: mcp::CallToolResult,
+) -> Result<mcp::CallToolResult, String> {
+    if let Err(stopped) = pipeline.request(InterceptionEvent::ToolsCall, call(arguments), ctx).await
+    {
+        return Err(format!("{stopped:?}"));
+    }
+    match pipeline.response(InterceptionEvent::ToolsCall, Message::ToolResult(result), ctx).await {
+        Ok(Message::ToolResult(result)) => Ok(result),
+        other => Err(format!("{other:?}")),
+    }
+}
+
+fn text(text: &str) -> mcp::CallToolResult {
+    mcp::CallToolResult::success(vec![mcp::ContentBlock::text(text)])
+}
+
+#[tokio::test]
+async fn the_examples_do_what_they_say() {
+    let s = setup();
+    // deny_by_argument: only under /tmp/.
+    let deny = example(&s, "deny_by_argument.rn");
+    let refused = through(&deny, &mut ctx(), json!({"path": "/etc/passwd"}), text("x")).await;
+    assert!(refused.expect_err("refused").contains("not allowed here"));
+    assert!(through(&deny, &mut ctx(), json!({"path": "/tmp/a"}), text("x")).await.is_ok());
+
+    // redact_field: structured `token` and key-like text.
+    let redact = example(&s, "redact_field.rn");
+    let mut result = text("key sk-abcdefghijklmnopqrstuvwxyz0123 end");
+    result.structured_content = Some(json!({"token": "t0k3n", "user": "ana"}));
+    let out = through(&redact, &mut ctx(), json!({}), result).await.expect("through");
+    assert_eq!(out.content[0].as_text().expect("text").text, "key [redacted] end");
+    assert_eq!(out.structured_content, Some(json!({"token": "[redacted]", "user": "ana"})));
+
+    // add_meta: where the result came from.
+    let meta = example(&s, "add_meta.rn");
+    let out = through(&meta, &mut ctx(), json!({}), text("x")).await.expect("through");
+    let meta = serde_json::to_value(out.meta.expect("_meta")).expect("json");
+    assert_eq!(meta["io.example/served_by"], json!("fs/write_file"));
+    assert!(meta["io.example/at_ms"].as_i64().expect("a time") > 0);
+
+    // summarise_long: a long text is cut, a short one left alone.
+    let summarise = example(&s, "summarise_long.rn");
+    let long = "word ".repeat(5_000);
+    let out = through(&summarise, &mut ctx(), json!({}), text(&long)).await.expect("through");
+    let cut = &out.content[0].as_text().expect("text").text;
+    assert!(cut.len() < 4_200 && cut.contains("tokens in all"), "{}", &cut[cut.len() - 80..]);
+    let out = through(&summarise, &mut ctx(), json!({}), text("short")).await.expect("through");
+    assert_eq!(out.content[0].as_text().expect("text").text, "short");
+
+    // rate_limit: within one second, the sixth call of a tool is refused. Eleven calls in a
+    // few milliseconds fall in at most two windows, so one of them holds six.
+    let limit = example(&s, "rate_limit.rn");
+    let mut refused = 0;
+    for _ in 0..11 {
+        let mut ctx = ctx();
+        ctx.principal = Principal { kind: "test".into(), id: "rate-limit-example".into() };
+        if through(&limit, &mut ctx, json!({}), text("x")).await.is_err() {
+            refused += 1;
+        }
+    }
+    assert!(refused >= 1, "the rate limit refused nothing");
+}

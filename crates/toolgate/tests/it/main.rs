@@ -35,6 +35,7 @@ mod redact;
 mod relays;
 mod result_formats;
 mod scan;
+mod scripts;
 mod sdk_clients;
 mod startup;
 mod stdio_front;

@@ -1,0 +1,54 @@
+//! The `script` interceptor's bench: what a script costs a call when its hooks do nothing
+//! (the issue's target: an empty `before_call` and `after_call` at most 20 µs per call
+//! together), and when they do a typical small thing (read an argument, add a text block).
+
+use super::*;
+
+/// One call's request phase then its response phase through a pipeline of one script entry.
+pub(super) fn script_call(c: &mut Criterion) {
+    let runtime = runtime();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let scripts = [
+        (
+            "empty_hooks",
+            "pub async fn before_call(call, ctx) { }\npub async fn after_call(call, result, ctx) { }\n",
+        ),
+        (
+            "small_hooks",
+            "pub async fn before_call(call, ctx) { if call.arguments.path == \"/etc/shadow\" { return #{ deny: \"no\" }; } #{ keep: call.arguments.path } }\n\
+             pub async fn after_call(call, result, ctx) { result.content.push(#{ type: \"text\", text: `read ${ctx.kept}` }); result }\n",
+        ),
+    ];
+    let call = Call::new(false);
+    let result = mcp::CallToolResult::success(vec![mcp::ContentBlock::text("# todo\n- bench")]);
+    let mut group = c.benchmark_group("script");
+    for (name, text) in scripts {
+        let path = dir.path().join(format!("{name}.rn"));
+        std::fs::write(&path, text).expect("write the script");
+        let services = Services::new(EventBus::new());
+        let options = json!({ "file": path.to_string_lossy() });
+        let pipeline = build_pipeline(&[entry("script", 0, options)], &services).expect("valid");
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter_batched(
+                || (Message::CallTool(call.params.clone()), call.context()),
+                |(message, mut ctx)| {
+                    let (pipeline, result) = (&pipeline, result.clone());
+                    async move {
+                        let request =
+                            pipeline.request(InterceptionEvent::ToolsCall, message, &mut ctx).await;
+                        let response = pipeline
+                            .response(
+                                InterceptionEvent::ToolsCall,
+                                Message::ToolResult(result),
+                                &mut ctx,
+                            )
+                            .await;
+                        black_box((request.is_ok(), response))
+                    }
+                },
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
