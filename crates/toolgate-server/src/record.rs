@@ -156,9 +156,13 @@ impl Recorder {
             event
         };
         let event = match outcome {
-            Ok(answer) => base(kind::TOOLS_CALL_FINISHED)
-                .with("is_error", answer.is_error())
-                .with("response_bytes", answer.json_len()),
+            Ok(answer) => base(kind::TOOLS_CALL_FINISHED).with("is_error", answer.is_error()).with(
+                "response_bytes",
+                match answer {
+                    ToolAnswer::Parsed(result) => json_len(result),
+                    ToolAnswer::Raw(raw) => raw.json().len() as u64,
+                },
+            ),
             Err(GatewayError::Refused(refusal)) => base(kind::TOOLS_CALL_DENIED)
                 .with("interceptor", refusal.interceptor.clone())
                 .with("reason", self.scrub(refusal.reason.clone())),

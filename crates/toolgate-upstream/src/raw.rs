@@ -69,14 +69,6 @@ impl ToolAnswer {
         }
     }
 
-    /// The length of the result's JSON.
-    pub fn json_len(&self) -> usize {
-        match self {
-            ToolAnswer::Parsed(result) => serde_json::to_vec(result).map_or(0, |json| json.len()),
-            ToolAnswer::Raw(raw) => raw.json().len(),
-        }
-    }
-
     /// The result, parsed.
     pub fn into_result(self) -> Result<mcp::CallToolResult, serde_json::Error> {
         match self {
