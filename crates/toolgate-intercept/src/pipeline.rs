@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
+
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
@@ -97,9 +99,19 @@ pub enum Stopped {
     Answered(Box<Message>),
 }
 
-/// The ordered chain.
+/// The ordered chain. Clones share it: [`add`](Pipeline::add) and
+/// [`remove`](Pipeline::remove) change it for every clone at once, and a message already on
+/// its way finishes with the chain it started with.
 #[derive(Clone, Default)]
 pub struct Pipeline {
+    chain: Arc<ArcSwap<Chain>>,
+    /// Held while the chain is changed, so that two changes do not lose one another.
+    changing: Arc<std::sync::Mutex<()>>,
+}
+
+/// One version of the chain.
+#[derive(Default)]
+struct Chain {
     /// In config order.
     chain: Vec<Arc<dyn Interceptor>>,
     /// The run orders, computed once.
@@ -111,7 +123,8 @@ pub struct Pipeline {
 
 impl std::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.chain.iter().map(|i| &i.descriptor().name)).finish()
+        let chain = self.chain.load();
+        f.debug_list().entries(chain.chain.iter().map(|i| &i.descriptor().name)).finish()
     }
 }
 
@@ -120,9 +133,8 @@ impl std::fmt::Debug for Pipeline {
 #[error("two interceptors are named {0:?}; give one a `name`")]
 pub struct DuplicateName(pub String);
 
-impl Pipeline {
-    /// A pipeline of `chain`, in config order. Names must be unique.
-    pub fn new(chain: Vec<Arc<dyn Interceptor>>) -> Result<Pipeline, DuplicateName> {
+impl Chain {
+    fn new(chain: Vec<Arc<dyn Interceptor>>) -> Result<Chain, DuplicateName> {
         let mut seen = std::collections::HashSet::new();
         for interceptor in &chain {
             let name = &interceptor.descriptor().name;
@@ -148,17 +160,56 @@ impl Pipeline {
                 });
             }
         }
-        Ok(Pipeline { chain, request_order, response_order, own_tools })
+        Ok(Chain { chain, request_order, response_order, own_tools })
+    }
+
+    fn order(&self, phase: Phase) -> &[Arc<dyn Interceptor>] {
+        match phase {
+            Phase::Request => &self.request_order,
+            Phase::Response => &self.response_order,
+        }
+    }
+}
+
+impl Pipeline {
+    /// A pipeline of `chain`, in config order. Names must be unique.
+    pub fn new(chain: Vec<Arc<dyn Interceptor>>) -> Result<Pipeline, DuplicateName> {
+        let chain = Chain::new(chain)?;
+        Ok(Pipeline { chain: Arc::new(ArcSwap::from_pointee(chain)), changing: Arc::default() })
+    }
+
+    /// Adds `interceptor` after the others in config order (its priority places it in the run
+    /// order), for every clone of this pipeline, from the next message on.
+    pub fn add(&self, interceptor: Arc<dyn Interceptor>) -> Result<(), DuplicateName> {
+        let _changing = self.changing.lock().expect("pipeline change lock");
+        let mut chain = self.chain.load().chain.clone();
+        chain.push(interceptor);
+        self.chain.store(Arc::new(Chain::new(chain)?));
+        Ok(())
+    }
+
+    /// Removes the interceptor named `name`, from the next message on; whether there was one.
+    pub fn remove(&self, name: &str) -> bool {
+        let _changing = self.changing.lock().expect("pipeline change lock");
+        let mut chain = self.chain.load().chain.clone();
+        let before = chain.len();
+        chain.retain(|i| i.descriptor().name != name);
+        if chain.len() == before {
+            return false;
+        }
+        self.chain
+            .store(Arc::new(Chain::new(chain).expect("fewer interceptors keep names unique")));
+        true
     }
 
     /// The tools the interceptors serve themselves, as the gateway lists them.
-    pub fn own_tools(&self) -> &[OwnTool] {
-        &self.own_tools
+    pub fn own_tools(&self) -> Vec<OwnTool> {
+        self.chain.load().own_tools.clone()
     }
 
     /// The tool an interceptor serves under the exposed name `name`.
-    pub fn own_tool(&self, name: &str) -> Option<&OwnTool> {
-        self.own_tools.iter().find(|t| t.tool.name == name)
+    pub fn own_tool(&self, name: &str) -> Option<OwnTool> {
+        self.chain.load().own_tools.iter().find(|t| t.tool.name == name).cloned()
     }
 
     /// Answers a call of the own tool exposed as `name` (after the request phase).
@@ -173,14 +224,16 @@ impl Pipeline {
     }
 
     /// The interceptors in config order.
-    pub fn descriptors(&self) -> impl Iterator<Item = &Descriptor> {
-        self.chain.iter().map(|i| i.descriptor())
+    pub fn descriptors(&self) -> Vec<Descriptor> {
+        self.chain.load().chain.iter().map(|i| i.descriptor().clone()).collect()
     }
 
     /// The exposed tool name `name` stands for, when an active interceptor defines it as an
     /// alias (the first in config order wins).
     pub fn alias_of(&self, name: &str) -> Option<String> {
         self.chain
+            .load()
+            .chain
             .iter()
             .filter(|i| i.descriptor().mode == Mode::Active)
             .find_map(|i| i.alias_of(name))
@@ -188,26 +241,23 @@ impl Pipeline {
 
     /// Whether nothing is configured.
     pub fn is_empty(&self) -> bool {
-        self.chain.is_empty()
+        self.chain.load().chain.is_empty()
     }
 
     /// Whether any interceptor would run on `event` at `phase` for the call `ctx` targets
     /// (so a message nobody reads need not be parsed for them).
     pub fn runs_on(&self, event: InterceptionEvent, phase: Phase, ctx: &CallContext) -> bool {
         let (server, tool) = ctx.server_and_tool();
-        self.order(phase).iter().any(|i| i.descriptor().applies(event, phase, server, tool))
+        self.chain
+            .load()
+            .order(phase)
+            .iter()
+            .any(|i| i.descriptor().applies(event, phase, server, tool))
     }
 
     /// The interceptors of `phase` in the order they run.
-    pub fn run_order(&self, phase: Phase) -> Vec<&Descriptor> {
-        self.order(phase).iter().map(|i| i.descriptor()).collect()
-    }
-
-    fn order(&self, phase: Phase) -> &[Arc<dyn Interceptor>] {
-        match phase {
-            Phase::Request => &self.request_order,
-            Phase::Response => &self.response_order,
-        }
+    pub fn run_order(&self, phase: Phase) -> Vec<Descriptor> {
+        self.chain.load().order(phase).iter().map(|i| i.descriptor().clone()).collect()
     }
 
     /// Runs the request phase: the message to send upstream, or why there is none.
@@ -217,8 +267,9 @@ impl Pipeline {
         message: Message,
         ctx: &mut CallContext,
     ) -> Result<Message, Stopped> {
+        let chain = self.chain.load_full();
         let mut message = message;
-        for interceptor in self.order(Phase::Request) {
+        for interceptor in chain.order(Phase::Request) {
             match run_one(interceptor.as_ref(), event, Phase::Request, &message, ctx).await {
                 Outcome::Continue => {}
                 Outcome::Rewrite(rewritten) => {
@@ -241,8 +292,9 @@ impl Pipeline {
         message: Message,
         ctx: &mut CallContext,
     ) -> Result<Message, Refusal> {
+        let chain = self.chain.load_full();
         let mut message = message;
-        for interceptor in self.order(Phase::Response) {
+        for interceptor in chain.order(Phase::Response) {
             match run_one(interceptor.as_ref(), event, Phase::Response, &message, ctx).await {
                 Outcome::Continue => {}
                 Outcome::Rewrite(rewritten) => message = rewritten,

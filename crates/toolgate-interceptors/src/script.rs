@@ -390,6 +390,115 @@ pub fn discovered(
     all
 }
 
+/// The scripts of the script folders, kept in step with their files while toolgate runs: a
+/// changed file is reloaded (by [`Scripts::changed`]), a new file gets an entry of its own at
+/// the end of the pipeline, and a deleted one's entry leaves it. Scripts that `[[pipeline]]`
+/// names keep their entry when their file is deleted (it does nothing until the file is back).
+pub struct Discovery {
+    folders: Vec<PathBuf>,
+    named: Vec<PathBuf>,
+    services: Services,
+    pipeline: toolgate_intercept::Pipeline,
+}
+
+impl Discovery {
+    /// Follows the scripts of `folders` for `pipeline`, built from `entries` with `services`.
+    pub fn new(
+        folders: &[PathBuf],
+        entries: &[InterceptorConfig],
+        services: &Services,
+        pipeline: &toolgate_intercept::Pipeline,
+    ) -> Discovery {
+        let config_dir = services.config_dir.as_deref();
+        let named = entries
+            .iter()
+            .filter(|e| e.kind == KIND && !e.path.starts_with("scripts."))
+            .filter_map(|e| {
+                e.options.get("file")?.as_str().map(|f| absolute(&resolve(f, config_dir)))
+            })
+            .collect();
+        Discovery {
+            folders: folders.iter().map(|f| absolute(f)).collect(),
+            named,
+            services: services.clone(),
+            pipeline: pipeline.clone(),
+        }
+    }
+
+    /// The folders to watch: the script folders and those of every script loaded.
+    pub fn watched(&self) -> Vec<PathBuf> {
+        let mut watched = self.folders.clone();
+        for script in self.services.scripts.loaded() {
+            if let Some(parent) = script.path().parent() {
+                watched.push(parent.to_owned());
+            }
+        }
+        watched.sort();
+        watched.dedup();
+        watched
+    }
+
+    /// Applies changes to the script files `paths`.
+    pub fn apply(&self, paths: &std::collections::BTreeSet<PathBuf>) {
+        let scripts = &self.services.scripts;
+        let added = scripts.changed(paths);
+        for path in paths {
+            let path = absolute(path);
+            let discovered = !self.named.contains(&path)
+                && path.parent().is_some_and(|p| self.folders.iter().any(|f| f == p));
+            if !discovered {
+                if added.iter().any(|a| absolute(a) == path) {
+                    tracing::warn!(script = %path.display(), "a new script file outside the script folders is not added; name it in [[pipeline]] or move it to a script folder");
+                }
+                continue;
+            }
+            let stem =
+                path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            if !path.exists() {
+                if self.pipeline.remove(&stem) {
+                    scripts.forget(&path);
+                    tracing::info!(script = %path.display(), "script removed from the pipeline");
+                }
+                continue;
+            }
+            if !added.iter().any(|a| absolute(a) == path) {
+                continue;
+            }
+            let mut options = serde_json::Map::new();
+            options.insert("file".into(), Value::String(path.to_string_lossy().into_owned()));
+            let mut entry = InterceptorConfig::new(format!("scripts.{stem}"), KIND, options);
+            entry.name = Some(stem.clone());
+            match ScriptInterceptor::from_config(&entry, &self.services) {
+                Ok(interceptor) => match self.pipeline.add(Arc::new(interceptor)) {
+                    Ok(()) => {
+                        tracing::info!(script = %path.display(), "script added to the pipeline");
+                        scripts.publish(
+                            Event::new("script/added")
+                                .with("script", stem)
+                                .with("file", path.display().to_string()),
+                        );
+                    }
+                    Err(duplicate) => {
+                        scripts.forget(&path);
+                        tracing::warn!(script = %path.display(), "the script is not added: {duplicate}");
+                    }
+                },
+                Err(errors) => {
+                    scripts.forget(&path);
+                    for error in errors {
+                        tracing::warn!(script = %path.display(), "the script is not added: {error}");
+                    }
+                    if let Err(toolgate_scripts::LoadError::Compile(error)) =
+                        scripts.engine().and_then(|e| e.compile_file(&path).map_err(Into::into))
+                    {
+                        scripts.compile_failed(&stem, &error);
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }

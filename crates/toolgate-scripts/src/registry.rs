@@ -67,6 +67,12 @@ impl Scripts {
         Ok(loaded.entry(key).or_insert(script).clone())
     }
 
+    /// Forgets the script loaded from `path` (its file is gone and its entry left the
+    /// pipeline): a file there later is a new script.
+    pub fn forget(&self, path: &Path) {
+        self.loaded.lock().expect("scripts lock").remove(&key(path));
+    }
+
     /// Every script loaded, by file.
     pub fn loaded(&self) -> Vec<Arc<Script>> {
         self.loaded.lock().expect("scripts lock").values().cloned().collect()

@@ -82,7 +82,7 @@ pub fn interceptors_list(pipeline: &toolgate_intercept::Pipeline) -> serde_json:
         pipeline.run_order(phase).into_iter().map(|d| d.name.clone()).collect()
     };
     serde_json::json!({
-        "interceptors": pipeline.descriptors().map(|d| d.to_json()).collect::<Vec<_>>(),
+        "interceptors": pipeline.descriptors().iter().map(|d| d.to_json()).collect::<Vec<_>>(),
         "runOrder": { "request": names(Phase::Request), "response": names(Phase::Response) },
     })
 }

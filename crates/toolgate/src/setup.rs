@@ -259,7 +259,10 @@ pub(crate) async fn start(
     let pipeline =
         toolgate_interceptors::build_pipeline(&entries, &services).map_err(InvalidPipeline)?;
     let watcher = if config.scripts.watch {
-        watch_scripts(&services.scripts, &script_folders(config, source.dir().as_deref()))
+        let folders = script_folders(config, source.dir().as_deref());
+        let discovery =
+            toolgate_interceptors::script::Discovery::new(&folders, &entries, &services, &pipeline);
+        watch_scripts(discovery)
     } else {
         None
     };
@@ -291,29 +294,13 @@ pub(crate) async fn start(
 /// as they come; `None` when there is nothing to watch or the watch could not start (said in
 /// the log).
 fn watch_scripts(
-    scripts: &Arc<toolgate_scripts::Scripts>,
-    folders: &[PathBuf],
+    discovery: toolgate_interceptors::script::Discovery,
 ) -> Option<toolgate_scripts::watch::Watcher> {
-    let mut watched: Vec<PathBuf> = folders.to_vec();
-    for script in scripts.loaded() {
-        if let Some(parent) = script.path().parent() {
-            watched.push(parent.to_owned());
-        }
-    }
-    watched.sort();
-    watched.dedup();
-    if scripts.loaded().is_empty() && !watched.iter().any(|f| f.is_dir()) {
+    let watched = discovery.watched();
+    if !watched.iter().any(|f| f.is_dir()) {
         return None;
     }
-    let applied = scripts.clone();
-    let watcher = toolgate_scripts::watch::watch(&watched, move |paths| {
-        for added in applied.changed(&paths) {
-            tracing::warn!(
-                script = %added.display(),
-                "a new script file: restart toolgate to add it to the pipeline"
-            );
-        }
-    });
+    let watcher = toolgate_scripts::watch::watch(&watched, move |paths| discovery.apply(&paths));
     match watcher {
         Ok(watcher) => Some(watcher),
         Err(error) => {

@@ -277,3 +277,23 @@ fn names_are_unique() {
     let error = Pipeline::new(chain.items).expect_err("duplicate");
     assert!(error.to_string().contains("same"));
 }
+
+#[tokio::test]
+async fn interceptors_added_and_removed_act_for_every_clone_from_the_next_message() {
+    let chain = Chain::new().add("a", Mutation, 0, Act::Continue);
+    let pipeline = chain.pipeline();
+    let clone = pipeline.clone();
+    let more = Chain::new().add("b", Mutation, -5, Act::Refuse);
+    pipeline.add(more.items[0].clone()).expect("a new name");
+    let names: Vec<_> = clone.run_order(Phase::Request).into_iter().map(|d| d.name).collect();
+    assert_eq!(names, ["b", "a"], "placed by its priority, seen by the clone");
+    assert!(
+        clone.request(InterceptionEvent::ToolsCall, call("fs__read"), &mut ctx()).await.is_err()
+    );
+    assert!(pipeline.add(more.items[0].clone()).is_err(), "names stay unique");
+    assert!(pipeline.remove("b"));
+    assert!(!pipeline.remove("b"), "gone already");
+    assert!(
+        clone.request(InterceptionEvent::ToolsCall, call("fs__read"), &mut ctx()).await.is_ok()
+    );
+}

@@ -1,6 +1,7 @@
 //! Scripts as a user meets them: a `.rn` file in `.toolgate/scripts/` beside the config acts on
 //! the next call through `toolgate serve`; an edit is picked up without a restart; a version
-//! that does not compile leaves the one before running; a deleted file stops acting; a script
+//! that does not compile leaves the one before running; a deleted file leaves the pipeline and a
+//! new one joins it; a script
 //! that loops, panics or fails cannot take the gateway down. And the CLI: `script check`,
 //! `test` and `new`.
 
@@ -89,13 +90,23 @@ async fn a_script_beside_the_config_acts_and_follows_its_file_without_a_restart(
     assert_eq!(echo(&client, "hi").await, ["hi", "checked by v2"], "the last good version runs on");
 
     std::fs::remove_file(folder.script("guard.rn")).expect("delete");
-    gateway.wait_for_log(&["script file is gone"]).await;
-    assert_eq!(echo(&client, "hi").await, ["hi"], "a deleted script does nothing");
+    gateway.wait_for_log(&["script removed from the pipeline", "guard.rn"]).await;
+    assert_eq!(echo(&client, "hi").await, ["hi"], "a deleted script leaves the pipeline");
 
     folder.save("guard.rn", &version(3));
-    // Versions: loaded (1), v2 (2), removed (3), back (4); the log keeps every line.
-    gateway.wait_for_log(&["script reloaded", "version=4"]).await;
+    gateway.wait_for_log(&["script added to the pipeline", "guard.rn"]).await;
     assert_eq!(echo(&client, "hi").await, ["hi", "checked by v3"], "and is back when its file is");
+
+    // A file that was not there at start joins too.
+    folder.save("second.rn", "pub async fn after_call(call, result, ctx) { result.content.push(#{ type: \"text\", text: \"second\" }); result }");
+    gateway.wait_for_log(&["script added to the pipeline", "second.rn"]).await;
+    assert_eq!(echo(&client, "hi").await, ["hi", "checked by v3", "second"]);
+    let listed =
+        run_toolgate(&["interceptors", "--config", &folder.config().to_string_lossy()]).await;
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("second"),
+        "on disk, a restart lists it too"
+    );
     client.cancel().await.expect("close");
     assert!(gateway.terminate().await.success());
 }
