@@ -47,6 +47,9 @@ pub const KIND: &str = "script";
 
 const OPTIONS: &[&str] = &["file"];
 
+/// How much later than the script's own timeout the pipeline gives up on it.
+const BACKSTOP: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// A script in the pipeline.
 pub struct ScriptInterceptor {
     descriptor: Descriptor,
@@ -90,7 +93,11 @@ impl ScriptInterceptor {
         }
         merged.fail_open = entry.fail_open.or(meta.fail_open);
         let limits = services.scripts_limits;
-        merged.timeout = entry.timeout.or(meta.timeout).or(Some(limits.timeout));
+        let timeout = entry.timeout.or(meta.timeout).unwrap_or(limits.timeout);
+        // The script's own timeout ends it and says so (`script/failed`, cause `timeout`); the
+        // pipeline's, a little later, is only the backstop: were it first, the script would be
+        // dropped without a word.
+        merged.timeout = Some(timeout + BACKSTOP);
         if entry.mode == Mode::Active && meta.audit == Some(true) {
             merged.mode = Mode::Audit;
         }
@@ -112,8 +119,7 @@ impl ScriptInterceptor {
         ];
         let descriptor = Descriptor::new(KIND, KIND, interceptor_type, hooks);
         let descriptor = options.configure(descriptor, &merged);
-        // The script's own limit on time is the entry's (the pipeline's is the same).
-        let limits = Limits { timeout: merged.timeout.unwrap_or(limits.timeout), ..limits };
+        let limits = Limits { timeout, ..limits };
         options.finish(descriptor, |descriptor| ScriptInterceptor {
             descriptor,
             script,

@@ -84,7 +84,7 @@ fn folders_are_resolved_like_the_other_paths() {
     let scripts = scripts(
         r#"
         [scripts]
-        dirs = ["scripts", "../shared/scripts", "~/toolgate/scripts", "${SCRIPTS}/mine", "/abs"]
+        dirs = ["scripts", "../common/scripts", "~/toolgate/scripts", "${SCRIPTS}/mine", "/abs"]
         "#,
     );
     let dirs: Vec<&Path> = scripts.dirs.iter().map(PathBuf::as_path).collect();
@@ -92,7 +92,7 @@ fn folders_are_resolved_like_the_other_paths() {
         dirs,
         [
             Path::new("/etc/toolgate/scripts"),
-            Path::new("/etc/toolgate/../shared/scripts"),
+            Path::new("/etc/toolgate/../common/scripts"),
             Path::new("/home/ada/toolgate/scripts"),
             Path::new("/srv/scripts/mine"),
             Path::new("/abs"),

@@ -175,7 +175,10 @@ async fn each_kind_of_failure_is_contained_with_its_event() {
             matches!(outcome, Err(Stopped::Refused(ref r)) if r.reason.contains("fails closed")),
             "{file}: {outcome:?}"
         );
-        let event = events.recv().await.expect("an event");
+        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{file}: no script/failed event"))
+            .expect("an event");
         assert_eq!(event.kind, "script/failed", "{file}");
         assert_eq!(event.fields["cause"], json!(cause), "{file}: {:?}", event.fields);
         assert_eq!(event.fields["function"], json!("before_call"));

@@ -109,7 +109,9 @@ fn print(
         }
         let file = report.path.map_or_else(|| "config".to_owned(), |p| p.display().to_string());
         match config {
-            Some(config) if ok => summary(&mut out, &file, config)?,
+            Some(config) if ok => {
+                summary(&mut out, &file, config, report.path.and_then(Path::parent))?;
+            }
             _ => {
                 let count = report.problems.len();
                 let noun = if count == 1 { "problem" } else { "problems" };
@@ -121,10 +123,17 @@ fn print(
 }
 
 /// What a valid config holds, in a few lines.
-fn summary(out: &mut impl std::io::Write, file: &str, config: &Config) -> std::io::Result<()> {
+fn summary(
+    out: &mut impl std::io::Write,
+    file: &str,
+    config: &Config,
+    config_dir: Option<&Path>,
+) -> std::io::Result<()> {
     let enabled = config.servers.iter().filter(|s| s.enabled).count();
     writeln!(out, "{file}: ok ({} servers, {enabled} enabled)", config.servers.len())?;
-    let kinds: Vec<_> = config.pipeline.iter().map(|entry| entry.kind.as_str()).collect();
+    // With the scripts found in the script folders, as `serve` would run them.
+    let entries = setup::pipeline_entries(config, config_dir);
+    let kinds: Vec<_> = entries.iter().map(|entry| entry.kind.as_str()).collect();
     if kinds.is_empty() {
         writeln!(out, "pipeline: empty")?;
     } else {

@@ -165,6 +165,17 @@ async fn a_script_named_in_the_pipeline_runs_once_with_the_entry_settings() {
 }
 
 #[tokio::test]
+async fn config_check_counts_the_scripts_found() {
+    let folder = Folder::new("");
+    folder.save("guard.rn", &version(1));
+    let config = folder.config();
+    let output = run_toolgate(&["config", "check", "--config", &config.to_string_lossy()]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("pipeline: script (1 entries)"), "{stdout}");
+}
+
+#[tokio::test]
 async fn a_script_that_does_not_compile_at_start_is_a_config_error() {
     let folder = Folder::new("");
     folder.save("broken.rn", "pub async fn before_call(call, ctx) {\n  let x = ;\n}\n");
