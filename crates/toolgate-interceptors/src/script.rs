@@ -136,18 +136,10 @@ impl ScriptInterceptor {
         function: &str,
         args: Vec<Value>,
     ) -> Result<Value, InterceptError> {
-        compiled.call(function, args, self.limits).await.map_err(|failure| {
-            tracing::warn!(script = %self.script.path().display(), function, %failure, "script failed");
-            self.events.publish(
-                Event::new("script/failed")
-                    .with("script", self.script.name())
-                    .with("interceptor", self.descriptor.name.clone())
-                    .with("function", function)
-                    .with("cause", failure.cause())
-                    .with("error", failure.to_string()),
-            );
-            InterceptError(format!("script {} ({function}): {failure}", self.script.name()))
-        })
+        compiled
+            .call(function, args, self.limits)
+            .await
+            .map_err(|failure| self.failed(function, failure.cause(), failure.to_string()))
     }
 
     fn refusal(&self, reason: String) -> Refusal {
@@ -156,15 +148,21 @@ impl ScriptInterceptor {
 
     /// A script's answer that is not what the hook may return: a failure of the script.
     fn misread(&self, function: &str, problem: String) -> InterceptError {
+        self.failed(function, "result", problem)
+    }
+
+    /// Logs and publishes `script/failed`; the interceptor's failure that it is.
+    fn failed(&self, function: &str, cause: &str, error: String) -> InterceptError {
+        tracing::warn!(script = %self.script.path().display(), function, cause, %error, "script failed");
         self.events.publish(
             Event::new("script/failed")
                 .with("script", self.script.name())
                 .with("interceptor", self.descriptor.name.clone())
                 .with("function", function)
-                .with("cause", "result")
-                .with("error", problem.clone()),
+                .with("cause", cause)
+                .with("error", error.clone()),
         );
-        InterceptError(format!("script {} ({function}): {problem}", self.script.name()))
+        InterceptError(format!("script {} ({function}): {error}", self.script.name()))
     }
 
     async fn before_call(
@@ -384,13 +382,7 @@ pub fn discovered(
             if named.contains(&absolute(&file)) {
                 continue;
             }
-            let stem =
-                file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let mut options = serde_json::Map::new();
-            options.insert("file".into(), Value::String(file.to_string_lossy().into_owned()));
-            let mut entry = InterceptorConfig::new(format!("scripts.{stem}"), KIND, options);
-            entry.name = Some(stem);
-            all.push(entry);
+            all.push(discovered_entry(&file));
         }
     }
     all
@@ -470,10 +462,7 @@ impl Discovery {
             if !added.iter().any(|a| absolute(a) == path) {
                 continue;
             }
-            let mut options = serde_json::Map::new();
-            options.insert("file".into(), Value::String(path.to_string_lossy().into_owned()));
-            let mut entry = InterceptorConfig::new(format!("scripts.{stem}"), KIND, options);
-            entry.name = Some(stem.clone());
+            let entry = discovered_entry(&path);
             match ScriptInterceptor::from_config(&entry, &self.services) {
                 Ok(interceptor) => match self.pipeline.add(Arc::new(interceptor)) {
                     Ok(()) => {
@@ -503,6 +492,16 @@ impl Discovery {
             }
         }
     }
+}
+
+/// The entry of a script found in a script folder: named after its file, at `scripts.<name>`.
+fn discovered_entry(file: &Path) -> InterceptorConfig {
+    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut options = serde_json::Map::new();
+    options.insert("file".into(), Value::String(file.to_string_lossy().into_owned()));
+    let mut entry = InterceptorConfig::new(format!("scripts.{stem}"), KIND, options);
+    entry.name = Some(stem);
+    entry
 }
 
 fn absolute(path: &Path) -> PathBuf {
