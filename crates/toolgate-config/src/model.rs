@@ -244,6 +244,10 @@ pub enum TransportConfig {
     Stdio(StdioConfig),
     /// A remote server over HTTP.
     Http(HttpConfig),
+    /// A server inside toolgate itself (a script's tools), reached through an in-memory pipe.
+    /// Never read from a config file: toolgate builds it, and hands the live server to the
+    /// upstream layer beside this description.
+    InProcess(InProcessConfig),
 }
 
 impl TransportConfig {
@@ -252,6 +256,7 @@ impl TransportConfig {
         match self {
             TransportConfig::Stdio(_) => "stdio",
             TransportConfig::Http(http) => http.transport.as_str(),
+            TransportConfig::InProcess(_) => "in-process",
         }
     }
 }
@@ -269,6 +274,13 @@ pub struct StdioConfig {
     pub env_remove: Vec<String>,
     /// Working directory; `None` = toolgate's own.
     pub cwd: Option<PathBuf>,
+}
+
+/// A server inside toolgate (see [`TransportConfig::InProcess`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InProcessConfig {
+    /// What serves it, for messages and `toolgate servers`: a script's file.
+    pub origin: PathBuf,
 }
 
 /// A remote upstream.

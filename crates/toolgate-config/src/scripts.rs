@@ -6,6 +6,7 @@
 //! instructions = 1000000   # VM instructions per invocation
 //! memory = "16MiB"         # bytes per invocation: an integer, or a number with B, KiB, MiB or GiB
 //! timeout = "1s"           # wall-clock time per invocation
+//! tool_timeout = "30s"     # wall-clock time per call of a script's own tool (it may call others)
 //! watch = true             # reload a script when its file changes (default: true)
 //! ```
 //!
@@ -21,7 +22,8 @@ use crate::check::Checker;
 use crate::error::{index_path, key_path};
 use crate::value::Value;
 
-const SCRIPTS_KEYS: &[&str] = &["dirs", "instructions", "memory", "timeout", "watch"];
+const SCRIPTS_KEYS: &[&str] =
+    &["dirs", "instructions", "memory", "timeout", "tool_timeout", "watch"];
 
 /// The units `[scripts] memory` accepts, with their size in bytes (binary units only).
 const MEMORY_UNITS: &[(&str, u64)] =
@@ -44,6 +46,9 @@ pub struct ScriptsConfig {
     pub memory: Option<u64>,
     /// Wall-clock time one invocation may take; `None`: the engine's default.
     pub timeout: Option<Duration>,
+    /// Wall-clock time one call of a script's own tool may take (`call_<name>`, including the
+    /// tools it calls through the gateway); `None`: the engine's default.
+    pub tool_timeout: Option<Duration>,
     /// Whether changed files are reloaded; default true.
     pub watch: bool,
 }
@@ -55,6 +60,7 @@ impl Default for ScriptsConfig {
             instructions: None,
             memory: None,
             timeout: None,
+            tool_timeout: None,
             watch: true,
         }
     }
@@ -90,6 +96,12 @@ pub(crate) fn check_scripts(cx: &mut Checker<'_>, value: &Value) -> Option<Scrip
         // `duration` also refuses zero.
         match cx.duration(value, &at("timeout")) {
             Some(d) => scripts.timeout = Some(d),
+            None => ok = false,
+        }
+    }
+    if let Some(value) = fields.get("tool_timeout") {
+        match cx.duration(value, &at("tool_timeout")) {
+            Some(d) => scripts.tool_timeout = Some(d),
             None => ok = false,
         }
     }

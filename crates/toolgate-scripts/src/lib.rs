@@ -7,8 +7,11 @@
 //!   panics);
 //! - [`Scripts`]: the scripts of the process by file, and what a change to a file does;
 //! - [`hooks`]: what the interceptor hooks take and return, as JSON;
+//! - [`tools`]: a script's own tools, and [`calls`]: how they call other tools;
+//! - [`serve`]: a script's tools served as an MCP server;
 //! - [`watch`]: the files watched, debounced, and reloaded.
 
+pub mod calls;
 mod compile;
 pub mod hooks;
 mod meta;
@@ -16,6 +19,8 @@ mod module;
 mod registry;
 mod sandbox;
 mod script;
+pub mod serve;
+pub mod tools;
 pub mod watch;
 
 pub use compile::{CompileError, Diagnostic};

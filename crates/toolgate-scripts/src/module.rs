@@ -78,14 +78,24 @@ pub const API: &[ApiItem] = &[
         doc: "Publishes the event `script/<kind>` with the fields of the object `fields` to the event bus (audit log, webhooks, `GET /events`).",
     },
     ApiItem {
-        path: "toolgate::rate::hit",
-        signature: "hit(key, window_ms) -> i64",
-        doc: "Counts one hit of `key` and returns the hits of `key` in the current window of `window_ms` milliseconds, this one included (fixed windows; shared by every script of the process; at most 10,000 keys, the oldest forgotten first).",
+        path: "toolgate::call",
+        signature: "async call(name, arguments) -> Result<result, error>",
+        doc: "Calls the tool `name` (as clients see it: `server__tool`) with the object `arguments` through the gateway, on behalf of whoever called this tool, so the pipeline (policy, approvals, audit) treats it as their own call; `.await` it. The `CallToolResult` as an object, or an error when the call was refused, failed or answered with an error. Only a script's own tools (`call_<name>`) may call; calls nest at most 4 deep.",
+    },
+    ApiItem {
+        path: "toolgate::text",
+        signature: "text(result) -> String",
+        doc: "The text blocks of a `CallToolResult` object, joined with newlines.",
     },
     ApiItem {
         path: "toolgate::tokens",
         signature: "tokens(text) -> i64",
         doc: "How many `o200k_base` tokens `text` is (the count the transforms use).",
+    },
+    ApiItem {
+        path: "toolgate::rate::hit",
+        signature: "hit(key, window_ms) -> i64",
+        doc: "Counts one hit of `key` and returns the hits of `key` in the current window of `window_ms` milliseconds, this one included (fixed windows; shared by every script of the process; at most 10,000 keys, the oldest forgotten first).",
     },
 ];
 
@@ -94,6 +104,21 @@ pub(crate) fn modules(events: Option<EventBus>) -> Result<Vec<Module>, ContextEr
     let mut root = Module::with_crate("toolgate")?;
     root.function("publish", move |kind: &str, fields: Value| {
         publish(events.as_ref(), kind, fields)
+    })
+    .build()?;
+    root.function("call", |name: String, arguments: Value| {
+        let arguments = serde_json::to_value(&arguments).map_err(|e| e.to_string());
+        async move {
+            let result = crate::calls::call(name, arguments?).await?;
+            serde_json::from_value::<Value>(result).map_err(|e| e.to_string())
+        }
+    })
+    .build()?;
+    root.function("text", |result: Value| -> Result<String, String> {
+        let result = serde_json::to_value(&result).map_err(|e| e.to_string())?;
+        let result: toolgate_core::mcp::CallToolResult =
+            serde_json::from_value(result).map_err(|e| format!("not a CallToolResult: {e}"))?;
+        Ok(crate::tools::text_of(&result))
     })
     .build()?;
     root.function("tokens", |text: &str| {

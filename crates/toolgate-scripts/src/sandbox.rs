@@ -53,6 +53,9 @@ pub enum Failure {
     Panic(String),
     #[error("{0}")]
     Error(String),
+    /// It returned `Err(reason)`.
+    #[error("it returned an error: {0}")]
+    Returned(String),
     #[error("it returned a value that is not JSON ({0})")]
     NotJson(String),
 }
@@ -65,7 +68,7 @@ impl Failure {
             Failure::Memory(_) => "memory",
             Failure::Timeout(_) => "timeout",
             Failure::Panic(_) => "panic",
-            Failure::Error(_) | Failure::NotJson(_) => "error",
+            Failure::Error(_) | Failure::Returned(_) | Failure::NotJson(_) => "error",
         }
     }
 }
@@ -120,7 +123,18 @@ pub(crate) fn invoke_sync(
     }
 }
 
+/// `value` as JSON; a `Result` is unwrapped: `Ok(v)` is `v`, `Err(e)` is [`Failure::Returned`].
 fn to_json(value: &Value) -> Result<serde_json::Value, Failure> {
+    if let Ok(result) = value.borrow_ref::<Result<Value, Value>>() {
+        return match &*result {
+            Ok(value) => to_json(value),
+            Err(error) => Err(Failure::Returned(match serde_json::to_value(error) {
+                Ok(serde_json::Value::String(text)) => text,
+                Ok(other) => other.to_string(),
+                Err(_) => "an error that is not JSON".to_owned(),
+            })),
+        };
+    }
     serde_json::to_value(value).map_err(|error| Failure::NotJson(error.to_string()))
 }
 

@@ -14,9 +14,11 @@ use rune::termcolor::ColorChoice;
 use rune::{Context, Unit, Vm};
 use toolgate_audit::EventBus;
 
+use crate::calls::ToolAccess;
 use crate::compile::{self, CompileError, Diagnostic};
 use crate::meta::ScriptMeta;
 use crate::sandbox::{self, Failure, Json, Limits};
+use crate::tools::ScriptTool;
 
 /// Why the engine could not be set up (Rune refused a module: a bug, reported as it is).
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +90,18 @@ impl Engine {
                 .map(|message| Diagnostic { line: 0, column: 0, message, error: true })
                 .collect(),
         };
+        let tools = if functions.iter().any(|f| f == "tools") {
+            let value = sandbox::invoke_sync(
+                self.runtime.clone(),
+                built.unit.clone(),
+                "tools",
+                self.limits,
+            )
+            .map_err(|failure| meta_failed(vec![format!("tools() failed: {failure}")]))?;
+            crate::tools::read(&value, defines).map_err(meta_failed)?
+        } else {
+            Vec::new()
+        };
         let meta = if functions.iter().any(|f| f == "meta") {
             let value =
                 sandbox::invoke_sync(self.runtime.clone(), built.unit.clone(), "meta", self.limits)
@@ -101,6 +115,7 @@ impl Engine {
             unit: built.unit,
             runtime: self.runtime.clone(),
             functions,
+            tools,
             meta,
             warnings: built.warnings,
         })
@@ -126,6 +141,7 @@ pub struct Compiled {
     unit: Arc<Unit>,
     runtime: Arc<RuntimeContext>,
     functions: Vec<String>,
+    tools: Vec<ScriptTool>,
     /// What its `meta()` declared.
     pub meta: ScriptMeta,
     /// What the compiler warned about.
@@ -137,6 +153,7 @@ impl std::fmt::Debug for Compiled {
         f.debug_struct("Compiled")
             .field("path", &self.path)
             .field("functions", &self.functions)
+            .field("tools", &self.tools.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
             .field("meta", &self.meta)
             .finish_non_exhaustive()
     }
@@ -153,25 +170,50 @@ impl Compiled {
         self.functions.iter().map(String::as_str).filter(|f| crate::HOOKS.contains(f))
     }
 
-    /// Calls `function` with `args` (at most three) under `limits`.
+    /// The tools its `tools()` lists (none when it has no `tools()`).
+    pub fn tools(&self) -> &[ScriptTool] {
+        &self.tools
+    }
+
+    /// The tool it lists as `name`.
+    pub fn tool(&self, name: &str) -> Option<&ScriptTool> {
+        self.tools.iter().find(|t| t.tool.name == name)
+    }
+
+    /// Calls `function` with `args` (at most three) under `limits`; `toolgate::call` is an
+    /// error in it.
     pub async fn call(
         &self,
         function: &str,
         args: Vec<serde_json::Value>,
         limits: Limits,
     ) -> Result<serde_json::Value, Failure> {
+        self.call_with(function, args, limits, None).await
+    }
+
+    /// [`Compiled::call`] for a tool's function: `toolgate::call` goes through `access`.
+    pub async fn call_with(
+        &self,
+        function: &str,
+        args: Vec<serde_json::Value>,
+        limits: Limits,
+        access: Option<ToolAccess>,
+    ) -> Result<serde_json::Value, Failure> {
         let (runtime, unit) = (self.runtime.clone(), self.unit.clone());
         let mut args = args.into_iter().map(Json);
-        match (args.next(), args.next(), args.next()) {
-            (None, _, _) => sandbox::invoke(runtime, unit, function, (), limits).await,
-            (Some(a), None, _) => sandbox::invoke(runtime, unit, function, (a,), limits).await,
-            (Some(a), Some(b), None) => {
-                sandbox::invoke(runtime, unit, function, (a, b), limits).await
+        let invocation = async {
+            match (args.next(), args.next(), args.next()) {
+                (None, _, _) => sandbox::invoke(runtime, unit, function, (), limits).await,
+                (Some(a), None, _) => sandbox::invoke(runtime, unit, function, (a,), limits).await,
+                (Some(a), Some(b), None) => {
+                    sandbox::invoke(runtime, unit, function, (a, b), limits).await
+                }
+                (Some(a), Some(b), Some(c)) => {
+                    sandbox::invoke(runtime, unit, function, (a, b, c), limits).await
+                }
             }
-            (Some(a), Some(b), Some(c)) => {
-                sandbox::invoke(runtime, unit, function, (a, b, c), limits).await
-            }
-        }
+        };
+        crate::calls::within(access, invocation).await
     }
 }
 
@@ -182,6 +224,8 @@ pub struct Script {
     name: String,
     current: ArcSwapOption<Compiled>,
     version: AtomicU64,
+    /// The version number, sent on every swap: what serves the script's tools follows it.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Script {
@@ -204,6 +248,7 @@ impl Script {
             name,
             current: ArcSwapOption::new(Some(Arc::new(compiled))),
             version: AtomicU64::new(1),
+            changes: tokio::sync::watch::Sender::new(1),
         }))
     }
 
@@ -236,13 +281,21 @@ impl Script {
     pub fn reload(&self) -> Result<u64, CompileError> {
         let compiled = self.engine.compile_file(&self.path)?;
         self.current.store(Some(Arc::new(compiled)));
-        Ok(self.version.fetch_add(1, Ordering::SeqCst) + 1)
+        let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
+        self.changes.send_replace(version);
+        Ok(version)
+    }
+
+    /// Follows the swaps: the receiver sees a new value after each reload or unload.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The file is gone: calls starting now find no version.
     pub fn unload(&self) {
         self.current.store(None);
-        self.version.fetch_add(1, Ordering::SeqCst);
+        let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
+        self.changes.send_replace(version);
     }
 }
 

@@ -143,6 +143,9 @@ fn endpoint(config: &ServerConfig) -> Endpoint {
             url.set_fragment(None);
             Endpoint::Url(url.to_string())
         }
+        TransportConfig::InProcess(in_process) => {
+            Endpoint::InProcess(in_process.origin.display().to_string())
+        }
     }
 }
 
@@ -174,6 +177,21 @@ async fn connect_service(
             }
         }
         TransportConfig::Http(http) => connect_http(config, http, handler).await,
+        TransportConfig::InProcess(_) => {
+            let failed = |cause: String| ConnectError::Failed {
+                endpoint: endpoint(config),
+                cause,
+                stderr: StderrTail::default(),
+            };
+            let server = shared.in_process.as_ref().ok_or_else(|| {
+                failed("no server was handed over for it (a bug in the caller)".into())
+            })?;
+            let pipe = crate::in_process::open(server);
+            match handler.serve(pipe, ClientLifecycleMode::Initialize).await {
+                Ok(service) => Ok((service, "in-process", None)),
+                Err(source) => Err(failed(crate::cause::describe(&source, None))),
+            }
+        }
     }
 }
 

@@ -98,6 +98,8 @@ pub enum Endpoint {
     Url(String),
     /// A child process, by its command line.
     Command(String),
+    /// A server inside toolgate, by what serves it (a script's file).
+    InProcess(String),
 }
 
 impl Endpoint {
@@ -105,6 +107,7 @@ impl Endpoint {
         match self {
             Endpoint::Url(url) => format!("cannot connect to {url}: "),
             Endpoint::Command(command) => format!("`{command}`: "),
+            Endpoint::InProcess(origin) => format!("{origin}: "),
         }
     }
 }
@@ -114,6 +117,7 @@ impl fmt::Display for Endpoint {
         match self {
             Endpoint::Url(url) => f.write_str(url),
             Endpoint::Command(command) => write!(f, "`{command}`"),
+            Endpoint::InProcess(origin) => f.write_str(origin),
         }
     }
 }

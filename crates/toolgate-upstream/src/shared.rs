@@ -23,6 +23,8 @@ pub(crate) struct Shared {
     /// would overwrite a newer one with what it read before the change.
     listing: tokio::sync::Mutex<()>,
     pub(crate) calls: Calls,
+    /// The server itself, for an upstream inside toolgate ([`crate::InProcessServer`]).
+    pub(crate) in_process: Option<Arc<dyn crate::InProcessServer>>,
 }
 
 impl Shared {
@@ -34,6 +36,7 @@ impl Shared {
             tools: RwLock::default(),
             listing: tokio::sync::Mutex::default(),
             calls: Calls::default(),
+            in_process: None,
         }
     }
 

@@ -58,9 +58,27 @@ impl Upstream {
     /// Starts supervising the server `config` describes. Connection happens in the
     /// background; [`Upstream::ready`] waits for the first attempt.
     pub fn start(config: ServerConfig, events: Option<EventSender>) -> Arc<Upstream> {
+        let shared = Shared::new(config.name.clone(), events);
+        Upstream::supervised(config, shared)
+    }
+
+    /// Starts supervising `server`, a server inside toolgate, as [`Upstream::start`] does a
+    /// configured one; `config`'s transport says what it is
+    /// ([`toolgate_config::TransportConfig::InProcess`]).
+    pub fn start_in_process(
+        config: ServerConfig,
+        server: Arc<dyn crate::InProcessServer>,
+        events: Option<EventSender>,
+    ) -> Arc<Upstream> {
+        let mut shared = Shared::new(config.name.clone(), events);
+        shared.in_process = Some(server);
+        Upstream::supervised(config, shared)
+    }
+
+    fn supervised(config: ServerConfig, shared: Shared) -> Arc<Upstream> {
         let (first_tx, first_attempt) = watch::channel(None);
         let upstream = Arc::new(Upstream {
-            shared: Arc::new(Shared::new(config.name.clone(), events)),
+            shared: Arc::new(shared),
             config,
             link: watch::Sender::new(LinkState::Starting),
             last_error: Mutex::new(None),
@@ -104,6 +122,11 @@ impl Upstream {
             }
             None => Err(UpstreamError::Disconnected { upstream: self.config.name.clone() }),
         }
+    }
+
+    /// Whether it is a server inside toolgate ([`Upstream::start_in_process`]).
+    pub fn is_in_process(&self) -> bool {
+        self.shared.in_process.is_some()
     }
 
     /// The configured name.

@@ -42,6 +42,7 @@ fn every_key() {
         instructions = 250000
         memory = "16MiB"
         timeout = "1500ms"
+        tool_timeout = "45s"
         watch = false
         "#,
     );
@@ -55,6 +56,7 @@ fn every_key() {
             instructions: Some(250_000),
             memory: Some(16 * 1024 * 1024),
             timeout: Some(Duration::from_millis(1500)),
+            tool_timeout: Some(Duration::from_secs(45)),
             watch: false,
         }
     );
@@ -67,6 +69,7 @@ fn absent_table_gives_the_defaults() {
         instructions: None,
         memory: None,
         timeout: None,
+        tool_timeout: None,
         watch: true,
     };
     assert_eq!(ScriptsConfig::default(), expected);
@@ -128,7 +131,7 @@ fn every_problem_with_its_path() {
         found,
         [
             "scripts.colour: unknown key (expected one of: dirs, instructions, memory, timeout, \
-             watch)",
+             tool_timeout, watch)",
             "scripts.dirs[2]: expected a string, found integer",
             "scripts.instructions: 0 is out of range (at least 1)",
             "scripts.memory: invalid memory size \"16MB\": unknown unit \"MB\": write MiB (units \
