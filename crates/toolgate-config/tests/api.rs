@@ -235,7 +235,7 @@ fn http_servers_keep_connections_alive_unless_pool_is_false() {
         .iter()
         .map(|server| match &server.transport {
             TransportConfig::Http(http) => (server.name.as_str(), http.pool),
-            TransportConfig::Stdio(_) => panic!("{} is a url server", server.name),
+            _ => panic!("{} is a url server", server.name),
         })
         .collect();
     assert_eq!(pools, [("kept", true), ("single", false)]);
