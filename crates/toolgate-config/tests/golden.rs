@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use toolgate_config::{
     AdminConfig, AgentConfig, AuditConfig, Config, FixedEnvironment, GatewayConfig, HttpConfig,
-    InterceptorConfig, ScriptsConfig, Secret, ServerConfig, StdioConfig, ToolFilter,
-    TransportConfig, WebhookConfig,
+    InProcessConfig, InterceptorConfig, ScriptsConfig, Secret, ServerConfig, StdioConfig,
+    ToolFilter, TransportConfig, WebhookConfig,
 };
 
 /// Every value of a secret-looking variable contains this; no output may.
@@ -181,6 +181,9 @@ fn dump(config: &Config) -> String {
                     line(w, 2, "pool", pool);
                 }
             }
+            TransportConfig::InProcess(InProcessConfig { origin }) => {
+                line(w, 2, "origin", format!("{origin:?}"));
+            }
         }
         let ToolFilter { allow, deny } = tools;
         line(w, 2, "prefix", format!("{prefix:?}"));
@@ -282,12 +285,13 @@ fn dump(config: &Config) -> String {
         line(w, 1, "sessions", format!("{sessions:?}"));
     }
     if *scripts != ScriptsConfig::default() {
-        let ScriptsConfig { dirs, instructions, memory, timeout, watch } = scripts;
+        let ScriptsConfig { dirs, instructions, memory, timeout, tool_timeout, watch } = scripts;
         line(w, 0, "scripts", "");
         line(w, 1, "dirs", format!("{dirs:?}"));
         line(w, 1, "instructions", format!("{instructions:?}"));
         line(w, 1, "memory", format!("{memory:?}"));
         line(w, 1, "timeout", format!("{timeout:?}"));
+        line(w, 1, "tool_timeout", format!("{tool_timeout:?}"));
         line(w, 1, "watch", watch);
     }
     line(w, 0, "warnings", "");
