@@ -364,6 +364,20 @@ fn resolve(file: &str, config_dir: Option<&Path>) -> PathBuf {
     }
 }
 
+/// The script files `entries` name (`kind = "script"`), resolved against `config_dir`, each
+/// once, in entry order.
+pub fn files(entries: &[InterceptorConfig], config_dir: Option<&Path>) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in entries.iter().filter(|e| e.kind == KIND) {
+        let Some(file) = entry.options.get("file").and_then(Value::as_str) else { continue };
+        let file = absolute(&resolve(file, config_dir));
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    files
+}
+
 /// The `[[pipeline]]` entries with an entry added for each script found in `folders` that no
 /// `script` entry names already (compared as absolute paths), in file order, after the rest.
 pub fn discovered(

@@ -33,5 +33,9 @@ pub use script::{Compiled, Engine, EngineError, Script};
 /// The functions a script may define that make it an interceptor.
 pub const HOOKS: &[&str] = &["before_call", "after_call", "on_list_tools"];
 
+/// How long one call of a script's own tool may take when `[scripts] tool_timeout` does not
+/// say (it may call other tools, which take their time).
+pub const DEFAULT_TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A script's starting point, for `toolgate script new`.
 pub const TEMPLATE: &str = include_str!("template.rn");

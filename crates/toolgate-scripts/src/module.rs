@@ -106,7 +106,10 @@ pub(crate) fn modules(events: Option<EventBus>) -> Result<Vec<Module>, ContextEr
         publish(events.as_ref(), kind, fields)
     })
     .build()?;
-    root.function("call", |name: String, arguments: Value| {
+    // `&str`, not `String`: a `String` argument would be moved out of the script's value (a
+    // script passing `request.tool` could not read it afterwards).
+    root.function("call", |name: &str, arguments: Value| {
+        let name = name.to_owned();
         let arguments = serde_json::to_value(&arguments).map_err(|e| e.to_string());
         async move {
             let result = crate::calls::call(name, arguments?).await?;

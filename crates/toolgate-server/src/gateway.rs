@@ -14,7 +14,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use toolgate_config::ServerConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::Pipeline;
-use toolgate_upstream::{Connected, Contribution, Inventory, StartupWait, Upstream, UpstreamError};
+use toolgate_upstream::{
+    Connected, Contribution, EventSender, InProcessServer, Inventory, StartupWait, Upstream,
+    UpstreamError,
+};
 
 use crate::error::GatewayError;
 use crate::record::Recorder;
@@ -39,11 +42,31 @@ pub struct FailedUpstream {
     pub reason: String,
 }
 
+/// The upstreams, by name and in order; swapped whole when one joins or leaves.
+#[derive(Debug, Default)]
+struct Upstreams {
+    by_name: HashMap<Arc<str>, Arc<Upstream>>,
+    /// Config order, then those that joined later in the order they joined.
+    ordered: Vec<Arc<Upstream>>,
+}
+
+impl Upstreams {
+    fn new(ordered: Vec<Arc<Upstream>>) -> Upstreams {
+        let by_name = ordered.iter().map(|u| (Arc::<str>::from(u.name()), u.clone())).collect();
+        Upstreams { by_name, ordered }
+    }
+}
+
+/// A server inside the process to start beside the configured ones (a script's tools): its
+/// config (transport [`toolgate_config::TransportConfig::InProcess`]) and the server.
+pub type InProcess = (ServerConfig, Arc<dyn InProcessServer>);
+
 /// Upstreams, inventory, sessions, and dispatch.
 #[derive(Debug)]
 pub struct Gateway {
-    upstreams: Arc<HashMap<Arc<str>, Arc<Upstream>>>,
-    ordered: Vec<Arc<Upstream>>,
+    upstreams: RwLock<Arc<Upstreams>>,
+    /// Where upstreams report, for those that join later.
+    upstream_events: EventSender,
     failed: Vec<FailedUpstream>,
     /// Servers still starting when the gateway began serving.
     starting: Vec<String>,
@@ -91,14 +114,47 @@ impl Gateway {
         pipeline: Pipeline,
         recorder: Recorder,
     ) -> Arc<Gateway> {
+        Gateway::start_with(servers, Vec::new(), wait, pipeline, recorder).await
+    }
+
+    /// [`Gateway::start`] with servers inside the process beside the configured ones, after
+    /// them; their first connection is always waited for (it takes no time).
+    pub async fn start_with(
+        servers: &[ServerConfig],
+        in_process: Vec<InProcess>,
+        wait: StartupWait,
+        pipeline: Pipeline,
+        recorder: Recorder,
+    ) -> Arc<Gateway> {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let connected = toolgate_upstream::connect_all(servers, Some(events), wait).await;
-        let gateway = Arc::new(Gateway::new(connected, pipeline, recorder));
+        let mut connected =
+            toolgate_upstream::connect_all(servers, Some(events.clone()), wait).await;
+        let local: Vec<_> = in_process
+            .into_iter()
+            .map(|(config, server)| {
+                Upstream::start_in_process(config, server, Some(events.clone()))
+            })
+            .collect();
+        for (upstream, outcome) in
+            local.iter().zip(futures::future::join_all(local.iter().map(|u| u.ready())).await)
+        {
+            if let Err(error) = outcome {
+                tracing::warn!(upstream = upstream.name(), %error, "an in-process server did not start");
+                connected.failed.push(error);
+            }
+        }
+        connected.upstreams.extend(local);
+        let gateway = Arc::new(Gateway::new(connected, events, pipeline, recorder));
         events::follow(Arc::downgrade(&gateway), receiver);
         gateway
     }
 
-    fn new(connected: Connected, pipeline: Pipeline, recorder: Recorder) -> Gateway {
+    fn new(
+        connected: Connected,
+        upstream_events: EventSender,
+        pipeline: Pipeline,
+        recorder: Recorder,
+    ) -> Gateway {
         let failed = connected
             .failed
             .iter()
@@ -109,14 +165,8 @@ impl Gateway {
             .collect();
         let inventory = Arc::new(merge(&connected.upstreams));
         Gateway {
-            upstreams: Arc::new(
-                connected
-                    .upstreams
-                    .iter()
-                    .map(|u| (Arc::<str>::from(u.name()), u.clone()))
-                    .collect(),
-            ),
-            ordered: connected.upstreams,
+            upstreams: RwLock::new(Arc::new(Upstreams::new(connected.upstreams))),
+            upstream_events,
             failed,
             starting: connected.starting,
             inventory: RwLock::new(inventory),
@@ -136,9 +186,63 @@ impl Gateway {
         self.inventory.read().expect("inventory lock must not be poisoned").clone()
     }
 
-    /// Every enabled upstream, connected or not, in config order.
-    pub fn upstreams(&self) -> &[Arc<Upstream>] {
-        &self.ordered
+    /// Every enabled upstream, connected or not, in config order (then those that joined
+    /// later, as they joined).
+    pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
+        self.upstream_set().ordered.clone()
+    }
+
+    fn upstream_set(&self) -> Arc<Upstreams> {
+        self.upstreams.read().expect("upstreams lock must not be poisoned").clone()
+    }
+
+    /// Starts `server`, a server inside the process, as an upstream named as `config` says,
+    /// and waits for its first connection; its offer joins the inventory (with `list_changed`
+    /// to the sessions). Refused when an upstream of that name exists.
+    pub async fn add_in_process(
+        &self,
+        config: ServerConfig,
+        server: Arc<dyn InProcessServer>,
+    ) -> Result<(), UpstreamError> {
+        let name = config.name.clone();
+        let upstream = {
+            let mut upstreams =
+                self.upstreams.write().expect("upstreams lock must not be poisoned");
+            if upstreams.by_name.contains_key(name.as_str()) {
+                return Err(UpstreamError::Connect {
+                    upstream: name,
+                    error: toolgate_upstream::ConnectError::Duplicate,
+                });
+            }
+            let upstream =
+                Upstream::start_in_process(config, server, Some(self.upstream_events.clone()));
+            let mut ordered = upstreams.ordered.clone();
+            ordered.push(upstream.clone());
+            *upstreams = Arc::new(Upstreams::new(ordered));
+            upstream
+        };
+        let ready = upstream.ready().await;
+        if ready.is_err() {
+            self.remove_upstream(&name).await;
+        }
+        ready
+    }
+
+    /// Stops the upstream `name` and takes it out of the inventory (with `list_changed` to
+    /// the sessions); false when there is none.
+    pub async fn remove_upstream(&self, name: &str) -> bool {
+        let removed = {
+            let mut upstreams =
+                self.upstreams.write().expect("upstreams lock must not be poisoned");
+            let Some(removed) = upstreams.by_name.get(name).cloned() else { return false };
+            let ordered =
+                upstreams.ordered.iter().filter(|u| !Arc::ptr_eq(u, &removed)).cloned().collect();
+            *upstreams = Arc::new(Upstreams::new(ordered));
+            removed
+        };
+        removed.shutdown().await;
+        self.rebuild(crate::session::Changed { tools: true, prompts: true, resources: true }).await;
+        true
     }
 
     /// Servers whose first connection attempt failed.
@@ -182,12 +286,13 @@ impl Gateway {
 
     /// Ends every upstream connection and child process.
     pub async fn shutdown(&self) {
-        futures::future::join_all(self.ordered.iter().map(|u| u.shutdown())).await;
+        let upstreams = self.upstream_set();
+        futures::future::join_all(upstreams.ordered.iter().map(|u| u.shutdown())).await;
     }
 
     /// The upstream named `server`.
     fn upstream(&self, server: &str) -> Result<Arc<Upstream>, GatewayError> {
-        self.upstreams.get(server).cloned().ok_or_else(|| {
+        self.upstream_set().by_name.get(server).cloned().ok_or_else(|| {
             GatewayError::Upstream(UpstreamError::Disconnected { upstream: server.to_owned() })
         })
     }

@@ -20,17 +20,19 @@ pub mod methods;
 mod mrtr;
 mod protocol;
 mod record;
+mod script_tools;
 mod serve;
 mod session;
 mod stdio;
 
 pub use admin::{AdminTokens, admin_router, serve_admin};
 pub use error::GatewayError;
-pub use gateway::{FailedUpstream, Gateway};
+pub use gateway::{FailedUpstream, Gateway, InProcess};
 pub use handler::{GatewayHandler, INTERCEPTORS_LIST, interceptors_list};
 pub use http::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE};
 pub use jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 pub use record::Recorder;
+pub use script_tools::{GatewayCaller, ScriptTools};
 pub use serve::{
     DEFAULT_GRACE, HttpFront, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router,
     serve_http, serve_stdio,

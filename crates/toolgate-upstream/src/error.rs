@@ -89,6 +89,9 @@ pub enum ConnectError {
     /// The supervisor stopped before the first attempt ended.
     #[error("stopped before connecting")]
     Stopped,
+    /// Another upstream already has its name.
+    #[error("another server already has this name")]
+    Duplicate,
 }
 
 /// Where an upstream is: a URL, or the command that starts it.

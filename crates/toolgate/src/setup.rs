@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use toolgate_audit::EventBus;
 use toolgate_config::{Config, ServerConfig, StdioConfig, TransportConfig};
 use toolgate_interceptors::{ApprovalDesk, Services};
-use toolgate_server::{Gateway, Recorder, StartupWait};
+use toolgate_server::{Gateway, Recorder, ScriptTools, StartupWait};
 use tracing_subscriber::EnvFilter;
 
 use crate::GlobalArgs;
@@ -206,6 +206,28 @@ pub(crate) fn pipeline_entries(
     )
 }
 
+/// How long one call of a script's own tool may take (`[scripts] tool_timeout`).
+fn script_tool_timeout(config: &Config) -> Duration {
+    config.scripts.tool_timeout.unwrap_or(toolgate_scripts::DEFAULT_TOOL_TIMEOUT)
+}
+
+/// The servers of the scripts' own tools, on their own (no pipeline, no events, and no
+/// `toolgate::call`): for `pin` and `scan`, which look at what is offered. A script that does
+/// not compile is left out, with a warning.
+pub(crate) fn script_servers(
+    config: &Config,
+    config_dir: Option<&Path>,
+) -> Vec<toolgate_server::InProcess> {
+    let scripts = toolgate_scripts::Scripts::new(None, script_limits(config));
+    let entries = pipeline_entries(config, config_dir);
+    for file in toolgate_interceptors::script::files(&entries, config_dir) {
+        if let Err(error) = scripts.load(&file) {
+            tracing::warn!(script = %file.display(), "the script is left out: {error}");
+        }
+    }
+    ScriptTools::new(scripts, script_tool_timeout(config), &config.servers).initial()
+}
+
 /// A started gateway and what runs beside it.
 pub(crate) struct Running {
     pub(crate) gateway: Arc<Gateway>,
@@ -258,11 +280,13 @@ pub(crate) async fn start(
     let entries = pipeline_entries(config, source.dir().as_deref());
     let pipeline =
         toolgate_interceptors::build_pipeline(&entries, &services).map_err(InvalidPipeline)?;
+    let script_tools =
+        ScriptTools::new(services.scripts.clone(), script_tool_timeout(config), &config.servers);
     let watcher = if config.scripts.watch {
         let folders = script_folders(config, source.dir().as_deref());
         let discovery =
             toolgate_interceptors::script::Discovery::new(&folders, &entries, &services, &pipeline);
-        watch_scripts(discovery)
+        watch_scripts(discovery, script_tools.clone())
     } else {
         None
     };
@@ -279,7 +303,12 @@ pub(crate) async fn start(
     if let Some(key) = &config.audit.hash_key {
         recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());
     }
-    let gateway = Gateway::start(&config.servers, wait, pipeline, recorder).await;
+    let gateway =
+        Gateway::start_with(&config.servers, script_tools.initial(), wait, pipeline, recorder)
+            .await;
+    script_tools.attach(&gateway);
+    // Scripts that came or went while the gateway started.
+    script_tools.sync().await;
     Ok(Running {
         gateway,
         approvals: services.approvals,
@@ -291,16 +320,21 @@ pub(crate) async fn start(
 }
 
 /// Watches the script folders and the folders of every script loaded, and applies changes
-/// as they come; `None` when there is nothing to watch or the watch could not start (said in
+/// as they come (to the pipeline, then to the scripts' tools); `None` when there is nothing to watch or the watch could not start (said in
 /// the log).
 fn watch_scripts(
     discovery: toolgate_interceptors::script::Discovery,
+    tools: Arc<ScriptTools>,
 ) -> Option<toolgate_scripts::watch::Watcher> {
     let watched = discovery.watched();
     if !watched.iter().any(|f| f.is_dir()) {
         return None;
     }
-    let watcher = toolgate_scripts::watch::watch(&watched, move |paths| discovery.apply(&paths));
+    let watcher = toolgate_scripts::watch::watch(&watched, move |paths| {
+        discovery.apply(&paths);
+        let tools = tools.clone();
+        tokio::spawn(async move { tools.sync().await });
+    });
     match watcher {
         Ok(watcher) => Some(watcher),
         Err(error) => {

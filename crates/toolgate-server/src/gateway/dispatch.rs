@@ -9,7 +9,7 @@ use toolgate_intercept::{
     ApprovalRequired, Approved, CallContext, InterceptionEvent, Listed, OWN_SERVER, Phase,
     Pipeline, Refusal, Target, UpstreamTimeout, call_digest,
 };
-use toolgate_upstream::{CallOptions, Inventory, Route, ToolAnswer, UpstreamError};
+use toolgate_upstream::{CallOptions, Inventory, Route, ToolAnswer, Upstream, UpstreamError};
 
 use super::exchange::{
     CallTool, Complete, Exchange, GetPrompt, ListInterceptors, ListPrompts, ListResourceTemplates,
@@ -227,6 +227,7 @@ impl Gateway {
         }
         let upstream = self.upstream(&target.server)?;
         params.name = target.original.clone().into();
+        tell_caller(&mut params, &upstream, ctx);
         let limited;
         let options = match ctx.get::<UpstreamTimeout>() {
             Some(UpstreamTimeout(timeout)) => {
@@ -505,4 +506,26 @@ fn restore_uri(contents: &mut mcp::ResourceContents, original: &str, asked: &str
     if uri == original {
         *uri = asked.to_owned();
     }
+}
+
+/// Who is calling, for a server inside toolgate (a script's tools, which call other tools on
+/// that caller's behalf): put in `_meta` under `toolgate_scripts::calls::CALLER_META`, which
+/// is taken out of every call first, so that no client can pose as another through it.
+fn tell_caller(params: &mut mcp::CallToolRequestParams, upstream: &Upstream, ctx: &CallContext) {
+    use toolgate_scripts::calls::{CALLER_META, Origin, PrincipalName};
+    if let Some(meta) = &mut params.meta {
+        meta.0.0.remove(CALLER_META);
+    }
+    if !upstream.is_in_process() {
+        return;
+    }
+    let origin = Origin {
+        principal: Some(PrincipalName {
+            kind: ctx.principal.kind.clone(),
+            id: ctx.principal.id.clone(),
+        }),
+        session: ctx.session.clone(),
+        depth: ctx.get::<crate::script_tools::CallDepth>().map_or(0, |depth| depth.0),
+    };
+    params.meta.get_or_insert_default().0.0.insert(CALLER_META.to_owned(), origin.to_meta());
 }

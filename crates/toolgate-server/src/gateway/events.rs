@@ -70,7 +70,7 @@ impl Gateway {
         for event in events {
             match event {
                 UpstreamEvent::Connected { upstream } => {
-                    if let Some(up) = self.upstreams.get(upstream.as_str()) {
+                    if let Some(up) = self.upstream_set().by_name.get(upstream.as_str()) {
                         self.restore_subscriptions(up).await;
                         if self.sessions.most_verbose_level().is_some() {
                             self.sync_upstream_log_level(Some(up)).await;
@@ -90,8 +90,8 @@ impl Gateway {
     }
 
     /// Merges the catalogs again and tells sessions about the lists that actually changed.
-    async fn rebuild(&self, candidates: Changed) {
-        let fresh = Arc::new(merge(&self.ordered));
+    pub(super) async fn rebuild(&self, candidates: Changed) {
+        let fresh = Arc::new(merge(&self.upstream_set().ordered));
         let old = std::mem::replace(
             &mut *self.inventory.write().expect("inventory lock must not be poisoned"),
             fresh.clone(),

@@ -41,7 +41,7 @@ impl Gateway {
             *current = Some(wanted);
             changed
         };
-        for upstream in &self.ordered {
+        for upstream in &self.upstream_set().ordered {
             let targeted = only.is_some_and(|u| std::ptr::eq(u, upstream.as_ref()));
             if (changed || targeted)
                 && upstream.info().is_some_and(|i| i.capabilities.logging.is_some())

@@ -1,10 +1,12 @@
-//! What the configured servers offer now, as contracts, for `pin` and `scan`: the upstreams
-//! are connected on their own (no pipeline, no audit log, no events), listed, and shut down.
+//! What the configured servers and the scripts' own tools offer now, as contracts, for `pin`
+//! and `scan`: the upstreams are connected on their own (no pipeline, no audit log, no
+//! events), listed, and shut down.
 
 use std::sync::Arc;
 
 use toolgate_config::ServerConfig;
 use toolgate_integrity::Contract;
+use toolgate_server::InProcess;
 use toolgate_upstream::{StartupWait, Upstream};
 
 /// Each server that connected, with its contracts; each that did not, with why.
@@ -13,13 +15,19 @@ pub(crate) struct Offered {
     pub(crate) unreachable: Vec<(String, String)>,
 }
 
-/// The names of the enabled servers, or a usage error naming one of `asked` that is not among
-/// them.
+/// The names of the enabled servers (configured, then scripts'), or a usage error naming one
+/// of `asked` that is not among them.
 pub(crate) fn enabled_servers<'a>(
     servers: &'a [ServerConfig],
+    scripts: &'a [InProcess],
     asked: &[String],
 ) -> anyhow::Result<Vec<&'a str>> {
-    let known: Vec<&str> = servers.iter().filter(|s| s.enabled).map(|s| s.name.as_str()).collect();
+    let known: Vec<&str> = servers
+        .iter()
+        .chain(scripts.iter().map(|(config, _)| config))
+        .filter(|s| s.enabled)
+        .map(|s| s.name.as_str())
+        .collect();
     if let Some(unknown) = asked.iter().find(|name| !known.contains(&name.as_str())) {
         return Err(crate::setup::usage(format!(
             "no enabled server `{unknown}` in the config (servers: {})",
@@ -29,9 +37,15 @@ pub(crate) fn enabled_servers<'a>(
     Ok(known)
 }
 
-/// Connects `servers` (the enabled ones), waits for every first attempt, lists, disconnects.
-pub(crate) async fn offered(servers: &[ServerConfig]) -> Offered {
-    let connected = toolgate_upstream::connect_all(servers, None, StartupWait::All).await;
+/// Connects `servers` (the enabled ones) and `scripts`, waits for every first attempt,
+/// lists, disconnects.
+pub(crate) async fn offered(servers: &[ServerConfig], scripts: Vec<InProcess>) -> Offered {
+    let mut connected = toolgate_upstream::connect_all(servers, None, StartupWait::All).await;
+    for (config, server) in scripts {
+        let upstream = Upstream::start_in_process(config, server, None);
+        let _ = upstream.ready().await;
+        connected.upstreams.push(upstream);
+    }
     let mut offered = Offered { servers: Vec::new(), unreachable: Vec::new() };
     for upstream in &connected.upstreams {
         if upstream.is_connected() {

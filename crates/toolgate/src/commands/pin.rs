@@ -53,7 +53,11 @@ pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<Ex
             ));
         }
     };
-    let known = enabled_servers(&config.servers, &args.server)?;
+    let scripts = setup::script_servers(&config, source.dir().as_deref());
+    let known: Vec<String> = enabled_servers(&config.servers, &scripts, &args.server)?
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
     let lock = Lock::read(&lock_path)?;
     let writing = !args.check && !args.diff;
     if !writing && lock.is_none() {
@@ -70,7 +74,11 @@ pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<Ex
         .filter(|s| s.enabled && (args.server.is_empty() || args.server.contains(&s.name)))
         .cloned()
         .collect();
-    let Offered { servers: offered, unreachable } = offered(&selected).await;
+    let scripts: Vec<_> = scripts
+        .into_iter()
+        .filter(|(s, _)| args.server.is_empty() || args.server.contains(&s.name))
+        .collect();
+    let Offered { servers: offered, unreachable } = offered(&selected, scripts).await;
     let drifts: Vec<ServerDrift> =
         offered.iter().map(|(server, now)| lock.drift(server, now)).collect();
     let mut out = std::io::stdout().lock();
@@ -137,7 +145,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: PinArgs) -> anyhow::Result<Ex
             return Ok(ExitCode::FAILURE);
         }
         let dropped: Vec<String> = if args.server.is_empty() {
-            lock.servers().filter(|s| !known.contains(s)).map(str::to_owned).collect()
+            lock.servers().filter(|s| !known.iter().any(|k| k == s)).map(str::to_owned).collect()
         } else {
             Vec::new()
         };

@@ -24,9 +24,10 @@ pub(crate) struct ScanArgs {
 
 pub(crate) async fn run(global: &GlobalArgs, args: ScanArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
-    let (config, _) = setup::load_config(global)?;
-    enabled_servers(&config.servers, &args.server)?;
-    let offered = offered(&config.servers).await;
+    let (config, source) = setup::load_config(global)?;
+    let scripts = setup::script_servers(&config, source.dir().as_deref());
+    enabled_servers(&config.servers, &scripts, &args.server)?;
+    let offered = offered(&config.servers, scripts).await;
     let scanned: Vec<Scanned<'_>> =
         offered.servers.iter().map(|(server, items)| Scanned { server, items }).collect();
     let findings: Vec<_> = scan(&scanned)

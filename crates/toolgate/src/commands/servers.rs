@@ -1,4 +1,5 @@
-//! `toolgate servers`: each configured server, connected or not, and how it is doing.
+//! `toolgate servers`: each configured server, connected or not, and how it is doing; then
+//! each script that serves tools of its own.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -49,6 +50,25 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
                 "transport": server.transport.kind(), "error": reason})
         };
         rows.push(row);
+    }
+    // The scripts' own tools, each an upstream inside toolgate named after its file.
+    for up in gateway.upstreams().iter().filter(|u| u.is_in_process()) {
+        let script = match &up.config().transport {
+            toolgate_config::TransportConfig::InProcess(i) => i.origin.display().to_string(),
+            _ => String::new(),
+        };
+        rows.push(serde_json::json!({
+            "name": up.name(),
+            "state": if up.is_connected() { "connected" } else { "failed" },
+            "transport": "script",
+            "protocol": up.info().map(|i| i.protocol_version),
+            "server": script,
+            "tools": up.catalog().tools.len(),
+            "prompts": 0,
+            "resources": 0,
+            "startup_ms": up.info().map(|i| i.startup.as_millis() as u64),
+            "error": up.last_error(),
+        }));
     }
     let mut out = std::io::stdout().lock();
     if args.json {
