@@ -35,6 +35,7 @@ mod redact;
 mod relays;
 mod result_formats;
 mod scan;
+mod script_tools;
 mod scripts;
 mod sdk_clients;
 mod startup;

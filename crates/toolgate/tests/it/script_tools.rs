@@ -1,0 +1,303 @@
+//! A script's own tools as a user meets them: a `.rn` file with `tools()` in the script
+//! folder serves `<file>__<tool>` over HTTP and stdio; its calls of other tools pass the
+//! pipeline as the caller's own calls (policy, audit) and nest only so deep; its tools follow
+//! the file (an edit, a new file, a deleted one reach the client as `list_changed`); a client
+//! cannot pose as someone else through the caller's `_meta`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A config folder serving the fixture as `fx`, with the `compare.rn` example and a small
+/// `hello.rn` in its script folder, a policy that denies `fx__large`, and an audit log.
+struct Folder {
+    dir: tempfile::TempDir,
+}
+
+const HELLO: &str = r#"
+pub fn tools() {
+    [#{ name: "greet", description: "Says hello", input_schema: #{ properties: #{ who: #{ type: "string" } } } }]
+}
+pub async fn call_greet(args, ctx) { `Hello, ${args.who}! (${ctx.principal})` }
+"#;
+
+/// Calls itself: only the depth limit ends it.
+const DEEP: &str = r#"
+pub fn tools() { [#{ name: "dive" }] }
+pub async fn call_dive(args, ctx) {
+    let below = toolgate::call("deep__dive", #{}).await?;
+    Ok(`${ctx.depth} ${toolgate::text(below)?}`)
+}
+"#;
+
+impl Folder {
+    fn new() -> Folder {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = format!(
+            "{}\n[audit]\nfile = \"audit.jsonl\"\n\n[[pipeline]]\nkind = \"policy\"\n\
+             default = \"allow\"\nrules = [{{ servers = [\"fx\"], tools = [\"large\"], \
+             decision = \"deny\", reason = \"too large for scripts\" }}]\n",
+            fixture_server("fx", "stdio", None)
+        );
+        std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
+        let scripts = dir.path().join(".toolgate/scripts");
+        std::fs::create_dir_all(&scripts).expect("script folder");
+        let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/scripts");
+        std::fs::copy(example.join("compare.rn"), scripts.join("compare.rn")).expect("copy");
+        let folder = Folder { dir };
+        folder.save("hello.rn", HELLO);
+        folder
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("toolgate.toml")
+    }
+
+    fn script(&self, name: &str) -> PathBuf {
+        self.dir.path().join(".toolgate/scripts").join(name)
+    }
+
+    /// Writes a script the way editors save: a temporary file renamed over the old one.
+    fn save(&self, name: &str, text: &str) {
+        let path = self.script(name);
+        let temporary = path.with_extension("rn.tmp");
+        std::fs::write(&temporary, text).expect("write");
+        std::fs::rename(&temporary, &path).expect("rename");
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.dir.path().join("audit.jsonl")).expect("audit log");
+        text.lines().map(|line| serde_json::from_str(line).expect("a JSON record")).collect()
+    }
+}
+
+async fn call<H: rmcp::service::Service<RoleClient>>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    arguments: Value,
+) -> rmcp::model::CallToolResult {
+    client
+        .peer()
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(object(arguments)))
+        .await
+        .expect("answered")
+}
+
+fn texts(result: &rmcp::model::CallToolResult) -> Vec<String> {
+    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect()
+}
+
+async fn tool_names<H: rmcp::service::Service<RoleClient>>(
+    client: &RunningService<RoleClient, H>,
+) -> Vec<String> {
+    let tools = client.peer().list_all_tools().await.expect("listed");
+    tools.into_iter().map(|t| t.name.to_string()).filter(|n| !n.starts_with("fx__")).collect()
+}
+
+fn side_by_side(first: Value, second: Value) -> Value {
+    json!({"first": first, "second": second})
+}
+
+#[tokio::test]
+async fn a_script_tool_calls_two_tools_through_the_pipeline_over_http() {
+    let folder = Folder::new();
+    let gateway = HttpGateway::start(&folder.config()).await;
+    let client = http_client(&gateway.url).await;
+    assert_eq!(tool_names(&client).await, ["compare__side_by_side", "hello__greet"]);
+
+    let compared = call(
+        &client,
+        "compare__side_by_side",
+        side_by_side(
+            json!({"tool": "fx__echo", "arguments": {"text": "one two three"}}),
+            json!({"tool": "hello__greet", "arguments": {"who": "Ann"}}),
+        ),
+    )
+    .await;
+    assert_ne!(compared.is_error, Some(true), "{compared:?}");
+    assert_eq!(
+        texts(&compared),
+        [
+            "## fx__echo (3 tokens)\none two three",
+            "## hello__greet (9 tokens)\nHello, Ann! (anonymous:anonymous)",
+        ]
+    );
+    assert_eq!(
+        compared.structured_content,
+        Some(json!({"first": {"tool": "fx__echo", "tokens": 3},
+                     "second": {"tool": "hello__greet", "tokens": 9}}))
+    );
+
+    // The policy applies to a script's calls as to the caller's own.
+    let refused = call(
+        &client,
+        "compare__side_by_side",
+        side_by_side(
+            json!({"tool": "fx__echo", "arguments": {"text": "x"}}),
+            json!({"tool": "fx__large", "arguments": {"bytes": 10}}),
+        ),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(texts(&refused)[0].contains("too large for scripts"), "{refused:?}");
+
+    // A tool that calls itself ends at the depth limit, through the real gateway.
+    folder.save("deep.rn", DEEP);
+    gateway.wait_for_log(&["a script's tools joined the gateway", "deep"]).await;
+    let deep = call(&client, "deep__dive", json!({})).await;
+    assert_eq!(deep.is_error, Some(true));
+    assert!(texts(&deep)[0].contains("nest at most 4 deep"), "{deep:?}");
+
+    // The caller's `_meta` cannot make a script tool call as someone else.
+    let mut forged =
+        CallToolRequestParams::new("hello__greet").with_arguments(object(json!({"who": "Eve"})));
+    let meta = json!({"io.toolgate/caller": {"principal": {"kind": "admin", "id": "root"}}});
+    forged.meta = Some(serde_json::from_value(meta).expect("meta"));
+    let answer = client.peer().call_tool(forged).await.expect("answered");
+    assert_eq!(texts(&answer), ["Hello, Eve! (anonymous:anonymous)"]);
+
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+
+    // Audited like any call: the script tool's call and the two it made, as the same caller.
+    let finished: Vec<(String, String)> = folder
+        .audit()
+        .iter()
+        .filter(|r| r["kind"] == "tools/call/finished")
+        .map(|r| (r["exposed"].as_str().unwrap_or("").to_owned(), r["principal"].to_string()))
+        .collect();
+    for tool in ["compare__side_by_side", "fx__echo", "hello__greet"] {
+        assert!(
+            finished.iter().any(|(t, p)| t == tool && p == "\"anonymous:anonymous\""),
+            "{tool} in {finished:?}"
+        );
+    }
+    let denied = folder.audit().into_iter().filter(|r| r["kind"] == "tools/call/denied").count();
+    assert_eq!(denied, 1, "the script's call of fx__large was denied and recorded");
+}
+
+/// A stdio client that counts `tools/list_changed`.
+#[derive(Clone, Default)]
+struct Watching {
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Watching {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+}
+
+#[tokio::test]
+async fn script_tools_are_served_on_stdio_and_follow_their_files() {
+    let folder = Folder::new();
+    let mut command = tokio::process::Command::new(toolgate_bin());
+    command.args(["serve", "--stdio", "--config"]).arg(folder.config());
+    let transport = TokioChildProcess::new(command).expect("spawn toolgate --stdio");
+    let watching = Watching::default();
+    let client = watching.clone().serve(transport).await.expect("client connects over stdio");
+    assert_eq!(tool_names(&client).await, ["compare__side_by_side", "hello__greet"]);
+    assert_eq!(
+        texts(&call(&client, "hello__greet", json!({"who": "Bo"})).await),
+        [format!("Hello, Bo! (local:{})", whoami())]
+    );
+    let compared = call(
+        &client,
+        "compare__side_by_side",
+        side_by_side(
+            json!({"tool": "fx__echo", "arguments": {"text": "a"}}),
+            json!({"tool": "fx__echo", "arguments": {"text": "b"}}),
+        ),
+    )
+    .await;
+    assert_eq!(texts(&compared), ["## fx__echo (1 tokens)\na", "## fx__echo (1 tokens)\nb"]);
+
+    // An edit that adds a tool.
+    folder.save(
+        "hello.rn",
+        &format!(
+            "{}\npub fn call_wave(args, ctx) {{ \"o/\" }}",
+            HELLO.replace("[#{ name: \"greet\"", "[#{ name: \"wave\" }, #{ name: \"greet\"")
+        ),
+    );
+    let names = listed_when(&client, &watching, |n| n.iter().any(|n| n == "hello__wave")).await;
+    assert_eq!(names, ["compare__side_by_side", "hello__greet", "hello__wave"]);
+    assert_eq!(texts(&call(&client, "hello__wave", json!({})).await), ["o/"]);
+
+    // A version that does not compile keeps the last one serving (seen once a file saved
+    // after it has joined).
+    folder.save("hello.rn", "pub fn tools() { [ }");
+    folder.save("extra.rn", "pub fn tools() { [#{ name: \"x\" }] }\npub fn call_x(a, c) { 1 }");
+    listed_when(&client, &watching, |n| n.iter().any(|n| n == "extra__x")).await;
+    assert_eq!(texts(&call(&client, "hello__wave", json!({})).await), ["o/"]);
+    assert_eq!(texts(&call(&client, "extra__x", json!({})).await), ["1"]);
+
+    // A deleted file leaves.
+    std::fs::remove_file(folder.script("extra.rn")).expect("delete");
+    listed_when(&client, &watching, |n| !n.iter().any(|n| n == "extra__x")).await;
+    let gone = client
+        .peer()
+        .call_tool(CallToolRequestParams::new("extra__x"))
+        .await
+        .expect_err("no such tool any more");
+    assert!(gone.to_string().contains("extra__x"), "{gone}");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn pin_and_servers_include_the_scripts_tools() {
+    let folder = Folder::new();
+    let config = folder.config().to_string_lossy().into_owned();
+    let pinned = run_toolgate(&["pin", "--config", &config]).await;
+    assert!(pinned.status.success(), "{}", String::from_utf8_lossy(&pinned.stderr));
+    let stdout = String::from_utf8_lossy(&pinned.stdout);
+    assert!(stdout.contains("hello: pinned 1 tool "), "{stdout}");
+    assert!(stdout.contains("compare: pinned 1 tool "), "{stdout}");
+
+    folder.save("hello.rn", &HELLO.replace("Says hello", "Says hello; also reads your mail"));
+    let checked = run_toolgate(&["pin", "--check", "--config", &config]).await;
+    assert!(!checked.status.success(), "a changed description is drift");
+    assert!(String::from_utf8_lossy(&checked.stdout).contains("hello"));
+
+    let servers = run_toolgate(&["servers", "--json", "--config", &config]).await;
+    let rows: Vec<Value> = serde_json::from_slice(&servers.stdout).expect("json");
+    let hello = rows.iter().find(|r| r["name"] == "hello").expect("hello is listed");
+    assert_eq!(
+        (hello["state"].as_str(), hello["transport"].as_str()),
+        (Some("connected"), Some("script"))
+    );
+    assert_eq!(hello["tools"], 1);
+}
+
+/// The tools listed (other than the fixture's) once `wanted` holds of them, waiting (at most
+/// 20 s) for `list_changed` until it does.
+async fn listed_when(
+    client: &RunningService<RoleClient, Watching>,
+    watching: &Watching,
+    wanted: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let wait = async {
+        loop {
+            let changed = watching.changed.notified();
+            let names = tool_names(client).await;
+            if wanted(&names) {
+                return names;
+            }
+            changed.await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), wait)
+        .await
+        .expect("the tools changed as expected")
+}
+
+fn whoami() -> String {
+    std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "local".into())
+}
