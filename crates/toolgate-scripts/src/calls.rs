@@ -95,8 +95,8 @@ pub(crate) async fn within<F: Future>(access: Option<ToolAccess>, invocation: F)
 /// result marked as an error, with its text).
 pub(crate) async fn call(name: String, arguments: Value) -> Result<Value, String> {
     let access = ACCESS.try_with(Clone::clone).ok().flatten().ok_or_else(|| {
-        "toolgate::call works only in a script's own tools (call_<name>) served by the \
-         gateway, not in hooks"
+        "toolgate::call needs the gateway: it works in a script's own tools (call_<name>) as \
+         toolgate serves them, not in hooks (nor under `toolgate script test`)"
             .to_owned()
     })?;
     let depth = access.origin.depth + 1;

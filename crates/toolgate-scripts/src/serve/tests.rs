@@ -196,7 +196,7 @@ async fn without_a_caller_a_tool_cannot_call() {
     let served = serve(TOOLS, None).await;
     let relayed = call(&served, "relay", json!({"target": "fs__read"})).await;
     assert_eq!(relayed.is_error, Some(true));
-    assert!(text(&relayed).contains("works only in a script's own tools"), "{}", text(&relayed));
+    assert!(text(&relayed).contains("toolgate::call needs the gateway"), "{}", text(&relayed));
 }
 
 #[tokio::test]

@@ -19,7 +19,8 @@ pub(crate) enum ScriptCommand {
     /// Compile scripts and print what the Rune compiler says (errors and warnings, with file,
     /// line and column); exit 1 when one does not compile.
     Check(CheckArgs),
-    /// Run a script's hooks on a sample call (and result) and print what each did.
+    /// Run a script's hooks on a sample call (and result) and print what each did; a call of
+    /// one of the script's own tools runs it too (without a gateway: `toolgate::call` fails).
     Test(TestArgs),
     /// Write a commented starting point, NAME.rn, into the script folder.
     New(NewArgs),
@@ -116,7 +117,14 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         all_ok &= ok;
         eprint!("{rendered}");
         if ok {
-            println!("{}: ok", file.display());
+            let tools: Vec<String> = engine
+                .compile(file, &text)
+                .map(|c| c.tools().iter().map(|t| t.tool.name.to_string()).collect())
+                .unwrap_or_default();
+            match tools.is_empty() {
+                true => println!("{}: ok", file.display()),
+                false => println!("{}: ok (tools: {})", file.display(), tools.join(", ")),
+            }
         }
     }
     if args.json {
@@ -201,13 +209,48 @@ async fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
         };
         report.insert("on_list_tools".into(), entry);
     }
+    // A call of one of the script's own tools (by its name, or as clients see it:
+    // `<file>__<tool>`) runs it; `toolgate::call` has no gateway here.
+    let stem = args.file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let own = compiled
+        .tool(&name)
+        .or_else(|| name.strip_prefix(&format!("{stem}__")).and_then(|tool| compiled.tool(tool)));
+    if let Some(tool) = own {
+        let function = tool.function.clone();
+        let tool_ctx = json!({"server": stem, "tool": tool.tool.name, "principal": "local:local",
+                              "session": null, "request_id": "script-test", "depth": 0});
+        let arguments = call["arguments"].clone();
+        let outcome = compiled.call(&function, vec![arguments, tool_ctx], limits).await;
+        // As a client of any era reads it.
+        let shown = |result: toolgate_core::mcp::CallToolResult| {
+            let mut value = serde_json::to_value(result).unwrap_or_default();
+            if let Some(fields) = value.as_object_mut() {
+                fields.remove("resultType");
+            }
+            value
+        };
+        let entry = match outcome {
+            Ok(value) => {
+                json!({"decision": "tool_result", "value": shown(toolgate_scripts::tools::result_of(value))})
+            }
+            Err(toolgate_scripts::Failure::Returned(reason)) => json!({
+                "decision": "tool_result",
+                "value": shown(toolgate_scripts::tools::error_result(reason))
+            }),
+            Err(failure) => {
+                failed = true;
+                json!({"error": failure.to_string()})
+            }
+        };
+        report.insert(function, entry);
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if report.is_empty() {
         writeln!(
             out,
-            "{}: defines none of {}",
+            "{}: defines none of {}, and no tool of that name",
             args.file.display(),
             toolgate_scripts::HOOKS.join(", ")
         )?;
@@ -250,6 +293,7 @@ fn describe(entry: &Value) -> String {
         "deny" => format!("refuses the call: {}", entry["value"].as_str().unwrap_or_default()),
         "answer" => format!("answers in the server's place: {}", value()),
         "unchanged" => "leaves it as it was".to_owned(),
+        "tool_result" => format!("answers: {}", value()),
         "result" => format!("gives instead: {}", value()),
         "tools" => format!("shows instead: {}", value()),
         other => other.to_owned(),

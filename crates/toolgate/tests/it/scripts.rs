@@ -206,6 +206,24 @@ async fn script_check_test_and_new_work_on_the_examples() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let output = run_toolgate(&args).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("compare.rn: ok (tools: side_by_side)"), "{stdout}");
+
+    // A script's own tool runs too; without a gateway it cannot call others, and says so.
+    let compare = examples().join("compare.rn");
+    let output = run_toolgate(&[
+        "script",
+        "test",
+        &compare.to_string_lossy(),
+        "--call",
+        r#"{"name": "compare__side_by_side", "arguments": {"first": {"tool": "a"}, "second": {"tool": "b"}}}"#,
+        "--json",
+    ])
+    .await;
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let answer = &report["call_side_by_side"]["value"];
+    assert_eq!(answer["isError"], true, "{report}");
+    assert!(answer["content"][0]["text"].as_str().unwrap_or("").contains("needs the gateway"));
 
     let deny = examples().join("deny_by_argument.rn");
     let output = run_toolgate(&[
