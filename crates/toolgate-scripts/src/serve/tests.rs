@@ -222,3 +222,36 @@ async fn a_reload_that_changes_the_tools_tells_the_client() {
     let gone = call(&served, "only", json!({})).await;
     assert!(text(&gone).contains("is gone"), "{}", text(&gone));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_reloads_while_calls_run_never_show_a_half_loaded_script() {
+    let version = |n: u32| {
+        format!(
+            "pub fn tools() {{ [#{{ name: \"which\" }}] }}\npub async fn call_which(args, ctx) {{ \"v{n}\" }}"
+        )
+    };
+    let served = serve(&version(0), None).await;
+    let path = served.script.path().to_owned();
+    let calling = async {
+        let mut answers = 0;
+        for _ in 0..300 {
+            let result = call(&served, "which", json!({})).await;
+            assert_ne!(result.is_error, Some(true), "{result:?}");
+            let text = text(&result);
+            assert!(text.len() >= 2 && text.starts_with('v'), "{text}");
+            answers += 1;
+        }
+        answers
+    };
+    let reloading = async {
+        for n in 1..=100 {
+            std::fs::write(&path, version(n)).expect("write");
+            served.script.reload().expect("every version compiles");
+            tokio::task::yield_now().await;
+        }
+    };
+    let (answers, ()) = tokio::join!(calling, reloading);
+    assert_eq!(answers, 300);
+    assert_eq!(text(&call(&served, "which", json!({})).await), "v100");
+    assert_eq!(served.count.load(std::sync::atomic::Ordering::SeqCst), 0, "the list never changed");
+}
