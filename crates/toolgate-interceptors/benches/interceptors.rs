@@ -12,6 +12,8 @@
 //!   `decode_check`, `count_compact_json`).
 //! - `emit/<case>`: `emit` publishing a call's outcome, unheard or with the result's hash or
 //!   the result itself.
+//! - `script/<case>`: a `script` entry's hooks on one call; `script_tool/<case>`: one call of
+//!   a script's own tool, from an MCP client over the in-process pipe the gateway uses.
 //! - `test_filter/<input>`: `test_filter` on a failing nextest run, 1 MiB of failing runs of
 //!   every runner, and 1 MiB of text that is no test output.
 //!
@@ -55,7 +57,7 @@ use toolgate_interceptors::{Services, build_pipeline};
 mod script;
 #[path = "interceptors/transforms.rs"]
 mod transforms;
-use script::script_call;
+use script::{script_call, script_tool_call};
 use transforms::{
     emit_result, enrich_result, redact_call, test_filter_result, toon_result, truncate_result,
 };
@@ -543,5 +545,6 @@ criterion_group!(
     toon_result,
     emit_result,
     script_call,
+    script_tool_call,
 );
 criterion_main!(benches);

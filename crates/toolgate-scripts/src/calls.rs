@@ -88,6 +88,11 @@ tokio::task_local! {
 
 /// Runs `invocation` with `access` (none: `toolgate::call` is an error in it).
 pub(crate) async fn within<F: Future>(access: Option<ToolAccess>, invocation: F) -> F::Output {
+    let inside_a_tool = ACCESS.try_with(Option::is_some).unwrap_or(false);
+    if access.is_none() && !inside_a_tool {
+        // Nothing to set or to hide: the common case of a hook, without the scope's cost.
+        return invocation.await;
+    }
     ACCESS.scope(access, invocation).await
 }
 

@@ -1,6 +1,8 @@
 //! The `script` interceptor's bench: what a script costs a call when its hooks do nothing
 //! (the issue's target: an empty `before_call` and `after_call` at most 20 µs per call
 //! together), and when they do a typical small thing (read an argument, add a text block).
+//! And what one call of a script's own tool costs, from an MCP client through the in-process
+//! pipe the gateway uses to the script's answer.
 
 use super::*;
 
@@ -48,6 +50,48 @@ pub(super) fn script_call(c: &mut Criterion) {
                 },
                 BatchSize::SmallInput,
             );
+        });
+    }
+    group.finish();
+}
+
+/// One `tools/call` of a script's own tool, from rmcp's client over a `tokio::io::duplex`
+/// pipe to the `ScriptServer` and back: what the gateway's hop to a script tool costs.
+pub(super) fn script_tool_call(c: &mut Criterion) {
+    use rmcp::ServiceExt as _;
+    use toolgate_scripts::serve::ScriptServer;
+
+    let runtime = runtime();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let tools = [
+        ("empty", "pub fn tools() { [#{ name: \"t\" }] }\npub async fn call_t(args, ctx) { }\n"),
+        (
+            "small",
+            "pub fn tools() { [#{ name: \"t\", input_schema: #{ properties: #{ who: #{ type: \"string\" } } } }] }\n\
+             pub async fn call_t(args, ctx) { `Hello, ${args.who}!` }\n",
+        ),
+    ];
+    let mut group = c.benchmark_group("script_tool");
+    for (name, text) in tools {
+        let path = dir.path().join(format!("{name}.rn"));
+        std::fs::write(&path, text).expect("write the script");
+        let scripts = toolgate_scripts::Scripts::new(None, toolgate_scripts::Limits::default());
+        let script = scripts.load(&path).expect("compiles");
+        let server = ScriptServer::new(script, scripts, None, Duration::from_secs(5));
+        let client = runtime.block_on(async {
+            let (ours, theirs) = tokio::io::duplex(256 * 1024);
+            tokio::spawn(server.serve(theirs));
+            ().serve(ours).await.expect("handshake")
+        });
+        let params = mcp::CallToolRequestParams::new("t")
+            .with_arguments(json!({"who": "Ann"}).as_object().cloned().unwrap_or_default());
+        let check = runtime.block_on(client.peer().call_tool(params.clone())).expect("answered");
+        assert_ne!(check.is_error, Some(true), "{check:?}");
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter(|| {
+                let (peer, params) = (client.peer(), params.clone());
+                async move { black_box(peer.call_tool(params).await.is_ok()) }
+            });
         });
     }
     group.finish();
