@@ -220,10 +220,16 @@ impl ToolCaller for GatewayCaller {
             ctx.session = origin.session;
             ctx.insert(CallDepth(origin.depth));
             let params = mcp::CallToolRequestParams::new(name).with_arguments(arguments);
-            gateway
-                .call_tool(params, &CallOptions::default(), &mut ctx)
-                .await
-                .map_err(|error| error.to_string())
+            // The call runs in a task of its own, cancelled when this future is dropped (the
+            // script tool was cancelled or timed out), so that the upstream is told
+            // (`notifications/cancelled`) instead of working on for nobody.
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let _cancel_on_drop = cancel.clone().drop_guard();
+            let options = CallOptions { cancel, ..CallOptions::default() };
+            let call = tokio::spawn(async move {
+                gateway.call_tool(params, &options, &mut ctx).await.map_err(|e| e.to_string())
+            });
+            call.await.map_err(|error| format!("the call ended without an answer: {error}"))?
         })
     }
 }

@@ -183,6 +183,32 @@ async fn a_script_tool_calls_two_tools_through_the_pipeline_over_http() {
     assert_eq!(denied, 1, "the script's call of fx__large was denied and recorded");
 }
 
+#[tokio::test]
+async fn a_script_tool_that_times_out_cancels_the_call_it_was_waiting_for() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config =
+        format!("{}\n[scripts]\ntool_timeout = \"1s\"\n", fixture_server("fx", "stdio", None));
+    std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
+    let scripts = dir.path().join(".toolgate/scripts");
+    std::fs::create_dir_all(&scripts).expect("script folder");
+    std::fs::write(
+        scripts.join("waits.rn"),
+        "pub fn tools() { [#{ name: \"long\" }] }\n\
+         pub async fn call_long(args, ctx) { toolgate::call(\"fx__slow\", #{ steps: 600, step_ms: 100 }).await }\n",
+    )
+    .expect("write script");
+    let gateway = HttpGateway::start(&dir.path().join("toolgate.toml")).await;
+    let client = http_client(&gateway.url).await;
+    let answer = call(&client, "waits__long", json!({})).await;
+    assert_eq!(answer.is_error, Some(true));
+    assert!(texts(&answer)[0].contains("did not finish within 1s"), "{answer:?}");
+    // The upstream was told, and stopped.
+    gateway.wait_for_log(&["slow: cancelled", "fx"]).await;
+    assert_http_healthy(&gateway.url).await;
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}
+
 /// A stdio client that counts `tools/list_changed`.
 #[derive(Clone, Default)]
 struct Watching {
