@@ -35,6 +35,15 @@ pub trait Interceptor: Send + Sync + 'static {
         ctx: &'a mut CallContext,
     ) -> BoxFuture<'a, Result<Outcome, InterceptError>>;
 
+    /// Whether it has anything to do for `event` in `phase` now. Its descriptor says where it
+    /// may act, for good; this may change while it runs (a script reloaded without a hook).
+    /// [`Pipeline::runs_on`] asks it, so that an interceptor with nothing to do does not cost a
+    /// call its fast path (a result passed on as the upstream wrote it).
+    fn acts_on(&self, event: InterceptionEvent, phase: Phase, ctx: &CallContext) -> bool {
+        let _ = (event, phase, ctx);
+        true
+    }
+
     /// The exposed tool name `name` is another name for, if this interceptor gives tools
     /// other names (aliases). The gateway resolves a call's target with it before the
     /// pipeline runs, so that every interceptor sees the tool actually called.
@@ -248,11 +257,9 @@ impl Pipeline {
     /// (so a message nobody reads need not be parsed for them).
     pub fn runs_on(&self, event: InterceptionEvent, phase: Phase, ctx: &CallContext) -> bool {
         let (server, tool) = ctx.server_and_tool();
-        self.chain
-            .load()
-            .order(phase)
-            .iter()
-            .any(|i| i.descriptor().applies(event, phase, server, tool))
+        self.chain.load().order(phase).iter().any(|i| {
+            i.descriptor().applies(event, phase, server, tool) && i.acts_on(event, phase, ctx)
+        })
     }
 
     /// The interceptors of `phase` in the order they run.

@@ -298,6 +298,23 @@ impl Interceptor for ScriptInterceptor {
         &self.descriptor
     }
 
+    /// Only when the version the call runs defines the hook (the one its request phase kept,
+    /// else the current one): a script with tools and no `after_call` leaves results to pass
+    /// on as the upstream wrote them.
+    fn acts_on(&self, event: InterceptionEvent, phase: Phase, ctx: &CallContext) -> bool {
+        let hook = match (event, phase) {
+            (InterceptionEvent::ToolsCall, Phase::Request) => "before_call",
+            (InterceptionEvent::ToolsCall, Phase::Response) => "after_call",
+            (InterceptionEvent::ToolsList, Phase::Response) => "on_list_tools",
+            _ => return false,
+        };
+        let kept = ctx.get::<Running>().and_then(|r| r.0.get(&self.descriptor.name));
+        match kept {
+            Some((compiled, _)) => compiled.defines(hook),
+            None => self.script.current().is_some_and(|compiled| compiled.defines(hook)),
+        }
+    }
+
     fn intercept<'a>(
         &'a self,
         event: InterceptionEvent,

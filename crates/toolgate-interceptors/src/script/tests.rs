@@ -395,3 +395,32 @@ async fn the_examples_do_what_they_say() {
     }
     assert!(refused >= 1, "the rate limit refused nothing");
 }
+
+#[tokio::test]
+async fn a_script_without_a_hook_does_not_make_the_pipeline_read_results() {
+    let s = setup();
+    s.write("tools_only.rn", "pub fn tools() { [#{ name: \"t\" }] }\npub fn call_t(a, c) { 1 }");
+    s.write("before_only.rn", "pub async fn before_call(call, ctx) { }");
+    let tools_only = s.pipeline(&[json!({"kind": "script", "file": "tools_only.rn"})]);
+    let mut context = ctx();
+    assert!(!tools_only.runs_on(InterceptionEvent::ToolsCall, Phase::Request, &context));
+    assert!(!tools_only.runs_on(InterceptionEvent::ToolsCall, Phase::Response, &context));
+    assert!(!tools_only.runs_on(InterceptionEvent::ToolsList, Phase::Response, &context));
+
+    let before_only = s.pipeline(&[json!({"kind": "script", "file": "before_only.rn"})]);
+    assert!(before_only.runs_on(InterceptionEvent::ToolsCall, Phase::Request, &context));
+    before_only
+        .request(InterceptionEvent::ToolsCall, call(json!({"path": "/tmp/a"})), &mut context)
+        .await
+        .expect("goes on");
+    // A reload that adds after_call while the call runs: the call keeps its version, which
+    // has none.
+    s.write(
+        "before_only.rn",
+        "pub async fn before_call(call, ctx) { }\npub async fn after_call(call, result, ctx) { }",
+    );
+    let script = s.services.scripts.load(&s.dir.path().join("before_only.rn")).expect("loaded");
+    script.reload().expect("reloads");
+    assert!(!before_only.runs_on(InterceptionEvent::ToolsCall, Phase::Response, &context));
+    assert!(before_only.runs_on(InterceptionEvent::ToolsCall, Phase::Response, &ctx()));
+}
