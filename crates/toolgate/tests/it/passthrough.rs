@@ -165,6 +165,23 @@ async fn an_interceptor_for_another_server_leaves_the_result_as_written() {
 }
 
 #[tokio::test]
+async fn a_script_with_tools_only_leaves_the_result_as_written() {
+    let setup = setup("");
+    let config = setup.config.path();
+    let scripts = setup.config.dir().join(".toolgate/scripts");
+    std::fs::create_dir_all(&scripts).expect("script folder");
+    std::fs::write(
+        scripts.join("mine.rn"),
+        "pub fn tools() { [#{ name: \"t\" }] }\npub fn call_t(args, ctx) { 1 }",
+    )
+    .expect("write the script");
+    let gateway = HttpGateway::start(&config).await;
+    let body = call_in_session(&gateway.url).await;
+    assert_eq!(body, format!(r#"{{"jsonrpc":"2.0","id":"call-1","result":{RESULT}}}"#));
+    assert!(gateway.terminate().await.success());
+}
+
+#[tokio::test]
 async fn the_stdio_front_and_the_cli_read_the_same_result() {
     let setup = setup("");
     let client = stdio_client(&setup.config.path()).await;
