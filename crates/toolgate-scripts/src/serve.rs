@@ -3,8 +3,8 @@
 //! changes the list sends `notifications/tools/list_changed`.
 //!
 //! toolgate connects to it as an upstream inside the process, named after the file, so its
-//! tools are `<file>__<tool>` and are listed, pinned, piped and audited like any server's;
-//! `toolgate script serve FILE` serves one on stdio, to try it with any MCP client.
+//! tools are `<file>__<tool>` and are listed, pinned, piped and audited like any server's.
+//! It serves any rmcp transport (the gateway's is an in-memory pipe).
 //!
 //! A call runs the version current when it starts, to its end. A failure of the script (its
 //! instruction budget, memory limit, timeout, a panic, an error) is the call's error result
