@@ -128,29 +128,53 @@ impl ScriptTools {
     }
 
     /// The scripts that should be served now, by upstream name: loaded, listing tools, with a
-    /// name that can be a server's and is nobody else's.
+    /// name that can be a server's and is nobody else's. Those left out are logged.
     fn wanted(&self) -> BTreeMap<String, Arc<Script>> {
+        let (wanted, left_out) = self.sorted();
+        for (script, why) in left_out {
+            tracing::warn!(script = %script.display(), "{why}");
+        }
+        wanted
+    }
+
+    /// Why a script that lists tools cannot serve them, one line per script: for `config
+    /// check`, which says so before `serve` would log it.
+    pub fn problems(&self) -> Vec<String> {
+        let (_, left_out) = self.sorted();
+        left_out.into_iter().map(|(script, why)| format!("{}: {why}", script.display())).collect()
+    }
+
+    /// The scripts that list tools: those to serve by upstream name, and those left out with
+    /// why.
+    fn sorted(&self) -> (BTreeMap<String, Arc<Script>>, Vec<LeftOut>) {
         let mut wanted = BTreeMap::new();
+        let mut left_out = Vec::new();
         for script in self.scripts.loaded() {
             let lists_tools = script.current().is_some_and(|c| !c.tools().is_empty());
             if !lists_tools {
                 continue;
             }
             let name = script.name().to_owned();
-            let file = script.path().display().to_string();
-            if !is_server_name(&name) {
-                tracing::warn!(script = %file, "a script's tools are served under its file's name, which must be letters, digits, `_` or `-`; rename the file to serve them");
+            let why = if !is_server_name(&name) {
+                "its tools are served under its file's name, which must be letters, digits, `_` \
+                 or `-`; rename the file to serve them"
+                    .to_owned()
             } else if self.reserved.contains(&name) {
-                tracing::warn!(script = %file, "a script's tools are served under its file's name, and a configured server has that name; rename one of them");
+                format!(
+                    "its tools are served under its file's name, and `{name}` is a configured \
+                     server's name (or toolgate's own); rename one of them"
+                )
             } else if let std::collections::btree_map::Entry::Vacant(slot) =
                 wanted.entry(name.clone())
             {
                 slot.insert(script);
+                continue;
             } else {
-                tracing::warn!(script = %file, "two scripts have the file name {name}.rn; the tools of the second are not served");
-            }
+                format!("another script is named {name}.rn; the tools of this one are not served")
+            };
+            left_out.push((script.path().to_owned(), why));
         }
-        wanted
+        (wanted, left_out)
     }
 
     fn server(&self, name: &str, script: Arc<Script>) -> InProcess {
@@ -176,6 +200,9 @@ impl ScriptTools {
         (config, Arc::new(Served(server)))
     }
 }
+
+/// A script whose tools are not served: its file, and why.
+type LeftOut = (std::path::PathBuf, String);
 
 /// Whether `name` can be a server's name and the prefix of its tools' names.
 fn is_server_name(name: &str) -> bool {

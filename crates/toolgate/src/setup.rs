@@ -218,14 +218,25 @@ pub(crate) fn script_servers(
     config: &Config,
     config_dir: Option<&Path>,
 ) -> Vec<toolgate_server::InProcess> {
+    scripts_alone(config, config_dir).initial()
+}
+
+/// Why a script that lists tools cannot serve them (`config check`'s warnings).
+pub(crate) fn script_tool_problems(config: &Config, config_dir: Option<&Path>) -> Vec<String> {
+    scripts_alone(config, config_dir).problems()
+}
+
+/// The scripts `serve` would load, each compiled on its own (one that does not compile is
+/// left out: the pipeline's check reports it), and their tools.
+fn scripts_alone(config: &Config, config_dir: Option<&Path>) -> Arc<ScriptTools> {
     let scripts = toolgate_scripts::Scripts::new(None, script_limits(config));
     let entries = pipeline_entries(config, config_dir);
     for file in toolgate_interceptors::script::files(&entries, config_dir) {
         if let Err(error) = scripts.load(&file) {
-            tracing::warn!(script = %file.display(), "the script is left out: {error}");
+            tracing::debug!(script = %file.display(), "the script is left out: {error}");
         }
     }
-    ScriptTools::new(scripts, script_tool_timeout(config), &config.servers).initial()
+    ScriptTools::new(scripts, script_tool_timeout(config), &config.servers)
 }
 
 /// A started gateway and what runs beside it.

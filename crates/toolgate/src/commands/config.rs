@@ -73,7 +73,9 @@ fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     ));
     problems.extend(AuditPlan::new(&config.audit).err().unwrap_or_default());
     problems.extend(events::check_log_file(&config.audit));
-    let report = Report { path: Some(&checked.path), problems, warnings: &config.warnings };
+    let mut warnings = config.warnings.clone();
+    warnings.extend(crate::setup::script_tool_problems(config, config_dir));
+    let report = Report { path: Some(&checked.path), problems, warnings: &warnings };
     print(args, &report, Some(config))
 }
 

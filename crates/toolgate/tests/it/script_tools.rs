@@ -209,6 +209,30 @@ async fn a_script_tool_that_times_out_cancels_the_call_it_was_waiting_for() {
     assert!(gateway.terminate().await.success());
 }
 
+#[tokio::test]
+async fn config_check_warns_about_scripts_whose_tools_cannot_be_served() {
+    let folder = Folder::new();
+    let tool = "pub fn tools() { [#{ name: \"t\" }] }\npub fn call_t(a, c) { 1 }";
+    folder.save("fx.rn", tool);
+    folder.save("two.words.rn", tool);
+    let config = folder.config().to_string_lossy().into_owned();
+    let checked = run_toolgate(&["config", "check", "--json", "--config", &config]).await;
+    let report: Value = serde_json::from_slice(&checked.stdout).expect("JSON");
+    assert_eq!(report["ok"], true, "a warning, not a problem: {report}");
+    let warnings: Vec<&str> =
+        report["warnings"].as_array().expect("warnings").iter().filter_map(Value::as_str).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.contains("fx.rn") && w.contains("configured server")));
+    assert!(warnings.iter().any(|w| w.contains("two.words.rn") && w.contains("letters, digits")));
+
+    // `serve` leaves them out and serves the rest.
+    let gateway = HttpGateway::start(&folder.config()).await;
+    let client = http_client(&gateway.url).await;
+    assert_eq!(tool_names(&client).await, ["compare__side_by_side", "hello__greet"]);
+    client.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}
+
 /// A stdio client that counts `tools/list_changed`.
 #[derive(Clone, Default)]
 struct Watching {
