@@ -38,6 +38,10 @@ pub struct Origin {
     /// How many `toolgate::call`s deep this call is: 0 for a client's own call.
     #[serde(default)]
     pub depth: u32,
+    /// A handle by which the gateway finds the person at the caller's client again (to ask
+    /// for an approval), valid while the call runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asker: Option<String>,
 }
 
 /// A principal, in the pipeline's terms.
@@ -137,6 +141,7 @@ mod tests {
             principal: Some(PrincipalName { kind: "local".into(), id: "ann".into() }),
             session: Some("s1".into()),
             depth: 2,
+            asker: Some("a1".into()),
         };
         let mut meta = Map::new();
         meta.insert(CALLER_META.into(), origin.to_meta());

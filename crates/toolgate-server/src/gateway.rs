@@ -85,6 +85,8 @@ pub struct Gateway {
     rounds: crate::mrtr::Rounds,
     /// The tools of the inventory, written as JSON once.
     tool_json: tool_json::ToolJson,
+    /// The people at the clients of script tool calls now running.
+    askers: crate::script_tools::Askers,
 }
 
 /// Counts a request as in flight until dropped.
@@ -178,6 +180,7 @@ impl Gateway {
             in_flight: tokio::sync::watch::Sender::new(0),
             rounds: crate::mrtr::Rounds::default(),
             tool_json: tool_json::ToolJson::default(),
+            askers: crate::script_tools::Askers::default(),
         }
     }
 
@@ -269,6 +272,11 @@ impl Gateway {
     /// Calls waiting for their clients' answers to `input_required` rounds.
     pub(crate) fn rounds(&self) -> &crate::mrtr::Rounds {
         &self.rounds
+    }
+
+    /// The people at the clients of script tool calls now running.
+    pub(crate) fn askers(&self) -> &crate::script_tools::Askers {
+        &self.askers
     }
 
     /// Where the gateway's events go.

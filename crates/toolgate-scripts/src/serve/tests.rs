@@ -160,6 +160,7 @@ async fn a_tool_calls_through_the_caller_as_its_own_caller_one_level_deeper() {
         principal: Some(PrincipalName { kind: "local".into(), id: "ann".into() }),
         session: Some("s1".into()),
         depth: 0,
+        asker: None,
     };
     let mut meta = Map::new();
     meta.insert(CALLER_META.into(), origin.to_meta());

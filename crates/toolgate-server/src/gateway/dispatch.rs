@@ -227,7 +227,7 @@ impl Gateway {
         }
         let upstream = self.upstream(&target.server)?;
         params.name = target.original.clone().into();
-        tell_caller(&mut params, &upstream, ctx);
+        let _asker = self.tell_caller(&mut params, &upstream, ctx);
         let limited;
         let options = match ctx.get::<UpstreamTimeout>() {
             Some(UpstreamTimeout(timeout)) => {
@@ -508,24 +508,36 @@ fn restore_uri(contents: &mut mcp::ResourceContents, original: &str, asked: &str
     }
 }
 
-/// Who is calling, for a server inside toolgate (a script's tools, which call other tools on
-/// that caller's behalf): put in `_meta` under `toolgate_scripts::calls::CALLER_META`, which
-/// is taken out of every call first, so that no client can pose as another through it.
-fn tell_caller(params: &mut mcp::CallToolRequestParams, upstream: &Upstream, ctx: &CallContext) {
-    use toolgate_scripts::calls::{CALLER_META, Origin, PrincipalName};
-    if let Some(meta) = &mut params.meta {
-        meta.0.0.remove(CALLER_META);
+impl Gateway {
+    /// Who is calling, for a server inside toolgate (a script's tools, which call other tools
+    /// on that caller's behalf): put in `_meta` under `toolgate_scripts::calls::CALLER_META`,
+    /// which is taken out of every call first, so that no client can pose as another through
+    /// it. The person at the caller's client is lent for the call (the guard returned), so an
+    /// approval of a call the script tool makes can ask them.
+    fn tell_caller(
+        &self,
+        params: &mut mcp::CallToolRequestParams,
+        upstream: &Upstream,
+        ctx: &CallContext,
+    ) -> Option<crate::script_tools::Lent<'_>> {
+        use toolgate_scripts::calls::{CALLER_META, Origin, PrincipalName};
+        if let Some(meta) = &mut params.meta {
+            meta.0.0.remove(CALLER_META);
+        }
+        if !upstream.is_in_process() {
+            return None;
+        }
+        let lent = ctx.elicitor.clone().map(|elicitor| self.askers().lend(elicitor));
+        let origin = Origin {
+            principal: Some(PrincipalName {
+                kind: ctx.principal.kind.clone(),
+                id: ctx.principal.id.clone(),
+            }),
+            session: ctx.session.clone(),
+            depth: ctx.get::<crate::script_tools::CallDepth>().map_or(0, |depth| depth.0),
+            asker: lent.as_ref().map(|lent| lent.handle.clone()),
+        };
+        params.meta.get_or_insert_default().0.0.insert(CALLER_META.to_owned(), origin.to_meta());
+        lent
     }
-    if !upstream.is_in_process() {
-        return;
-    }
-    let origin = Origin {
-        principal: Some(PrincipalName {
-            kind: ctx.principal.kind.clone(),
-            id: ctx.principal.id.clone(),
-        }),
-        session: ctx.session.clone(),
-        depth: ctx.get::<crate::script_tools::CallDepth>().map_or(0, |depth| depth.0),
-    };
-    params.meta.get_or_insert_default().0.0.insert(CALLER_META.to_owned(), origin.to_meta());
 }

@@ -233,6 +233,77 @@ async fn config_check_warns_about_scripts_whose_tools_cannot_be_served() {
     assert!(gateway.terminate().await.success());
 }
 
+/// A client whose user allows every approval asked of them, and counts the questions.
+#[derive(Clone, Default)]
+struct Approver {
+    asked: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Approver {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            rmcp::model::ElicitationCapability::new()
+                .with_form(rmcp::model::FormElicitationCapability::new()),
+        );
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("approver", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let asked = serde_json::to_value(&request).expect("serializes");
+        self.asked.lock().unwrap().push(asked["message"].as_str().unwrap_or("").to_owned());
+        Ok(serde_json::from_value(
+            json!({"action": "accept", "content": {"decision": "allow once"}}),
+        )
+        .expect("a valid result"))
+    }
+}
+
+#[tokio::test]
+async fn an_approval_of_a_script_tools_call_asks_the_person_who_called_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = format!(
+        "{}\n[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{{ tools = [\"env_get\"], decision = \"ask\", reason = \"it reads the environment\" }}]\n\n\
+         [[pipeline]]\nkind = \"approval\"\nvia = \"elicit\"\n",
+        fixture_server("fx", "stdio", None)
+    );
+    std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
+    let scripts = dir.path().join(".toolgate/scripts");
+    std::fs::create_dir_all(&scripts).expect("script folder");
+    std::fs::write(
+        scripts.join("env.rn"),
+        "pub fn tools() { [#{ name: \"home\" }] }\n\
+         pub async fn call_home(args, ctx) { toolgate::call(\"fx__env_get\", #{ name: \"HOME\" }).await }\n",
+    )
+    .expect("write script");
+    let mut command = tokio::process::Command::new(toolgate_bin());
+    command.args(["serve", "--stdio", "--config"]).arg(dir.path().join("toolgate.toml"));
+    let transport = TokioChildProcess::new(command).expect("spawn toolgate --stdio");
+    let approver = Approver::default();
+    let client = approver.clone().serve(transport).await.expect("connects");
+    let answer = call(&client, "env__home", json!({})).await;
+    assert_ne!(answer.is_error, Some(true), "approved: {answer:?}");
+    let asked = approver.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("fx__env_get") && asked[0].contains("HOME"), "{}", asked[0]);
+    client.cancel().await.expect("close");
+
+    // A client that cannot be asked: the approval's fallback (deny) refuses the script's call.
+    let plain = stdio_client(&dir.path().join("toolgate.toml")).await;
+    let refused = call(&plain, "env__home", json!({})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(texts(&refused)[0].contains("does not support elicitation"), "{refused:?}");
+    plain.cancel().await.expect("close");
+}
+
 /// A stdio client that counts `tools/list_changed`.
 #[derive(Clone, Default)]
 struct Watching {
