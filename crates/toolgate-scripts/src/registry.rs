@@ -95,7 +95,7 @@ impl Scripts {
             let file = script.path().display().to_string();
             if !script.path().exists() {
                 script.unload();
-                tracing::warn!(script = %file, "the script file is gone; its interceptor does nothing until it is back");
+                tracing::warn!(script = %file, "the script file is gone; nothing runs it until it is back");
                 self.publish(
                     Event::new("script/removed").with("script", script.name()).with("file", file),
                 );

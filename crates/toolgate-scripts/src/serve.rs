@@ -4,7 +4,8 @@
 //!
 //! toolgate connects to it as an upstream inside the process, named after the file, so its
 //! tools are `<file>__<tool>` and are listed, pinned, piped and audited like any server's.
-//! It serves any rmcp transport (the gateway's is an in-memory pipe).
+//! It serves any rmcp transport: the gateway's is an in-memory pipe, and `toolgate script
+//! serve FILE` serves one script alone on stdio.
 //!
 //! A call runs the version current when it starts, to its end. A failure of the script (its
 //! instruction budget, memory limit, timeout, a panic, an error) is the call's error result
@@ -126,7 +127,12 @@ impl ScriptServer {
         let ctx = json!({
             "server": self.script.name(),
             "tool": name,
-            "principal": origin.principal.as_ref().map(|p| format!("{}:{}", p.kind, p.id)),
+            // A caller nobody vouched for (no gateway in between) is anonymous, as the gateway
+            // would call it.
+            "principal": origin
+                .principal
+                .as_ref()
+                .map_or_else(|| "anonymous:anonymous".to_owned(), |p| format!("{}:{}", p.kind, p.id)),
             "session": origin.session,
             "request_id": request_id(&context.id),
             "depth": origin.depth,

@@ -1,5 +1,6 @@
-//! `toolgate script check|test|new`: compile scripts and show what the compiler says, run a
-//! script's hooks on a sample call, write a starting point. Nothing else is started.
+//! `toolgate script check|test|new|serve`: compile scripts and show what the compiler says,
+//! run a script's hooks on a sample call, write a starting point, serve a script's own tools
+//! alone on stdio. Nothing else is started.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -24,6 +25,16 @@ pub(crate) enum ScriptCommand {
     Test(TestArgs),
     /// Write a commented starting point, NAME.rn, into the script folder.
     New(NewArgs),
+    /// Serve a script's own tools alone as an MCP server on stdio (to try them with any MCP
+    /// client), reloading the file when it changes; `toolgate::call` has no gateway here.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The script file (.rn).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -73,7 +84,38 @@ pub(crate) async fn run(global: &GlobalArgs, command: ScriptCommand) -> anyhow::
         ScriptCommand::Check(args) => check(args),
         ScriptCommand::Test(args) => test(args).await,
         ScriptCommand::New(args) => new(global, args),
+        ScriptCommand::Serve(args) => serve(args).await,
     }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let scripts = toolgate_scripts::Scripts::new(None, Limits::default());
+    let script = match scripts.load(&args.file) {
+        Ok(script) => script,
+        Err(toolgate_scripts::LoadError::Compile(error)) => {
+            eprint!("{}", error.rendered);
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if script.current().is_some_and(|c| c.tools().is_empty()) {
+        tracing::warn!(script = %args.file.display(), "the script defines no tools (pub fn tools()); it serves none until it does");
+    }
+    let folder = script.path().parent().map(Path::to_owned).unwrap_or_default();
+    let reloading = scripts.clone();
+    let _watcher = toolgate_scripts::watch::watch(&[folder], move |paths| {
+        reloading.changed(&paths);
+    })
+    .map_err(|error| tracing::warn!(%error, "the script cannot be watched; changes need a restart"))
+    .ok();
+    let server = toolgate_scripts::serve::ScriptServer::new(
+        script,
+        scripts,
+        None,
+        toolgate_scripts::DEFAULT_TOOL_TIMEOUT,
+    );
+    server.serve(rmcp::transport::stdio()).await.map_err(anyhow::Error::msg)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn engine() -> anyhow::Result<std::sync::Arc<Engine>> {

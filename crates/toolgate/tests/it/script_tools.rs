@@ -304,6 +304,48 @@ async fn an_approval_of_a_script_tools_call_asks_the_person_who_called_it() {
     plain.cancel().await.expect("close");
 }
 
+#[tokio::test]
+async fn script_serve_serves_one_scripts_tools_alone_and_follows_its_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("hello.rn");
+    std::fs::write(&file, HELLO).expect("write");
+    let mut command = tokio::process::Command::new(toolgate_bin());
+    command.args(["script", "serve"]).arg(&file);
+    let transport = TokioChildProcess::new(command).expect("spawn toolgate script serve");
+    let watching = Watching::default();
+    let client = watching.clone().serve(transport).await.expect("connects");
+    let tools = client.peer().list_all_tools().await.expect("listed");
+    assert_eq!(tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), ["greet"]);
+    assert_eq!(
+        texts(&call(&client, "greet", json!({"who": "Cy"})).await),
+        ["Hello, Cy! (anonymous:anonymous)"]
+    );
+
+    let temporary = file.with_extension("rn.tmp");
+    std::fs::write(
+        &temporary,
+        HELLO.replace("\"greet\"", "\"greet\" }, #{ name: \"bye\"").replace(
+            "pub async fn call_greet",
+            "pub fn call_bye(args, ctx) { \"bye\" }\npub async fn call_greet",
+        ),
+    )
+    .expect("write");
+    std::fs::rename(&temporary, &file).expect("rename");
+    let wait = async {
+        loop {
+            let changed = watching.changed.notified();
+            let tools = client.peer().list_all_tools().await.expect("listed");
+            if tools.iter().any(|t| t.name == "bye") {
+                break;
+            }
+            changed.await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), wait).await.expect("reloaded");
+    assert_eq!(texts(&call(&client, "bye", json!({})).await), ["bye"]);
+    client.cancel().await.expect("close");
+}
+
 /// A stdio client that counts `tools/list_changed`.
 #[derive(Clone, Default)]
 struct Watching {
