@@ -120,6 +120,55 @@ async fn server_filesystem_reads_files_and_deny_tools_hides_writes() {
 }
 
 #[tokio::test]
+async fn a_script_tool_combines_two_calls_of_the_official_filesystem_server() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let root_path = root.path().canonicalize().expect("canonical");
+    std::fs::write(root_path.join("a.txt"), "alpha").expect("write");
+    std::fs::write(root_path.join("b.txt"), "beta beta").expect("write");
+    let config = deps::npm_stdio_server(
+        "files",
+        "mcp-server-filesystem",
+        &[&root_path.to_string_lossy()],
+        &[],
+    );
+    let config = ConfigDir::new(&config);
+    let scripts = config.dir().join(".toolgate/scripts");
+    std::fs::create_dir_all(&scripts).expect("script folder");
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scripts/compare.rn");
+    std::fs::copy(example, scripts.join("compare.rn")).expect("copy the example");
+    let client = stdio_client(&config.dir().join("toolgate.toml")).await;
+    let read = |name: &str| {
+        json!({"tool": "files__read_text_file",
+               "arguments": {"path": root_path.join(name).to_string_lossy()}})
+    };
+    let compared = client
+        .call_tool(
+            CallToolRequestParams::new("compare__side_by_side")
+                .with_arguments(object(json!({"first": read("a.txt"), "second": read("b.txt")}))),
+        )
+        .await
+        .expect("answered");
+    assert_ne!(compared.is_error, Some(true), "{compared:?}");
+    let texts: Vec<String> =
+        compared.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].starts_with("## files__read_text_file (") && texts[0].ends_with("\nalpha"));
+    assert!(texts[1].ends_with("\nbeta beta"), "{texts:?}");
+    // The server's own refusal (a path outside its roots) reaches the script as an error.
+    let outside = client
+        .call_tool(CallToolRequestParams::new("compare__side_by_side").with_arguments(object(
+            json!({"first": read("a.txt"),
+                   "second": {"tool": "files__read_text_file", "arguments": {"path": "/etc/hostname"}}}),
+        )))
+        .await
+        .expect("answered");
+    assert_eq!(outside.is_error, Some(true), "{outside:?}");
+    assert!(first_text(&outside).contains("files__read_text_file"), "{outside:?}");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn server_memory_keeps_entities_across_calls() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("memory.jsonl");
