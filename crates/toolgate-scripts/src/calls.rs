@@ -68,21 +68,28 @@ impl Origin {
 /// How a script's calls reach the gateway.
 pub trait ToolCaller: Send + Sync + 'static {
     /// Calls the tool `name` (an exposed name, as clients see it) with `arguments` on behalf
-    /// of `origin`, whose `depth` is this call's. An error is what refused or failed the call,
-    /// in words.
+    /// of `origin`, whose `depth` is this call's; the call's progress goes to `progress`. An
+    /// error is what refused or failed the call, in words.
     fn call(
         &self,
         origin: Origin,
         name: String,
         arguments: Map<String, Value>,
+        progress: Option<ProgressSink>,
     ) -> BoxFuture<'static, Result<mcp::CallToolResult, String>>;
 }
+
+/// Where the progress of the calls a tool makes goes: the tool's own caller, as the tool's
+/// progress (given the message of each notification, if any).
+pub type ProgressSink = Arc<dyn Fn(Option<String>) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// What a running tool may call through, and as whom.
 #[derive(Clone)]
 pub struct ToolAccess {
     pub caller: Arc<dyn ToolCaller>,
     pub origin: Origin,
+    /// Where the progress of its calls goes, when its caller asked for progress.
+    pub progress: Option<ProgressSink>,
 }
 
 tokio::task_local! {
@@ -123,7 +130,7 @@ pub(crate) async fn call(name: String, arguments: Value) -> Result<Value, String
         }
     };
     let origin = Origin { depth, ..access.origin };
-    let result = access.caller.call(origin, name.clone(), arguments).await?;
+    let result = access.caller.call(origin, name.clone(), arguments, access.progress).await?;
     if result.is_error == Some(true) {
         let text = crate::tools::text_of(&result);
         return Err(format!("{name} answered with an error: {text}"));

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use toolgate_audit::Event;
 use toolgate_core::mcp;
 
-use crate::calls::{Origin, ToolAccess, ToolCaller};
+use crate::calls::{Origin, ProgressSink, ToolAccess, ToolCaller};
 use crate::registry::Scripts;
 use crate::sandbox::Failure;
 use crate::script::Script;
@@ -138,7 +138,8 @@ impl ScriptServer {
             "depth": origin.depth,
         });
         let arguments = Value::Object(params.arguments.unwrap_or_default());
-        let access = self.caller.clone().map(|caller| ToolAccess { caller, origin });
+        let progress = progress_sink(&context);
+        let access = self.caller.clone().map(|caller| ToolAccess { caller, origin, progress });
         let limits = crate::Limits { timeout: self.timeout, ..self.script.engine().limits() };
         let function = tool.function.clone();
         let running = compiled.call_with(&function, vec![arguments, ctx], limits, access);
@@ -169,6 +170,24 @@ impl ScriptServer {
                 .with("error", failure.to_string()),
         );
     }
+}
+
+/// The progress of the calls a tool makes, as the tool's own, when its caller asked for
+/// progress: one step per notification whatever call it came from, so that it only grows
+/// (each call counts from its own start), with the call's message.
+fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressSink> {
+    let token = context.meta.get_progress_token()?;
+    let peer = context.peer.clone();
+    let steps = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Some(Arc::new(move |message: Option<String>| {
+        let step = steps.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let mut params = mcp::ProgressNotificationParam::new(token.clone(), step as f64);
+        params.message = message;
+        let peer = peer.clone();
+        Box::pin(async move {
+            let _ = peer.notify_progress(params).await;
+        })
+    }))
 }
 
 fn request_id(id: &mcp::RequestId) -> Value {

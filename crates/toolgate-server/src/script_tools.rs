@@ -19,10 +19,10 @@ use serde_json::{Map, Value};
 use toolgate_config::{InProcessConfig, ServerConfig, TransportConfig};
 use toolgate_core::mcp;
 use toolgate_intercept::{CallContext, Elicitor, Principal};
-use toolgate_scripts::calls::{Origin, ToolCaller};
+use toolgate_scripts::calls::{Origin, ProgressSink, ToolCaller};
 use toolgate_scripts::serve::ScriptServer;
 use toolgate_scripts::{Script, Scripts};
-use toolgate_upstream::{CallOptions, InProcessServer};
+use toolgate_upstream::{CallOptions, Caller, InProcessServer};
 
 use crate::gateway::{Gateway, InProcess};
 
@@ -273,6 +273,7 @@ impl ToolCaller for GatewayCaller {
         origin: Origin,
         name: String,
         arguments: Map<String, Value>,
+        progress: Option<ProgressSink>,
     ) -> BoxFuture<'static, Result<mcp::CallToolResult, String>> {
         let gateway = self.gateway.get().and_then(Weak::upgrade);
         Box::pin(async move {
@@ -291,11 +292,22 @@ impl ToolCaller for GatewayCaller {
             // (`notifications/cancelled`) instead of working on for nobody.
             let cancel = tokio_util::sync::CancellationToken::new();
             let _cancel_on_drop = cancel.clone().drop_guard();
-            let options = CallOptions { cancel, ..CallOptions::default() };
+            let caller = progress.map(|sink| Arc::new(ProgressRelay(sink)) as Arc<dyn Caller>);
+            let options = CallOptions { cancel, caller, ..CallOptions::default() };
             let call = tokio::spawn(async move {
                 gateway.call_tool(params, &options, &mut ctx).await.map_err(|e| e.to_string())
             });
             call.await.map_err(|error| format!("the call ended without an answer: {error}"))?
         })
+    }
+}
+
+/// The caller of a script tool's own call: its progress becomes the script tool's (nothing
+/// else can be asked of it: an upstream's questions get an error saying so).
+struct ProgressRelay(ProgressSink);
+
+impl Caller for ProgressRelay {
+    fn progress(&self, params: mcp::ProgressNotificationParam) -> BoxFuture<'static, ()> {
+        (self.0)(params.message)
     }
 }

@@ -38,6 +38,7 @@ impl ToolCaller for Echo {
         origin: Origin,
         name: String,
         arguments: Map<String, Value>,
+        _progress: Option<crate::calls::ProgressSink>,
     ) -> BoxFuture<'static, Result<mcp::CallToolResult, String>> {
         self.seen.lock().unwrap().push(origin);
         Box::pin(async move {

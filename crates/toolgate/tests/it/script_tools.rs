@@ -233,6 +233,51 @@ async fn config_check_warns_about_scripts_whose_tools_cannot_be_served() {
     assert!(gateway.terminate().await.success());
 }
 
+#[tokio::test]
+async fn the_progress_of_a_script_tools_calls_reaches_its_caller_as_the_tools_own() {
+    use crate::recorder::{Note, recording_stdio_client};
+    use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+    use rmcp::service::PeerRequestOptions;
+
+    let folder = Folder::new();
+    folder.save(
+        "twice.rn",
+        "pub fn tools() { [#{ name: \"slow\" }] }\n\
+         pub async fn call_slow(args, ctx) {\n\
+             toolgate::call(\"fx__slow\", #{ steps: 3, step_ms: 20 }).await?;\n\
+             toolgate::call(\"fx__slow\", #{ steps: 2, step_ms: 20 }).await?;\n\
+             Ok(\"both done\")\n\
+         }\n",
+    );
+    let (client, mut notes, _pid) = recording_stdio_client(&folder.config()).await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
+        "twice__slow",
+    )));
+    let handle = client
+        .peer()
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .expect("sent");
+    let token = handle.progress_token.clone();
+    match handle.await_response().await.expect("answered") {
+        ServerResult::CallToolResult(result) => assert_eq!(texts(&result), ["both done"]),
+        other => panic!("unexpected {other:?}"),
+    }
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        let progress = notes
+            .next_matching(|n| match n {
+                Note::Progress(p) => Some(p.clone()),
+                _ => None,
+            })
+            .await;
+        assert_eq!(progress.progress_token, token, "under the caller's own token");
+        seen.push(progress.progress);
+    }
+    assert_eq!(seen, [1.0, 2.0, 3.0, 4.0, 5.0], "one step per notification, always growing");
+    client.cancel().await.expect("close");
+}
+
 /// A client whose user allows every approval asked of them, and counts the questions.
 #[derive(Clone, Default)]
 struct Approver {
