@@ -15,12 +15,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-/// A config folder serving the fixture as `fx`, with the `compare.rn` example and a small
-/// `hello.rn` in its script folder, a policy that denies `fx__large`, and an audit log.
-struct Folder {
-    dir: tempfile::TempDir,
-}
-
 const HELLO: &str = r#"
 pub fn tools() {
     [#{ name: "greet", description: "Says hello", input_schema: #{ properties: #{ who: #{ type: "string" } } } }]
@@ -37,45 +31,24 @@ pub async fn call_dive(args, ctx) {
 }
 "#;
 
-impl Folder {
-    fn new() -> Folder {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = format!(
-            "{}\n[audit]\nfile = \"audit.jsonl\"\n\n[[pipeline]]\nkind = \"policy\"\n\
-             default = \"allow\"\nrules = [{{ servers = [\"fx\"], tools = [\"large\"], \
-             decision = \"deny\", reason = \"too large for scripts\" }}]\n",
-            fixture_server("fx", "stdio", None)
-        );
-        std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
-        let scripts = dir.path().join(".toolgate/scripts");
-        std::fs::create_dir_all(&scripts).expect("script folder");
-        let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/scripts");
-        std::fs::copy(example.join("compare.rn"), scripts.join("compare.rn")).expect("copy");
-        let folder = Folder { dir };
-        folder.save("hello.rn", HELLO);
-        folder
-    }
+/// A config folder serving the fixture as `fx`, with the `compare.rn` example and a small
+/// `hello.rn` in its script folder, a policy that denies `fx__large`, and an audit log.
+fn folder() -> ScriptFolder {
+    let folder = ScriptFolder::new(
+        "[audit]\nfile = \"audit.jsonl\"\n\n[[pipeline]]\nkind = \"policy\"\n\
+         default = \"allow\"\nrules = [{ servers = [\"fx\"], tools = [\"large\"], \
+         decision = \"deny\", reason = \"too large for scripts\" }]\n",
+    );
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/scripts");
+    std::fs::copy(example.join("compare.rn"), folder.script("compare.rn")).expect("copy");
+    folder.save("hello.rn", HELLO);
+    folder
+}
 
-    fn config(&self) -> PathBuf {
-        self.dir.path().join("toolgate.toml")
-    }
-
-    fn script(&self, name: &str) -> PathBuf {
-        self.dir.path().join(".toolgate/scripts").join(name)
-    }
-
-    /// Writes a script the way editors save: a temporary file renamed over the old one.
-    fn save(&self, name: &str, text: &str) {
-        let path = self.script(name);
-        let temporary = path.with_extension("rn.tmp");
-        std::fs::write(&temporary, text).expect("write");
-        std::fs::rename(&temporary, &path).expect("rename");
-    }
-
-    fn audit(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.dir.path().join("audit.jsonl")).expect("audit log");
-        text.lines().map(|line| serde_json::from_str(line).expect("a JSON record")).collect()
-    }
+/// The audit log's records.
+fn audit(folder: &ScriptFolder) -> Vec<Value> {
+    let text = std::fs::read_to_string(folder.dir().join("audit.jsonl")).expect("audit log");
+    text.lines().map(|line| serde_json::from_str(line).expect("a JSON record")).collect()
 }
 
 async fn call<H: rmcp::service::Service<RoleClient>>(
@@ -107,7 +80,7 @@ fn side_by_side(first: Value, second: Value) -> Value {
 
 #[tokio::test]
 async fn a_script_tool_calls_two_tools_through_the_pipeline_over_http() {
-    let folder = Folder::new();
+    let folder = folder();
     let gateway = HttpGateway::start(&folder.config()).await;
     let client = http_client(&gateway.url).await;
     assert_eq!(tool_names(&client).await, ["compare__side_by_side", "hello__greet"]);
@@ -167,8 +140,7 @@ async fn a_script_tool_calls_two_tools_through_the_pipeline_over_http() {
     assert!(gateway.terminate().await.success());
 
     // Audited like any call: the script tool's call and the two it made, as the same caller.
-    let finished: Vec<(String, String)> = folder
-        .audit()
+    let finished: Vec<(String, String)> = audit(&folder)
         .iter()
         .filter(|r| r["kind"] == "tools/call/finished")
         .map(|r| (r["exposed"].as_str().unwrap_or("").to_owned(), r["principal"].to_string()))
@@ -179,25 +151,19 @@ async fn a_script_tool_calls_two_tools_through_the_pipeline_over_http() {
             "{tool} in {finished:?}"
         );
     }
-    let denied = folder.audit().into_iter().filter(|r| r["kind"] == "tools/call/denied").count();
+    let denied = audit(&folder).into_iter().filter(|r| r["kind"] == "tools/call/denied").count();
     assert_eq!(denied, 1, "the script's call of fx__large was denied and recorded");
 }
 
 #[tokio::test]
 async fn a_script_tool_that_times_out_cancels_the_call_it_was_waiting_for() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config =
-        format!("{}\n[scripts]\ntool_timeout = \"1s\"\n", fixture_server("fx", "stdio", None));
-    std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
-    let scripts = dir.path().join(".toolgate/scripts");
-    std::fs::create_dir_all(&scripts).expect("script folder");
-    std::fs::write(
-        scripts.join("waits.rn"),
+    let folder = ScriptFolder::new("[scripts]\ntool_timeout = \"1s\"\n");
+    folder.save(
+        "waits.rn",
         "pub fn tools() { [#{ name: \"long\" }] }\n\
          pub async fn call_long(args, ctx) { toolgate::call(\"fx__slow\", #{ steps: 600, step_ms: 100 }).await }\n",
-    )
-    .expect("write script");
-    let gateway = HttpGateway::start(&dir.path().join("toolgate.toml")).await;
+    );
+    let gateway = HttpGateway::start(&folder.config()).await;
     let client = http_client(&gateway.url).await;
     let answer = call(&client, "waits__long", json!({})).await;
     assert_eq!(answer.is_error, Some(true));
@@ -211,7 +177,7 @@ async fn a_script_tool_that_times_out_cancels_the_call_it_was_waiting_for() {
 
 #[tokio::test]
 async fn config_check_warns_about_scripts_whose_tools_cannot_be_served() {
-    let folder = Folder::new();
+    let folder = folder();
     let tool = "pub fn tools() { [#{ name: \"t\" }] }\npub fn call_t(a, c) { 1 }";
     folder.save("fx.rn", tool);
     folder.save("two.words.rn", tool);
@@ -239,7 +205,7 @@ async fn the_progress_of_a_script_tools_calls_reaches_its_caller_as_the_tools_ow
     use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
     use rmcp::service::PeerRequestOptions;
 
-    let folder = Folder::new();
+    let folder = folder();
     folder.save(
         "twice.rn",
         "pub fn tools() { [#{ name: \"slow\" }] }\n\
@@ -313,24 +279,18 @@ impl ClientHandler for Approver {
 
 #[tokio::test]
 async fn an_approval_of_a_script_tools_call_asks_the_person_who_called_it() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = format!(
-        "{}\n[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
-         rules = [{{ tools = [\"env_get\"], decision = \"ask\", reason = \"it reads the environment\" }}]\n\n\
+    let folder = ScriptFolder::new(
+        "[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{ tools = [\"env_get\"], decision = \"ask\", reason = \"it reads the environment\" }]\n\n\
          [[pipeline]]\nkind = \"approval\"\nvia = \"elicit\"\n",
-        fixture_server("fx", "stdio", None)
     );
-    std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
-    let scripts = dir.path().join(".toolgate/scripts");
-    std::fs::create_dir_all(&scripts).expect("script folder");
-    std::fs::write(
-        scripts.join("env.rn"),
+    folder.save(
+        "env.rn",
         "pub fn tools() { [#{ name: \"home\" }] }\n\
          pub async fn call_home(args, ctx) { toolgate::call(\"fx__env_get\", #{ name: \"HOME\" }).await }\n",
-    )
-    .expect("write script");
+    );
     let mut command = tokio::process::Command::new(toolgate_bin());
-    command.args(["serve", "--stdio", "--config"]).arg(dir.path().join("toolgate.toml"));
+    command.args(["serve", "--stdio", "--config"]).arg(folder.config());
     let transport = TokioChildProcess::new(command).expect("spawn toolgate --stdio");
     let approver = Approver::default();
     let client = approver.clone().serve(transport).await.expect("connects");
@@ -342,7 +302,7 @@ async fn an_approval_of_a_script_tools_call_asks_the_person_who_called_it() {
     client.cancel().await.expect("close");
 
     // A client that cannot be asked: the approval's fallback (deny) refuses the script's call.
-    let plain = stdio_client(&dir.path().join("toolgate.toml")).await;
+    let plain = stdio_client(&folder.config()).await;
     let refused = call(&plain, "env__home", json!({})).await;
     assert_eq!(refused.is_error, Some(true));
     assert!(texts(&refused)[0].contains("does not support elicitation"), "{refused:?}");
@@ -405,7 +365,7 @@ impl ClientHandler for Watching {
 
 #[tokio::test]
 async fn script_tools_are_served_on_stdio_and_follow_their_files() {
-    let folder = Folder::new();
+    let folder = folder();
     let mut command = tokio::process::Command::new(toolgate_bin());
     command.args(["serve", "--stdio", "--config"]).arg(folder.config());
     let transport = TokioChildProcess::new(command).expect("spawn toolgate --stdio");
@@ -461,7 +421,7 @@ async fn script_tools_are_served_on_stdio_and_follow_their_files() {
 
 #[tokio::test]
 async fn pin_and_servers_include_the_scripts_tools() {
-    let folder = Folder::new();
+    let folder = folder();
     let config = folder.config().to_string_lossy().into_owned();
     let pinned = run_toolgate(&["pin", "--config", &config]).await;
     assert!(pinned.status.success(), "{}", String::from_utf8_lossy(&pinned.stderr));

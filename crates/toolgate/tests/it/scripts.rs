@@ -12,36 +12,7 @@ use serde_json::json;
 
 use crate::support::*;
 
-/// A config folder: `toolgate.toml` serving the fixture as `fx`, and its script folder.
-struct Folder {
-    dir: tempfile::TempDir,
-}
-
-impl Folder {
-    fn new(extra: &str) -> Folder {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let config = format!("{}\n{extra}", fixture_server("fx", "stdio", None));
-        std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
-        std::fs::create_dir_all(dir.path().join(".toolgate/scripts")).expect("script folder");
-        Folder { dir }
-    }
-
-    fn config(&self) -> PathBuf {
-        self.dir.path().join("toolgate.toml")
-    }
-
-    fn script(&self, name: &str) -> PathBuf {
-        self.dir.path().join(".toolgate/scripts").join(name)
-    }
-
-    /// Writes a script the way editors save: a temporary file renamed over the old one.
-    fn save(&self, name: &str, text: &str) {
-        let path = self.script(name);
-        let temporary = path.with_extension("rn.tmp");
-        std::fs::write(&temporary, text).expect("write");
-        std::fs::rename(&temporary, &path).expect("rename");
-    }
-}
+use crate::support::ScriptFolder as Folder;
 
 fn version(n: u32) -> String {
     format!(

@@ -84,6 +84,42 @@ pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String 
     }
 }
 
+/// A config folder: `toolgate.toml` serving the fixture as `fx` (then `extra`), and its
+/// script folder, `.toolgate/scripts`.
+pub struct ScriptFolder {
+    dir: tempfile::TempDir,
+}
+
+impl ScriptFolder {
+    pub fn new(extra: &str) -> ScriptFolder {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = format!("{}\n{extra}", fixture_server("fx", "stdio", None));
+        std::fs::write(dir.path().join("toolgate.toml"), config).expect("write config");
+        std::fs::create_dir_all(dir.path().join(".toolgate/scripts")).expect("script folder");
+        ScriptFolder { dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("toolgate.toml")
+    }
+
+    pub fn script(&self, name: &str) -> PathBuf {
+        self.dir.path().join(".toolgate/scripts").join(name)
+    }
+
+    /// Writes a script the way editors save: a temporary file renamed over the old one.
+    pub fn save(&self, name: &str, text: &str) {
+        let path = self.script(name);
+        let temporary = path.with_extension("rn.tmp");
+        std::fs::write(&temporary, text).expect("write");
+        std::fs::rename(&temporary, &path).expect("rename");
+    }
+}
+
 /// The fixture served by `toolgate-fixture` on HTTP or legacy SSE.
 pub struct FixtureUpstream {
     child: Child,
