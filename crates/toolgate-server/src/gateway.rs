@@ -57,9 +57,7 @@ impl Upstreams {
     }
 }
 
-/// A server inside the process to start beside the configured ones (a script's tools): its
-/// config (transport [`toolgate_config::TransportConfig::InProcess`]) and the server.
-pub type InProcess = (ServerConfig, Arc<dyn InProcessServer>);
+pub use toolgate_upstream::InProcess;
 
 /// Upstreams, inventory, sessions, and dispatch.
 #[derive(Debug)]
@@ -131,21 +129,12 @@ impl Gateway {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
         let mut connected =
             toolgate_upstream::connect_all(servers, Some(events.clone()), wait).await;
-        let local: Vec<_> = in_process
-            .into_iter()
-            .map(|(config, server)| {
-                Upstream::start_in_process(config, server, Some(events.clone()))
-            })
-            .collect();
-        for (upstream, outcome) in
-            local.iter().zip(futures::future::join_all(local.iter().map(|u| u.ready())).await)
-        {
-            if let Err(error) = outcome {
-                tracing::warn!(upstream = upstream.name(), %error, "an in-process server did not start");
-                connected.failed.push(error);
-            }
+        let local = toolgate_upstream::connect_in_process(in_process, Some(events.clone())).await;
+        for error in &local.failed {
+            tracing::warn!(%error, "an in-process server did not start");
         }
-        connected.upstreams.extend(local);
+        connected.upstreams.extend(local.upstreams);
+        connected.failed.extend(local.failed);
         let gateway = Arc::new(Gateway::new(connected, events, pipeline, recorder));
         events::follow(Arc::downgrade(&gateway), receiver);
         gateway

@@ -101,3 +101,19 @@ pub async fn connect_all(
     connected.upstreams = upstreams;
     connected
 }
+
+/// A server inside toolgate to start as an upstream: its config (transport
+/// [`toolgate_config::TransportConfig::InProcess`]) and the server.
+pub type InProcess = (ServerConfig, Arc<dyn InProcessServer>);
+
+/// Starts every server in `servers` as an upstream inside the process and waits for their
+/// first connections (they take no time), as [`connect_all`] does with [`StartupWait::All`].
+pub async fn connect_in_process(servers: Vec<InProcess>, events: Option<EventSender>) -> Connected {
+    let upstreams: Vec<_> = servers
+        .into_iter()
+        .map(|(config, server)| Upstream::start_in_process(config, server, events.clone()))
+        .collect();
+    let outcomes = futures::future::join_all(upstreams.iter().map(|u| u.ready())).await;
+    let failed = outcomes.into_iter().filter_map(Result::err).collect();
+    Connected { upstreams, failed, starting: Vec::new() }
+}

@@ -41,11 +41,8 @@ pub(crate) fn enabled_servers<'a>(
 /// lists, disconnects.
 pub(crate) async fn offered(servers: &[ServerConfig], scripts: Vec<InProcess>) -> Offered {
     let mut connected = toolgate_upstream::connect_all(servers, None, StartupWait::All).await;
-    for (config, server) in scripts {
-        let upstream = Upstream::start_in_process(config, server, None);
-        let _ = upstream.ready().await;
-        connected.upstreams.push(upstream);
-    }
+    let scripts = toolgate_upstream::connect_in_process(scripts, None).await;
+    connected.upstreams.extend(scripts.upstreams);
     let mut offered = Offered { servers: Vec::new(), unreachable: Vec::new() };
     for upstream in &connected.upstreams {
         if upstream.is_connected() {
