@@ -126,8 +126,12 @@ struct Parser<'l, 'a> {
     section: Option<(usize, Vec<usize>)>,
     /// Lines of the output nextest shows under the open failure.
     output: Vec<usize>,
-    /// The binary's tests reported FAILED, and those whose failure was shown.
-    failed: Vec<usize>,
+    /// The binary's tests reported FAILED (the line that names each, and its name), and
+    /// those whose failure was shown.
+    failed: Vec<(usize, &'l str)>,
+    /// The test that one-thread `--nocapture` named and whose status has not come yet: the
+    /// line that names it, and its name.
+    running: Option<(usize, &'l str)>,
     explained: HashSet<String>,
     nextest: bool,
     /// Counts from nextest's status lines, for a run cut before its summary.
@@ -148,6 +152,7 @@ impl<'l, 'a> Parser<'l, 'a> {
             section: None,
             output: Vec::new(),
             failed: Vec::new(),
+            running: None,
             explained: HashSet::new(),
             nextest: false,
             nextest_counts: None,
@@ -215,11 +220,8 @@ impl<'l, 'a> Parser<'l, 'a> {
 
     /// The end of a binary: its failures that showed nothing, then its result.
     fn end_binary(&mut self, i: usize, counts: [u64; 5]) {
-        let lines = self.lines;
-        let failed: Vec<(usize, &str)> = std::mem::take(&mut self.failed)
-            .into_iter()
-            .filter_map(|line| Some((line, libtest::test_line(lines.plain(line))?.0)))
-            .collect();
+        let failed = std::mem::take(&mut self.failed);
+        self.running = None;
         for (name, block) in std::mem::take(&mut self.panics) {
             if failed.iter().any(|(_, failed)| *failed == name) {
                 self.explained.insert(name);
@@ -250,12 +252,22 @@ impl<'l, 'a> Parser<'l, 'a> {
             State::Binary => {
                 if let Some(counts) = libtest::result(line) {
                     self.end_binary(i, counts);
-                } else if let Some((_, status)) = libtest::test_line(line) {
+                } else if let Some((name, status)) = libtest::test_line(line) {
                     if status == "ok" {
                         self.region.line(i, Kind::Passed);
                     } else if status == "FAILED" {
-                        self.failed.push(i);
+                        self.failed.push((i, name));
                     }
+                } else if let Some(status) = self.running.and_then(|_| libtest::status_alone(line))
+                {
+                    let (named, name) = self.running.take().unwrap_or_default();
+                    if status == "ok" {
+                        self.region.line(named, Kind::Passed);
+                    } else if status == "FAILED" {
+                        self.failed.push((named, name));
+                    }
+                } else if let Some((name, _)) = libtest::started(line) {
+                    self.running = Some((i, name));
                 } else if line == "failures:" {
                     self.state = State::Sections;
                 } else if let Some(name) = libtest::panic(line) {
@@ -274,6 +286,7 @@ impl<'l, 'a> Parser<'l, 'a> {
                     return Step::Took;
                 }
                 if libtest::test_line(line).is_some()
+                    || (self.running.is_some() && libtest::status_alone(line).is_some())
                     || libtest::panic(line).is_some()
                     || libtest::result(line).is_some()
                     || line == "failures:"

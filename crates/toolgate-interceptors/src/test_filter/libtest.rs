@@ -14,6 +14,11 @@ static TEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^test (.+?)(?: - should panic)? \.\.\. (ok|FAILED|ignored.*|bench:.*)$")
         .expect("a valid pattern")
 });
+static STARTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^test (.+?)(?: - should panic)? \.\.\. ?(.*)$").expect("a valid pattern")
+});
+static ALONE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(ok|FAILED|ignored.*)$").expect("a valid pattern"));
 static RESULT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured; (\d+) filtered out")
         .expect("a valid pattern")
@@ -35,6 +40,22 @@ pub(crate) fn is_running(line: &str) -> bool {
 pub(crate) fn test_line(line: &str) -> Option<(&str, &str)> {
     let captures = TEST.captures(line)?;
     Some((captures.get(1)?.as_str(), captures.get(2)?.as_str()))
+}
+
+/// `test NAME ... ` and no status: (name, what the test printed after it). With one test
+/// thread and `--nocapture`, libtest names a test before it runs, so what the test prints
+/// follows, and its status comes later on a line of its own ([`status_alone`]).
+pub(crate) fn started(line: &str) -> Option<(&str, &str)> {
+    if test_line(line).is_some() {
+        return None;
+    }
+    let captures = STARTED.captures(line)?;
+    Some((captures.get(1)?.as_str(), captures.get(2)?.as_str()))
+}
+
+/// `ok`, `FAILED` or `ignored` alone: the status of the test [`started`] last.
+pub(crate) fn status_alone(line: &str) -> Option<&str> {
+    Some(ALONE.captures(line)?.get(1)?.as_str())
 }
 
 /// `test result: ...`: (passed, failed, ignored, measured, filtered out).

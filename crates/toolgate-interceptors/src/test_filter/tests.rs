@@ -185,6 +185,199 @@ fn a_very_long_log_is_shortened_to_its_failures() {
     assert!(shortened.text.contains("7 shared by 2 should round up"));
 }
 
+/// One test of a `cargo test -- --nocapture` run with several threads, as its thread and
+/// libtest's main thread write it: what it prints, its panic (one write: the panic hook
+/// writes the message whole), and the status line libtest writes once it has ended.
+struct Threaded {
+    name: &'static str,
+    printed: &'static [&'static str],
+    panic: &'static [&'static str],
+    status: &'static str,
+}
+
+const THREADED: &[Threaded] = &[
+    Threaded {
+        name: "tests::opens_an_account",
+        printed: &[],
+        panic: &[
+            "thread 'tests::opens_an_account' (4101) panicked at src/lib.rs:308:9:",
+            "assertion `left == right` failed",
+            "  left: Account { owner: \"ada\", balance: 0, tags: [\"new\"] }",
+            " right: Account { owner: \"ada\", balance: 0, tags: [\"fresh\"] }",
+        ],
+        status: "FAILED",
+    },
+    Threaded {
+        name: "tests::reads_a_port",
+        printed: &["reading port=8080"],
+        panic: &[],
+        status: "ok",
+    },
+    Threaded {
+        name: "tests::reads_a_port_with_spaces",
+        printed: &[],
+        panic: &[
+            "thread 'tests::reads_a_port_with_spaces' (4103) panicked at src/lib.rs:313:37:",
+            "called `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }",
+        ],
+        status: "FAILED",
+    },
+    Threaded {
+        name: "tests::refuses_one_part - should panic",
+        printed: &[],
+        panic: &[],
+        status: "FAILED",
+    },
+    Threaded {
+        name: "tests::refuses_zero_parts - should panic",
+        printed: &[],
+        panic: &[
+            "thread 'tests::refuses_zero_parts' (4105) panicked at src/lib.rs:22:9:",
+            "cannot share 10 into zero parts",
+        ],
+        status: "ok",
+    },
+    Threaded {
+        name: "tests::rounds_shares",
+        printed: &[],
+        panic: &[
+            "thread 'tests::rounds_shares' (4106) panicked at src/lib.rs:319:9:",
+            "7 shared by 2 should round up",
+        ],
+        status: "FAILED",
+    },
+    Threaded {
+        name: "tests::totals_with_refunds",
+        printed: &["refund run: 3 entries"],
+        panic: &[
+            "thread 'tests::totals_with_refunds' (4107) panicked at src/lib.rs:302:9:",
+            "assertion `left == right` failed: refunds are subtracted once",
+            "  left: 12",
+            " right: 13",
+        ],
+        status: "FAILED",
+    },
+    Threaded { name: "tests::shares_evenly_1", printed: &[], panic: &[], status: "ok" },
+    Threaded { name: "tests::shares_evenly_2", printed: &[], panic: &[], status: "ok" },
+    Threaded { name: "tests::shares_evenly_3", printed: &[], panic: &[], status: "ok" },
+    Threaded { name: "rates::tests::converts_at_rate_1", printed: &[], panic: &[], status: "ok" },
+    Threaded { name: "rates::tests::converts_at_rate_2", printed: &[], panic: &[], status: "ok" },
+];
+
+/// One interleaving of [`THREADED`]: each test's lines stay in their order (what it printed,
+/// its panic, then its status), the tests' lines are shuffled among each other by `seed`
+/// (xorshift, so every seed gives the same log on every machine), and the first panic is
+/// followed by the hook's note, as libtest's output is.
+fn interleaved(seed: u64) -> String {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % bound as u64).unwrap_or(0)
+    };
+    // Each test as the writes it makes, in order; a panic is one write.
+    let mut queues: Vec<std::collections::VecDeque<Vec<String>>> = THREADED
+        .iter()
+        .map(|test| {
+            let mut writes: std::collections::VecDeque<Vec<String>> =
+                test.printed.iter().map(|line| vec![(*line).to_owned()]).collect();
+            if !test.panic.is_empty() {
+                let mut panic = vec![String::new()];
+                panic.extend(test.panic.iter().map(|line| (*line).to_owned()));
+                writes.push_back(panic);
+            }
+            writes.push_back(vec![format!("test {} ... {}", test.name, test.status)]);
+            writes
+        })
+        .collect();
+    let mut text = format!("\nrunning {} tests\n", THREADED.len());
+    let mut noted = false;
+    while queues.iter().any(|queue| !queue.is_empty()) {
+        let open: Vec<usize> = (0..queues.len()).filter(|&i| !queues[i].is_empty()).collect();
+        let write = queues[open[next(open.len())]].pop_front().unwrap_or_default();
+        let panic = write.len() > 1;
+        for line in write {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        if panic && !noted {
+            text.push_str(
+                "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+            );
+            noted = true;
+        }
+    }
+    text.push_str(
+        "\nfailures:\n\n---- tests::refuses_one_part stdout ----\n\
+         note: test did not panic as expected at src/lib.rs:324:8\n\nfailures:\n    \
+         tests::opens_an_account\n    tests::reads_a_port_with_spaces\n    \
+         tests::refuses_one_part\n    tests::rounds_shares\n    tests::totals_with_refunds\n\n\
+         test result: FAILED. 7 passed; 5 failed; 0 ignored; 0 measured; 0 filtered out; \
+         finished in 0.01s\n\nerror: test failed, to rerun pass `--lib`\n",
+    );
+    text
+}
+
+/// `cargo test -- --nocapture` with several threads interleaves what the tests print with
+/// libtest's lines differently in every run (the real log of such a run is
+/// `fixtures/cargo-fail-nocapture-interleaved.txt`; `scripts/make-test-logs` runs one
+/// thread, so that its logs are the same every time). Whatever the order, every failure keeps
+/// its name, message and place, the counts are right, and no passing test's line or
+/// passing `should_panic` test's panic is kept. What cannot hold for every order: a line
+/// another test prints between a panic's message and libtest's next line reads as more of
+/// that message, so it is kept with it.
+#[test]
+fn nocapture_output_in_any_interleaving_keeps_every_failure_and_drops_the_passes() {
+    let kept = [
+        "thread 'tests::opens_an_account'",
+        "panicked at src/lib.rs:308:9:",
+        " right: Account { owner: \"ada\", balance: 0, tags: [\"fresh\"] }",
+        "called `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }",
+        "---- tests::refuses_one_part stdout ----",
+        "note: test did not panic as expected at src/lib.rs:324:8",
+        "panicked at src/lib.rs:319:9:\n7 shared by 2 should round up",
+        "assertion `left == right` failed: refunds are subtracted once",
+        "passed; 5 failed;",
+    ];
+    let gone = ["cannot share 10 into zero parts", "... ok", "running ", "RUST_BACKTRACE"];
+    let real = fixture("cargo-fail-nocapture-interleaved.txt");
+    let mut orders = std::collections::HashSet::new();
+    for (seed, text) in (1..=500).map(|seed| (seed, interleaved(seed))).chain([(0, real)]) {
+        orders.insert(text.clone());
+        let shortened = filter(&text, &Settings::default()).expect("recognised");
+        let runs: Vec<(&str, u64, Option<u64>)> =
+            shortened.runs.iter().map(|r| (r.runner.name(), r.failed, r.passed)).collect();
+        let passed = if seed == 0 { 83 } else { 7 };
+        assert_eq!(runs, vec![("cargo test", 5, Some(passed))], "seed {seed}:\n{text}");
+        let shortened = shortened.text;
+        for part in kept {
+            assert!(shortened.contains(part), "seed {seed}: lost {part:?}\n{text}=>\n{shortened}");
+        }
+        for part in gone {
+            assert!(!shortened.contains(part), "seed {seed}: kept {part:?}\n{text}=>\n{shortened}");
+        }
+    }
+    assert!(orders.len() > 400, "the seeds make different orders: {}", orders.len());
+}
+
+/// With one test thread and `--nocapture`, libtest names a test before it runs and writes its
+/// status on a line of its own after what the test printed: the status ends the panic's
+/// message, and a test whose name line carries its output is a pass or a failure like any.
+#[test]
+fn one_thread_nocapture_statuses_on_their_own_lines_are_read() {
+    let text = fixture("cargo-fail-nocapture.txt");
+    let shortened = filter(&text, &Settings::default()).expect("recognised").text;
+    assert!(
+        shortened.contains(" right: Account { owner: \"ada\", balance: 0, tags: [\"fresh\"] }\n"),
+        "{shortened}"
+    );
+    assert!(!shortened.lines().any(|line| line == "FAILED" || line == "ok"), "{shortened}");
+    let names = Settings { keep_passed_names: true, ..Settings::default() };
+    let shortened = filter(&text, &names).unwrap().text;
+    assert!(shortened.contains("test tests::reads_a_port ... reading port=8080\n"), "{shortened}");
+}
+
 fn entry(options: serde_json::Value) -> InterceptorConfig {
     crate::test_entry(KIND, "pipeline[0]", options)
 }
