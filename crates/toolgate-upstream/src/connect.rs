@@ -18,7 +18,7 @@ use crate::catalog::list_catalog;
 use crate::error::{ConnectError, Endpoint, StderrTail};
 use crate::event::ChangedLists;
 use crate::handler::UpstreamHandler;
-use crate::http_client::SessionAwareClient;
+use crate::http_client::{SessionAwareClient, StandaloneStream};
 use crate::shared::Shared;
 use crate::sse::SseTransport;
 use crate::stdio::{self, ProcessGroupHandle, StderrLog};
@@ -82,7 +82,7 @@ pub(crate) async fn connect(
     let Ok(connected) = tokio::time::timeout(config.startup_timeout, connecting).await else {
         return Err(timed_out());
     };
-    let (service, transport, group) = connected?;
+    let Served { service, transport, group, standalone } = connected?;
     let peer = service.peer().clone();
     peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
     let remaining = config.startup_timeout.saturating_sub(started.elapsed());
@@ -107,6 +107,13 @@ pub(crate) async fn connect(
         });
     }
     shared.set_catalog(catalog);
+    if let Some(standalone) = standalone {
+        // Listed meanwhile, usually: rmcp opens the stream as the handshake ends.
+        let wait = config.startup_timeout.saturating_sub(started.elapsed()).min(STANDALONE_WAIT);
+        if tokio::time::timeout(wait, standalone.ready()).await.is_err() {
+            tracing::debug!(upstream = %name, ?wait, "the server has not answered the session's GET stream; going on without it");
+        }
+    }
     let peer_info = peer.peer_info();
     let info = UpstreamInfo {
         protocol_version: peer_info
@@ -149,19 +156,40 @@ fn endpoint(config: &ServerConfig) -> Endpoint {
     }
 }
 
+/// At most how long `connect` waits for a streamable HTTP server to answer the session's
+/// standalone GET stream ([`StandaloneStream`]) once the catalog is listed: servers answer it
+/// at once (with the stream's headers, or 405); one that holds it unanswered is used without it.
+const STANDALONE_WAIT: Duration = Duration::from_secs(3);
+
+/// A connection whose handshake is done.
+struct Served {
+    service: Service,
+    /// The transport used (`stdio`, `streamable-http`, ...).
+    transport: &'static str,
+    group: Option<ProcessGroupHandle>,
+    /// A streamable HTTP session's stream for what the server sends outside requests.
+    standalone: Option<Arc<StandaloneStream>>,
+}
+
+impl Served {
+    fn new(service: Service, transport: &'static str) -> Served {
+        Served { service, transport, group: None, standalone: None }
+    }
+}
+
 async fn connect_service(
     config: &ServerConfig,
     handler: UpstreamHandler,
     stderr: StderrLog,
     shared: &Arc<Shared>,
-) -> Result<(Service, &'static str, Option<ProcessGroupHandle>), ConnectError> {
+) -> Result<Served, ConnectError> {
     let name = &config.name;
     match &config.transport {
         TransportConfig::Stdio(stdio) => {
             let child = stdio::spawn(stdio, stderr.clone(), shared)?;
             let group = child.group;
             match handler.serve(child.transport, ClientLifecycleMode::Initialize).await {
-                Ok(service) => Ok((service, "stdio", Some(group))),
+                Ok(service) => Ok(Served { group: Some(group), ..Served::new(service, "stdio") }),
                 Err(source) => {
                     // Its last words on stderr usually say why: wait (briefly) until they are
                     // all read.
@@ -188,7 +216,7 @@ async fn connect_service(
             })?;
             let pipe = crate::in_process::open(server);
             match handler.serve(pipe, ClientLifecycleMode::Initialize).await {
-                Ok(service) => Ok((service, "in-process", None)),
+                Ok(service) => Ok(Served::new(service, "in-process")),
                 Err(source) => Err(failed(crate::cause::describe(&source, None))),
             }
         }
@@ -202,7 +230,7 @@ async fn connect_http(
     server: &ServerConfig,
     config: &HttpConfig,
     handler: UpstreamHandler,
-) -> Result<(Service, &'static str, Option<ProcessGroupHandle>), ConnectError> {
+) -> Result<Served, ConnectError> {
     let name = &server.name;
     let url = config.url.as_str();
     let failed = |error: BoxError| {
@@ -216,20 +244,19 @@ async fn connect_http(
     let headers = header_map(config)?;
     match config.transport {
         HttpTransport::StreamableHttp => {
-            let service = connect_streamable(config, headers, handler).await.map_err(failed)?;
-            Ok((service, "streamable-http", None))
+            connect_streamable(config, headers, handler).await.map_err(failed)
         }
         HttpTransport::Sse => {
             let service = connect_sse(config, headers, handler).await.map_err(failed)?;
-            Ok((service, "sse", None))
+            Ok(Served::new(service, "sse"))
         }
         HttpTransport::Auto => {
             match connect_streamable(config, headers.clone(), handler.clone()).await {
-                Ok(service) => Ok((service, "streamable-http", None)),
+                Ok(served) => Ok(served),
                 Err(streamable) => {
                     tracing::debug!(upstream = %name, error = ?streamable, "streamable HTTP failed; trying legacy SSE");
                     match connect_sse(config, headers, handler).await {
-                        Ok(service) => Ok((service, "sse", None)),
+                        Ok(service) => Ok(Served::new(service, "sse")),
                         Err(sse) => {
                             let streamable = failed(streamable);
                             let sse = failed(sse);
@@ -262,10 +289,10 @@ async fn connect_streamable(
     config: &HttpConfig,
     headers: Vec<(HeaderName, HeaderValue)>,
     handler: UpstreamHandler,
-) -> Result<Service, BoxError> {
-    let transport = || {
+) -> Result<Served, BoxError> {
+    let transport = |client: SessionAwareClient| {
         StreamableHttpClientTransport::with_client(
-            SessionAwareClient::new(config.pool),
+            client,
             StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
                 .custom_headers(headers.iter().cloned().collect())
                 .reinit_on_expired_session(true),
@@ -275,15 +302,24 @@ async fn connect_streamable(
         preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     };
-    match handler.clone().serve(transport(), lifecycle).await {
+    let client = SessionAwareClient::new(config.pool);
+    let standalone = client.standalone();
+    let served = |service, standalone| Served {
+        standalone: Some(standalone),
+        ..Served::new(service, "streamable-http")
+    };
+    match handler.clone().serve(transport(client), lifecycle).await {
         // rmcp falls back to `initialize` when `server/discover` is refused, but not when a
         // server of the older era answers it with a result of the wrong shape (some answer any
         // unknown request with `{}`). Such a server speaks `initialize`: ask again that way.
         Err(ClientInitializeError::ExpectedInitResult(Some(answer))) => {
             tracing::debug!(url = %config.url, ?answer, "server/discover answered oddly; using initialize");
-            Ok(handler.serve(transport(), ClientLifecycleMode::Initialize).await?)
+            let client = SessionAwareClient::new(config.pool);
+            let standalone = client.standalone();
+            let service = handler.serve(transport(client), ClientLifecycleMode::Initialize).await?;
+            Ok(served(service, standalone))
         }
-        connected => Ok(connected?),
+        connected => Ok(served(connected?, standalone)),
     }
 }
 

@@ -75,9 +75,13 @@ pub(crate) fn client_builder(pool: bool) -> reqwest::ClientBuilder {
     }
 }
 
-/// reqwest, treating an id-less error answer to a request in a session as an expired session.
+/// reqwest, treating an id-less error answer to a request in a session as an expired session,
+/// and telling when the session's stream for server messages has been answered.
 #[derive(Debug, Clone)]
-pub(crate) struct SessionAwareClient(reqwest::Client);
+pub(crate) struct SessionAwareClient {
+    client: reqwest::Client,
+    standalone: Arc<StandaloneStream>,
+}
 
 impl SessionAwareClient {
     /// A client keeping its connections alive unless `pool` is false.
@@ -86,7 +90,64 @@ impl SessionAwareClient {
             .redirect(same_origin_redirects())
             .build()
             .expect("a reqwest client with these settings builds");
-        SessionAwareClient(client)
+        SessionAwareClient { client, standalone: Arc::default() }
+    }
+
+    /// The state of the session's standalone GET stream.
+    pub(crate) fn standalone(&self) -> Arc<StandaloneStream> {
+        self.standalone.clone()
+    }
+}
+
+/// The standalone GET stream a session opens for what the server sends outside any request
+/// (`list_changed`, resource updates, logs). rmcp opens it in a task of its own once the
+/// handshake is done, so without waiting for it a server's first notification could be sent
+/// before the stream is there to carry it, and a request's answer that a server sends on the
+/// GET stream (as it may after the request's own stream closed) could meet the GET before the
+/// request is sent: `connect` waits, briefly, for the server to answer the GET (with a stream,
+/// or with 405 when it offers none) before it calls the upstream ready.
+#[derive(Debug)]
+pub(crate) struct StandaloneStream {
+    state: tokio::sync::watch::Sender<Standalone>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standalone {
+    /// No session yet (or none at all, as with a stateless server): no stream to wait for.
+    NoSession,
+    /// A session began; its GET has not been answered.
+    Opening,
+    /// The server answered the GET.
+    Answered,
+}
+
+impl Default for StandaloneStream {
+    fn default() -> StandaloneStream {
+        StandaloneStream { state: tokio::sync::watch::Sender::new(Standalone::NoSession) }
+    }
+}
+
+impl StandaloneStream {
+    /// A response carried a session id: the session's GET stream will follow.
+    fn session(&self) {
+        self.state.send_if_modified(|state| {
+            let opening = *state == Standalone::NoSession;
+            if opening {
+                *state = Standalone::Opening;
+            }
+            opening
+        });
+    }
+
+    /// The server answered a GET that resumes nothing: the standalone stream's.
+    fn answered(&self) {
+        self.state.send_replace(Standalone::Answered);
+    }
+
+    /// Returns once there is no standalone stream to wait for, or its GET was answered.
+    pub(crate) async fn ready(&self) {
+        let mut state = self.state.subscribe();
+        let _ = state.wait_for(|state| *state != Standalone::Opening).await;
     }
 }
 
@@ -126,6 +187,18 @@ fn expired_session(
     }
 }
 
+impl SessionAwareClient {
+    fn saw_session<E>(&self, response: &Result<StreamableHttpPostResponse, E>) {
+        if let Ok(
+            StreamableHttpPostResponse::Json(_, Some(_))
+            | StreamableHttpPostResponse::Sse(_, Some(_)),
+        ) = response
+        {
+            self.standalone.session();
+        }
+    }
+}
+
 impl StreamableHttpClient for SessionAwareClient {
     type Error = reqwest::Error;
 
@@ -139,9 +212,10 @@ impl StreamableHttpClient for SessionAwareClient {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let sent = message.clone();
         let response = self
-            .0
+            .client
             .post_message(uri, message, session_id.clone(), auth_header, custom_headers)
             .await;
+        self.saw_session(&response);
         expired_session(&sent, session_id.as_ref(), response)
     }
 
@@ -156,7 +230,7 @@ impl StreamableHttpClient for SessionAwareClient {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let sent = message.clone();
         let response = self
-            .0
+            .client
             .post_message_with_max_sse_event_size(
                 uri,
                 message,
@@ -166,6 +240,7 @@ impl StreamableHttpClient for SessionAwareClient {
                 max_sse_event_size,
             )
             .await;
+        self.saw_session(&response);
         expired_session(&sent, session_id.as_ref(), response)
     }
 
@@ -176,7 +251,7 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.0.delete_session(uri, session_id, auth_header, custom_headers).await
+        self.client.delete_session(uri, session_id, auth_header, custom_headers).await
     }
 
     async fn get_stream(
@@ -187,7 +262,15 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.0.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+        let resumes = last_event_id.is_some();
+        let stream = self
+            .client
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await;
+        if !resumes {
+            self.standalone.answered();
+        }
+        stream
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -199,7 +282,9 @@ impl StreamableHttpClient for SessionAwareClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.0
+        let resumes = last_event_id.is_some();
+        let stream = self
+            .client
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -208,7 +293,11 @@ impl StreamableHttpClient for SessionAwareClient {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await
+            .await;
+        if !resumes {
+            self.standalone.answered();
+        }
+        stream
     }
 }
 

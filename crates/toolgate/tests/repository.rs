@@ -130,3 +130,29 @@ fn the_reference_check_finds_every_line() {
     assert_eq!(lines_containing(b"a\nsee ../x here\n../x\n", b"../x"), vec![2, 3]);
     assert_eq!(lines_containing(b"nothing", b"../x"), Vec::<usize>::new());
 }
+
+/// A retry lets a test that fails by chance pass by chance: nextest retries stay off in every
+/// profile, and nothing CI runs asks for them (`scripts/test --stress N` is how flaky tests
+/// are found; a slow test gets a longer slow-timeout instead).
+#[test]
+fn no_test_is_ever_retried() {
+    let root = repository_root();
+    let config = fs::read_to_string(root.join(".config/nextest.toml"))
+        .expect(".config/nextest.toml sets retries = 0 explicitly");
+    let mut said_zero = false;
+    for (n, line) in config.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if let Some(value) = line.strip_prefix("retries").map(str::trim_start)
+            && let Some(value) = value.strip_prefix('=')
+        {
+            assert_eq!(value.trim(), "0", ".config/nextest.toml:{}: retries must be 0", n + 1);
+            said_zero = true;
+        }
+    }
+    assert!(said_zero, ".config/nextest.toml must say retries = 0");
+    for script in [".ci/run", "scripts/test", "scripts/stress"] {
+        let text = fs::read_to_string(root.join(script)).expect("read the script");
+        assert!(!text.contains("--retries"), "{script} asks nextest for retries");
+        assert!(!text.contains("NEXTEST_RETRIES"), "{script} asks nextest for retries");
+    }
+}

@@ -632,6 +632,14 @@ async fn conformance_checks_passing_on_server_everything_pass_through_toolgate()
 
 // === client mode: toolgate's upstream layer as the client ===
 
+/// Warnings of client scenarios that say only that the machine was slow, by scenario, check
+/// id and a part of the message: the suite wants the reconnection after an SSE stream's close
+/// within 200 ms of its `retry` (500 ms), and calls a later one "acceptable but may indicate
+/// network delays"; a loaded 2-core machine can be that late. Too early, or more than twice
+/// the `retry`, is a failure and stays one.
+const SLOW_MACHINE_WARNINGS: [(&str, &str, &str); 1] =
+    [("sse-retry", "client-sse-retry-timing", "reconnected slightly late")];
+
 async fn client_scenario(scenario: &str) {
     let client = conformance_client();
     let run = run_suite(
@@ -640,9 +648,21 @@ async fn client_scenario(scenario: &str) {
         CLIENT_SCENARIO_TIMEOUT,
     )
     .await;
-    let (passed, _, _) = run.counts();
-    // Exit 0 = no failed or warning check, no time-out, and the client itself exited 0.
-    assert!(run.status.success() && passed > 0, "{}", run.report());
+    let (passed, failed, _) = run.counts();
+    // The suite exits 0 when no check failed or warned, the client did not time out, and the
+    // client itself exited 0; a warning that says only that the machine was slow is let
+    // through (the client's own failure shows in the suite's stderr then).
+    let tolerated = run.scenarios.iter().all(|(name, checks)| {
+        checks.iter().filter(|check| check.status == "WARNING").all(|check| {
+            SLOW_MACHINE_WARNINGS.iter().any(|(scenario, id, part)| {
+                name == scenario && check.id == *id && check.message.contains(part)
+            })
+        })
+    });
+    let client_failed =
+        run.stderr.contains("CLIENT TIMED OUT") || run.stderr.contains("CLIENT EXITED WITH ERROR");
+    let ok = run.status.success() || (failed == 0 && tolerated && !client_failed);
+    assert!(ok && passed > 0, "{}", run.report());
 }
 
 #[tokio::test]

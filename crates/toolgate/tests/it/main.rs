@@ -21,6 +21,7 @@ mod every_method;
 mod failures;
 mod fidelity;
 mod http_front;
+mod install_deps;
 mod integrity;
 mod limits;
 mod matrix;
