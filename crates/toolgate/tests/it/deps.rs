@@ -47,13 +47,14 @@ pub fn npm_bin(name: &str) -> PathBuf {
 }
 
 /// A `[servers.NAME]` table running npm package bin `bin` with `args` and `env` under
-/// [`node`].
+/// [`node`]; `required`, so that `serve` waits for it however slowly Node starts (see
+/// `support::fixture_server`).
 pub fn npm_stdio_server(name: &str, bin: &str, args: &[&str], env: &[(&str, &str)]) -> String {
     let mut all_args = vec![npm_bin(bin).to_string_lossy().into_owned()];
     all_args.extend(args.iter().map(|a| a.to_string()));
     let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
     format!(
-        "[servers.{name}]\ncommand = {:?}\nargs = {}\nenv = {{ {} }}\n",
+        "[servers.{name}]\ncommand = {:?}\nargs = {}\nenv = {{ {} }}\nrequired = true\n",
         node().to_string_lossy(),
         serde_json::to_string(&all_args).expect("json"),
         env.join(", ")

@@ -64,19 +64,23 @@ pub fn toml_str(text: &str) -> String {
     format!("{text:?}")
 }
 
-/// A `[servers.NAME]` table for the fixture upstream over `transport`.
+/// A `[servers.NAME]` table for the fixture upstream over `transport`. It is `required`, so
+/// that `serve` waits for it however slowly the machine starts it: a test that calls its
+/// tools must not depend on it being up within `startup_wait` (2 s), which a loaded machine
+/// does not promise.
 pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String {
     match transport {
-        "stdio" => {
-            format!("[servers.{name}]\ncommand = {}\n", toml_str(&fixture_bin().to_string_lossy()))
-        }
+        "stdio" => format!(
+            "[servers.{name}]\ncommand = {}\nrequired = true\n",
+            toml_str(&fixture_bin().to_string_lossy())
+        ),
         "http" => format!(
-            "[servers.{name}]\nurl = {}\ntransport = \"streamable-http\"\n",
+            "[servers.{name}]\nurl = {}\ntransport = \"streamable-http\"\nrequired = true\n",
             toml_str(url.expect("url"))
         ),
         "sse" => {
             format!(
-                "[servers.{name}]\nurl = {}\ntransport = \"sse\"\n",
+                "[servers.{name}]\nurl = {}\ntransport = \"sse\"\nrequired = true\n",
                 toml_str(url.expect("url"))
             )
         }
