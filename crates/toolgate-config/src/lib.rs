@@ -47,7 +47,7 @@ mod value;
 
 use std::path::{Path, PathBuf};
 
-pub use agent::AGENT_PROVIDERS;
+pub use agent::{AGENT_PROVIDERS, PROVIDER_KEY_VARS};
 pub use discover::{CONFIG_VAR, FILE_NAME};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
@@ -162,6 +162,13 @@ impl Checked {
     pub fn into_result(self) -> Result<Config, ConfigErrors> {
         if self.errors.is_empty() { Ok(self.config) } else { Err(self.errors) }
     }
+}
+
+/// Makes every stdio server in `servers` withhold `secret_env` (a [`Config::secret_env`]) from
+/// its child: for servers read from one file and run under another's settings (the agent's
+/// `--mcp-config` beside `toolgate.toml`). The loader does this for the servers it reads.
+pub fn withhold_secrets(servers: &mut [ServerConfig], secret_env: &std::collections::BTreeSet<String>) {
+    load::withhold(servers, secret_env);
 }
 
 /// Checks a configuration given as text. Relative paths inside it (`import`, `cwd`) are
