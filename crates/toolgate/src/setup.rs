@@ -144,11 +144,8 @@ fn demo_config() -> anyhow::Result<Config> {
     let server = ServerConfig {
         name: "demo".into(),
         transport: TransportConfig::Stdio(StdioConfig {
-            command: exe.to_string_lossy().into_owned(),
-            args: vec!["demo-server".into()],
-            env: Default::default(),
             env_remove: vec!["*".into()],
-            cwd: None,
+            ..StdioConfig::new(exe.to_string_lossy(), vec!["demo-server".into()])
         }),
         prefix: "demo".into(),
         tools: Default::default(),
@@ -160,16 +157,7 @@ fn demo_config() -> anyhow::Result<Config> {
         integrity: None,
         response_format: Vec::new(),
     };
-    Ok(Config {
-        gateway: Default::default(),
-        servers: vec![server],
-        pipeline: Vec::new(),
-        audit: Default::default(),
-        admin: None,
-        agent: Default::default(),
-        scripts: Default::default(),
-        warnings: Vec::new(),
-    })
+    Ok(Config { servers: vec![server], ..Config::default() })
 }
 
 /// The folders scripts are loaded from: `[scripts] dirs`, else `.toolgate/scripts` beside the

@@ -206,6 +206,8 @@ fn load_config(global: &GlobalArgs, args: &AgentArgs) -> anyhow::Result<(Config,
         let servers = toolgate_config::load_file(path, &SystemEnvironment)
             .map_err(|errors| setup::InvalidConfig { path: Some(path.clone()), errors })?;
         config.servers = servers.servers;
+        // Its servers withhold what the main config's secrets come from, too.
+        toolgate_config::withhold_secrets(&mut config.servers, &config.secret_env);
     }
     Ok((config, source))
 }

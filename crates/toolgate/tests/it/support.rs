@@ -64,12 +64,15 @@ pub fn toml_str(text: &str) -> String {
     format!("{text:?}")
 }
 
-/// A `[servers.NAME]` table for the fixture upstream over `transport`.
+/// A `[servers.NAME]` table for the fixture upstream over `transport`. Over stdio it inherits
+/// `RUST_LOG` (`env_pass`), so that its `info` lines (`slow: cancelled`) reach toolgate's log
+/// when a test sets it.
 pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String {
     match transport {
-        "stdio" => {
-            format!("[servers.{name}]\ncommand = {}\n", toml_str(&fixture_bin().to_string_lossy()))
-        }
+        "stdio" => format!(
+            "[servers.{name}]\ncommand = {}\nenv_pass = [\"RUST_LOG\"]\n",
+            toml_str(&fixture_bin().to_string_lossy())
+        ),
         "http" => format!(
             "[servers.{name}]\nurl = {}\ntransport = \"streamable-http\"\n",
             toml_str(url.expect("url"))
@@ -168,8 +171,9 @@ impl HttpGateway {
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
             .env("TOOLGATE_LOG", "info")
-            // Read by toolgate-fixture upstreams, which inherit it (toolgate reads
-            // TOOLGATE_LOG): their info lines (`slow: cancelled`) reach toolgate's log.
+            // Read by toolgate-fixture upstreams that inherit it (`fixture_server` passes it;
+            // toolgate reads TOOLGATE_LOG): their info lines (`slow: cancelled`) reach
+            // toolgate's log.
             .env("RUST_LOG", "info,rmcp=error")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
