@@ -115,9 +115,8 @@ fn webhook(cx: &mut Checker<'_>, path: &str, value: &Value) -> Option<WebhookCon
         }
     };
     let events = optional(fields.get("events").copied(), |v| patterns(cx, v, &at("events")));
-    let headers = optional(fields.get("headers").copied(), |v| {
-        cx.secret(|cx| cx.headers(v, &at("headers")))
-    });
+    let headers =
+        optional(fields.get("headers").copied(), |v| cx.secret(|cx| cx.headers(v, &at("headers"))));
     let queue = optional(fields.get("queue").copied(), |v| count(cx, v, &at("queue"), 1));
     let retries = optional(fields.get("retries").copied(), |v| count(cx, v, &at("retries"), 0));
     Some(WebhookConfig {

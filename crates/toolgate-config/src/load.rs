@@ -4,10 +4,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::Checked;
+use crate::agent::PROVIDER_KEY_VARS;
 use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors};
-use crate::agent::PROVIDER_KEY_VARS;
 use crate::model::{
     AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, ScriptsConfig,
     ServerConfig, TransportConfig,

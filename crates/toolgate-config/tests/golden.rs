@@ -115,17 +115,8 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// A stable, readable dump of a config. Destructures everything, so that a new field fails to
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
-    let Config {
-        gateway,
-        servers,
-        pipeline,
-        audit,
-        admin,
-        agent,
-        scripts,
-        warnings,
-        secret_env,
-    } = config;
+    let Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings, secret_env } =
+        config;
     let GatewayConfig {
         listen,
         allowed_hosts,

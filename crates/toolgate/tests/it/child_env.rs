@@ -28,7 +28,8 @@ const GATEWAY_ENV: [(&str, &str); 9] = [
 ];
 
 /// The variables toolgate's secrets come from, in the config below.
-const SECRETS: [&str; 5] = ["ALICE_TOKEN", "AUDIT_KEY", "MY_AGENT_KEY", "SUMMARY_KEY", "OPENAI_API_KEY"];
+const SECRETS: [&str; 5] =
+    ["ALICE_TOKEN", "AUDIT_KEY", "MY_AGENT_KEY", "SUMMARY_KEY", "OPENAI_API_KEY"];
 
 /// Three servers: `plain` (the defaults), `globbed` (`env_pass = ["*"]`), `named` (names two
 /// variables exactly, one of them a secret), with the admin API, the audit key, the agent's and
@@ -62,7 +63,8 @@ async fn toolgate_with_secrets(args: &[&str]) -> std::process::Output {
 /// What `<server>__env_names` answers: the names the server's process has.
 async fn names_seen_by(config: &Path, server: &str) -> BTreeSet<String> {
     let tool = format!("{server}__env_names");
-    let output = toolgate_with_secrets(&["call", "--config", &config.to_string_lossy(), &tool]).await;
+    let output =
+        toolgate_with_secrets(&["call", "--config", &config.to_string_lossy(), &tool]).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_str(stdout.trim()).expect("a JSON array of names")

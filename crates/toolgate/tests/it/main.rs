@@ -46,4 +46,5 @@ mod supervision;
 mod support;
 mod toon;
 mod truncate;
+mod trust;
 mod upstream_stderr;

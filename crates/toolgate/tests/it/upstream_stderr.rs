@@ -36,7 +36,10 @@ async fn a_stderr_line_without_end_does_not_grow_the_gateway() {
     let gateway = HttpGateway::start(&config.path()).await;
     assert_http_healthy(&gateway.url).await;
     let peak = peak_rss_kib(gateway.pid());
-    eprintln!("{HUGE_LINE} bytes of stderr in {:?}; gateway peak RSS {peak} KiB", started.elapsed());
+    eprintln!(
+        "{HUGE_LINE} bytes of stderr in {:?}; gateway peak RSS {peak} KiB",
+        started.elapsed()
+    );
     assert!(peak < 96 * 1024, "the gateway peaked at {peak} KiB");
     // The line was logged cut, and marked.
     gateway.wait_for_log(&["more bytes]", "fx"]).await;
