@@ -30,13 +30,11 @@ pub(crate) const LONG_ABOUT: &str = "Trust a toolgate.toml found in a working di
     readable by you only.";
 
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  \
+#[command(after_help = "Examples:\n  \
     toolgate trust                  trust ./toolgate.toml as it is now\n  \
     toolgate trust ~/src/project    trust ~/src/project/toolgate.toml\n  \
     toolgate trust --list           what is trusted, and whether it changed since\n  \
-    toolgate trust --revoke         take trust back from ./toolgate.toml"
-)]
+    toolgate trust --revoke         take trust back from ./toolgate.toml")]
 pub(crate) struct TrustArgs {
     /// The config file to trust, or a folder holding a toolgate.toml [default: ./toolgate.toml].
     #[arg(value_name = "PATH")]
