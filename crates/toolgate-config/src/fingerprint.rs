@@ -5,9 +5,11 @@
 //! again. The hash covers the imported client configs too, not the main file alone: they
 //! define servers (commands to run, with their environment) just as the main file does, and a
 //! checkout could otherwise keep a harmless `toolgate.toml` that imports `servers.json`, be
-//! trusted, and then change `servers.json` to run anything. Programs and scripts a config
-//! names are not covered: trusting a config means trusting what it runs, as with direnv's
-//! `.envrc`.
+//! trusted, and then change `servers.json` to run anything. Programs a config names are not
+//! covered: trusting a config means trusting what it runs, as with direnv's `.envrc`. Nor are
+//! the Rune scripts of its script folders: they are sandboxed (no files, processes or network
+//! of their own) and reloaded while toolgate runs, so a digest taken at start-up could not
+//! hold them anyway.
 //!
 //! Only files are read: nothing in the config is interpolated but `import` paths, which are
 //! resolved exactly as loading resolves them (so the files hashed are the files loaded).
