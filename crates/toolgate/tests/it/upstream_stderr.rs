@@ -30,7 +30,8 @@ fn fixture_after(prelude: &str, extra: &str) -> String {
 
 #[tokio::test]
 async fn a_stderr_line_without_end_does_not_grow_the_gateway() {
-    let prelude = format!("head -c {HUGE_LINE} /dev/zero >&2; echo ' and the end' >&2");
+    let prelude =
+        format!("head -c {HUGE_LINE} /dev/zero | tr '\\0' x >&2; echo ' and the end' >&2");
     let config = ConfigDir::new(&fixture_after(&prelude, ""));
     let started = Instant::now();
     let gateway = HttpGateway::start(&config.path()).await;
