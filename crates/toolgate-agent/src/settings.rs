@@ -86,6 +86,20 @@ pub enum SettingsError {
     /// A base URL that is not http(s).
     #[error("invalid base URL {0:?} (expected http:// or https://)")]
     BadBaseUrl(String),
+    /// The key would go to another machine over plain `http://`.
+    #[error(
+        "refusing to send the API key from {variable} to {host} over plain http://, where \
+         anyone on the way can read it: make {setting} https:// (plain http:// is only for a \
+         model on this machine: localhost, 127.0.0.1, [::1])"
+    )]
+    KeyInTheClear {
+        /// The variable the key was read from.
+        variable: String,
+        /// The host it would go to.
+        host: String,
+        /// Which setting named the URL: `--base-url` or `[agent] base_url`.
+        setting: String,
+    },
 }
 
 struct Preset {
@@ -169,6 +183,17 @@ pub fn resolve(
     {
         return Err(SettingsError::NoKey { provider: provider_name, variable: variable.clone() });
     }
+    if api_key.is_some()
+        && let (Some(variable), Some(host)) =
+            (&key_var, toolgate_llm::key_route::plain_http_host(&base_url))
+    {
+        let setting = if flags.base_url.is_some() { "--base-url" } else { "[agent] base_url" };
+        return Err(SettingsError::KeyInTheClear {
+            variable: variable.clone(),
+            host,
+            setting: setting.to_owned(),
+        });
+    }
     let settings = AgentSettings {
         model,
         system: flags.system.clone().or_else(|| config.system.clone()),
@@ -246,6 +271,54 @@ mod tests {
         assert_eq!(resolved.provider.base_url, "https://api.anthropic.com/v1");
         assert_eq!(resolved.provider.api_key.as_deref(), Some("k"));
         assert_eq!(resolved.settings.max_turns, DEFAULT_MAX_TURNS);
+    }
+
+    #[test]
+    fn a_key_never_goes_to_another_machine_over_plain_http() {
+        let config = AgentConfig {
+            provider: Some("compatible".into()),
+            model: Some("m".into()),
+            base_url: Some("http://10.0.0.5:8080/v1".parse().expect("url")),
+            api_key_env: Some("LAN_KEY".into()),
+            ..AgentConfig::default()
+        };
+        let vars = env(&[("LAN_KEY", "k")]);
+        let refused = resolve(&config, &Overrides::default(), &vars).expect_err("refused");
+        assert_eq!(
+            refused,
+            SettingsError::KeyInTheClear {
+                variable: "LAN_KEY".into(),
+                host: "10.0.0.5:8080".into(),
+                setting: "[agent] base_url".into(),
+            }
+        );
+        let flags = Overrides {
+            base_url: Some("http://models.example.com/v1".into()),
+            ..Overrides::default()
+        };
+        let refused = resolve(&config, &flags, &vars).expect_err("refused").to_string();
+        assert!(refused.contains("--base-url") && refused.contains("LAN_KEY"), "{refused}");
+        assert!(refused.contains("models.example.com"), "{refused}");
+
+        // Without a key, or to this machine, or over https, it is fine.
+        assert!(resolve(&config, &Overrides::default(), &env(&[])).is_ok());
+        let local = Overrides { base_url: Some("http://127.0.0.1:11434/v1".into()), ..flags };
+        assert!(resolve(&config, &local, &vars).is_ok());
+        let tls = Overrides { base_url: Some("https://10.0.0.5/v1".into()), ..local };
+        assert!(resolve(&config, &tls, &vars).is_ok());
+    }
+
+    #[test]
+    fn every_providers_key_variable_is_withheld_from_servers() {
+        for provider in toolgate_config::AGENT_PROVIDERS {
+            let preset = preset(provider).expect("a preset for every provider");
+            if let Some(variable) = preset.key_var {
+                assert!(
+                    toolgate_config::PROVIDER_KEY_VARS.contains(&variable),
+                    "{variable} is not in toolgate_config::PROVIDER_KEY_VARS"
+                );
+            }
+        }
     }
 
     #[test]

@@ -31,6 +31,10 @@ use crate::value::Value;
 pub const AGENT_PROVIDERS: &[&str] =
     &["openai", "openai-responses", "anthropic", "deepseek", "compatible"];
 
+/// The variables the providers' keys are read from when `api_key_env` names none. No server
+/// inherits them unless its `env_pass` names one exactly ([`crate::Config::secret_env`]).
+pub const PROVIDER_KEY_VARS: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"];
+
 const AGENT_KEYS: &[&str] = &[
     "provider",
     "model",

@@ -41,7 +41,7 @@ pub(crate) fn check_audit(cx: &mut Checker<'_>, value: &Value) -> Option<AuditCo
     });
     let hash_key = optional(fields.get("hash_key").copied(), |v| {
         let text = cx.string(v, "audit.hash_key")?;
-        let key = cx.interpolate(text, "audit.hash_key")?;
+        let key = cx.secret(|cx| cx.interpolate(text, "audit.hash_key"))?;
         if key.len() < MIN_KEY_LEN {
             cx.error(
                 "audit.hash_key",
@@ -115,7 +115,8 @@ fn webhook(cx: &mut Checker<'_>, path: &str, value: &Value) -> Option<WebhookCon
         }
     };
     let events = optional(fields.get("events").copied(), |v| patterns(cx, v, &at("events")));
-    let headers = optional(fields.get("headers").copied(), |v| cx.headers(v, &at("headers")));
+    let headers =
+        optional(fields.get("headers").copied(), |v| cx.secret(|cx| cx.headers(v, &at("headers"))));
     let queue = optional(fields.get("queue").copied(), |v| count(cx, v, &at("queue"), 1));
     let retries = optional(fields.get("retries").copied(), |v| count(cx, v, &at("retries"), 0));
     Some(WebhookConfig {
@@ -153,7 +154,7 @@ pub(crate) fn check_admin(cx: &mut Checker<'_>, value: &Value) -> Option<AdminCo
         }
     };
     let tokens = match fields.get("tokens") {
-        Some(value) => tokens(cx, value),
+        Some(value) => cx.secret(|cx| tokens(cx, value)),
         None => {
             cx.error(
                 "admin",

@@ -4,7 +4,7 @@
 //! Each `check_*`-style method returns `None` after recording why, so callers evaluate every
 //! field first and combine the results last.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,6 +55,10 @@ pub(crate) struct Checker<'a> {
     base_dir: PathBuf,
     errors: Vec<ConfigError>,
     warnings: Vec<String>,
+    /// Whether the text being interpolated is one of toolgate's own secrets ([`Self::secret`]).
+    in_secret: bool,
+    /// The variables toolgate's own secrets were interpolated from.
+    secret_vars: BTreeSet<String>,
 }
 
 impl<'a> Checker<'a> {
@@ -71,7 +75,24 @@ impl<'a> Checker<'a> {
             base_dir: base_dir.to_path_buf(),
             errors: Vec::new(),
             warnings: Vec::new(),
+            in_secret: false,
+            secret_vars: BTreeSet::new(),
         }
+    }
+
+    /// Runs `check` on a field that holds one of toolgate's own secrets (an admin token, the
+    /// audit key, a webhook's headers): every variable it interpolates is remembered, so that
+    /// no server inherits it ([`crate::Config::secret_env`]).
+    pub(crate) fn secret<T>(&mut self, check: impl FnOnce(&mut Self) -> T) -> T {
+        let outer = std::mem::replace(&mut self.in_secret, true);
+        let out = check(self);
+        self.in_secret = outer;
+        out
+    }
+
+    /// The variables [`Self::secret`] fields were interpolated from, so far.
+    pub(crate) fn secret_vars(&self) -> &BTreeSet<String> {
+        &self.secret_vars
     }
 
     pub(crate) fn env(&self) -> &'a dyn Environment {
@@ -236,7 +257,15 @@ impl<'a> Checker<'a> {
     /// Expands `${VAR}` references in `text`, reporting each unset variable at `path`.
     pub(crate) fn interpolate(&mut self, text: &str, path: &str) -> Option<String> {
         let env = self.env;
-        match interpolate(text, |name| env.var(name)) {
+        let read = std::cell::RefCell::new(Vec::new());
+        let expanded = interpolate(text, |name| {
+            read.borrow_mut().push(name.to_owned());
+            env.var(name)
+        });
+        if self.in_secret {
+            self.secret_vars.extend(read.into_inner());
+        }
+        match expanded {
             Ok(text) => Some(text),
             Err(errors) => {
                 for error in errors {
@@ -400,6 +429,26 @@ impl<'a> Checker<'a> {
         for (i, name) in names.iter().enumerate() {
             let problem = if name.is_empty() {
                 Some("must not be empty".to_owned())
+            } else {
+                glob(name).err().map(|error| format!("invalid pattern {name:?}: {}", error.kind()))
+            };
+            if let Some(problem) = problem {
+                self.error(&index_path(path, i), problem);
+                ok = false;
+            }
+        }
+        ok.then(|| names.into_iter().map(str::to_owned).collect())
+    }
+
+    /// `env_pass`: names or `*` globs of toolgate's variables the child inherits.
+    pub(crate) fn env_pass(&mut self, value: &Value, path: &str) -> Option<Vec<String>> {
+        let names = self.strings(value, path)?;
+        let mut ok = true;
+        for (i, name) in names.iter().enumerate() {
+            let problem = if name.is_empty() {
+                Some("must not be empty".to_owned())
+            } else if name.contains(['=', '\0']) {
+                Some(format!("invalid variable name {name:?} (contains = or NUL)"))
             } else {
                 glob(name).err().map(|error| format!("invalid pattern {name:?}: {}", error.kind()))
             };

@@ -126,8 +126,11 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
             command: command??,
             args: args?.unwrap_or_default(),
             env: env?.unwrap_or_default(),
+            // As the clients start it: the SDKs' default variables and the entry's `env`.
+            env_pass: Vec::new(),
             env_remove: Vec::new(),
             cwd: cwd?,
+            withheld: Default::default(),
         }),
         ServerKind::Http => TransportConfig::Http(HttpConfig {
             url: url??,

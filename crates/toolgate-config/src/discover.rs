@@ -1,5 +1,7 @@
 //! Finding the configuration file: `--config`, then `TOOLGATE_CONFIG`, then `./toolgate.toml`,
-//! then the user's config directory.
+//! then the user's config directory; and saying which of these it was ([`Origin`]), because a
+//! `toolgate.toml` found in the current directory was put there by whoever wrote the directory
+//! and is used only once the user trusts it (the binary's `trust` module decides).
 
 use std::path::{Path, PathBuf};
 
@@ -12,19 +14,74 @@ pub const FILE_NAME: &str = "toolgate.toml";
 /// The variable naming a config file.
 pub const CONFIG_VAR: &str = "TOOLGATE_CONFIG";
 
+/// Where a config file was found, which says whether the user chose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    /// Named by `--config`.
+    Explicit,
+    /// Named by `$TOOLGATE_CONFIG`.
+    Variable,
+    /// `toolgate.toml` in the current directory: whoever wrote the directory chose it (a
+    /// checkout, a download), so it is used only once the user trusts it.
+    WorkingDirectory,
+    /// The user's own config file ([`user_config_file`]), also when the current directory is
+    /// the folder it is in.
+    UserConfig,
+}
+
+/// A config file found by [`discover_file`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// The file, absolute when the current directory is known.
+    pub path: PathBuf,
+    /// Where it was found.
+    pub origin: Origin,
+}
+
+impl Discovered {
+    /// Whether the file is used only once the user trusts it: a `toolgate.toml` found in the
+    /// current directory that is not the user's own config file.
+    pub fn needs_trust(&self) -> bool {
+        self.origin == Origin::WorkingDirectory
+    }
+}
+
 /// Finds the config file. See [`crate::discover`].
 pub(crate) fn discover(
     explicit: Option<&Path>,
     env: &dyn Environment,
 ) -> Result<Option<PathBuf>, ConfigError> {
+    Ok(discover_file(explicit, env)?.map(|found| found.path))
+}
+
+/// Finds the config file and says where. See [`crate::discover_file`].
+pub(crate) fn discover_file(
+    explicit: Option<&Path>,
+    env: &dyn Environment,
+) -> Result<Option<Discovered>, ConfigError> {
     if let Some(path) = explicit {
-        return named(path, env, "").map(Some);
+        let path = named(path, env, "")?;
+        return Ok(Some(Discovered { path, origin: Origin::Explicit }));
     }
     if let Some(path) = env.var(CONFIG_VAR).filter(|path| !path.is_empty()) {
-        return named(Path::new(&path), env, " (named by TOOLGATE_CONFIG)").map(Some);
+        let path = named(Path::new(&path), env, " (named by TOOLGATE_CONFIG)")?;
+        return Ok(Some(Discovered { path, origin: Origin::Variable }));
     }
-    let candidates = [env.current_dir().map(|dir| dir.join(FILE_NAME)), user_config_file(env)];
-    Ok(candidates.into_iter().flatten().find(|path| path.is_file()))
+    let user_file = user_config_file(env);
+    if let Some(path) = env.current_dir().map(|dir| dir.join(FILE_NAME))
+        && path.is_file()
+    {
+        let same_file = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+        let origin = match &user_file {
+            Some(user_file) if same_file(&path, user_file) => Origin::UserConfig,
+            _ => Origin::WorkingDirectory,
+        };
+        return Ok(Some(Discovered { path, origin }));
+    }
+    Ok(user_file
+        .filter(|path| path.is_file())
+        .map(|path| Discovered { path, origin: Origin::UserConfig }))
 }
 
 /// `$XDG_CONFIG_HOME/toolgate/toolgate.toml`, else `~/.config/toolgate/toolgate.toml`.

@@ -36,6 +36,7 @@ mod discover;
 mod env;
 mod error;
 mod filter;
+mod fingerprint;
 mod interpolate;
 mod jsonc;
 mod load;
@@ -47,11 +48,12 @@ mod value;
 
 use std::path::{Path, PathBuf};
 
-pub use agent::AGENT_PROVIDERS;
-pub use discover::{CONFIG_VAR, FILE_NAME};
+pub use agent::{AGENT_PROVIDERS, PROVIDER_KEY_VARS};
+pub use discover::{CONFIG_VAR, Discovered, FILE_NAME, Origin};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};
+pub use fingerprint::{Fingerprint, fingerprint};
 pub use model::*;
 
 /// The language of a configuration text.
@@ -123,6 +125,16 @@ pub fn discover(
     discover::discover(explicit, env)
 }
 
+/// [`discover`], saying where the file was found: a `toolgate.toml` in the current directory
+/// that is not the user's own config file ([`Discovered::needs_trust`]) was chosen by whoever
+/// wrote the directory, not by the user.
+pub fn discover_file(
+    explicit: Option<&Path>,
+    env: &dyn Environment,
+) -> Result<Option<Discovered>, ConfigError> {
+    discover::discover_file(explicit, env)
+}
+
 /// Where the user's own config file is looked for (step 4 of [`discover`]):
 /// `toolgate/toolgate.toml` in `$XDG_CONFIG_HOME` (when absolute), else in `~/.config`.
 /// `None` when neither is known.
@@ -162,6 +174,16 @@ impl Checked {
     pub fn into_result(self) -> Result<Config, ConfigErrors> {
         if self.errors.is_empty() { Ok(self.config) } else { Err(self.errors) }
     }
+}
+
+/// Makes every stdio server in `servers` withhold `secret_env` (a [`Config::secret_env`]) from
+/// its child: for servers read from one file and run under another's settings (the agent's
+/// `--mcp-config` beside `toolgate.toml`). The loader does this for the servers it reads.
+pub fn withhold_secrets(
+    servers: &mut [ServerConfig],
+    secret_env: &std::collections::BTreeSet<String>,
+) {
+    load::withhold(servers, secret_env);
 }
 
 /// Checks a configuration given as text. Relative paths inside it (`import`, `cwd`) are

@@ -1,13 +1,17 @@
 //! From text to [`Config`]: parse, check, follow `import`, merge, and report everything found.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::Checked;
+use crate::agent::PROVIDER_KEY_VARS;
 use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors};
-use crate::model::{AgentConfig, AuditConfig, Config, GatewayConfig, ScriptsConfig};
+use crate::model::{
+    AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, ScriptsConfig,
+    ServerConfig, TransportConfig,
+};
 use crate::value::{Syntax, parse_json, parse_toml};
 use crate::{Format, client, native};
 
@@ -94,6 +98,7 @@ fn check_str(
             )
         }
     };
+    let secret_env = secret_env(cx.secret_vars(), &agent, &pipeline);
     let (mut errors, warnings) = cx.finish();
     errors.extend(duplicate_names(&servers));
     errors.extend(duplicate_prefixes(&servers));
@@ -101,7 +106,39 @@ fn check_str(
     // A server defined twice was reported above; the first definition is the one kept.
     servers.sort_by(|a, b| a.name.cmp(&b.name));
     servers.dedup_by(|later, first| later.name == first.name);
-    (Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings }, errors)
+    withhold(&mut servers, &secret_env);
+    let config =
+        Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings, secret_env };
+    (config, errors)
+}
+
+/// Where toolgate's own secrets come from ([`Config::secret_env`]): the variables its secret
+/// fields interpolated (`interpolated`), `[agent] api_key_env`, each `api_key_env` option of
+/// a `[[pipeline]]` entry (`enrich`'s), and the providers' usual key variables.
+fn secret_env(
+    interpolated: &BTreeSet<String>,
+    agent: &AgentConfig,
+    pipeline: &[InterceptorConfig],
+) -> BTreeSet<String> {
+    let mut names = interpolated.clone();
+    names.extend(PROVIDER_KEY_VARS.iter().map(|name| (*name).to_owned()));
+    names.extend(agent.api_key_env.clone());
+    names.extend(
+        pipeline
+            .iter()
+            .filter_map(|entry| entry.options.get("api_key_env")?.as_str())
+            .map(str::to_owned),
+    );
+    names
+}
+
+/// Makes every stdio server in `servers` withhold `secret_env` from its child.
+pub(crate) fn withhold(servers: &mut [ServerConfig], secret_env: &BTreeSet<String>) {
+    for server in servers {
+        if let TransportConfig::Stdio(stdio) = &mut server.transport {
+            stdio.withheld.clone_from(secret_env);
+        }
+    }
 }
 
 /// Reads the client config `file` named at `path` (`import[i]`); its errors and warnings go to

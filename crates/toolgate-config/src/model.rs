@@ -2,7 +2,7 @@
 //!
 //! Nothing here parses or does IO; see the crate root for how a file becomes a [`Config`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -43,6 +43,12 @@ pub struct Config {
     pub scripts: ScriptsConfig,
     /// Non-fatal remarks found while loading (ignored client-only keys and the like).
     pub warnings: Vec<String>,
+    /// The names of the variables toolgate's own secrets come from: what `[admin] tokens`,
+    /// `[audit] hash_key` and the webhooks' headers interpolate, `[agent] api_key_env`, every
+    /// `api_key_env` of a `[[pipeline]]` entry, and the providers' usual key variables
+    /// ([`PROVIDER_KEY_VARS`]). Every stdio server's [`StdioConfig::withheld`] is this set: no
+    /// child inherits them unless its `env_pass` names one exactly.
+    pub secret_env: BTreeSet<String>,
 }
 
 /// One `[[pipeline]]` entry: the settings every interceptor has, and the rest of its table
@@ -261,7 +267,17 @@ impl TransportConfig {
     }
 }
 
+/// The variables a child inherits from toolgate unless its config says more: what the
+/// official MCP SDKs pass to the servers they start (`HOME`, `LOGNAME`, `PATH`, `SHELL`,
+/// `TERM`, `USER`), plus the locale (`LANG`, `LC_*`) and `TMPDIR`. Names or `*` globs.
+pub const DEFAULT_INHERITED_ENV: &[&str] =
+    &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_*", "TMPDIR"];
+
 /// A child process upstream.
+///
+/// Its environment is built from nothing: the inherited variables [`DEFAULT_INHERITED_ENV`]
+/// and `env_pass` name (a name in `withheld` only when `env_pass` names it exactly), minus
+/// those `env_remove` names, plus `env`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StdioConfig {
     /// Program to run (looked up on `PATH` when it has no `/`).
@@ -270,10 +286,32 @@ pub struct StdioConfig {
     pub args: Vec<String>,
     /// Variables set in its environment (on top of the inherited ones).
     pub env: BTreeMap<String, Secret>,
+    /// Names (or `*` globs) of toolgate's variables the child inherits besides
+    /// [`DEFAULT_INHERITED_ENV`] (`env_pass = ["GITHUB_TOKEN", "AWS_*"]`).
+    pub env_pass: Vec<String>,
     /// Names (or `*` globs) of inherited variables removed from its environment.
     pub env_remove: Vec<String>,
     /// Working directory; `None` = toolgate's own.
     pub cwd: Option<PathBuf>,
+    /// Variables never inherited by default or through a glob, only when `env_pass` names
+    /// them exactly: where toolgate's own secrets come from ([`Config::secret_env`]; the
+    /// loader fills it in).
+    pub withheld: BTreeSet<String>,
+}
+
+impl StdioConfig {
+    /// A child running `command` with `args`, and every other setting at its default.
+    pub fn new(command: impl Into<String>, args: Vec<String>) -> StdioConfig {
+        StdioConfig {
+            command: command.into(),
+            args,
+            env: BTreeMap::new(),
+            env_pass: Vec::new(),
+            env_remove: Vec::new(),
+            cwd: None,
+            withheld: BTreeSet::new(),
+        }
+    }
 }
 
 /// A server inside toolgate (see [`TransportConfig::InProcess`]).

@@ -27,6 +27,7 @@ const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
     "env",
+    "env_pass",
     "env_remove",
     "cwd",
     "url",
@@ -44,7 +45,7 @@ const SERVER_KEYS: &[&str] = &[
     "integrity",
     "response_format",
 ];
-const STDIO_KEYS: &[&str] = &["args", "env", "env_remove", "cwd"];
+const STDIO_KEYS: &[&str] = &["args", "env", "env_pass", "env_remove", "cwd"];
 const HTTP_KEYS: &[&str] = &["transport", "headers", "pool"];
 
 /// What a `toolgate.toml` holds, once checked. Parts that failed are left at their defaults;
@@ -342,6 +343,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     let command = field("command", true).map(|v| cx.command(v, &at("command")));
     let args = optional(field("args", stdio), |v| cx.args(v, &at("args")));
     let env = optional(field("env", stdio), |v| cx.env_vars(v, &at("env")));
+    let env_pass = optional(field("env_pass", stdio), |v| cx.env_pass(v, &at("env_pass")));
     let env_remove = optional(field("env_remove", stdio), |v| cx.env_remove(v, &at("env_remove")));
     let cwd = optional(field("cwd", stdio), |v| cx.cwd(v, &at("cwd")).map(Some));
     let url = field("url", true).map(|v| cx.url(v, &at("url")));
@@ -379,8 +381,11 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
             command: command??,
             args: args?.unwrap_or_default(),
             env: env?.unwrap_or_default(),
+            env_pass: env_pass?.unwrap_or_default(),
             env_remove: env_remove?.unwrap_or_default(),
             cwd: cwd?.flatten(),
+            // Filled in once the whole document is read (`load::withhold`).
+            withheld: Default::default(),
         }),
         ServerKind::Http => TransportConfig::Http(HttpConfig {
             url: url??,

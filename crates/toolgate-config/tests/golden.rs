@@ -115,7 +115,8 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// A stable, readable dump of a config. Destructures everything, so that a new field fails to
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
-    let Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings } = config;
+    let Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings, secret_env } =
+        config;
     let GatewayConfig {
         listen,
         allowed_hosts,
@@ -166,12 +167,26 @@ fn dump(config: &Config) -> String {
         line(w, 1, name, "");
         line(w, 2, "transport", transport.kind());
         match transport {
-            TransportConfig::Stdio(StdioConfig { command, args, env, env_remove, cwd }) => {
+            TransportConfig::Stdio(StdioConfig {
+                command,
+                args,
+                env,
+                env_pass,
+                env_remove,
+                cwd,
+                withheld,
+            }) => {
                 line(w, 2, "command", format!("{command:?}"));
                 line(w, 2, "args", format!("{args:?}"));
                 line(w, 2, "env", secrets(env));
+                // Shown only when set, so that fixtures written before it existed still hold.
+                if !env_pass.is_empty() {
+                    line(w, 2, "env_pass", format!("{env_pass:?}"));
+                }
                 line(w, 2, "env_remove", format!("{env_remove:?}"));
                 line(w, 2, "cwd", format!("{cwd:?}"));
+                // Every child withholds the config's secret variables (dumped once, below).
+                assert_eq!(withheld, secret_env, "{name}: withholds what the config names");
             }
             TransportConfig::Http(HttpConfig { url, transport: _, headers, pool }) => {
                 line(w, 2, "url", url);
@@ -297,6 +312,15 @@ fn dump(config: &Config) -> String {
     line(w, 0, "warnings", "");
     for warning in warnings {
         writeln!(w, "  - {warning}").expect("writing to a String must succeed");
+    }
+    // Shown only when the config adds to the providers' key variables, which every config
+    // withholds, so that fixtures written before it existed still hold.
+    let providers: std::collections::BTreeSet<String> =
+        toolgate_config::PROVIDER_KEY_VARS.iter().map(|name| (*name).to_owned()).collect();
+    assert!(secret_env.is_superset(&providers), "the providers' key variables are withheld");
+    if *secret_env != providers {
+        let extra: Vec<_> = secret_env.difference(&providers).collect();
+        line(w, 0, "secret_env (besides the providers' keys)", format!("{extra:?}"));
     }
     out
 }

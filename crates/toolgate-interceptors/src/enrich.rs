@@ -33,6 +33,9 @@
 //!   built; a variable that is not set or empty is a config error (`toolgate config check`
 //!   reports it too, so run it with the same environment as `serve`). Leave `api_key_env`
 //!   out for a local server that wants none. The key is never logged, and prints as `***`.
+//!   It is never sent over plain `http://` to another machine: with `api_key_env` set, an
+//!   `http://` `base_url` must be this machine (`localhost`, `127.0.0.1`, `[::1]`), else the
+//!   entry is refused (`toolgate_llm::key_route`).
 //! - **The prompt**: `{result}` (required), `{tool}` (the tool's name as clients see it,
 //!   `server__tool`) and `{server}` are filled in once each, in one pass: a result that
 //!   contains `{tool}` keeps it. Other braces are plain text. The default is
@@ -87,6 +90,7 @@
 //! ```text
 //! pipeline[0].base_url: is required: the OpenAI-compatible API's base URL, such as "https://api.openai.com/v1"
 //! pipeline[0].api_key_env: the environment variable OPENAI_API_KEY is not set (it must hold the API key)
+//! pipeline[0].base_url: the key from api_key_env (OPENAI_API_KEY) would go to 10.0.0.5:8080 over plain http://, where anyone on the way can read it: use an https:// base_url (plain http:// is only for a server on this machine: localhost, 127.0.0.1, [::1]), or leave api_key_env out for a server that wants no key
 //! pipeline[0].prompt: has no {result}, where the tool's result goes
 //! pipeline[0].placement: expected "before" or "instead", found "after"
 //! pipeline[0].timeout: 10s would cut the summary short: the pipeline's timeout must be longer than request_timeout (20s); leave it out to get request_timeout + 5s

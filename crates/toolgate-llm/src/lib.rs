@@ -2,12 +2,14 @@
 //! MCP tool result is handed to each provider's API ([`format`]), a conversation in no
 //! provider's words ([`chat`]), and the providers themselves ([`provider`]: OpenAI Chat
 //! Completions and Responses, Anthropic Messages, OpenAI-compatible servers; streaming), with
-//! tool names and schemas adapted to each ([`tool_names`], [`schema`]).
+//! tool names and schemas adapted to each ([`tool_names`], [`schema`]), and where an API key
+//! may be sent ([`key_route`]: never over plain `http://` to another machine).
 //!
 //! Only [`provider`] does IO (HTTP to the model's API).
 
 pub mod chat;
 pub mod format;
+pub mod key_route;
 pub mod provider;
 pub mod schema;
 pub mod tokens;

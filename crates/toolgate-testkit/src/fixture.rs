@@ -243,7 +243,7 @@ impl ServerHandler for Fixture {
             .with_server_info(mcp::Implementation::new(&self.opts.name, &self.opts.version))
             .with_instructions(
                 "toolgate's fixture server: the MCP conformance fixtures plus echo, large, slow, \
-                 fail, crash, env_get, meta_echo, list_roots, spawn_child, stderr, rich_echo, \
+                 fail, crash, env_get, env_names, meta_echo, list_roots, spawn_child, stderr, rich_echo, \
                  toggle_tool and touch_resource.",
             )
     }

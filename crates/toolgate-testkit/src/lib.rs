@@ -2,7 +2,7 @@
 //! demo upstream (see ARCHITECTURE.md, `toolgate-test`).
 //!
 //! - [`Fixture`]: the server handler: every fixture of the MCP conformance suite (so the suite
-//!   passes against it), plus `echo`, `large`, `slow`, `fail`, `crash`, `env_get`,
+//!   passes against it), plus `echo`, `large`, `slow`, `fail`, `crash`, `env_get`, `env_names`,
 //!   `meta_echo`, `list_roots`, `spawn_child`, `stderr` and `rich_echo` for toolgate's own tests, and `toggle_tool` /
 //!   `touch_resource` to make it send change notifications. It speaks both protocol eras:
 //!   2025-11-25 sessions (server→client requests, `resources/subscribe`) and 2026-07-28

@@ -216,6 +216,16 @@ impl Fixture {
         }
     }
 
+    /// Returns the names of every environment variable the server has, sorted, as a JSON
+    /// array (never their values): what a gateway let its child inherit.
+    #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
+    async fn env_names(&self) -> mcp::CallToolResult {
+        let mut names: Vec<String> =
+            std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
+        names.sort();
+        success(serde_json::to_string(&names).unwrap_or_default())
+    }
+
     /// Returns the request's `_meta` as JSON text (what a gateway passed through).
     #[tool(annotations(read_only_hint = true, idempotent_hint = true, open_world_hint = false))]
     async fn meta_echo(&self, cx: RequestContext<RoleServer>) -> mcp::CallToolResult {

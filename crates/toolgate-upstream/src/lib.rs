@@ -38,6 +38,7 @@ pub use in_process::InProcessServer;
 pub use inventory::{Collision, Contribution, Inventory, Route};
 pub use raw::{RawToolResult, ToolAnswer};
 pub use sse::{SseError, SseTransport};
+pub use stdio::{child_environment, child_environment_names};
 pub use upstream::{HARD_TIMEOUT_FACTOR, Upstream};
 
 /// The outcome of starting every enabled server.

@@ -7,6 +7,7 @@ mod events;
 mod scrub;
 mod setup;
 mod terminal;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,9 +20,10 @@ use clap::{Args, Parser, Subcommand};
 /// legacy SSE), merges their tools, prompts and resources under `<server>__<name>` names, and
 /// serves them as one MCP server over stdio or streamable HTTP.
 ///
-/// Config: `--config FILE`, else $TOOLGATE_CONFIG, else ./toolgate.toml, else
-/// ~/.config/toolgate/toolgate.toml. Claude Desktop / Cursor / VS Code JSON files work as they
-/// are. With no config at all, a built-in demo server is used.
+/// Config: `--config FILE`, else $TOOLGATE_CONFIG, else ./toolgate.toml (used only once you
+/// trust it: `toolgate trust`), else ~/.config/toolgate/toolgate.toml. Claude Desktop / Cursor
+/// / VS Code JSON files work as they are. With no config at all, a built-in demo server is
+/// used.
 #[derive(Debug, Parser)]
 #[command(name = "toolgate", version, propagate_version = true, max_term_width = 100)]
 struct Cli {
@@ -78,6 +80,10 @@ enum Command {
     /// Check the audit log's hash chain, or print its last records.
     #[command(subcommand)]
     Audit(commands::audit::AuditCommand),
+    /// Trust a toolgate.toml found in a working directory (a checkout), so that toolgate uses
+    /// it; list what is trusted, or take trust back.
+    #[command(long_about = commands::trust::LONG_ABOUT)]
+    Trust(commands::trust::TrustArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
     Completions(commands::completions::CompletionsArgs),
     /// Print the manual page (roff), or write one page per command into a folder.
@@ -111,6 +117,7 @@ fn main() -> ExitCode {
             Command::Script(command) => commands::script::run(&cli.global, command).await,
             Command::Config(command) => commands::config::run(&cli.global, command),
             Command::Audit(command) => commands::audit::run(&cli.global, command).await,
+            Command::Trust(args) => commands::trust::run(&cli.global, args),
             Command::Completions(args) => commands::completions::run(&args),
             Command::Man(args) => commands::man::run(&args),
             Command::DemoServer => commands::demo::run(&cli.global).await,

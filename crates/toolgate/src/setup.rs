@@ -53,6 +53,7 @@ pub(crate) fn exit_code_for(error: &anyhow::Error) -> ExitCode {
             || cause.downcast_ref::<InvalidPipeline>().is_some()
             || cause.downcast_ref::<Usage>().is_some()
             || cause.downcast_ref::<crate::events::InvalidAudit>().is_some()
+            || cause.downcast_ref::<crate::trust::Untrusted>().is_some()
     }) {
         ExitCode::from(EXIT_USAGE)
     } else {
@@ -125,16 +126,24 @@ impl ConfigSource {
 
 /// Finds and loads the config, or falls back to the demo.
 pub(crate) fn load_config(global: &GlobalArgs) -> anyhow::Result<(Config, ConfigSource)> {
-    match toolgate_config::load(global.config.as_deref()) {
-        Ok(Some(loaded)) => {
-            for warning in &loaded.config.warnings {
-                tracing::warn!("{}: {warning}", loaded.path.display());
-            }
-            Ok((loaded.config, ConfigSource::File(loaded.path)))
-        }
-        Ok(None) => Ok((demo_config()?, ConfigSource::Demo)),
-        Err(errors) => Err(InvalidConfig { path: global.config.clone(), errors }.into()),
+    match load(global)? {
+        Some(loaded) => Ok((loaded.config, ConfigSource::File(loaded.path))),
+        None => Ok((demo_config()?, ConfigSource::Demo)),
     }
+}
+
+/// Finds the config (a `toolgate.toml` found in the working directory only when it is
+/// trusted: [`crate::trust::discover`]) and loads it, logging its warnings; `None` when there
+/// is none anywhere.
+pub(crate) fn load(global: &GlobalArgs) -> anyhow::Result<Option<toolgate_config::Loaded>> {
+    let Some(path) = crate::trust::discover(global)? else { return Ok(None) };
+    let env = toolgate_config::SystemEnvironment;
+    let config = toolgate_config::load_file(&path, &env)
+        .map_err(|errors| InvalidConfig { path: global.config.clone(), errors })?;
+    for warning in &config.warnings {
+        tracing::warn!("{}: {warning}", path.display());
+    }
+    Ok(Some(toolgate_config::Loaded { path, config }))
 }
 
 /// One upstream: this very binary running its built-in demo server, with an emptied
@@ -144,11 +153,8 @@ fn demo_config() -> anyhow::Result<Config> {
     let server = ServerConfig {
         name: "demo".into(),
         transport: TransportConfig::Stdio(StdioConfig {
-            command: exe.to_string_lossy().into_owned(),
-            args: vec!["demo-server".into()],
-            env: Default::default(),
             env_remove: vec!["*".into()],
-            cwd: None,
+            ..StdioConfig::new(exe.to_string_lossy(), vec!["demo-server".into()])
         }),
         prefix: "demo".into(),
         tools: Default::default(),
@@ -160,16 +166,7 @@ fn demo_config() -> anyhow::Result<Config> {
         integrity: None,
         response_format: Vec::new(),
     };
-    Ok(Config {
-        gateway: Default::default(),
-        servers: vec![server],
-        pipeline: Vec::new(),
-        audit: Default::default(),
-        admin: None,
-        agent: Default::default(),
-        scripts: Default::default(),
-        warnings: Vec::new(),
-    })
+    Ok(Config { servers: vec![server], ..Config::default() })
 }
 
 /// The folders scripts are loaded from: `[scripts] dirs`, else `.toolgate/scripts` beside the

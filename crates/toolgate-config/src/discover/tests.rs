@@ -151,3 +151,29 @@ fn a_directory_named_toolgate_toml_is_skipped() {
         Ok(Some(tree.path("home/.config/toolgate/toolgate.toml")))
     );
 }
+
+#[test]
+fn each_file_is_found_with_its_origin() {
+    use super::{Origin, discover_file};
+    let tree = Tree::new();
+    tree.touch("home/.config/toolgate/toolgate.toml");
+    let origin = |explicit: Option<&Path>, env: &FixedEnvironment| {
+        discover_file(explicit, env).expect("found").expect("a file").origin
+    };
+    assert_eq!(origin(None, &tree.env()), Origin::UserConfig);
+    tree.touch("cwd/toolgate.toml");
+    assert_eq!(origin(None, &tree.env()), Origin::WorkingDirectory);
+    let found = discover_file(None, &tree.env()).expect("found").expect("a file");
+    assert!(found.needs_trust());
+    assert_eq!(origin(Some(Path::new("toolgate.toml")), &tree.env()), Origin::Explicit);
+    let named = tree.env().with_var("TOOLGATE_CONFIG", "toolgate.toml");
+    assert_eq!(origin(None, &named), Origin::Variable);
+
+    // Working in the user's own config folder finds the user's own file: no trust needed.
+    let at_home = FixedEnvironment::new()
+        .with_current_dir(tree.path("home/.config/toolgate"))
+        .with_home_dir(tree.path("home"));
+    let found = discover_file(None, &at_home).expect("found").expect("a file");
+    assert_eq!(found.origin, Origin::UserConfig);
+    assert!(!found.needs_trust());
+}

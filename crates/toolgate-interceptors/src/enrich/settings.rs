@@ -268,6 +268,22 @@ impl Settings {
             }),
         };
         let (base_url, endpoint) = base_url?;
+        if let Some(Some(_)) = &api_key
+            && let Some(host) = toolgate_llm::key_route::plain_http_host(base_url.as_str())
+        {
+            let path = options.at("base_url");
+            let variable = options.string("api_key_env").unwrap_or_default().to_owned();
+            options.error(
+                &path,
+                format!(
+                    "the key from api_key_env ({variable}) would go to {host} over plain \
+                     http://, where anyone on the way can read it: use an https:// base_url \
+                     (plain http:// is only for a server on this machine: localhost, \
+                     127.0.0.1, [::1]), or leave api_key_env out for a server that wants no key"
+                ),
+            );
+            return None;
+        }
         Some(Settings {
             base_url,
             endpoint,

@@ -270,6 +270,28 @@ fn the_key_comes_from_the_variable_named_and_never_prints() {
 }
 
 #[test]
+fn the_key_never_goes_to_another_machine_over_plain_http() {
+    let services = Services::new(EventBus::new());
+    let env = |name: &str| (name == "MY_KEY").then(|| OsString::from("sk-secret-1"));
+    let options = |url: &str| json!({"base_url": url, "model": "m", "api_key_env": "MY_KEY"});
+    let refused =
+        Enrich::with_env(&entry(options("http://10.0.0.5:8080/v1")), &services, env).unwrap_err();
+    assert_eq!(refused.len(), 1);
+    let message = refused[0].to_string();
+    assert!(
+        message.starts_with("pipeline[0].base_url: the key from api_key_env (MY_KEY) would go to 10.0.0.5:8080 over plain http://"),
+        "{message}"
+    );
+    assert!(!message.contains("sk-secret-1"), "{message}");
+    // To this machine, over https, or without a key: fine.
+    for url in ["http://127.0.0.1:8080/v1", "http://localhost/v1", "https://10.0.0.5/v1"] {
+        assert!(Enrich::with_env(&entry(options(url)), &services, env).is_ok(), "{url}");
+    }
+    let keyless = json!({"base_url": "http://10.0.0.5:8080/v1", "model": "m"});
+    assert!(Enrich::with_env(&entry(keyless), &services, env).is_ok());
+}
+
+#[test]
 fn the_kind_is_registered() {
     assert!(crate::KINDS.contains(&KIND));
     let entries = [entry(json!({"model": "m"}))];

@@ -52,6 +52,16 @@ pub enum ConnectError {
         /// What is wrong.
         why: String,
     },
+    /// A key would go to another machine over plain `http://`.
+    #[error(
+        "refusing to send the API key to {provider} over plain http://, where anyone on the \
+         way can read it: use an https:// base_url (plain http:// is only for a model on this \
+         machine: localhost, 127.0.0.1, [::1])"
+    )]
+    KeyInTheClear {
+        /// The provider's host.
+        provider: String,
+    },
     /// The key cannot be sent in a header.
     #[error("the API key for {provider} is not a valid HTTP header value")]
     ApiKey {
@@ -104,6 +114,9 @@ pub(super) fn connect(config: ProviderConfig) -> Result<Arc<dyn Provider>, Conne
         headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
     }
     if let Some(key) = &config.api_key {
+        if let Some(provider) = crate::key_route::plain_http_host(url.as_str()) {
+            return Err(ConnectError::KeyInTheClear { provider });
+        }
         let (name, value) = match config.dialect {
             Dialect::Anthropic => (HeaderName::from_static("x-api-key"), key.clone()),
             _ => (AUTHORIZATION, format!("Bearer {key}")),

@@ -206,6 +206,7 @@ async fn lists(client: &Client) {
         "fail",
         "crash",
         "env_get",
+        "env_names",
         "spawn_child",
         "stderr",
         "rich_echo",

@@ -190,22 +190,16 @@ pub(crate) async fn start(
 /// The config: the file found as usual, or none at all (the agent is then a plain chat: no
 /// demo server); `--mcp-config` replaces its servers.
 fn load_config(global: &GlobalArgs, args: &AgentArgs) -> anyhow::Result<(Config, ConfigSource)> {
-    let (mut config, source) = match toolgate_config::load(global.config.as_deref()) {
-        Ok(Some(loaded)) => {
-            for warning in &loaded.config.warnings {
-                tracing::warn!("{}: {warning}", loaded.path.display());
-            }
-            (loaded.config, ConfigSource::File(loaded.path))
-        }
-        Ok(None) => (Config::default(), ConfigSource::Absent),
-        Err(errors) => {
-            return Err(setup::InvalidConfig { path: global.config.clone(), errors }.into());
-        }
+    let (mut config, source) = match setup::load(global)? {
+        Some(loaded) => (loaded.config, ConfigSource::File(loaded.path)),
+        None => (Config::default(), ConfigSource::Absent),
     };
     if let Some(path) = &args.mcp_config {
         let servers = toolgate_config::load_file(path, &SystemEnvironment)
             .map_err(|errors| setup::InvalidConfig { path: Some(path.clone()), errors })?;
         config.servers = servers.servers;
+        // Its servers withhold what the main config's secrets come from, too.
+        toolgate_config::withhold_secrets(&mut config.servers, &config.secret_env);
     }
     Ok((config, source))
 }

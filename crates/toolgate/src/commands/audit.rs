@@ -123,22 +123,21 @@ fn audit_file(global: &GlobalArgs, file: Option<PathBuf>) -> anyhow::Result<Path
     if let Some(file) = file {
         return Ok(file);
     }
-    match toolgate_config::load(global.config.as_deref()) {
-        Ok(Some(loaded)) => loaded.config.audit.file.ok_or_else(|| {
+    match setup::load(global)? {
+        Some(loaded) => loaded.config.audit.file.ok_or_else(|| {
             NoAuditLog(format!(
                 "{} sets no `[audit] file`; give the log's path as an argument",
                 loaded.path.display()
             ))
             .into()
         }),
-        Ok(None) => Err(NoAuditLog(
+        None => Err(NoAuditLog(
             "give the log's path as an argument, or set `[audit] file` in the config (none \
              found: --config, $TOOLGATE_CONFIG, ./toolgate.toml, \
              ~/.config/toolgate/toolgate.toml)"
                 .to_owned(),
         )
         .into()),
-        Err(errors) => Err(setup::InvalidConfig { path: global.config.clone(), errors }.into()),
     }
 }
 

@@ -49,8 +49,15 @@ struct Report<'a> {
 
 fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let env = SystemEnvironment;
-    let path = match toolgate_config::discover(global.config.as_deref(), &env) {
-        Ok(Some(path)) => path,
+    let path = match toolgate_config::discover_file(global.config.as_deref(), &env) {
+        Ok(Some(found)) => {
+            // Not even checked until trusted: a check reads the variables it names, and
+            // `--config` checks it without trusting it.
+            if found.needs_trust() {
+                crate::trust::discover(global)?;
+            }
+            found.path
+        }
         Ok(None) => return no_config(args),
         Err(error) => {
             let report = Report { path: None, problems: vec![error], warnings: &[] };

@@ -18,3 +18,4 @@ pub(crate) mod serve;
 pub(crate) mod servers;
 pub(crate) mod sessions;
 pub(crate) mod tools;
+pub(crate) mod trust;

@@ -353,7 +353,7 @@ fn new(global: &GlobalArgs, args: NewArgs) -> anyhow::Result<ExitCode> {
     }
     let dir = match args.dir {
         Some(dir) => dir,
-        None => default_folder(global),
+        None => default_folder(global)?,
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!("{name}.rn"));
@@ -369,13 +369,19 @@ fn new(global: &GlobalArgs, args: NewArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The first script folder of the config found, else `.toolgate/scripts` here.
-fn default_folder(global: &GlobalArgs) -> PathBuf {
-    if let Ok((config, source)) = setup::load_config(global)
-        && let Some(dir) =
-            setup::script_folders(&config, source.dir().as_deref()).into_iter().next()
-    {
-        return dir;
+/// The first script folder of the config found, else `.toolgate/scripts` here; an error for a
+/// config found in the working directory and not trusted.
+fn default_folder(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
+    match setup::load_config(global) {
+        Ok((config, source)) => {
+            if let Some(dir) =
+                setup::script_folders(&config, source.dir().as_deref()).into_iter().next()
+            {
+                return Ok(dir);
+            }
+        }
+        Err(error) if error.is::<crate::trust::Untrusted>() => return Err(error),
+        Err(_) => {}
     }
-    Path::new(".toolgate").join("scripts")
+    Ok(Path::new(".toolgate").join("scripts"))
 }

@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
+use toolgate_config::{ServerConfig, TransportConfig};
 use toolgate_server::StartupWait;
 
 use crate::GlobalArgs;
@@ -49,7 +50,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
             serde_json::json!({"name": server.name, "state": "failed",
                 "transport": server.transport.kind(), "error": reason})
         };
-        rows.push(row);
+        rows.push(with_environment(row, server));
     }
     // The scripts' own tools, each an upstream inside toolgate named after its file.
     for up in gateway.upstreams().iter().filter(|u| u.is_in_process()) {
@@ -103,4 +104,17 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
     gateway.shutdown().await;
     let any_failed = rows.iter().any(|r| r["state"] == "failed");
     Ok(if any_failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// `row` with `env`: for a stdio server, the names of the variables its child gets (as
+/// `toolgate_upstream::child_environment` builds them from toolgate's environment now), never
+/// their values.
+fn with_environment(mut row: serde_json::Value, server: &ServerConfig) -> serde_json::Value {
+    if let TransportConfig::Stdio(stdio) = &server.transport {
+        row["env"] = serde_json::json!(toolgate_upstream::child_environment_names(
+            stdio,
+            std::env::vars_os()
+        ));
+    }
+    row
 }

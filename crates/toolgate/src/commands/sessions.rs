@@ -116,13 +116,18 @@ pub(crate) fn run(global: &GlobalArgs, command: SessionsCommand) -> anyhow::Resu
 
 /// The store `--sessions` names, else the config's `[agent] sessions`, else the default.
 fn open(global: &GlobalArgs, args: &StoreArgs) -> anyhow::Result<Store> {
-    let configured = match toolgate_config::load(global.config.as_deref()) {
-        Ok(Some(loaded)) => loaded.config.agent.sessions,
-        _ => None,
+    let configured = || match crate::setup::load(global) {
+        Ok(loaded) => Ok(loaded.and_then(|loaded| loaded.config.agent.sessions)),
+        // A config found in the working directory and not trusted names no store either.
+        Err(error) if error.is::<crate::trust::Untrusted>() => Err(error),
+        Err(_) => Ok(None),
     };
-    let path = match args.sessions.clone().or(configured) {
+    let path = match args.sessions.clone() {
         Some(path) => path,
-        None => toolgate_agent::store::default_path()?,
+        None => match configured()? {
+            Some(path) => path,
+            None => toolgate_agent::store::default_path()?,
+        },
     };
     Store::open(&path).with_context(|| format!("opening {}", path.display()))
 }

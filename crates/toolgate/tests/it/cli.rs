@@ -162,16 +162,42 @@ async fn without_any_config_the_demo_server_is_used() {
 }
 
 #[tokio::test]
-async fn toolgate_toml_in_the_working_directory_is_found() {
+async fn toolgate_toml_in_the_working_directory_is_found_once_trusted() {
     let config = ConfigDir::new(&fixture_server("here", "stdio", None));
-    let output = run_toolgate_in(&["call", "here__echo", "text=found"], Some(config.dir())).await;
+    let state = tempfile::tempdir().expect("temp dir");
+    let in_config_dir = |args: &[&str]| {
+        let mut command = tokio::process::Command::new(toolgate_bin());
+        command
+            .args(args)
+            .current_dir(config.dir())
+            .env_remove("TOOLGATE_CONFIG")
+            .env("XDG_STATE_HOME", state.path());
+        command
+    };
+    // Found, and refused until trusted (tests/it/trust.rs has the rest).
+    let refused = in_config_dir(&["call", "here__echo", "text=found"]).output().await.expect("run");
+    assert_eq!(refused.status.code(), Some(64), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("toolgate trust"), "{}", stderr(&refused));
+    let trusted = in_config_dir(&["trust"]).output().await.expect("run");
+    assert!(trusted.status.success(), "{}", stderr(&trusted));
+    let output = in_config_dir(&["call", "here__echo", "text=found"]).output().await.expect("run");
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output).trim(), "found");
 }
 
 /// The visible subcommands, which completions and the manual must all know.
-const SUBCOMMANDS: [&str; 9] =
-    ["serve", "tools", "call", "servers", "interceptors", "config", "audit", "completions", "man"];
+const SUBCOMMANDS: [&str; 10] = [
+    "serve",
+    "tools",
+    "call",
+    "servers",
+    "interceptors",
+    "config",
+    "audit",
+    "trust",
+    "completions",
+    "man",
+];
 
 #[tokio::test]
 async fn completions_cover_every_subcommand_in_each_shell() {

@@ -88,14 +88,19 @@ async fn the_demo_leaks_nothing_spawns_nothing_and_stays_up() {
 /// The control: the full fixture, where the probe must catch each of the three.
 #[tokio::test]
 async fn the_probe_catches_the_fixtures_dangerous_tools() {
-    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    // A stdio server inherits only what its config names: this one names the canary.
+    let config = ConfigDir::new(&format!(
+        "[servers.fx]\ncommand = {}\nenv_pass = [{}]\n",
+        toml_str(&fixture_bin().to_string_lossy()),
+        toml_str(CANARY_VAR)
+    ));
     let home = tempfile::tempdir().expect("temp dir");
     let mut command = without_config(home.path());
     command.arg("--config").arg(config.path());
     let findings = probe(command, Some(&["fx__env_get", "fx__spawn_child", "fx__crash"])).await;
     assert!(
         findings.environment.iter().any(|entry| entry == &format!("{CANARY_VAR}={CANARY}")),
-        "the fixture inherits the gateway's environment"
+        "the fixture inherits what env_pass names"
     );
     assert_eq!(findings.leaked, ["fx__env_get"]);
     assert_eq!(findings.spawned, ["fx__spawn_child"]);

@@ -51,10 +51,13 @@ async fn a_server_that_never_answers_times_out_at_startup() {
 }
 
 #[tokio::test]
-async fn the_child_environment_is_inherited_minus_removals_plus_env() {
+async fn the_child_environment_is_the_defaults_plus_env_pass_minus_removals_plus_env() {
+    // Only what the default list and `env_pass` name is inherited (tests/it/child_env.rs has
+    // the rest); `env_remove` then takes some back, and `env` is set last.
     let config = ConfigDir::new(&format!(
-        "{}env = {{ GIVEN = \"${{TOOLGATE_TEST_SOURCE:-unset}}-suffix\" }}\nenv_remove = [\"TOOLGATE_TEST_SECRET_*\"]\n",
-        fixture_server("fx", "stdio", None)
+        "[servers.fx]\ncommand = {}\nenv_pass = [\"TOOLGATE_TEST_*\"]\n\
+         env = {{ GIVEN = \"${{TOOLGATE_TEST_SOURCE:-unset}}-suffix\" }}\nenv_remove = [\"TOOLGATE_TEST_SECRET_*\"]\n",
+        toml_str(&fixture_bin().to_string_lossy())
     ));
     let path = config.path().to_string_lossy().into_owned();
     let call = |name: &'static str| {
@@ -65,7 +68,8 @@ async fn the_child_environment_is_inherited_minus_removals_plus_env() {
                 .args(["call", "fx__env_get", &format!("name={name}"), "--config", &path])
                 .env("TOOLGATE_TEST_SOURCE", "value")
                 .env("TOOLGATE_TEST_SECRET_KEY", "hidden")
-                .env("TOOLGATE_TEST_KEPT", "kept");
+                .env("TOOLGATE_TEST_KEPT", "kept")
+                .env("NOT_NAMED_ANYWHERE", "left behind");
             let output = command.output().await.expect("run");
             assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
             String::from_utf8_lossy(&output.stdout).trim().to_owned()
@@ -74,6 +78,7 @@ async fn the_child_environment_is_inherited_minus_removals_plus_env() {
     assert_eq!(call("GIVEN").await, "value-suffix");
     assert_eq!(call("TOOLGATE_TEST_SECRET_KEY").await, "<unset>");
     assert_eq!(call("TOOLGATE_TEST_KEPT").await, "kept");
+    assert_eq!(call("NOT_NAMED_ANYWHERE").await, "<unset>");
 }
 
 #[tokio::test]

@@ -67,11 +67,12 @@ pub fn toml_str(text: &str) -> String {
 /// A `[servers.NAME]` table for the fixture upstream over `transport`. It is `required`, so
 /// that `serve` waits for it however slowly the machine starts it: a test that calls its
 /// tools must not depend on it being up within `startup_wait` (2 s), which a loaded machine
-/// does not promise.
+/// does not promise. Over stdio it inherits `RUST_LOG` (`env_pass`), so that its `info`
+/// lines (`slow: cancelled`) reach toolgate's log when a test sets it.
 pub fn fixture_server(name: &str, transport: &str, url: Option<&str>) -> String {
     match transport {
         "stdio" => format!(
-            "[servers.{name}]\ncommand = {}\nrequired = true\n",
+            "[servers.{name}]\ncommand = {}\nenv_pass = [\"RUST_LOG\"]\nrequired = true\n",
             toml_str(&fixture_bin().to_string_lossy())
         ),
         "http" => format!(
@@ -172,8 +173,9 @@ impl HttpGateway {
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
             .env("TOOLGATE_LOG", "info")
-            // Read by toolgate-fixture upstreams, which inherit it (toolgate reads
-            // TOOLGATE_LOG): their info lines (`slow: cancelled`) reach toolgate's log.
+            // Read by toolgate-fixture upstreams that inherit it (`fixture_server` passes it;
+            // toolgate reads TOOLGATE_LOG): their info lines (`slow: cancelled`) reach
+            // toolgate's log.
             .env("RUST_LOG", "info,rmcp=error")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -374,6 +374,25 @@ fn bad_base_urls_are_refused_with_what_is_wrong() {
 }
 
 #[test]
+fn a_key_never_goes_to_another_machine_over_plain_http() {
+    let with = |url: &str, key: Option<&str>| {
+        let mut config = config(Dialect::OpenaiChat, "x", 0);
+        config.base_url = url.into();
+        config.api_key = key.map(str::to_owned);
+        connect(config).err()
+    };
+    let refused = with("http://10.0.0.5:8080/v1", Some("sk-secret-key")).expect("refused");
+    assert_eq!(refused, ConnectError::KeyInTheClear { provider: "10.0.0.5:8080".into() });
+    let message = refused.to_string();
+    assert!(message.contains("plain http://") && message.contains("https://"), "{message}");
+    assert!(!message.contains("sk-secret-key"), "{message}");
+    // No key, nothing to leak: a server on the LAN that wants none is fine.
+    assert!(with("http://10.0.0.5:8080/v1", None).is_none());
+    assert!(with("http://localhost:11434/v1", Some("sk-secret-key")).is_none());
+    assert!(with("https://10.0.0.5/v1", Some("sk-secret-key")).is_none());
+}
+
+#[test]
 fn retry_after_in_seconds_milliseconds_or_as_a_date() {
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
     let headers = |pairs: &[(&'static str, &str)]| {
