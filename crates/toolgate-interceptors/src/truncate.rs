@@ -817,9 +817,15 @@ fn whole(options: &mut Options<'_>, key: &str, least: usize) -> Option<usize> {
     }
 }
 
-/// Whose kept results a context may read: its principal and session.
+/// Whose kept results a context may read: its principal and session, or for a client without
+/// a session (a 2026-07-28 request) the address it connected from, so that anonymous strangers
+/// (all `anonymous:anonymous`) neither read each other's results nor share one quota.
 fn owner(ctx: &CallContext) -> String {
-    format!("{}\u{0}{}", ctx.principal, ctx.session.as_deref().unwrap_or(""))
+    match (&ctx.session, ctx.client_address) {
+        (Some(session), _) => format!("{}\u{0}session\u{0}{session}", ctx.principal),
+        (None, Some(address)) => format!("{}\u{0}address\u{0}{address}", ctx.principal),
+        (None, None) => ctx.principal.to_string(),
+    }
 }
 
 impl Interceptor for Truncate {
