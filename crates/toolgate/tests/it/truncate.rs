@@ -159,11 +159,11 @@ async fn stateless_call(url: &str, from: [u8; 4], tool: &str, arguments: Value) 
 #[tokio::test]
 async fn a_result_kept_for_a_client_without_a_session_is_read_from_its_address_only() {
     let mut text = fixture_server("fx", "stdio", None);
-    text.push_str("\n[[pipeline]]\nkind = \"truncate\"\nmax_bytes = 1000\n");
+    text.push_str("\n[[pipeline]]\nkind = \"truncate\"\nmax_bytes = 2000\n");
     let config = ConfigDir::new(&text);
     let gateway = HttpGateway::start(&config.path()).await;
     let here = [127, 0, 0, 1];
-    let cut = stateless_call(&gateway.url, here, "fx__large", json!({"kb": 8})).await;
+    let cut = stateless_call(&gateway.url, here, "fx__large", json!({"kb": 16})).await;
     let handle = cut["_meta"]["io.toolgate/truncated"]["handle"]
         .as_str()
         .unwrap_or_else(|| panic!("a cut result: {cut}"))
