@@ -11,6 +11,7 @@ mod builtins;
 mod cli;
 mod config_check;
 mod conformance;
+mod cut_off;
 mod demo;
 mod denials;
 mod deps;
