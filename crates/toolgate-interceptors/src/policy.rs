@@ -35,8 +35,8 @@
 //! - `tools/list` hides the tools a call to which would be denied whatever its arguments;
 //! - `prompts/list` hides the prompts whose `prompts/get` would be denied, `resources/list`
 //!   the resources whose `resources/read` would be, and `resources/templates/list` the
-//!   templates every read through which would be (or whose template a `resources/read` rule's
-//!   `tools` glob matches as written); a rule about the list event itself that names
+//!   templates through which every read would be (a rule whose `tools` glob matches the
+//!   template as written covers all its expansions); a rule about the list event itself that names
 //!   `servers` or `tools` hides the items it matches. The list request itself is refused only
 //!   by a rule about it that names neither (a list is never refused by `default_requests`;
 //!   its items are);
