@@ -30,6 +30,7 @@ mod meta;
 mod passthrough;
 mod pin;
 mod pipeline;
+mod private_files;
 mod real_servers;
 mod recorder;
 mod recording_upstream;
