@@ -49,7 +49,8 @@
 //!
 //! The whole result is kept (`spill`, on by default) in a store bounded in bytes
 //! (`spill_max_bytes`, 64 MiB), per caller (`spill_caller_bytes`, 16 MiB; 64 results) and in
-//! time (`spill_ttl`, 15 minutes), for the caller it was cut for (principal and session). The
+//! time (`spill_ttl`, 15 minutes), for the caller it was cut for (principal and session, or
+//! for a 2026-07-28 client without a session the address it connected from). The
 //! note names a handle and the line to read on from, and the gateway serves a tool of its
 //! own, `toolgate__read_result {handle, offset, limit}`, listed with the other tools and
 //! passing the pipeline like any other (a `policy` rule can deny it; its results are not cut
