@@ -153,7 +153,10 @@ struct Current {
 /// How one tool compares with its pin.
 enum Verdict {
     Pinned,
-    Drift { pinned: Box<Contract>, now: Box<Contract> },
+    Drift {
+        pinned: Box<Contract>,
+        now: Box<Contract>,
+    },
     Unknown,
     /// The lock file is gone, and the tool's server withholds what it cannot check.
     LockGone,
@@ -410,10 +413,20 @@ impl Integrity {
         cache.retain(|_, tools| !tools.is_empty());
     }
 
-    fn verdict(&self, current: &Current, server: &str, original: &str, tool: &mcp::Tool) -> Verdict {
+    fn verdict(
+        &self,
+        current: &Current,
+        server: &str,
+        original: &str,
+        tool: &mcp::Tool,
+    ) -> Verdict {
         let (now, _) = self.assess(server, original, tool);
         if current.gone {
-            return if self.actions(server).needs_pin() { Verdict::LockGone } else { Verdict::Unknown };
+            return if self.actions(server).needs_pin() {
+                Verdict::LockGone
+            } else {
+                Verdict::Unknown
+            };
         }
         let (lock, generation) = (&current.lock, &current.generation);
         match lock.digest(server, Kind::Tool, original) {

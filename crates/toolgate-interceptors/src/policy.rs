@@ -564,9 +564,8 @@ fn hooked_events(rules: &[Rule], default_requests: Decision) -> (Vec<String>, Ve
     let everything = default_requests == Decision::Deny;
     let mut requests = vec!["tools/call".to_owned()];
     if everything {
-        requests.extend(
-            E::ALL.iter().filter(|e| **e != E::ToolsList).map(|e| e.as_str().to_owned()),
-        );
+        requests
+            .extend(E::ALL.iter().filter(|e| **e != E::ToolsList).map(|e| e.as_str().to_owned()));
     }
     requests.extend(rules.iter().flat_map(|r| r.event_patterns.iter().cloned()));
     let (prompts, reads) = (about(E::PromptsGet), about(E::ResourcesRead));

@@ -182,8 +182,10 @@ impl Inventory {
                         upstream: upstream.clone(),
                     });
                 }
-                self.template_origins
-                    .insert(template.uri_template.clone(), Route { upstream: upstream.clone(), original });
+                self.template_origins.insert(
+                    template.uri_template.clone(),
+                    Route { upstream: upstream.clone(), original },
+                );
                 self.templates.push(template);
             }
         }

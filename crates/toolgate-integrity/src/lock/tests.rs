@@ -144,9 +144,8 @@ fn a_written_lock_file_is_the_owners_only() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("toolgate.lock");
-    let mode = |path: &std::path::Path| {
-        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-    };
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     lock_of(vec![tool("read", "Read")]).write(&path).unwrap();
     assert_eq!(mode(&path), 0o600);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();

@@ -575,7 +575,10 @@ async fn a_lock_that_existed_and_is_gone_fails_closed() {
     };
     assert!(refusal.reason.contains("toolgate.lock is gone"), "{}", refusal.reason);
     assert!(refusal.reason.contains("toolgate pin"), "{}", refusal.reason);
-    assert!(matches!(call(&integrity, "scratch", tool("jot", "Jot", false)).await, Outcome::Continue));
+    assert!(matches!(
+        call(&integrity, "scratch", tool("jot", "Jot", false)).await,
+        Outcome::Continue
+    ));
     let event = events.try_recv().expect("an event");
     assert_eq!(event.kind, "integrity/lock_gone");
     assert!(events.try_recv().is_none(), "said once, not per tool or list");
@@ -617,9 +620,9 @@ async fn a_refusal_names_the_digest_to_approve() {
     let pinned = Contract::tool(&tool("read", "Read a file", false)).digest;
     assert!(drift.reason.contains(&format!("(pinned {pinned}, now {now})")), "{}", drift.reason);
     assert!(
-        drift.reason.contains(&format!(
-            "POST /integrity/fs__read/approve with {{\"digest\": \"{now}\"}}"
-        )),
+        drift
+            .reason
+            .contains(&format!("POST /integrity/fs__read/approve with {{\"digest\": \"{now}\"}}")),
         "{}",
         drift.reason
     );

@@ -427,14 +427,19 @@ fn prompts(items: &[(&str, &str)]) -> Message {
     Message::Prompts(
         items
             .iter()
-            .map(|(server, name)| listed(server, name, json!({"name": format!("{server}__{name}")})))
+            .map(|(server, name)| {
+                listed(server, name, json!({"name": format!("{server}__{name}")}))
+            })
             .collect(),
     )
 }
 
 fn resources(items: &[(&str, &str)]) -> Message {
     Message::Resources(
-        items.iter().map(|(server, uri)| listed(server, uri, json!({"uri": uri, "name": uri}))).collect(),
+        items
+            .iter()
+            .map(|(server, uri)| listed(server, uri, json!({"uri": uri, "name": uri})))
+            .collect(),
     )
 }
 
@@ -532,7 +537,10 @@ async fn a_server_cut_off_from_prompts_and_resources_is_cut_off_from_lists_and_c
         }
         other => panic!("a completion of a cut-off prompt is refused: {other:?}"),
     }
-    assert_eq!(request(&p, E::CompletionComplete, "open", "greet", prompt).await, Outcome::Continue);
+    assert_eq!(
+        request(&p, E::CompletionComplete, "open", "greet", prompt).await,
+        Outcome::Continue
+    );
     let template = completion(json!({"type": "ref/resource", "uri": "test://t/{id}"}));
     let refused = request(&p, E::CompletionComplete, "cut", "test://t/{id}", template.clone());
     assert!(matches!(refused.await, Outcome::Refuse(_)));
@@ -634,7 +642,8 @@ async fn default_requests_deny_cuts_off_every_request_no_rule_allows() {
     assert_eq!(open, Outcome::Continue, "completions follow the prompt when no rule names them");
     let other = request(&p, E::CompletionComplete, "other", "greet", prompt).await;
     assert!(matches!(other, Outcome::Refuse(_)));
-    let hooked = |event: E, phase: Phase| p.descriptor().hooks.iter().any(|h| h.covers(event, phase));
+    let hooked =
+        |event: E, phase: Phase| p.descriptor().hooks.iter().any(|h| h.covers(event, phase));
     for event in E::ALL.into_iter().filter(|e| *e != E::ToolsList) {
         assert!(hooked(event, Phase::Request), "{event}");
     }

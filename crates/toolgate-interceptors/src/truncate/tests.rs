@@ -174,8 +174,10 @@ async fn clients_without_a_session_keep_results_by_their_address() {
         ctx
     };
     let (a, b) = (from([192, 0, 2, 1]), from([192, 0, 2, 2]));
-    let kept_for_a = handle_of(&truncate.shorten(&text_result(&log), None, &owner(&a)).unwrap().result);
-    let kept_for_b = handle_of(&truncate.shorten(&text_result(&log), None, &owner(&b)).unwrap().result);
+    let kept_for_a =
+        handle_of(&truncate.shorten(&text_result(&log), None, &owner(&a)).unwrap().result);
+    let kept_for_b =
+        handle_of(&truncate.shorten(&text_result(&log), None, &owner(&b)).unwrap().result);
     let read = async |ctx: &CallContext, handle: &str| {
         let arguments = json!({"handle": handle, "limit": 1}).as_object().cloned();
         let page = truncate.call_own_tool(read::NAME, arguments, ctx).await.unwrap();

@@ -99,8 +99,9 @@ impl Gateway {
         if self.pipeline.is_empty() {
             return Ok(inventory.resources().to_vec());
         }
-        let listed =
-            listed(inventory.resources(), |resource| inventory.listed_resource_route(&resource.uri));
+        let listed = listed(inventory.resources(), |resource| {
+            inventory.listed_resource_route(&resource.uri)
+        });
         let shown = self.list::<ListResources>(listed, ctx).await?;
         Ok(shown.into_iter().map(|l| l.item).collect())
     }

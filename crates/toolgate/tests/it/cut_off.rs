@@ -49,7 +49,11 @@ async fn is_cut_off_everywhere(client: Client) {
         .expect("completions of open's prompt");
     assert_eq!(open.completion.values, ["paris", "park", "party"]);
     let refused = client
-        .complete(completion(Reference::for_prompt("cut__test_prompt_with_arguments"), "arg1", "pa"))
+        .complete(completion(
+            Reference::for_prompt("cut__test_prompt_with_arguments"),
+            "arg1",
+            "pa",
+        ))
         .await
         .expect_err("completions of cut's prompt are refused");
     let message = refused.to_string();

@@ -221,14 +221,14 @@ async fn an_approver_accepts_a_changed_tool_over_the_admin_api() {
     let anonymous = http.post(&url).json(&json!({"digest": digest})).send().await.expect("POST");
     assert_eq!(anonymous.status(), 401);
     let post = |url: String, body: Option<Value>| {
-        let mut request =
-            http.post(url).header("authorization", "Bearer alice-token-0123456789");
+        let mut request = http.post(url).header("authorization", "Bearer alice-token-0123456789");
         if let Some(body) = body {
             request = request.json(&body);
         }
         request.send()
     };
-    let unknown = post(format!("{admin}/integrity/fx__nope/approve"), Some(json!({"digest": digest})));
+    let unknown =
+        post(format!("{admin}/integrity/fx__nope/approve"), Some(json!({"digest": digest})));
     assert_eq!(unknown.await.expect("POST").status(), 404);
     // An approval names what was reviewed: without it, nothing is pinned.
     let unnamed = post(url.clone(), None).await.expect("POST");
@@ -240,7 +240,10 @@ async fn an_approver_accepts_a_changed_tool_over_the_admin_api() {
     let stale = post(url.clone(), Some(json!({"digest": reviewed}))).await.expect("POST");
     assert_eq!(stale.status(), 409);
     let body: Value = stale.json().await.expect("JSON");
-    assert_eq!((body["expected"].as_str(), body["digest"].as_str()), (Some(reviewed.as_str()), Some(digest.as_str())));
+    assert_eq!(
+        (body["expected"].as_str(), body["digest"].as_str()),
+        (Some(reviewed.as_str()), Some(digest.as_str()))
+    );
     assert!(!tool_names(&client).await.contains(&"fx__weather".to_owned()), "nothing was pinned");
 
     let approved = post(url.clone(), Some(json!({"digest": digest}))).await.expect("POST");
