@@ -24,6 +24,11 @@
 //!   that wrote it; [`Store::usage_total`] sums it and estimates the cost from
 //!   [`pricing`]'s dated list prices (no cost when a model is not in the table).
 //!
+//! - **Private.** The file holds conversations and tool results: toolgate creates it readable
+//!   and writable by its owner only (`0600`; SQLite gives its `-wal` and `-shm` files the same
+//!   mode), in folders it creates for its owner only (`0700`, [`create_private_dirs`]), and
+//!   logs a warning naming an existing file that others may read or write.
+//!
 //! A [`Store`] is one SQLite connection: `Send`, not `Sync`; its calls block (each is a few
 //! small statements), so async code calls it from `spawn_blocking` or behind a mutex.
 
@@ -62,6 +67,52 @@ pub fn default_path() -> Result<PathBuf, StoreError> {
         .ok_or(StoreError::NoDataDir)
 }
 
+/// Creates `dir` and the folders above it that are missing, each readable, writable and
+/// searchable by its owner only (`0700`): they hold conversations. Folders that exist are left
+/// as they are.
+pub fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Creates the file at `path` for its owner only (`0600`) if there is none, so that SQLite
+/// opens a private file (and gives its `-wal` and `-shm` files the same mode); an existing
+/// file is left as it is.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map(drop)
+}
+
+/// What to say about the sessions file at `path` when others than its owner may read or write
+/// it; `None` when it is private or not there yet.
+fn access_warning(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then(|| {
+            format!(
+                "the sessions database {} can be read or written by others than its owner \
+                 (mode {mode:04o}): it holds your conversations and tool results; restrict it \
+                 with `chmod 600 {}`",
+                path.display(),
+                path.display()
+            )
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// What went wrong, with the file and the session it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -72,6 +123,14 @@ pub enum StoreError {
     #[error("cannot create {path}, the directory of the sessions database: {source}")]
     CreateDir {
         /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file could not be created.
+    #[error("cannot create the sessions database {path}: {source}")]
+    Create {
+        /// The file.
         path: PathBuf,
         /// Why.
         source: std::io::Error,
@@ -246,14 +305,19 @@ fn now() -> (SystemTime, String) {
 }
 
 impl Store {
-    /// Opens (creating it and its directory if needed) the sessions file at `path`, bringing
-    /// its schema up to date.
+    /// Opens (creating it and its directory if needed, for the owner only) the sessions file
+    /// at `path`, bringing its schema up to date.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+            create_private_dirs(dir)
                 .map_err(|source| StoreError::CreateDir { path: dir.to_path_buf(), source })?;
         }
+        if let Some(warning) = access_warning(&path) {
+            tracing::warn!("{warning}");
+        }
+        create_private_file(&path)
+            .map_err(|source| StoreError::Create { path: path.clone(), source })?;
         let connection = Connection::open(&path)
             .map_err(|source| StoreError::Open { path: path.clone(), source })?;
         Store::set_up(connection, path, true)

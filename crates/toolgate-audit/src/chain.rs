@@ -14,6 +14,11 @@
 //!
 //! Writing is plain blocking `std::fs` and one process at a time; callers keep it off the async
 //! path (see [`spawn_audit_sink`](crate::spawn_audit_sink)).
+//!
+//! The log says who called what, with which arguments and with what outcome: a new log is
+//! created readable and writable by its owner only (`0600`), and opening one that others may
+//! read or write logs a warning naming it ([`AuditLog::access_warning`], which `toolgate config
+//! check` shows too). Its directory is the user's to choose and is not created.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -27,6 +32,23 @@ use crate::error::{AuditError, ChainProblem};
 use crate::event::Event;
 use crate::place::check_place;
 use toolgate_core::hash::sha256_hex;
+
+/// The mode of a log toolgate creates: read and write for its owner only.
+#[cfg(unix)]
+const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// The permission bits of the file at `path` when they let its group or others in at all.
+#[cfg(unix)]
+fn open_to_others(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then_some(mode)
+}
+
+#[cfg(not(unix))]
+fn open_to_others(_path: &Path) -> Option<u32> {
+    None
+}
 
 /// The `prev` of the first record, and the head of an empty log: 64 zeros.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -68,12 +90,14 @@ impl AuditLog {
             move |source| AuditError::Io { path, action, source }
         };
         check_place(&path)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(io_error("open"))?;
+        if let Some(warning) = AuditLog::access_warning(&path) {
+            tracing::warn!("{warning}");
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, PRIVATE_FILE_MODE);
+        let mut file = options.open(&path).map_err(io_error("open"))?;
         let walk = walk(BufReader::new(&file), &path, None)?;
         if walk.records > 0 && !walk.ends_with_newline {
             // The last record is whole but its newline never made it to disk. The newline is
@@ -82,6 +106,21 @@ impl AuditLog {
         }
         let len = file.metadata().map_err(io_error("read the metadata of"))?.len();
         Ok(AuditLog { path, file, seq: walk.records, head: walk.head, len })
+    }
+
+    /// What to say about the log at `path` when others than its owner may read or write it
+    /// (any group or world permission bit): it holds every call's arguments and outcome.
+    /// `None` when it is private, or does not exist yet (it will be created private).
+    pub fn access_warning(path: impl AsRef<Path>) -> Option<String> {
+        let path = path.as_ref();
+        let mode = open_to_others(path)?;
+        Some(format!(
+            "the audit log {} can be read or written by others than its owner (mode {mode:04o}): \
+             it records who called which tool with which arguments; restrict it with \
+             `chmod 600 {}`",
+            path.display(),
+            path.display()
+        ))
     }
 
     /// Every reason [`open`](AuditLog::open) would refuse `path`, found without creating or

@@ -144,7 +144,8 @@ impl Lock {
     }
 
     /// Writes the lock file to `path`, whole or not at all (a temporary file beside it,
-    /// renamed over it).
+    /// renamed over it). The file is its owner's only (`0600`, as the temporary file is
+    /// created), whatever mode the file it replaces had.
     pub fn write(&self, path: &Path) -> Result<(), LockError> {
         let error = |source| LockError::Write { path: path.to_owned(), source };
         let mut text = serde_json::to_string_pretty(self).expect("a lock serializes");

@@ -4,6 +4,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,7 @@ use toolgate_core::mcp;
 use crate::outcome::Decision;
 
 /// Who is calling.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Principal {
     /// `local` (stdio, the CLI), `anonymous` (unauthenticated HTTP), or an authenticated kind.
     pub kind: String,
@@ -30,6 +31,12 @@ impl Principal {
     pub fn anonymous() -> Principal {
         Principal { kind: "anonymous".into(), id: "anonymous".into() }
     }
+
+    /// Whether it names nobody: every client that did not authenticate is the same
+    /// `anonymous:anonymous`, so it cannot tell one stranger from another.
+    pub fn is_anonymous(&self) -> bool {
+        self.kind == "anonymous"
+    }
 }
 
 fn whoami() -> String {
@@ -39,6 +46,35 @@ fn whoami() -> String {
 impl std::fmt::Display for Principal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.kind, self.id)
+    }
+}
+
+/// A caller as far as toolgate can tell two callers apart: what it keeps or decides for a
+/// caller (remembered approvals, results kept for `toolgate__read_result`) is filed under this,
+/// so that one stranger never gets what was given to another.
+///
+/// A principal that names someone (`local`, `agent:<user>`, an authenticated kind) is that
+/// someone, in any session. An anonymous principal names nobody (every HTTP client that did not
+/// authenticate is `anonymous:anonymous`), so it is told apart by its session, else by the
+/// address it connected from (a 2026-07-28 client has no session), else not at all.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CallerKey {
+    /// A principal that names someone.
+    Principal(Principal),
+    /// An anonymous client in a session: its session id.
+    Session(String),
+    /// An anonymous client without a session: the address it connected from. Every client on
+    /// one host (or behind one proxy) shares it, so it is weaker than a session.
+    Address(IpAddr),
+    /// An anonymous client with neither: nothing tells it from any other.
+    Nobody,
+}
+
+impl CallerKey {
+    /// Whether it stands for one client or person, not a crowd: a principal that names
+    /// someone, or one session. An address or nobody may be many strangers at once.
+    pub fn is_one_caller(&self) -> bool {
+        matches!(self, CallerKey::Principal(_) | CallerKey::Session(_))
     }
 }
 
@@ -118,6 +154,10 @@ pub struct CallContext {
     pub principal: Principal,
     /// The downstream session, if the transport has one.
     pub session: Option<String>,
+    /// The address the client connected from, when it came over the network (the HTTP
+    /// fronts fill it; stdio and in-process callers have none). With an anonymous principal
+    /// and no session it is all that tells two clients apart (see [`CallerKey`]).
+    pub client_address: Option<IpAddr>,
     /// The downstream request id, if any.
     pub request_id: Option<String>,
     /// What the request is about (none for lists).
@@ -139,6 +179,7 @@ impl CallContext {
         CallContext {
             principal,
             session: None,
+            client_address: None,
             request_id: None,
             target: None,
             started: Instant::now(),
@@ -151,11 +192,12 @@ impl CallContext {
 
     /// A context for another request made on behalf of the same caller about the same
     /// target (a question an upstream asks while serving this call, say): the same principal,
-    /// session, request id, target and elicitor; nothing decided or left yet.
+    /// session, client address, request id, target and elicitor; nothing decided or left yet.
     pub fn for_another_request(&self) -> CallContext {
         CallContext {
             principal: self.principal.clone(),
             session: self.session.clone(),
+            client_address: self.client_address,
             request_id: self.request_id.clone(),
             target: self.target.clone(),
             started: Instant::now(),
@@ -163,6 +205,18 @@ impl CallContext {
             retarget: None,
             elicitor: self.elicitor.clone(),
             extensions: HashMap::new(),
+        }
+    }
+
+    /// The caller, as far as toolgate can tell callers apart (see [`CallerKey`]).
+    pub fn caller_key(&self) -> CallerKey {
+        if !self.principal.is_anonymous() {
+            return CallerKey::Principal(self.principal.clone());
+        }
+        match (&self.session, self.client_address) {
+            (Some(session), _) => CallerKey::Session(session.clone()),
+            (None, Some(address)) => CallerKey::Address(address),
+            (None, None) => CallerKey::Nobody,
         }
     }
 
@@ -206,6 +260,7 @@ impl std::fmt::Debug for CallContext {
         f.debug_struct("CallContext")
             .field("principal", &self.principal)
             .field("session", &self.session)
+            .field("client_address", &self.client_address)
             .field("request_id", &self.request_id)
             .field("target", &self.target)
             .field("decisions", &self.decisions)
@@ -241,11 +296,35 @@ mod tests {
             tool: None,
         });
         ctx.insert(Marker);
+        ctx.client_address = Some([127, 0, 0, 1].into());
         let other = ctx.for_another_request();
         assert_eq!(other.principal, ctx.principal);
         assert_eq!(other.session.as_deref(), Some("s1"));
+        assert_eq!(other.client_address, ctx.client_address);
         assert_eq!(other.server_and_tool(), (Some("fs"), Some("read")));
         assert!(other.get::<Marker>().is_none());
         assert!(other.decisions.is_empty());
+    }
+
+    #[test]
+    fn strangers_are_told_apart_by_session_then_address() {
+        let address: IpAddr = [192, 0, 2, 7].into();
+        let mut anonymous = CallContext::new(Principal::anonymous());
+        assert_eq!(anonymous.caller_key(), CallerKey::Nobody);
+        anonymous.client_address = Some(address);
+        assert_eq!(anonymous.caller_key(), CallerKey::Address(address));
+        anonymous.session = Some("s1".into());
+        assert_eq!(anonymous.caller_key(), CallerKey::Session("s1".into()));
+        assert!(anonymous.caller_key().is_one_caller());
+        assert!(!CallerKey::Address(address).is_one_caller());
+        assert!(!CallerKey::Nobody.is_one_caller());
+
+        // Someone with a name is that someone, whichever session or address.
+        let bob = Principal { kind: "token".into(), id: "bob".into() };
+        let mut named = CallContext::new(bob.clone());
+        named.session = Some("s2".into());
+        named.client_address = Some(address);
+        assert_eq!(named.caller_key(), CallerKey::Principal(bob));
+        assert!(named.caller_key().is_one_caller());
     }
 }

@@ -18,8 +18,8 @@ mod outcome;
 mod pipeline;
 
 pub use context::{
-    ApprovalRequired, Approved, CallContext, Elicitor, Principal, Retarget, Target, TrustedTool,
-    UpstreamTimeout,
+    ApprovalRequired, Approved, CallContext, CallerKey, Elicitor, Principal, Retarget, Target,
+    TrustedTool, UpstreamTimeout,
 };
 pub use descriptor::{
     DEFAULT_TIMEOUT, Descriptor, DescriptorError, Hook, InterceptorType, Mode, Phase,

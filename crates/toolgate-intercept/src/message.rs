@@ -145,10 +145,11 @@ pub enum Message {
     ReadResource(mcp::ReadResourceRequestParams),
     /// Its result.
     Resource(mcp::ReadResourceResult),
-    /// The resources a caller is shown.
-    Resources(Vec<mcp::Resource>),
-    /// The resource templates a caller is shown.
-    ResourceTemplates(Vec<mcp::ResourceTemplate>),
+    /// The resources a caller is shown (`original`: the URI as the upstream lists it).
+    Resources(Vec<Listed<mcp::Resource>>),
+    /// The resource templates a caller is shown (`original`: the template as the upstream
+    /// lists it).
+    ResourceTemplates(Vec<Listed<mcp::ResourceTemplate>>),
     /// A `resources/subscribe` request (exposed URI).
     Subscribe(mcp::SubscribeRequestParams),
     /// A `resources/unsubscribe` request (exposed URI).

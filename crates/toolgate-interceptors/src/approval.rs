@@ -33,6 +33,15 @@
 //! is remembered per caller and digest: the same caller making the very same call within the
 //! time is let through without asking, and the grant is recorded as `remembered`.
 //!
+//! The caller is whom toolgate can tell apart ([`CallerKey`]): a principal that names someone
+//! (`local`, `agent:<user>`) in any of its sessions, but an anonymous HTTP client (all of them
+//! are `anonymous:anonymous` until clients authenticate) only in its own session, so a grant
+//! given for one stranger's call never lets another's through. A client with no session (a
+//! 2026-07-28 request) is asked every time: all it has is an address, which every client on a
+//! host shares. With `separate_duties`, a grant the caller gave itself by elicitation (`via =
+//! "elicit"` with `fallback = "external"`) does not let a call through that goes to an
+//! approver; the approver's name is compared with the caller's principal.
+//!
 //! Every step is an event: `approval/requested`, `approval/granted`, `approval/refused`,
 //! `approval/expired`. A refusal names this interceptor and who refused (or that nobody
 //! answered in time).
@@ -49,6 +58,8 @@ use tokio::time::Instant;
 use toolgate_audit::{Event as AuditEvent, kind};
 use toolgate_config::InterceptorConfig;
 use toolgate_core::{duration, mcp};
+#[cfg(doc)]
+use toolgate_intercept::CallerKey;
 use toolgate_intercept::{
     ApprovalRequired, Approved, CallContext, Descriptor, Hook, InterceptError, InterceptionEvent,
     Interceptor, InterceptorType, Message, Mode, Outcome, Phase, Refusal, call_digest,
@@ -223,18 +234,27 @@ impl Approval {
                 self.refusal(format!("would hold the call for approval ({})", required.reason)),
             ));
         }
-        if let Some(by) = self.desk.remembered(&caller, &digest) {
+        let via = match self.via {
+            Via::Elicit if ctx.elicitor.as_ref().is_some_and(|e| e.can_elicit()) => Via::Elicit,
+            Via::Elicit => self.fallback,
+            other => other,
+        };
+        // Grants are kept for one caller (a named principal, or one anonymous session), never
+        // for a crowd: every unauthenticated client is `anonymous:anonymous`, and an address
+        // is shared by everyone on one host.
+        let remembered_for = Some(ctx.caller_key()).filter(|key| key.is_one_caller());
+        // With separate duties, an approver decides this call: a grant the caller gave itself
+        // earlier (by elicitation) does not stand in for one.
+        let own_grants = !(self.separate_duties && via == Via::External);
+        if let Some(key) = &remembered_for
+            && let Some(by) = self.desk.remembered(key, &digest, own_grants)
+        {
             self.desk.publish(
                 event(kind::APPROVAL_GRANTED).with("by", by.clone()).with("remembered", true),
             );
             ctx.insert(Approved { digest, by: format!("{by} (remembered)") });
             return Ok(Outcome::Continue);
         }
-        let via = match self.via {
-            Via::Elicit if ctx.elicitor.as_ref().is_some_and(|e| e.can_elicit()) => Via::Elicit,
-            Via::Elicit => self.fallback,
-            other => other,
-        };
         let requested = event(kind::APPROVAL_REQUESTED)
             .with("reason", required.reason.clone())
             .with("via", via.as_str());
@@ -300,8 +320,10 @@ impl Approval {
         };
         match settled {
             Settled::Decided { by, answer: Ruling::Allow { remember } } => {
-                if let Some(duration) = remember {
-                    self.desk.remember(&caller, &digest, &by, duration);
+                if let (Some(duration), Some(key)) = (remember, &remembered_for) {
+                    // Asked at the client, the caller approved its own call.
+                    let own = via == Via::Elicit || by == ctx.principal.id;
+                    self.desk.remember(key, &digest, &by, own, duration);
                 }
                 let mut granted = event(kind::APPROVAL_GRANTED).with("by", by.clone());
                 if let Some(duration) = remember {

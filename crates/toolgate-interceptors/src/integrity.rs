@@ -37,7 +37,16 @@
 //! `integrity/unknown`, `integrity/quarantined`), which the audit log records. The lock file is
 //! read when first needed and again whenever it changes on disk, so `toolgate pin` takes effect
 //! without a restart. A lock file that cannot be read fails closed: lists and calls are refused,
-//! saying why.
+//! saying why. No lock file at all is an empty lock (every tool unknown), but a lock file that
+//! existed while toolgate ran (at start, or read since) and is gone fails closed too: deleting
+//! it must not turn `drift = "block"` into "every tool unknown, allowed". Until it is back (or
+//! `toolgate pin` writes it again), a tool whose server withholds on drift (`block`) or unknown
+//! tools (`block`, `quarantine`) is withheld from lists and its calls are refused, saying the
+//! lock is gone (`integrity/lock_gone` is published once, and logged as an error).
+//!
+//! A refusal names the tool's current contract digest, which is what an approver accepts over
+//! the admin API (`POST /integrity/{tool}/approve` with `{"digest": "sha256:…"}`; see
+//! [`IntegrityLocks::approve`]).
 //!
 //! Since each list is checked as it is served, a change a server announces with
 //! `notifications/tools/list_changed`, or brings after a reconnection, is caught at the next
@@ -45,6 +54,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -66,7 +76,7 @@ use crate::options::{OptionError, Options};
 mod approve;
 mod settings;
 
-pub use approve::{Approved, IntegrityLocks, approve};
+pub use approve::{ApproveError, Approved, IntegrityLocks};
 use settings::{Actions, DEFAULT_ACTIONS, OnDrift, OnUnknown, Override, actions, parse_override};
 
 /// The config `kind`.
@@ -85,6 +95,8 @@ pub mod kind {
     pub const POISONING: &str = "integrity/poisoning";
     /// An approver accepted a tool's contract over the admin API.
     pub const APPROVED: &str = "integrity/approved";
+    /// The lock file existed and is gone: tools that need a pin are withheld until it is back.
+    pub const LOCK_GONE: &str = "integrity/lock_gone";
 }
 
 /// The interceptor.
@@ -96,6 +108,9 @@ pub struct Integrity {
     /// What the operator says about a tool, by exposed name, over what its server says.
     overrides: HashMap<String, Override>,
     events: EventBus,
+    /// Whether the lock file has existed while toolgate ran (shared with the admin API's
+    /// approvals through `IntegrityLocks`).
+    existed: Arc<AtomicBool>,
     loaded: Mutex<Loaded>,
     /// (server, tool, digest) already announced, so that each case is published once.
     announced: Mutex<HashSet<(String, String, String)>>,
@@ -126,11 +141,25 @@ struct Loaded {
     generation: u64,
 }
 
+/// The lock as it is on disk now.
+struct Current {
+    lock: Arc<Lock>,
+    /// Counts the reads (see [`Loaded::generation`]).
+    generation: u64,
+    /// The file existed and is gone: `lock` is empty, and nothing can be checked against it.
+    gone: bool,
+}
+
 /// How one tool compares with its pin.
 enum Verdict {
     Pinned,
-    Drift { pinned: Box<Contract>, now: Box<Contract> },
+    Drift {
+        pinned: Box<Contract>,
+        now: Box<Contract>,
+    },
     Unknown,
+    /// The lock file is gone, and the tool's server withholds what it cannot check.
+    LockGone,
 }
 
 impl Integrity {
@@ -194,8 +223,13 @@ impl Integrity {
         // A mutation (it withholds tools from lists); fails closed, the default.
         let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Mutation, hooks);
         let descriptor = options.configure(descriptor, entry);
-        if options.errors.is_empty() {
-            services.integrity_locks.register(&lock_path);
+        let existed = if options.errors.is_empty() {
+            services.integrity_locks.register(&lock_path)
+        } else {
+            Arc::default()
+        };
+        if std::fs::metadata(&lock_path).is_ok() {
+            existed.store(true, Ordering::Release);
         }
         options.finish(descriptor, |descriptor| Integrity {
             descriptor,
@@ -204,6 +238,7 @@ impl Integrity {
             servers,
             overrides,
             events,
+            existed,
             loaded: Mutex::default(),
             announced: Mutex::default(),
             contracts: Mutex::default(),
@@ -220,24 +255,43 @@ impl Integrity {
     }
 
     /// The lock as it is on disk now (read again only when it changed); no file is an empty
-    /// lock: every tool unknown.
-    fn lock(&self) -> Result<(Arc<Lock>, u64), String> {
+    /// lock (every tool unknown), unless the file existed and is gone.
+    fn lock(&self) -> Result<Current, String> {
         let stamp =
             std::fs::metadata(&self.lock_path).ok().map(|meta| (meta.modified().ok(), meta.len()));
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = |lock: Arc<Lock>, generation| Current {
+            lock,
+            generation,
+            gone: stamp.is_none() && self.existed.load(Ordering::Acquire),
+        };
         if let Some(lock) = &loaded.lock
             && loaded.stamp == stamp
         {
-            return lock.clone().map(|lock| (lock, loaded.generation));
+            return lock.clone().map(|lock| current(lock, loaded.generation));
         }
         let lock = match Lock::read(&self.lock_path) {
-            Ok(lock) => Ok(Arc::new(lock.unwrap_or_default())),
+            Ok(Some(lock)) => {
+                self.existed.store(true, Ordering::Release);
+                Ok(Arc::new(lock))
+            }
+            Ok(None) => Ok(Arc::new(Lock::default())),
             Err(error) => Err(error.to_string()),
         };
         loaded.stamp = stamp;
         loaded.lock = Some(lock.clone());
         loaded.generation += 1;
-        lock.map(|lock| (lock, loaded.generation))
+        let lock = lock.map(|lock| current(lock, loaded.generation))?;
+        if lock.gone {
+            let path = self.lock_path.display().to_string();
+            tracing::error!(
+                lock = %path,
+                "the lock file is gone: tools that need a pin are withheld until it is restored \
+                 or written again by `toolgate pin`"
+            );
+            self.events.publish(Event::new(kind::LOCK_GONE).with("lock", path));
+        }
+        Ok(lock)
     }
 
     /// `tool`'s contract (as `server` lists it under `original`) and the scan's findings in
@@ -325,7 +379,8 @@ impl Integrity {
         Refusal {
             interceptor: self.descriptor.name.clone(),
             reason: format!(
-                "tool `{exposed}` is quarantined: its definition looks poisoned: {}; see                  `toolgate scan`",
+                "tool `{exposed}` is quarantined: its definition looks poisoned: {}; see \
+                 `toolgate scan`",
                 found.join("; ")
             ),
         }
@@ -360,12 +415,20 @@ impl Integrity {
 
     fn verdict(
         &self,
-        (lock, generation): &(Arc<Lock>, u64),
+        current: &Current,
         server: &str,
         original: &str,
         tool: &mcp::Tool,
     ) -> Verdict {
         let (now, _) = self.assess(server, original, tool);
+        if current.gone {
+            return if self.actions(server).needs_pin() {
+                Verdict::LockGone
+            } else {
+                Verdict::Unknown
+            };
+        }
+        let (lock, generation) = (&current.lock, &current.generation);
         match lock.digest(server, Kind::Tool, original) {
             None => Verdict::Unknown,
             Some(digest) if digest == now.digest => {
@@ -405,6 +468,8 @@ impl Integrity {
                     }
                     (kind::DRIFT, withheld, now.digest.clone(), Some(fields))
                 }
+                // Announced once for the lock (see `lock`), not once per tool.
+                Verdict::LockGone => return self.descriptor.mode != Mode::Audit,
                 Verdict::Unknown => match actions.unknown {
                     OnUnknown::Allow => return false,
                     OnUnknown::Warn => {
@@ -438,19 +503,40 @@ impl Integrity {
         withheld
     }
 
-    fn refusal(&self, server: &str, original: &str, exposed: &str, verdict: &Verdict) -> Refusal {
+    /// Why the call of `tool` (`exposed`; `original` on `server`) is refused, with the digest
+    /// of its contract now: what an approver accepts over the admin API.
+    fn refusal(
+        &self,
+        server: &str,
+        original: &str,
+        exposed: &str,
+        tool: &mcp::Tool,
+        verdict: &Verdict,
+    ) -> Refusal {
         let lock = self.lock_path.display();
+        let digest = self.assess(server, original, tool).0.digest.clone();
+        let approve = format!(
+            "or over the admin API: POST /integrity/{exposed}/approve with \
+             {{\"digest\": \"{digest}\"}}"
+        );
         let reason = match verdict {
             Verdict::Drift { pinned, now } => format!(
-                "tool `{exposed}` is withheld: its {} changed since it was pinned in {lock}; \
-                 see the change with `toolgate pin --diff --server {server}`, accept it with \
-                 `toolgate pin --approve {original} --server {server}`",
-                changed_fields(&changes(pinned, now)).join(", ")
+                "tool `{exposed}` is withheld: its {} changed since it was pinned in {lock} \
+                 (pinned {}, now {digest}); see the change with `toolgate pin --diff --server \
+                 {server}`, accept it with `toolgate pin --approve {original} --server {server}` \
+                 {approve}",
+                changed_fields(&changes(pinned, now)).join(", "),
+                pinned.digest,
+            ),
+            Verdict::LockGone => format!(
+                "tool `{exposed}` is withheld: the lock file {lock} is gone (it existed while \
+                 toolgate ran), so its pin cannot be checked (server `{server}` withholds tools \
+                 it cannot check); restore the file, or pin again with `toolgate pin`"
             ),
             _ => format!(
                 "tool `{exposed}` is withheld: it is not pinned in {lock} (server `{server}` \
-                 withholds tools it has not pinned); pin it with `toolgate pin --approve \
-                 {original} --server {server}`"
+                 withholds tools it has not pinned; its contract is {digest}); pin it with \
+                 `toolgate pin --approve {original} --server {server}` {approve}"
             ),
         };
         Refusal { interceptor: self.descriptor.name.clone(), reason }
@@ -529,6 +615,7 @@ impl Interceptor for Integrity {
                             &target.server,
                             &target.original,
                             &target.exposed,
+                            tool,
                             &verdict,
                         ))
                     } else if self.poisoned(
@@ -571,7 +658,7 @@ impl Interceptor for Integrity {
                                     .get(&listed.server)
                                     .and_then(|tools| tools.get(&listed.original))
                                     .is_some_and(|known| {
-                                        known.pinned_in == Some(lock.1)
+                                        known.pinned_in == Some(lock.generation)
                                             && known.findings.is_empty()
                                             && same_definition(&known.tool, &listed.item)
                                     })

@@ -4,7 +4,8 @@
 //! ```toml
 //! [[pipeline]]
 //! kind = "policy"
-//! default = "allow"                      # allow | deny | ask (default: allow)
+//! default = "allow"                      # tool calls: allow | deny | ask (default: allow)
+//! default_requests = "allow"             # every other request: allow | deny (default: allow)
 //! trust = { scratch = "sandboxed" }      # per server: trusted | standard | untrusted | sandboxed
 //! rules = [
 //!   { tools = ["delete_*"], decision = "deny", reason = "nothing is deleted from here" },
@@ -18,14 +19,33 @@
 //! events, such as `completion/complete`, `resources/*` or `sampling/createMessage`). For
 //! those, `servers` matches the server the request goes to (or, for what an upstream asks the
 //! client, the server asking) and `tools` the name or URI it is about; the first matching
-//! rule decides `allow` or `deny`, and a request no rule names is allowed: `default` and
-//! `trust` are about tool calls. `when`, `annotations` and `ask` are only for `tools/call`.
+//! rule decides `allow` or `deny`. A request no rule names gets `default_requests` (`allow`
+//! unless set to `deny`). `default` and `trust` are about tool calls only, and stay so: a
+//! policy that denies every tool call it does not list (`default = "deny"`) must not also cut
+//! the client off from logging, notifications and the servers' prompts, as it would if
+//! `default` suddenly applied everywhere; `default_requests = "deny"` says so explicitly.
+//! `when`, `annotations` and `ask` are only for `tools/call`.
 //!
 //! Evaluation: the first matching rule that names tools, else the first matching rule that
 //! does not, else `default`. Then the server's trust: `trusted` turns the default into
 //! `allow`; `untrusted` makes an allowed destructive call `ask`; `sandboxed` allows only
 //! tools annotated read-only. A refusal names this interceptor and the rule that decided.
-//! `tools/list` hides the tools a call to which would be denied whatever its arguments.
+//!
+//! A server cut off from something is cut off everywhere it shows:
+//! - `tools/list` hides the tools a call to which would be denied whatever its arguments;
+//! - `prompts/list` hides the prompts whose `prompts/get` would be denied, `resources/list`
+//!   the resources whose `resources/read` would be, and `resources/templates/list` the
+//!   templates through which every read would be (a rule whose `tools` glob matches the
+//!   template as written covers all its expansions); a rule about the list event itself that names
+//!   `servers` or `tools` hides the items it matches. The list request itself is refused only
+//!   by a rule about it that names neither (a list is never refused by `default_requests`;
+//!   its items are);
+//! - `completion/complete` names a prompt or a resource (template) as its `ref`: it is
+//!   refused when getting that prompt or reading that resource would be, whatever a rule
+//!   about `completion/complete` says, and otherwise decided by such a rule, else allowed as
+//!   its prompt or resource is;
+//! - `resources/subscribe` (and each resource a `subscriptions/listen` stream names) is
+//!   refused when reading the resource would be.
 //!
 //! `ask` leaves the call to the `approval` interceptor, which holds it until a person
 //! decides. When no approval interceptor takes it, the gateway refuses the call, saying that
@@ -89,6 +109,8 @@ pub struct Policy {
     descriptor: Descriptor,
     rules: Vec<Rule>,
     default: Decision,
+    /// The decision for a request other than a tool call that no rule is about.
+    default_requests: Decision,
     trust: BTreeMap<String, Trust>,
 }
 
@@ -285,13 +307,23 @@ impl Policy {
 
     /// Decides a request other than a tool call: the first rule about `event` whose `servers`
     /// and `tools` globs match `server` and `name` (the tool, prompt or URI it is about);
-    /// allowed when none does.
+    /// `default_requests` when none does.
     pub fn decide_request(
         &self,
         event: InterceptionEvent,
         server: Option<&str>,
         name: Option<&str>,
     ) -> Verdict {
+        self.rule_about(event, server, name).unwrap_or_else(|| self.requests_default(event))
+    }
+
+    /// The verdict of the first rule about `event` that matches `server` and `name`, if any.
+    fn rule_about(
+        &self,
+        event: InterceptionEvent,
+        server: Option<&str>,
+        name: Option<&str>,
+    ) -> Option<Verdict> {
         let glob_matches = |globs: &Option<GlobSet>, value: Option<&str>| match (globs, value) {
             (None, _) => true,
             (Some(globs), Some(value)) => globs.is_match(value),
@@ -301,27 +333,156 @@ impl Policy {
             rule.covers(event)
                 && glob_matches(&rule.servers, server)
                 && glob_matches(&rule.tools, name)
-        });
-        match rule {
-            Some(rule) => {
-                let why = rule.reason.clone().unwrap_or_else(|| "no reason given".into());
-                Verdict { decision: rule.decision, reason: format!("{why} ({})", rule.label) }
+        })?;
+        let why = rule.reason.clone().unwrap_or_else(|| "no reason given".into());
+        Some(Verdict { decision: rule.decision, reason: format!("{why} ({})", rule.label) })
+    }
+
+    fn requests_default(&self, event: InterceptionEvent) -> Verdict {
+        match self.default_requests {
+            Decision::Deny => Verdict {
+                decision: Decision::Deny,
+                reason: format!(
+                    "no rule allows {event} here, and the policy denies other requests \
+                     (default_requests)"
+                ),
+            },
+            _ => Verdict { decision: Decision::Allow, reason: format!("no rule is about {event}") },
+        }
+    }
+
+    /// Decides reading `uri` on `server`; for a template (`templated`), whether every read
+    /// through it would be denied (see [`Policy::every_read_denied`]).
+    fn decide_read(&self, server: Option<&str>, uri: &str, templated: bool) -> Verdict {
+        let event = InterceptionEvent::ResourcesRead;
+        if !templated {
+            return self.decide_request(event, server, Some(uri));
+        }
+        self.every_read_denied(server, uri).unwrap_or_else(|| Verdict {
+            decision: Decision::Allow,
+            reason: format!("some {event} through `{uri}` may be allowed"),
+        })
+    }
+
+    /// Whether every `resources/read` through `template` on `server` is denied, by the rules
+    /// about reads that match the server, in order: one whose `tools` glob matches the
+    /// template as written decides it (its expansions match too); one whose glob does not
+    /// match it may still match some expansions, so an `allow` means some read may be allowed
+    /// and a `deny` leaves the rest to the next rules; one without a `tools` glob decides the
+    /// rest; then `default_requests`. `None` when some read may be allowed.
+    fn every_read_denied(&self, server: Option<&str>, template: &str) -> Option<Verdict> {
+        let event = InterceptionEvent::ResourcesRead;
+        for rule in &self.rules {
+            let server_matches = match (&rule.servers, server) {
+                (None, _) => true,
+                (Some(globs), Some(server)) => globs.is_match(server),
+                (Some(_), None) => false,
+            };
+            if !rule.covers(event) || !server_matches {
+                continue;
             }
-            None => {
-                Verdict { decision: Decision::Allow, reason: format!("no rule is about {event}") }
+            let decides = rule.tools.as_ref().is_none_or(|t| t.is_match(template));
+            match (decides, rule.decision) {
+                (true, Decision::Deny) => {
+                    let why = rule.reason.clone().unwrap_or_else(|| "no reason given".into());
+                    return Some(Verdict {
+                        decision: Decision::Deny,
+                        reason: format!("{why} ({})", rule.label),
+                    });
+                }
+                (true, _) => return None,
+                // Denies some expansions; the others are for the rules after it.
+                (false, Decision::Deny) => continue,
+                // May allow some expansions.
+                (false, _) => return None,
             }
         }
+        let default = self.requests_default(event);
+        (default.decision == Decision::Deny).then_some(default)
+    }
+
+    /// Decides `completion/complete` about `reference` (a prompt or a resource of `server`,
+    /// by its name or URI there): refused when getting the prompt or reading the resource
+    /// would be, else as a rule about completions says, else allowed.
+    fn decide_completion(
+        &self,
+        server: Option<&str>,
+        name: Option<&str>,
+        reference: &mcp::Reference,
+    ) -> Verdict {
+        let event = InterceptionEvent::CompletionComplete;
+        let rule = self.rule_about(event, server, name);
+        if let Some(verdict) = rule.as_ref().filter(|v| v.decision == Decision::Deny) {
+            return verdict.clone();
+        }
+        let (what, reach) = match reference {
+            mcp::Reference::Prompt(_) => (
+                "getting the prompt",
+                self.decide_request(InterceptionEvent::PromptsGet, server, name),
+            ),
+            mcp::Reference::Resource(resource) => {
+                let uri = name.unwrap_or(&resource.uri);
+                ("reading the resource", self.decide_read(server, uri, uri.contains('{')))
+            }
+            // A kind of reference rmcp may add later: the rules about completions alone.
+            _ => return rule.unwrap_or_else(|| self.requests_default(event)),
+        };
+        if reach.decision == Decision::Deny {
+            let name = name.unwrap_or("?");
+            return Verdict {
+                decision: Decision::Deny,
+                reason: format!(
+                    "completions of `{name}` are refused because {what} is: {}",
+                    reach.reason
+                ),
+            };
+        }
+        rule.unwrap_or(reach)
+    }
+
+    /// Whether a list item (from `server`, named `name` there) is shown: a rule about the
+    /// `list` event that matches it does not deny it, and using it (`used`: the get or read it
+    /// stands for) would not be denied.
+    fn shows_item(
+        &self,
+        list: InterceptionEvent,
+        server: &str,
+        name: &str,
+        used: impl FnOnce() -> Verdict,
+    ) -> bool {
+        if !self.descriptor.covers_target(server, name) {
+            return true;
+        }
+        let listed = self.rule_about(list, Some(server), Some(name));
+        listed.is_none_or(|v| v.decision != Decision::Deny) && used().decision != Decision::Deny
     }
 
     /// Builds it from its `[[pipeline]]` entry.
     pub fn from_config(entry: &InterceptorConfig) -> Result<Policy, Vec<OptionError>> {
         let mut options = Options::new(entry.path.clone(), &entry.options);
-        options.only(&["default", "trust", "rules"]);
+        options.only(&["default", "default_requests", "trust", "rules"]);
         let default = match options.string("default") {
             None => Decision::Allow,
             Some(text) => {
                 let path = options.at("default");
                 decision(&mut options, &path, text).unwrap_or(Decision::Allow)
+            }
+        };
+        let default_requests = match options.string("default_requests") {
+            None => Decision::Allow,
+            Some(text) => {
+                let path = options.at("default_requests");
+                match decision(&mut options, &path, text) {
+                    Some(Decision::Ask) => {
+                        options.error(
+                            &path,
+                            "`ask` holds tool calls for approval; other requests are allowed \
+                             or denied (use allow or deny)",
+                        );
+                        Decision::Allow
+                    }
+                    other => other.unwrap_or(Decision::Allow),
+                }
             }
         };
         let mut trust = BTreeMap::new();
@@ -367,19 +528,20 @@ impl Policy {
                 options.error(&path, format!("expected an array of tables, found {other}"));
             }
         }
-        // Tool calls and the tool list always; other requests where a rule is about them.
-        let mut request_events = vec!["tools/call".to_owned()];
-        request_events.extend(rules.iter().flat_map(|r| r.event_patterns.iter().cloned()));
-        request_events.sort();
-        request_events.dedup();
-        let hooks = vec![
-            Hook::new(request_events, Phase::Request).expect("patterns that compiled above"),
-            Hook::new(["tools/list"], Phase::Response).expect("a literal event"),
-        ];
-        // A mutation: it rewrites the tool list. Security: fails closed (the default).
+        let (request_events, list_events) = hooked_events(&rules, default_requests);
+        let mut hooks =
+            vec![Hook::new(request_events, Phase::Request).expect("patterns that compiled above")];
+        hooks.push(Hook::new(list_events, Phase::Response).expect("literal events"));
+        // A mutation: it rewrites lists. Security: fails closed (the default).
         let descriptor = Descriptor::new(KIND, KIND, InterceptorType::Mutation, hooks);
         let descriptor = options.configure(descriptor, entry);
-        options.finish(descriptor, |descriptor| Policy { descriptor, rules, default, trust })
+        options.finish(descriptor, |descriptor| Policy {
+            descriptor,
+            rules,
+            default,
+            default_requests,
+            trust,
+        })
     }
 
     fn refusal(&self, verdict: &Verdict) -> Refusal {
@@ -389,6 +551,43 @@ impl Policy {
         };
         Refusal { interceptor: self.descriptor.name.clone(), reason }
     }
+}
+
+/// The events the policy hooks: in the request phase tool calls always, and every event a rule
+/// is about, or that a rule about getting prompts or reading resources reaches (completions,
+/// subscriptions), or every event but the tool list when other requests are denied by
+/// default; in the response phase the tool list always, and the lists whose items such rules
+/// hide.
+fn hooked_events(rules: &[Rule], default_requests: Decision) -> (Vec<String>, Vec<&'static str>) {
+    use InterceptionEvent as E;
+    let about = |event: E| rules.iter().any(|rule| rule.events.is_some() && rule.covers(event));
+    let everything = default_requests == Decision::Deny;
+    let mut requests = vec!["tools/call".to_owned()];
+    if everything {
+        requests
+            .extend(E::ALL.iter().filter(|e| **e != E::ToolsList).map(|e| e.as_str().to_owned()));
+    }
+    requests.extend(rules.iter().flat_map(|r| r.event_patterns.iter().cloned()));
+    let (prompts, reads) = (about(E::PromptsGet), about(E::ResourcesRead));
+    if prompts || reads {
+        requests.push(E::CompletionComplete.as_str().to_owned());
+    }
+    if reads {
+        requests.push(E::ResourcesSubscribe.as_str().to_owned());
+    }
+    requests.sort();
+    requests.dedup();
+    let mut lists = vec![E::ToolsList.as_str()];
+    if everything || prompts || about(E::PromptsList) {
+        lists.push(E::PromptsList.as_str());
+    }
+    if everything || reads || about(E::ResourcesList) {
+        lists.push(E::ResourcesList.as_str());
+    }
+    if everything || reads || about(E::ResourceTemplatesList) {
+        lists.push(E::ResourceTemplatesList.as_str());
+    }
+    (requests, lists)
 }
 
 fn decision(options: &mut Options<'_>, path: &str, text: &str) -> Option<Decision> {
@@ -646,10 +845,62 @@ impl Interceptor for Policy {
                     Outcome::Rewrite(Message::Tools(kept))
                 }
             }
-            // Any other request: the rules about its event.
+            Message::Prompts(prompts) => filtered(prompts, Message::Prompts, |listed| {
+                self.shows_item(event, &listed.server, &listed.original, || {
+                    self.decide_request(
+                        InterceptionEvent::PromptsGet,
+                        Some(&listed.server),
+                        Some(&listed.original),
+                    )
+                })
+            }),
+            Message::Resources(resources) => filtered(resources, Message::Resources, |listed| {
+                self.shows_item(event, &listed.server, &listed.original, || {
+                    self.decide_read(Some(&listed.server), &listed.original, false)
+                })
+            }),
+            Message::ResourceTemplates(templates) => {
+                filtered(templates, Message::ResourceTemplates, |listed| {
+                    self.shows_item(event, &listed.server, &listed.original, || {
+                        self.decide_read(Some(&listed.server), &listed.original, true)
+                    })
+                })
+            }
+            // A list request: refused only by a rule about the whole list (its items are
+            // filtered in the response phase, each by its own server and name).
+            Message::Empty if is_list(event) => match self.rule_about(event, None, None) {
+                Some(verdict) if verdict.decision == Decision::Deny => {
+                    Outcome::Refuse(self.refusal(&verdict))
+                }
+                _ => Outcome::Continue,
+            },
+            // Any other request: the rules about its event, and what it reaches.
             _ if event != InterceptionEvent::ToolsCall => {
                 let (server, name) = ctx.server_and_tool();
-                let verdict = self.decide_request(event, server, name);
+                let verdict = match message {
+                    Message::Complete(params) => {
+                        self.decide_completion(server, name, &params.r#ref)
+                    }
+                    Message::Subscribe(params) => {
+                        let subscribed = self.decide_request(event, server, name);
+                        let uri = name.unwrap_or(&params.uri);
+                        match subscribed.decision {
+                            Decision::Deny => subscribed,
+                            _ => match self.decide_read(server, uri, false) {
+                                read if read.decision == Decision::Deny => Verdict {
+                                    decision: Decision::Deny,
+                                    reason: format!(
+                                        "subscribing to `{uri}` is refused because reading it \
+                                         is: {}",
+                                        read.reason
+                                    ),
+                                },
+                                _ => subscribed,
+                            },
+                        }
+                    }
+                    _ => self.decide_request(event, server, name),
+                };
                 match verdict.decision {
                     Decision::Deny => Outcome::Refuse(self.refusal(&verdict)),
                     Decision::Allow | Decision::Ask => Outcome::Continue,
@@ -659,6 +910,30 @@ impl Interceptor for Policy {
         };
         Box::pin(async move { Ok(outcome) })
     }
+}
+
+/// Whether `event` lists prompts, resources or templates.
+fn is_list(event: InterceptionEvent) -> bool {
+    matches!(
+        event,
+        InterceptionEvent::PromptsList
+            | InterceptionEvent::ResourcesList
+            | InterceptionEvent::ResourceTemplatesList
+    )
+}
+
+/// `items` without those `shown` says no to: `Continue` (no copy) when nothing is hidden.
+fn filtered<T: Clone>(
+    items: &[Listed<T>],
+    wrap: impl FnOnce(Vec<Listed<T>>) -> Message,
+    shown: impl Fn(&Listed<T>) -> bool,
+) -> Outcome {
+    let flags: Vec<bool> = items.iter().map(&shown).collect();
+    if flags.iter().all(|&s| s) {
+        return Outcome::Continue;
+    }
+    let kept = items.iter().zip(flags).filter(|(_, shown)| *shown).map(|(l, _)| l.clone());
+    Outcome::Rewrite(wrap(kept.collect()))
 }
 
 #[cfg(test)]

@@ -49,7 +49,8 @@
 //!
 //! The whole result is kept (`spill`, on by default) in a store bounded in bytes
 //! (`spill_max_bytes`, 64 MiB), per caller (`spill_caller_bytes`, 16 MiB; 64 results) and in
-//! time (`spill_ttl`, 15 minutes), for the caller it was cut for (principal and session). The
+//! time (`spill_ttl`, 15 minutes), for the caller it was cut for (principal and session, or
+//! for a 2026-07-28 client without a session the address it connected from). The
 //! note names a handle and the line to read on from, and the gateway serves a tool of its
 //! own, `toolgate__read_result {handle, offset, limit}`, listed with the other tools and
 //! passing the pipeline like any other (a `policy` rule can deny it; its results are not cut
@@ -817,9 +818,15 @@ fn whole(options: &mut Options<'_>, key: &str, least: usize) -> Option<usize> {
     }
 }
 
-/// Whose kept results a context may read: its principal and session.
+/// Whose kept results a context may read: its principal and session, or for a client without
+/// a session (a 2026-07-28 request) the address it connected from, so that anonymous strangers
+/// (all `anonymous:anonymous`) neither read each other's results nor share one quota.
 fn owner(ctx: &CallContext) -> String {
-    format!("{}\u{0}{}", ctx.principal, ctx.session.as_deref().unwrap_or(""))
+    match (&ctx.session, ctx.client_address) {
+        (Some(session), _) => format!("{}\u{0}session\u{0}{session}", ctx.principal),
+        (None, Some(address)) => format!("{}\u{0}address\u{0}{address}", ctx.principal),
+        (None, None) => ctx.principal.to_string(),
+    }
 }
 
 impl Interceptor for Truncate {

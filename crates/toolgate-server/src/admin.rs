@@ -5,8 +5,11 @@
 //!   "reason": "..."}`: decides one (the approver is the name of the token used);
 //! - `GET /events?pattern=tools/*&pattern=*/denied`: the event stream (server-sent events);
 //! - `GET /interceptors`: the pipeline, as `interceptors/list` returns it;
-//! - `POST /integrity/{tool}/approve`: accepts the exposed tool's contract as its server lists
-//!   it now, in the lock file of every `integrity` interceptor; the approver is recorded in an
+//! - `POST /integrity/{tool}/approve` with `{"digest": "sha256:…"}`: accepts the exposed
+//!   tool's contract, the one with that digest (shown by `toolgate pin --diff` and in the
+//!   refusal of the withheld tool), in the lock file of every `integrity` interceptor; `409`
+//!   with both digests when the server lists another contract now (the approver reviewed
+//!   something else), or when a lock file that existed is gone; the approver is recorded in an
 //!   `integrity/approved` event;
 //! - `GET /healthz`.
 //!
@@ -25,7 +28,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use toolgate_audit::Event;
 use toolgate_audit::{EventPattern, SINK_CAPACITY};
-use toolgate_interceptors::integrity::{self, IntegrityLocks};
+use toolgate_interceptors::integrity::{self, ApproveError, IntegrityLocks};
 use toolgate_interceptors::{ApprovalDesk, DecideError};
 
 use crate::gateway::Gateway;
@@ -179,17 +182,36 @@ async fn decide(
     }
 }
 
+/// The digest an approval body names: `{"digest": "sha256:…"}`.
+fn reviewed_digest(body: &[u8]) -> Result<String, String> {
+    let usage = "the body must be {\"digest\": \"sha256:…\"}: the digest of the contract you \
+                 reviewed (`toolgate pin --diff` shows it, and so does the tool's refusal)";
+    let body: Value = serde_json::from_slice(body).map_err(|_| usage.to_owned())?;
+    let Some(fields) = body.as_object() else { return Err(usage.to_owned()) };
+    if let Some(unknown) = fields.keys().find(|key| *key != "digest") {
+        return Err(format!("unknown field {unknown:?}; {usage}"));
+    }
+    match fields.get("digest").and_then(Value::as_str) {
+        Some(digest) if digest.starts_with("sha256:") => Ok(digest.to_owned()),
+        _ => Err(usage.to_owned()),
+    }
+}
+
 async fn approve_contract(
     State(admin): State<Admin>,
     Path(exposed): Path<String>,
     headers: HeaderMap,
+    body: axum::body::Bytes,
 ) -> Response {
     let approver = match authorised(&admin, &headers) {
         Ok(name) => name.to_owned(),
         Err(unauthorised) => return unauthorised.into_response(),
     };
-    let locks = admin.integrity.paths();
-    if locks.is_empty() {
+    let expected = match reviewed_digest(&body) {
+        Ok(digest) => digest,
+        Err(message) => return problem(StatusCode::BAD_REQUEST, message),
+    };
+    if admin.integrity.paths().is_empty() {
         return problem(
             StatusCode::CONFLICT,
             "no `integrity` interceptor in the pipeline: there is no lock file to approve into",
@@ -207,13 +229,22 @@ async fn approve_contract(
     let Some(tool) = tool else {
         return problem(StatusCode::NOT_FOUND, format!("no tool `{exposed}` is listed now"));
     };
-    let mut approved = Vec::new();
-    for lock in locks {
-        match integrity::approve(&lock, &route.upstream, &route.original, &tool) {
-            Ok(one) => approved.push(one),
-            Err(error) => return problem(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    let approved = match admin.integrity.approve(&route.upstream, &route.original, &tool, &expected)
+    {
+        Ok(approved) => approved,
+        Err(error) => {
+            let message = error.to_string();
+            return match error {
+                // What the approver reviewed is not what the server lists now.
+                ApproveError::Changed { expected, digest } => {
+                    let body = json!({ "error": message, "expected": expected, "digest": digest });
+                    (StatusCode::CONFLICT, Json(body)).into_response()
+                }
+                ApproveError::LockGone { .. } => problem(StatusCode::CONFLICT, message),
+                ApproveError::Lock(_) => problem(StatusCode::INTERNAL_SERVER_ERROR, message),
+            };
         }
-    }
+    };
     let first = &approved[0];
     admin.gateway.recorder().bus().publish(
         Event::new(integrity::kind::APPROVED)

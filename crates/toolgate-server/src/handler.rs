@@ -40,6 +40,7 @@ impl GatewayHandler {
         let mut ctx = CallContext::new(self.principal.clone());
         ctx.request_id = Some(context.id.to_string());
         ctx.session = http_session_id(context);
+        ctx.client_address = client_address(context);
         ctx.elicitor = Some(Arc::new(DownstreamCaller::new(request_link(context), None)));
         ctx
     }
@@ -70,6 +71,14 @@ fn http_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<http::request::Parts>()?;
     let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
     Some(id.to_owned())
+}
+
+/// The address a streamable HTTP request came from (none on stdio), for the pipeline.
+fn client_address(context: &RequestContext<RoleServer>) -> Option<std::net::IpAddr> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let axum::extract::ConnectInfo(address) =
+        parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()?;
+    Some(address.ip())
 }
 
 /// The custom method that returns the pipeline as SEP-2624 descriptors.

@@ -103,8 +103,12 @@ pub(crate) struct Client {
     pub(crate) principal: Principal,
     /// Its handshake-era session (log level, subscriptions); `None` for a 2026-07-28 request.
     pub(crate) session: Option<Arc<Session>>,
-    /// The session's id as the front names it (`Mcp-Session-Id`), for events.
+    /// The session's id as the front names it (`Mcp-Session-Id`), for events and for what
+    /// the pipeline keeps per caller.
     pub(crate) session_id: Option<String>,
+    /// The address it connected from, if it came over the network: with no session, all that
+    /// tells one anonymous client from another (`CallContext::client_address`).
+    pub(crate) address: Option<std::net::IpAddr>,
     /// The version negotiated at `initialize`, if there was one.
     pub(crate) negotiated: Option<mcp::ProtocolVersion>,
 }
@@ -360,6 +364,7 @@ fn context(client: &Client, id: &mcp::RequestId, link: &Arc<dyn RequestLink>) ->
     let mut ctx = CallContext::new(client.principal.clone());
     ctx.request_id = Some(id.to_string());
     ctx.session = client.session_id.clone();
+    ctx.client_address = client.address;
     ctx.elicitor = Some(Arc::new(DownstreamCaller::new(link.clone(), None)));
     ctx
 }
@@ -504,6 +509,7 @@ pub(crate) async fn listen(
     let mut ctx = CallContext::new(client.principal.clone());
     ctx.request_id = Some(id.to_string());
     ctx.session = client.session_id.clone();
+    ctx.client_address = client.address;
     gateway.listen(filter, &mut ctx).await.map_err(to_mcp_error)
 }
 

@@ -73,6 +73,8 @@ pub struct Inventory {
     resources: Vec<mcp::Resource>,
     resource_routes: HashMap<String, Route>,
     templates: Vec<mcp::ResourceTemplate>,
+    /// Each exposed template (`uriTemplate`) and the upstream that listed it.
+    template_origins: HashMap<String, Route>,
     template_routes: Vec<TemplateRoute>,
     resource_upstreams: Vec<Arc<str>>,
     passthrough: Option<Passthrough>,
@@ -169,6 +171,7 @@ impl Inventory {
             }
             for template in &c.catalog.resource_templates {
                 let mut template = template.clone();
+                let original = template.uri_template.clone();
                 if shared_templates.contains(template.uri_template.as_str()) {
                     template.uri_template = rewrite_uri(c.upstream, &template.uri_template);
                 } else {
@@ -179,6 +182,10 @@ impl Inventory {
                         upstream: upstream.clone(),
                     });
                 }
+                self.template_origins.insert(
+                    template.uri_template.clone(),
+                    Route { upstream: upstream.clone(), original },
+                );
                 self.templates.push(template);
             }
         }
@@ -243,6 +250,19 @@ impl Inventory {
     /// Where the exposed prompt `name` leads.
     pub fn prompt_route(&self, name: &str) -> Option<&Route> {
         self.prompt_routes.get(name)
+    }
+
+    /// Where the listed resource with the exposed URI `uri` comes from (only URIs in
+    /// [`resources`](Self::resources); see [`resource_route`](Self::resource_route) for
+    /// reads).
+    pub fn listed_resource_route(&self, uri: &str) -> Option<&Route> {
+        self.resource_routes.get(uri)
+    }
+
+    /// Where the listed resource template with the exposed `uri_template` comes from, with the
+    /// template as its upstream wrote it.
+    pub fn template_route(&self, uri_template: &str) -> Option<&Route> {
+        self.template_origins.get(uri_template)
     }
 
     /// Where a resource URI leads: a listed URI, a rewritten `toolgate://` URI, a URI that

@@ -121,6 +121,13 @@ pub(crate) fn check_log_file(config: &AuditConfig) -> Option<ConfigError> {
     AuditLog::check(path).err().map(|error| ConfigError::new("audit.file", error.to_string()))
 }
 
+/// What `config check` warns about `[audit] file`: a log already there that others than its
+/// owner may read or write (it records every call's arguments).
+pub(crate) fn log_file_warning(config: &AuditConfig) -> Option<String> {
+    let path = config.file.as_ref()?;
+    AuditLog::access_warning(path).map(|warning| format!("audit.file: {warning}"))
+}
+
 /// The bus and the tasks that drain it.
 #[derive(Debug)]
 pub(crate) struct Events {

@@ -99,6 +99,52 @@ fn a_directory_that_cannot_be_made_is_named() {
     assert!(error.to_string().contains("a-file"), "{error}");
 }
 
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
+}
+
+/// The file holds conversations and tool results: toolgate makes it, its WAL and the folders
+/// it creates for their owner only.
+#[cfg(unix)]
+#[test]
+fn the_file_and_the_folders_made_for_it_are_the_owners_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let folder = dir.path().join("data").join("toolgate");
+    let path = folder.join("sessions.db");
+    let store = Store::open(&path).expect("open");
+    let meta = store.create(&new_session("gpt-4o")).expect("create");
+    store.append(&meta.id, &Message::user_text("a secret plan"), None).expect("append");
+    assert_eq!(mode(&path), 0o600);
+    let wal = folder.join("sessions.db-wal");
+    assert!(wal.exists(), "WAL mode keeps a -wal file while open");
+    assert_eq!(mode(&wal), 0o600, "SQLite gives the WAL the database's mode");
+    assert_eq!(mode(&folder), 0o700);
+    assert_eq!(mode(&dir.path().join("data")), 0o700);
+    assert_eq!(access_warning(&path), None);
+}
+
+/// An existing file others may read is used as it is, and named in a warning.
+#[cfg(unix)]
+#[test]
+fn a_file_others_can_read_is_named_in_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    drop(Store::open(&path).expect("open"));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let warning = access_warning(&path).expect("a warning");
+    assert!(warning.contains(&path.display().to_string()), "{warning}");
+    assert!(warning.contains("mode 0644") && warning.contains("chmod 600"), "{warning}");
+    drop(Store::open(&path).expect("still opens"));
+    assert_eq!(mode(&path), 0o644, "the user's file is left as it is");
+    // A folder that was there is left as it was, too.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    drop(Store::open(dir.path().join("other.db")).expect("open"));
+    assert_eq!(mode(dir.path()), 0o755);
+}
+
 #[test]
 fn a_file_from_a_newer_toolgate_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -378,3 +378,35 @@ fn a_prev_must_be_exactly_64_lowercase_hex_digits() {
         );
     }
 }
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
+}
+
+/// The log holds who called what with which arguments: toolgate creates it for its owner only.
+#[cfg(unix)]
+#[test]
+fn a_new_log_is_readable_by_its_owner_only() {
+    let (_dir, path) = log_of(1);
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(AuditLog::access_warning(&path), None);
+}
+
+/// A log others may read is opened as it is (it is the user's file), and named in a warning.
+#[cfg(unix)]
+#[test]
+fn a_log_others_can_read_is_named_in_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, path) = log_of(1);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let warning = AuditLog::access_warning(&path).expect("a warning");
+    assert!(warning.contains(&path.display().to_string()), "{warning}");
+    assert!(warning.contains("mode 0644") && warning.contains("chmod 600"), "{warning}");
+    AuditLog::open(&path).expect("still opens");
+    assert_eq!(mode(&path), 0o644, "the user's file is left as it is");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o620)).unwrap();
+    assert!(AuditLog::access_warning(&path).is_some(), "writable by the group counts too");
+    assert_eq!(AuditLog::access_warning(path.with_extension("absent")), None);
+}

@@ -142,3 +142,22 @@ async fn the_tracing_sink_logs_each_matching_event() {
     assert!(lines[0].contains("INFO toolgate::event: tools/call/denied"), "{text}");
     assert!(lines[0].contains(r#"fields={"tool":"fs__write","by":"policy"}"#), "{text}");
 }
+
+/// Opening a log others can read says so in toolgate's log, naming the file.
+#[cfg(unix)]
+#[test]
+fn opening_a_log_others_can_read_logs_a_warning_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    std::fs::write(&path, "").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let captured = Captured::default();
+    {
+        let _guard = captured.install();
+        AuditLog::open(&path).expect("opens");
+    }
+    let text = captured.text();
+    assert!(text.contains("WARN") && text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains("can be read or written by others"), "{text}");
+}

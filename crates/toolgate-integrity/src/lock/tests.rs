@@ -135,3 +135,20 @@ fn the_temporary_file_is_made_in_the_locks_own_folder() {
         std::fs::read_dir(dir.path().join("a")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, ["toolgate.lock"]);
 }
+
+/// The pins are toolgate's word on what may run: a lock it writes is its owner's only, also
+/// when it replaces one others could read.
+#[cfg(unix)]
+#[test]
+fn a_written_lock_file_is_the_owners_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolgate.lock");
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    lock_of(vec![tool("read", "Read")]).write(&path).unwrap();
+    assert_eq!(mode(&path), 0o600);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    lock_of(vec![tool("write", "Write")]).write(&path).unwrap();
+    assert_eq!(mode(&path), 0o600);
+}

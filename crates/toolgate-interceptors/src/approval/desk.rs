@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use toolgate_audit::{Event as AuditEvent, EventBus};
+use toolgate_intercept::CallerKey;
 
 #[cfg(doc)]
 use toolgate_intercept::call_digest;
@@ -76,7 +77,8 @@ impl PendingApproval {
 /// An approver's ruling on a held call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ruling {
-    /// Let it run; and the very same call again by the same caller for this long.
+    /// Let it run; and the very same call again by the same caller (see `CallerKey`) for this
+    /// long.
     Allow {
         /// How long the same call stays approved.
         remember: Option<Duration>,
@@ -135,7 +137,7 @@ struct DeskState {
     next: u64,
     pending: BTreeMap<String, Waiting>,
     /// (caller, digest) -> approved until.
-    remembered: HashMap<(String, String), Remembered>,
+    remembered: HashMap<(CallerKey, String), Remembered>,
 }
 
 #[derive(Debug)]
@@ -148,6 +150,8 @@ struct Waiting {
 struct Remembered {
     until: Instant,
     by: String,
+    /// The caller approved its own call (asked at the client).
+    own: bool,
 }
 
 impl ApprovalDesk {
@@ -218,12 +222,17 @@ impl ApprovalDesk {
         Ok(request)
     }
 
-    /// Who approved this very call for this caller earlier, if that still holds.
-    pub(super) fn remembered(&self, caller: &str, digest: &str) -> Option<String> {
+    /// Who approved this very call for this caller earlier, if that still holds; a grant the
+    /// caller gave itself counts only when `own` allows it.
+    pub(super) fn remembered(&self, caller: &CallerKey, digest: &str, own: bool) -> Option<String> {
         let mut state = self.state.lock().expect("approval desk lock");
         let now = Instant::now();
         state.remembered.retain(|_, r| r.until > now);
-        state.remembered.get(&(caller.to_owned(), digest.to_owned())).map(|r| r.by.clone())
+        state
+            .remembered
+            .get(&(caller.clone(), digest.to_owned()))
+            .filter(|r| own || !r.own)
+            .map(|r| r.by.clone())
     }
 
     #[cfg(test)]
@@ -231,7 +240,14 @@ impl ApprovalDesk {
         self.state.lock().expect("approval desk lock").remembered.len()
     }
 
-    pub(super) fn remember(&self, caller: &str, digest: &str, by: &str, duration: Duration) {
+    pub(super) fn remember(
+        &self,
+        caller: &CallerKey,
+        digest: &str,
+        by: &str,
+        own: bool,
+        duration: Duration,
+    ) {
         let mut state = self.state.lock().expect("approval desk lock");
         let now = Instant::now();
         let until = now + duration;
@@ -246,8 +262,8 @@ impl ApprovalDesk {
             }
         }
         state.remembered.insert(
-            (caller.to_owned(), digest.to_owned()),
-            Remembered { until, by: by.to_owned() },
+            (caller.clone(), digest.to_owned()),
+            Remembered { until, by: by.to_owned(), own },
         );
     }
 

@@ -7,7 +7,7 @@ use serde_json::json;
 use std::sync::Mutex;
 
 use toolgate_audit::{EventBus, EventPattern};
-use toolgate_intercept::{Elicitor, Principal, Target};
+use toolgate_intercept::{CallerKey, Elicitor, Principal, Target};
 
 use super::desk::{MOST_HELD, MOST_REMEMBERED};
 use super::*;
@@ -529,16 +529,17 @@ fn durations_of_zero_are_refused() {
 #[tokio::test(start_paused = true)]
 async fn remembered_approvals_are_capped_forgetting_the_one_that_ends_soonest() {
     let desk = ApprovalDesk::new(EventBus::new());
-    desk.remember("alice", "first", "bob", Duration::from_secs(60));
+    let alice = CallerKey::Principal(Principal { kind: "token".into(), id: "alice".into() });
+    desk.remember(&alice, "first", "bob", false, Duration::from_secs(60));
     for i in 0..MOST_REMEMBERED {
-        desk.remember("alice", &format!("d{i}"), "bob", Duration::from_secs(600));
+        desk.remember(&alice, &format!("d{i}"), "bob", false, Duration::from_secs(600));
     }
-    assert_eq!(desk.remembered("alice", "first"), None, "the soonest to end went first");
-    assert_eq!(desk.remembered("alice", "d0").as_deref(), Some("bob"));
+    assert_eq!(desk.remembered(&alice, "first", true), None, "the soonest to end went first");
+    assert_eq!(desk.remembered(&alice, "d0", true).as_deref(), Some("bob"));
     assert_eq!(desk.remembered_count(), MOST_REMEMBERED);
     // Expired ones are swept, not kept until the cap.
     tokio::time::advance(Duration::from_secs(601)).await;
-    assert_eq!(desk.remembered("alice", "d1"), None);
+    assert_eq!(desk.remembered(&alice, "d1", true), None);
     assert_eq!(desk.remembered_count(), 0);
 }
 
@@ -571,4 +572,109 @@ async fn past_the_most_held_calls_more_are_refused_at_once() {
     for task in held {
         task.abort();
     }
+}
+
+/// An anonymous HTTP client in session `session` (none: a 2026-07-28 request) from 192.0.2.7.
+fn stranger(session: Option<&str>) -> CallContext {
+    let mut ctx = context(Principal::anonymous());
+    ctx.session = session.map(str::to_owned);
+    ctx.client_address = Some([192, 0, 2, 7].into());
+    ctx
+}
+
+/// Lets `approval` decide `ctx`'s call in a task of its own; the call's outcome, once decided.
+fn held(
+    approval: &Arc<Approval>,
+    mut ctx: CallContext,
+) -> tokio::task::JoinHandle<(Outcome, Option<Approved>)> {
+    let approval = approval.clone();
+    tokio::spawn(async move {
+        let outcome = run(&approval, &call(json!({"path": "a"})), &mut ctx).await;
+        (outcome, ctx.get::<Approved>().cloned())
+    })
+}
+
+/// Every HTTP client that did not authenticate is `anonymous:anonymous`: a grant remembered
+/// for one of them is its session's, not every stranger's.
+#[tokio::test(start_paused = true)]
+async fn allow_again_for_an_anonymous_client_holds_in_its_session_only() {
+    let (approval, desk, _) = approval(json!({ "via": "external" }));
+    let approval = Arc::new(approval);
+    let first = held(&approval, stranger(Some("s1")));
+    let pending = first_pending(&desk).await;
+    let remember = Some(Duration::from_secs(600));
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).unwrap();
+    assert_eq!(first.await.unwrap().0, Outcome::Continue);
+
+    // The same session, the very same call: remembered.
+    let (outcome, approved) = held(&approval, stranger(Some("s1"))).await.unwrap();
+    assert_eq!(outcome, Outcome::Continue);
+    assert_eq!(approved.expect("approved").by, "alice (remembered)");
+
+    // Another session, the very same call: held for an approver again.
+    let other = held(&approval, stranger(Some("s2")));
+    let pending = first_pending(&desk).await;
+    assert_eq!(pending.caller, "anonymous:anonymous");
+    desk.decide(&pending.id, "alice", Ruling::Deny { reason: None }).unwrap();
+    assert!(matches!(other.await.unwrap().0, Outcome::Refuse(_)), "asked, and refused");
+
+    // No session at all: only an address, which strangers share. Asked, and an "allow again"
+    // is not kept for it.
+    let sessionless = held(&approval, stranger(None));
+    let pending = first_pending(&desk).await;
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).unwrap();
+    assert_eq!(sessionless.await.unwrap().0, Outcome::Continue);
+    let again = held(&approval, stranger(None));
+    let pending = first_pending(&desk).await;
+    desk.decide(&pending.id, "alice", Ruling::Deny { reason: None }).unwrap();
+    assert!(matches!(again.await.unwrap().0, Outcome::Refuse(_)), "asked again");
+    assert_eq!(desk.remembered_count(), 1, "only the session's grant is kept");
+}
+
+/// `via = "elicit"` with `fallback = "external"` and `separate_duties`: a client that can be
+/// asked approves its own call; one that cannot waits for an approver. A grant the caller gave
+/// itself stands neither for another session's caller nor for an approver's decision.
+#[tokio::test(start_paused = true)]
+async fn with_separate_duties_a_grant_given_at_the_client_does_not_replace_an_approver() {
+    let (approval, desk, _) = approval(json!({
+        "fallback": "external",
+        "separate_duties": true,
+        "remember": "1h",
+    }));
+    let approval = Arc::new(approval);
+    let again = answers(
+        true,
+        mcp::ElicitationAction::Accept,
+        json!({"decision": "allow this exact call for 1h"}),
+    );
+    let asking = |session: &str| {
+        let mut ctx = stranger(Some(session));
+        ctx.elicitor = Some(again.clone());
+        ctx
+    };
+    assert_eq!(held(&approval, asking("s1")).await.unwrap().0, Outcome::Continue);
+    assert_eq!(held(&approval, asking("s1")).await.unwrap().0, Outcome::Continue);
+    assert_eq!(again.asked.load(Ordering::SeqCst), 1, "its own session remembers");
+
+    // Another session that can be asked: asked, not let through on s1's word.
+    assert_eq!(held(&approval, asking("s2")).await.unwrap().0, Outcome::Continue);
+    assert_eq!(again.asked.load(Ordering::SeqCst), 2, "s2 was asked itself");
+
+    // s1 again, from a client that cannot be asked: the call goes to an approver, and the
+    // caller's own grant does not replace them.
+    let mut incapable = stranger(Some("s1"));
+    incapable.elicitor =
+        Some(answers(false, mcp::ElicitationAction::Accept, json!({"decision": "allow once"})));
+    let waiting = held(&approval, incapable);
+    let pending = first_pending(&desk).await;
+    assert!(pending.separate_duties);
+    assert_eq!(
+        desk.decide(&pending.id, "anonymous", Ruling::Allow { remember: None }),
+        Err(DecideError::OwnCall { approver: "anonymous".into() }),
+        "the approver's name is still checked against the caller's principal"
+    );
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).unwrap();
+    let (outcome, approved) = waiting.await.unwrap();
+    assert_eq!(outcome, Outcome::Continue);
+    assert_eq!(approved.expect("approved").by, "alice");
 }

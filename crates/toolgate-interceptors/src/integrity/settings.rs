@@ -34,6 +34,16 @@ pub(super) struct Actions {
     pub(super) quarantine: Option<Severity>,
 }
 
+impl Actions {
+    /// Whether a tool of such a server needs its pin to be let through: its server withholds
+    /// drifted tools or tools it has not pinned. With the lock gone, such a tool cannot be
+    /// checked and is withheld.
+    pub(super) fn needs_pin(&self) -> bool {
+        self.drift == OnDrift::Block
+            || matches!(self.unknown, OnUnknown::Block | OnUnknown::Quarantine)
+    }
+}
+
 pub(super) const DEFAULT_ACTIONS: Actions = Actions {
     drift: OnDrift::Block,
     unknown: OnUnknown::Warn,

@@ -552,3 +552,137 @@ async fn unknown_block_withholds_and_servers_outside_the_filter_are_left_alone()
     );
     assert!(events.try_recv().is_none());
 }
+
+/// Deleting the lock while toolgate runs must not turn `drift = "block"` into "every tool
+/// unknown, allowed": a tool that needs its pin is withheld and its calls refused, saying the
+/// lock is gone, until the file is back. A server that withholds nothing is left alone.
+#[tokio::test]
+async fn a_lock_that_existed_and_is_gone_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    write_lock(dir.path());
+    let bus = EventBus::new();
+    let mut events = bus.subscribe(EventPattern::parse("integrity/*").unwrap(), 16);
+    let options = json!({"server": {"scratch": {"drift": "warn", "unknown": "allow"}}});
+    let integrity = integrity(dir.path(), options, &bus);
+    let read = tool("read", "Read a file", false);
+    let tools = || vec![listed("fs", read.clone()), listed("scratch", tool("jot", "Jot", false))];
+
+    // Gone before toolgate ever read it: it existed when toolgate started.
+    std::fs::remove_file(dir.path().join("toolgate.lock")).unwrap();
+    assert_eq!(list(&integrity, tools()).await, ["jot"], "only what needs no pin");
+    let Outcome::Refuse(refusal) = call(&integrity, "fs", read.clone()).await else {
+        panic!("refused")
+    };
+    assert!(refusal.reason.contains("toolgate.lock is gone"), "{}", refusal.reason);
+    assert!(refusal.reason.contains("toolgate pin"), "{}", refusal.reason);
+    assert!(matches!(
+        call(&integrity, "scratch", tool("jot", "Jot", false)).await,
+        Outcome::Continue
+    ));
+    let event = events.try_recv().expect("an event");
+    assert_eq!(event.kind, "integrity/lock_gone");
+    assert!(events.try_recv().is_none(), "said once, not per tool or list");
+
+    // Back: the pins hold again. Gone again after toolgate read it: withheld again.
+    write_lock(dir.path());
+    assert_eq!(list(&integrity, tools()).await, ["read", "jot"]);
+    std::fs::remove_file(dir.path().join("toolgate.lock")).unwrap();
+    assert_eq!(list(&integrity, tools()).await, ["jot"]);
+    assert!(matches!(call(&integrity, "fs", read).await, Outcome::Refuse(_)));
+}
+
+/// No lock file at all, ever, is an empty lock: every tool unknown (here `unknown = "warn"`,
+/// the default: let through). A lock file `toolgate pin` writes later is then a lock that
+/// existed.
+#[tokio::test]
+async fn a_lock_that_never_existed_is_an_empty_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let integrity = integrity(dir.path(), json!({}), &EventBus::new());
+    let read = tool("read", "Read a file", false);
+    assert_eq!(list(&integrity, vec![listed("fs", read.clone())]).await, ["read"]);
+    write_lock(dir.path());
+    assert_eq!(list(&integrity, vec![listed("fs", read.clone())]).await, ["read"]);
+    std::fs::remove_file(dir.path().join("toolgate.lock")).unwrap();
+    assert!(list(&integrity, vec![listed("fs", read)]).await.is_empty());
+}
+
+/// A refusal names the contract's digest now: what an approver names over the admin API.
+#[tokio::test]
+async fn a_refusal_names_the_digest_to_approve() {
+    let dir = tempfile::tempdir().unwrap();
+    write_lock(dir.path());
+    let integrity = integrity(dir.path(), json!({"unknown": "block"}), &EventBus::new());
+    let pulled = tool("read", "Read a file, and more.", false);
+    let Outcome::Refuse(drift) = call(&integrity, "fs", pulled.clone()).await else {
+        panic!("refused")
+    };
+    let now = Contract::tool(&pulled).digest;
+    let pinned = Contract::tool(&tool("read", "Read a file", false)).digest;
+    assert!(drift.reason.contains(&format!("(pinned {pinned}, now {now})")), "{}", drift.reason);
+    assert!(
+        drift
+            .reason
+            .contains(&format!("POST /integrity/fs__read/approve with {{\"digest\": \"{now}\"}}")),
+        "{}",
+        drift.reason
+    );
+    let new = tool("write", "Write a file", true);
+    let Outcome::Refuse(unknown) = call(&integrity, "fs", new.clone()).await else {
+        panic!("refused")
+    };
+    let digest = Contract::tool(&new).digest;
+    assert!(unknown.reason.contains(&format!("its contract is {digest}")), "{}", unknown.reason);
+}
+
+/// An approver accepts the contract they reviewed, named by its digest, and nothing else.
+#[test]
+fn approving_takes_the_reviewed_digest_and_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    write_lock(dir.path());
+    let services =
+        crate::Services::new(EventBus::new()).with_config_dir(Some(dir.path().to_owned()));
+    let entry = test_entry("integrity", "pipeline[0]", json!({}));
+    let _integrity = Integrity::from_config(&entry, &services).expect("valid");
+    let locks = &services.integrity_locks;
+    let path = dir.path().join("toolgate.lock");
+    let before = std::fs::read(&path).unwrap();
+    let changed = tool("read", "Read a file, and more.", false);
+    let digest = Contract::tool(&changed).digest;
+    let reviewed = Contract::tool(&tool("read", "Read a file, and less.", false)).digest;
+
+    match locks.approve("fs", "read", &changed, &reviewed) {
+        Err(super::ApproveError::Changed { expected, digest: now }) => {
+            assert_eq!((expected.as_str(), now.as_str()), (reviewed.as_str(), digest.as_str()));
+        }
+        other => panic!("a contract other than the reviewed one is refused: {other:?}"),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
+
+    let approved = locks.approve("fs", "read", &changed, &digest).expect("approved");
+    assert_eq!(approved.len(), 1);
+    assert_eq!(approved[0].digest, digest);
+    assert!(approved[0].pinned_digest.is_some());
+    let lock = Lock::read(&path).unwrap().expect("a lock");
+    assert_eq!(lock.digest("fs", toolgate_integrity::Kind::Tool, "read"), Some(digest.as_str()));
+
+    // A lock that existed and is gone is not made anew with one pin.
+    std::fs::remove_file(&path).unwrap();
+    let gone = locks.approve("fs", "read", &changed, &digest);
+    assert!(matches!(gone, Err(super::ApproveError::LockGone { .. })), "{gone:?}");
+    assert!(!path.exists());
+}
+
+/// Approving into a lock file that never existed writes it.
+#[test]
+fn approving_into_a_lock_that_never_existed_writes_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let services =
+        crate::Services::new(EventBus::new()).with_config_dir(Some(dir.path().to_owned()));
+    let entry = test_entry("integrity", "pipeline[0]", json!({}));
+    let _integrity = Integrity::from_config(&entry, &services).expect("valid");
+    let read = tool("read", "Read a file", false);
+    let digest = Contract::tool(&read).digest;
+    let approved = services.integrity_locks.approve("fs", "read", &read, &digest).expect("ok");
+    assert_eq!(approved[0].pinned_digest, None);
+    assert!(dir.path().join("toolgate.lock").exists());
+}

@@ -413,3 +413,261 @@ async fn a_deny_refusal_carries_the_rules_reason_unchanged() {
         other => panic!("expected a refusal: {other:?}"),
     }
 }
+
+/// A list item of `T` (read from `item`) offered by `server` under `original`.
+fn listed<T: serde::de::DeserializeOwned>(server: &str, original: &str, item: Value) -> Listed<T> {
+    Listed {
+        server: server.into(),
+        original: original.into(),
+        item: serde_json::from_value(item).expect("a valid item"),
+    }
+}
+
+fn prompts(items: &[(&str, &str)]) -> Message {
+    Message::Prompts(
+        items
+            .iter()
+            .map(|(server, name)| {
+                listed(server, name, json!({"name": format!("{server}__{name}")}))
+            })
+            .collect(),
+    )
+}
+
+fn resources(items: &[(&str, &str)]) -> Message {
+    Message::Resources(
+        items
+            .iter()
+            .map(|(server, uri)| listed(server, uri, json!({"uri": uri, "name": uri})))
+            .collect(),
+    )
+}
+
+fn templates(items: &[(&str, &str)]) -> Message {
+    Message::ResourceTemplates(
+        items
+            .iter()
+            .map(|(server, t)| listed(server, t, json!({"uriTemplate": t, "name": t})))
+            .collect(),
+    )
+}
+
+/// The (server, original) pairs of the list `p` leaves of `message` in the response phase of
+/// `event`.
+async fn shown(p: &Policy, event: InterceptionEvent, message: Message) -> Vec<(String, String)> {
+    fn pairs<T>(items: &[Listed<T>]) -> Vec<(String, String)> {
+        items.iter().map(|l| (l.server.clone(), l.original.clone())).collect()
+    }
+    let mut ctx = CallContext::new(Principal::local());
+    let outcome = p.intercept(event, Phase::Response, &message, &mut ctx).await.expect("decides");
+    let message = match outcome {
+        Outcome::Continue => message,
+        Outcome::Rewrite(rewritten) => rewritten,
+        other => panic!("a list is filtered, not {other:?}"),
+    };
+    match message {
+        Message::Prompts(items) => pairs(&items),
+        Message::Resources(items) => pairs(&items),
+        Message::ResourceTemplates(items) => pairs(&items),
+        other => panic!("a list: {other:?}"),
+    }
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect()
+}
+
+/// What `p` decides about `message` (the request of `event`) aimed at `name` on `server`.
+async fn request(
+    p: &Policy,
+    event: InterceptionEvent,
+    server: &str,
+    name: &str,
+    message: Message,
+) -> Outcome {
+    let mut ctx = CallContext::new(Principal::local());
+    ctx.target = Some(Target {
+        server: server.into(),
+        original: name.into(),
+        exposed: format!("{server}__{name}"),
+        tool: None,
+    });
+    p.intercept(event, Phase::Request, &message, &mut ctx).await.expect("decides")
+}
+
+fn completion(reference: Value) -> Message {
+    Message::Complete(
+        serde_json::from_value(json!({"ref": reference, "argument": {"name": "a", "value": ""}}))
+            .expect("valid params"),
+    )
+}
+
+/// The issue's reproduction: `default = "deny"` and rules denying a server's prompts and
+/// resources. Its prompts, resources and templates are no longer listed, and completions
+/// about them are refused; the other server's stay.
+#[tokio::test]
+async fn a_server_cut_off_from_prompts_and_resources_is_cut_off_from_lists_and_completions() {
+    let p = policy(json!({
+        "default": "deny",
+        "rules": [
+            { "events": ["prompts/*"], "servers": ["cut"], "decision": "deny", "reason": "no prompts" },
+            { "events": ["resources/*"], "servers": ["cut"], "decision": "deny", "reason": "no reading" },
+        ]
+    }));
+    use InterceptionEvent as E;
+    let listed_prompts = prompts(&[("cut", "greet"), ("open", "greet")]);
+    assert_eq!(shown(&p, E::PromptsList, listed_prompts).await, pairs(&[("open", "greet")]));
+    let listed = resources(&[("cut", "test://a"), ("open", "test://b")]);
+    assert_eq!(shown(&p, E::ResourcesList, listed).await, pairs(&[("open", "test://b")]));
+    let listed = templates(&[("cut", "test://t/{id}"), ("open", "test://u/{id}")]);
+    assert_eq!(
+        shown(&p, E::ResourceTemplatesList, listed).await,
+        pairs(&[("open", "test://u/{id}")])
+    );
+    // The lists themselves are not refused: only a rule about a whole list is.
+    for event in [E::PromptsList, E::ResourcesList, E::ResourceTemplatesList] {
+        assert_eq!(request(&p, event, "", "", Message::Empty).await, Outcome::Continue);
+    }
+
+    let prompt = completion(json!({"type": "ref/prompt", "name": "cut__greet"}));
+    match request(&p, E::CompletionComplete, "cut", "greet", prompt.clone()).await {
+        Outcome::Refuse(refusal) => {
+            assert!(refusal.reason.contains("completions of `greet`"), "{}", refusal.reason);
+            assert!(refusal.reason.contains("no prompts (rules[0])"), "{}", refusal.reason);
+        }
+        other => panic!("a completion of a cut-off prompt is refused: {other:?}"),
+    }
+    assert_eq!(
+        request(&p, E::CompletionComplete, "open", "greet", prompt).await,
+        Outcome::Continue
+    );
+    let template = completion(json!({"type": "ref/resource", "uri": "test://t/{id}"}));
+    let refused = request(&p, E::CompletionComplete, "cut", "test://t/{id}", template.clone());
+    assert!(matches!(refused.await, Outcome::Refuse(_)));
+    let allowed = request(&p, E::CompletionComplete, "open", "test://u/{id}", template);
+    assert_eq!(allowed.await, Outcome::Continue);
+    assert!(
+        p.descriptor().hooks.iter().any(|h| h.covers(E::CompletionComplete, Phase::Request)),
+        "completions are checked although no rule names them"
+    );
+    // Subscribing to what may not be read is refused too.
+    let subscribe = Message::Subscribe(mcp::SubscribeRequestParams::new("test://a"));
+    let refused = request(&p, E::ResourcesSubscribe, "cut", "test://a", subscribe.clone()).await;
+    assert!(matches!(refused, Outcome::Refuse(_)), "{refused:?}");
+    let allowed = request(&p, E::ResourcesSubscribe, "open", "test://b", subscribe).await;
+    assert_eq!(allowed, Outcome::Continue);
+}
+
+#[tokio::test]
+async fn a_denied_prompt_or_resource_denies_its_completions_whatever_a_completion_rule_says() {
+    let p = policy(json!({
+        "rules": [
+            { "events": ["completion/complete"], "decision": "allow" },
+            { "events": ["prompts/get"], "tools": ["secret_*"], "decision": "deny", "reason": "private" },
+            { "events": ["resources/read"], "tools": ["vault://*"], "decision": "deny" },
+        ]
+    }));
+    use InterceptionEvent as E;
+    let prompt = |name: &str| completion(json!({"type": "ref/prompt", "name": name}));
+    let secret = request(&p, E::CompletionComplete, "s", "secret_plan", prompt("s__secret_plan"));
+    assert!(matches!(secret.await, Outcome::Refuse(_)));
+    let plain = request(&p, E::CompletionComplete, "s", "plan", prompt("s__plan"));
+    assert_eq!(plain.await, Outcome::Continue);
+    let vault = completion(json!({"type": "ref/resource", "uri": "vault://{key}"}));
+    let refused = request(&p, E::CompletionComplete, "s", "vault://{key}", vault);
+    assert!(matches!(refused.await, Outcome::Refuse(_)), "the template's own URI is denied");
+
+    // A rule about completions still decides the completions of what may be used.
+    let p = policy(json!({
+        "rules": [{ "events": ["completion/complete"], "servers": ["quiet"], "decision": "deny" }]
+    }));
+    let quiet = request(&p, E::CompletionComplete, "quiet", "plan", prompt("quiet__plan"));
+    assert!(matches!(quiet.await, Outcome::Refuse(_)));
+}
+
+/// A template is hidden only when no read through it could be allowed.
+#[tokio::test]
+async fn a_template_is_hidden_when_every_read_through_it_would_be_denied() {
+    use InterceptionEvent as E;
+    let list = || {
+        templates(&[("fs", "file:///{path}"), ("fs", "file:///secret/{name}"), ("db", "db://{t}")])
+    };
+    // Some reads of fs are allowed: its open template stays; the one under secret/ goes.
+    let p = policy(json!({
+        "rules": [
+            { "events": ["resources/read"], "tools": ["file:///secret/*"], "decision": "deny" },
+            { "events": ["resources/read"], "servers": ["db"], "decision": "deny" },
+        ]
+    }));
+    assert_eq!(
+        shown(&p, E::ResourceTemplatesList, list()).await,
+        pairs(&[("fs", "file:///{path}")])
+    );
+    // Allowed for some URIs first, then denied for the rest: shown.
+    let p = policy(json!({
+        "rules": [
+            { "events": ["resources/read"], "tools": ["db://public/*"], "decision": "allow" },
+            { "events": ["resources/read"], "servers": ["db"], "decision": "deny" },
+        ]
+    }));
+    assert_eq!(shown(&p, E::ResourceTemplatesList, list()).await.len(), 3);
+}
+
+/// `default_requests = "deny"`: what no rule allows is cut off, tool calls keep `default`,
+/// and lists are filtered item by item rather than refused.
+#[tokio::test]
+async fn default_requests_deny_cuts_off_every_request_no_rule_allows() {
+    use InterceptionEvent as E;
+    let p = policy(json!({
+        "default_requests": "deny",
+        "rules": [
+            { "events": ["prompts/*", "resources/*"], "servers": ["open"], "decision": "allow" },
+            { "events": ["logging/setLevel"], "decision": "allow" },
+        ]
+    }));
+    assert_eq!(p.decide("any", "tool", None, None).decision, Decision::Allow, "tools: `default`");
+    assert_eq!(p.decide_request(E::LoggingSetLevel, None, None).decision, Decision::Allow);
+    let sampling = p.decide_request(E::SamplingCreateMessage, Some("open"), None);
+    assert_eq!(sampling.decision, Decision::Deny);
+    assert!(sampling.reason.contains("default_requests"), "{}", sampling.reason);
+    for event in [E::PromptsList, E::ResourcesList, E::ResourceTemplatesList] {
+        assert_eq!(request(&p, event, "", "", Message::Empty).await, Outcome::Continue);
+    }
+    let listed = prompts(&[("open", "greet"), ("other", "greet")]);
+    assert_eq!(shown(&p, E::PromptsList, listed).await, pairs(&[("open", "greet")]));
+    let listed = templates(&[("open", "t://{a}"), ("other", "u://{a}")]);
+    assert_eq!(shown(&p, E::ResourceTemplatesList, listed).await, pairs(&[("open", "t://{a}")]));
+    let prompt = completion(json!({"type": "ref/prompt", "name": "x"}));
+    let open = request(&p, E::CompletionComplete, "open", "greet", prompt.clone()).await;
+    assert_eq!(open, Outcome::Continue, "completions follow the prompt when no rule names them");
+    let other = request(&p, E::CompletionComplete, "other", "greet", prompt).await;
+    assert!(matches!(other, Outcome::Refuse(_)));
+    let hooked =
+        |event: E, phase: Phase| p.descriptor().hooks.iter().any(|h| h.covers(event, phase));
+    for event in E::ALL.into_iter().filter(|e| *e != E::ToolsList) {
+        assert!(hooked(event, Phase::Request), "{event}");
+    }
+    assert!(hooked(E::ResourcesList, Phase::Response));
+
+    let errors = Policy::from_config(&entry(json!({ "default_requests": "ask" })))
+        .expect_err("ask is for tool calls");
+    assert!(errors[0].to_string().starts_with("pipeline[0].default_requests: `ask`"), "{errors:?}");
+    let errors = Policy::from_config(&entry(json!({ "default_requests": "never" })))
+        .expect_err("not a decision");
+    assert!(errors[0].to_string().contains("expected allow, deny or ask"), "{errors:?}");
+}
+
+/// A rule about a list event that names a server or a name hides the items it matches.
+#[tokio::test]
+async fn a_rule_about_a_list_that_names_a_server_hides_that_servers_items() {
+    use InterceptionEvent as E;
+    let p = policy(json!({
+        "rules": [{ "events": ["resources/list"], "servers": ["noisy"], "decision": "deny" }]
+    }));
+    let listed = resources(&[("noisy", "n://1"), ("calm", "c://1")]);
+    assert_eq!(shown(&p, E::ResourcesList, listed).await, pairs(&[("calm", "c://1")]));
+    assert_eq!(request(&p, E::ResourcesList, "", "", Message::Empty).await, Outcome::Continue);
+    let whole = policy(json!({ "rules": [{ "events": ["resources/list"], "decision": "deny" }] }));
+    let refused = request(&whole, E::ResourcesList, "", "", Message::Empty).await;
+    assert!(matches!(refused, Outcome::Refuse(_)), "a rule about the whole list refuses it");
+}

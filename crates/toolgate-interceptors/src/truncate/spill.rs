@@ -2,7 +2,9 @@
 //! with `toolgate__read_result`: a store per `truncate` entry, bounded in bytes overall and
 //! per caller, in results per caller, and in time.
 //!
-//! A result belongs to the caller it was shortened for (principal and session): another
+//! A result belongs to the caller it was shortened for (principal and session; without a
+//! session, principal and client address, since every anonymous client has the same
+//! principal): another
 //! caller asking for its handle is told the handle is unknown, as for one that expired, so a
 //! handle cannot be used to learn what someone else's tools returned. Handles are random (96
 //! bits), not counters.

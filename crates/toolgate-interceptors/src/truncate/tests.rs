@@ -160,6 +160,40 @@ async fn another_caller_cannot_read_a_kept_result() {
     assert_eq!(mine.is_error, Some(false));
 }
 
+/// A 2026-07-28 client has no session: anonymous clients without one are told apart by the
+/// address they connected from, both for reading and for the per-caller quota, rather than all
+/// sharing `anonymous:anonymous`.
+#[tokio::test]
+async fn clients_without_a_session_keep_results_by_their_address() {
+    let log = long_log();
+    // Room for one such result per caller.
+    let (truncate, _) = truncate(json!({"max_tokens": 600, "spill_caller_bytes": log.len() + 1}));
+    let from = |address: [u8; 4]| {
+        let mut ctx = CallContext::new(Principal::anonymous());
+        ctx.client_address = Some(address.into());
+        ctx
+    };
+    let (a, b) = (from([192, 0, 2, 1]), from([192, 0, 2, 2]));
+    let kept_for_a =
+        handle_of(&truncate.shorten(&text_result(&log), None, &owner(&a)).unwrap().result);
+    let kept_for_b =
+        handle_of(&truncate.shorten(&text_result(&log), None, &owner(&b)).unwrap().result);
+    let read = async |ctx: &CallContext, handle: &str| {
+        let arguments = json!({"handle": handle, "limit": 1}).as_object().cloned();
+        let page = truncate.call_own_tool(read::NAME, arguments, ctx).await.unwrap();
+        page.is_error != Some(true)
+    };
+    assert!(read(&a, &kept_for_a).await);
+    assert!(!read(&b, &kept_for_a).await, "another address cannot read it");
+    assert!(!read(&a, &kept_for_b).await);
+    // A second result of b's pushes out b's first (its quota), not a's.
+    let second_for_b =
+        handle_of(&truncate.shorten(&text_result(&log), None, &owner(&b)).unwrap().result);
+    assert!(!read(&b, &kept_for_b).await, "b's own oldest went");
+    assert!(read(&b, &second_for_b).await);
+    assert!(read(&a, &kept_for_a).await, "a's result is not b's to push out");
+}
+
 #[tokio::test]
 async fn read_result_checks_its_arguments() {
     let (truncate, _) = truncate(json!({"max_tokens": 600}));

@@ -99,7 +99,11 @@ impl Gateway {
         if self.pipeline.is_empty() {
             return Ok(inventory.resources().to_vec());
         }
-        self.list::<ListResources>(inventory.resources().to_vec(), ctx).await
+        let listed = listed(inventory.resources(), |resource| {
+            inventory.listed_resource_route(&resource.uri)
+        });
+        let shown = self.list::<ListResources>(listed, ctx).await?;
+        Ok(shown.into_iter().map(|l| l.item).collect())
     }
 
     /// `resources/templates/list` as `ctx`'s caller sees it, through the pipeline.
@@ -111,7 +115,11 @@ impl Gateway {
         if self.pipeline.is_empty() {
             return Ok(inventory.resource_templates().to_vec());
         }
-        self.list::<ListResourceTemplates>(inventory.resource_templates().to_vec(), ctx).await
+        let listed = listed(inventory.resource_templates(), |template| {
+            inventory.template_route(&template.uri_template)
+        });
+        let shown = self.list::<ListResourceTemplates>(listed, ctx).await?;
+        Ok(shown.into_iter().map(|l| l.item).collect())
     }
 
     /// A list, through the pipeline; what was decided is recorded.

@@ -162,6 +162,7 @@ impl Front {
             principal: Principal::anonymous(),
             session: session.as_ref().map(|s| s.gateway_session.clone()),
             session_id: session.as_ref().map(|s| s.id.to_string()),
+            address: Some(client_address(&parts)),
             negotiated: session.as_ref().map(|s| s.version.clone()),
         };
         let era = match protocol::era_of(&request, &client) {
@@ -356,7 +357,7 @@ pub(crate) fn is_modern_header(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v >= mcp::ProtocolVersion::V_2026_07_28.as_str())
 }
 
-/// The address of the client, for the per-address session limit.
+/// The address of the client, for the per-address session limit and the pipeline.
 fn client_address(parts: &Parts) -> IpAddr {
     parts
         .extensions

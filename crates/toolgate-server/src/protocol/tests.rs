@@ -4,7 +4,13 @@ use super::*;
 use serde_json::json;
 
 fn client() -> Client {
-    Client { principal: Principal::anonymous(), session: None, session_id: None, negotiated: None }
+    Client {
+        principal: Principal::anonymous(),
+        session: None,
+        session_id: None,
+        address: None,
+        negotiated: None,
+    }
 }
 
 fn request(value: serde_json::Value) -> mcp::ClientRequest {

@@ -157,6 +157,49 @@ fn shared_templates_are_rewritten_but_still_expandable() {
 }
 
 #[test]
+fn each_listed_resource_and_template_names_its_upstream() {
+    let a = Catalog {
+        resources: vec![resource("test://shared"), resource("file:///a")],
+        resource_templates: vec![template("test://t/{id}"), template("mem://{key}")],
+        ..Catalog::default()
+    };
+    let b = Catalog {
+        resources: vec![resource("test://shared")],
+        resource_templates: vec![template("test://t/{id}")],
+        ..Catalog::default()
+    };
+    let inventory = Inventory::build([part("a", "a", &a), part("b", "b", &b)]);
+    let origin = |route: Option<&Route>| {
+        let route = route.expect("listed");
+        (route.upstream.to_string(), route.original.clone())
+    };
+    for resource in inventory.resources() {
+        let (upstream, original) = origin(inventory.listed_resource_route(&resource.uri));
+        assert!(
+            (upstream == "a" && ["test://shared", "file:///a"].contains(&original.as_str()))
+                || (upstream == "b" && original == "test://shared"),
+            "{} -> {upstream} {original}",
+            resource.uri
+        );
+    }
+    let templates: Vec<(String, String)> = inventory
+        .resource_templates()
+        .iter()
+        .map(|t| origin(inventory.template_route(&t.uri_template)))
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            ("a".to_owned(), "test://t/{id}".to_owned()),
+            ("a".to_owned(), "mem://{key}".to_owned()),
+            ("b".to_owned(), "test://t/{id}".to_owned()),
+        ]
+    );
+    assert!(inventory.listed_resource_route("file:///unlisted").is_none());
+    assert!(inventory.template_route("file:///{path}").is_none());
+}
+
+#[test]
 fn a_single_resource_upstream_gets_unknown_uris() {
     let a = Catalog { resources: vec![resource("mem://x")], ..Catalog::default() };
     let inventory = Inventory::build([part("a", "a", &a), part("t", "t", &catalog(&["x"]))]);

@@ -128,7 +128,9 @@ pub(crate) async fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<E
     }
     if let (Some(editor), Some(path)) = (editor.as_mut(), &history) {
         if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
+            // The history holds what was typed: its folder is the user's only, as the
+            // sessions database's (rustyline makes the file itself 0600).
+            let _ = toolgate_agent::store::create_private_dirs(dir);
         }
         let _ = editor.save_history(path);
     }

@@ -81,6 +81,7 @@ fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     problems.extend(AuditPlan::new(&config.audit).err().unwrap_or_default());
     problems.extend(events::check_log_file(&config.audit));
     let mut warnings = config.warnings.clone();
+    warnings.extend(events::log_file_warning(&config.audit));
     warnings.extend(crate::setup::script_tool_problems(config, config_dir));
     let report = Report { path: Some(&checked.path), problems, warnings: &warnings };
     print(args, &report, Some(config))

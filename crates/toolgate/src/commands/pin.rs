@@ -22,8 +22,9 @@ pub(crate) struct PinArgs {
     /// Write nothing: list each changed, added and removed item; exit 1 if anything drifted.
     #[arg(long, conflicts_with = "diff")]
     check: bool,
-    /// Write nothing: show what changed (word diff of descriptions, schema paths, annotations);
-    /// exit 1 if anything drifted.
+    /// Write nothing: show what changed (word diff of descriptions, schema paths, annotations)
+    /// and each item's contract digest (what `POST /integrity/{tool}/approve` on the admin API
+    /// takes); exit 1 if anything drifted.
     #[arg(long)]
     diff: bool,
     /// Print JSON instead of text.
@@ -245,6 +246,8 @@ fn write_drift(
     for (pinned, now) in &drift.changed {
         writeln!(out, "  changed  {} `{}`", now.kind.noun(), now.key)?;
         if diff {
+            // What an approver names to accept this change over the admin API.
+            writeln!(out, "      digest: {} → {}", pinned.digest, now.digest)?;
             for change in diff::changes(pinned, now) {
                 writeln!(out, "      {change}")?;
             }
@@ -252,6 +255,9 @@ fn write_drift(
     }
     for added in &drift.added {
         writeln!(out, "  added    {} `{}`", added.kind.noun(), added.key)?;
+        if diff {
+            writeln!(out, "      digest: {}", added.digest)?;
+        }
         if diff && let Some(description) = added.field("description").and_then(Value::as_str) {
             writeln!(out, "      description: {description}")?;
         }

@@ -376,6 +376,64 @@ async fn an_approver_decides_over_the_admin_api_and_the_audit_log_proves_it() {
     assert_eq!(connected["server"], "fx");
 }
 
+/// Every HTTP client that did not authenticate is `anonymous:anonymous`. An approver allows one
+/// session's call and asks that it be remembered: the same session's identical call goes
+/// through without asking, another session's is held for an approver again.
+#[tokio::test]
+async fn an_approval_remembered_for_one_session_does_not_let_another_through() {
+    let config = ConfigDir::new(&format!(
+        "{}\n{}\n[admin]\nlisten = \"127.0.0.1:0\"\ntokens = {{ alice = \"{ALICE}\" }}\n",
+        fixture_server("fx", "stdio", None),
+        pipeline("via = \"external\"")
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let admin = admin_url(&gateway).await;
+    let http = reqwest::Client::new();
+    let decide = async |id: &str, body: Value| {
+        http.post(format!("{admin}/approvals/{id}"))
+            .header("authorization", bearer(ALICE))
+            .json(&body)
+            .send()
+            .await
+            .expect("POST")
+            .status()
+    };
+    let first = http_client(&gateway.url).await;
+    let second = http_client(&gateway.url).await;
+    let arguments = json!({"name": "HOME"});
+
+    let peer = first.peer().clone();
+    let held = tokio::spawn({
+        let arguments = arguments.clone();
+        async move { call(&peer, "fx__env_get", arguments).await }
+    });
+    gateway.wait_for_log(&["call a1 ", "is held for approval"]).await;
+    assert_eq!(decide("a1", json!({"decision": "allow", "remember": "10m"})).await, 200);
+    let allowed = held.await.expect("the call ends");
+    assert_ne!(allowed.is_error, Some(true), "{allowed:?}");
+
+    // The same session, the very same call: remembered, nobody is asked.
+    let again = call(first.peer(), "fx__env_get", arguments.clone()).await;
+    assert_ne!(again.is_error, Some(true), "{again:?}");
+    assert_eq!(held_calls(&http, &admin).await["approvals"], json!([]));
+
+    // Another session, the very same call: held for an approver, who refuses it this time.
+    let peer = second.peer().clone();
+    let held = tokio::spawn(async move { call(&peer, "fx__env_get", arguments).await });
+    gateway.wait_for_log(&["call a2 ", "is held for approval"]).await;
+    let pending = held_calls(&http, &admin).await;
+    assert_eq!(pending["approvals"][0]["id"], "a2", "{pending}");
+    assert_eq!(decide("a2", json!({"decision": "deny", "reason": "not yours"})).await, 200);
+    let refused = held.await.expect("the call ends");
+    assert_eq!(refused.is_error, Some(true));
+    let text = first_text(&refused);
+    assert!(text.contains("alice did not approve this call: not yours"), "{text}");
+
+    first.cancel().await.expect("close");
+    second.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}
+
 #[tokio::test]
 async fn the_pipeline_is_listed_as_sep_2624_descriptors() {
     let config = ConfigDir::new(&format!(

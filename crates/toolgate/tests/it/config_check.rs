@@ -20,7 +20,7 @@ fn fixtures() -> PathBuf {
 /// A folder holding `toolgate.toml` and what the fixtures point at:
 /// - `plain-file`: a regular file where some fixtures want a directory;
 /// - `logs/`: a writable directory for a log;
-/// - `broken.jsonl`: an audit log whose chain does not verify;
+/// - `broken.jsonl`: an audit log whose chain does not verify (private: `0600`);
 /// - `locked/`: a directory nobody may create files in, this process included. Mode 0555 is
 ///   enough for other users; root ignores mode bits (and these tests often run as root), so as
 ///   root it is also made immutable (`chattr +i`, which binds root too) until dropped.
@@ -38,6 +38,10 @@ impl Scaffold {
         std::fs::write(root.join("plain-file"), "not a directory\n").expect("write plain-file");
         std::fs::create_dir(root.join("logs")).expect("create logs");
         std::fs::write(root.join("broken.jsonl"), "not a record\n").expect("write broken.jsonl");
+        // Private, as toolgate makes logs, so that the goldens do not depend on the umask (a
+        // log others can read gets a warning: see `an_audit_log_others_can_read_...`).
+        std::fs::set_permissions(root.join("broken.jsonl"), std::fs::Permissions::from_mode(0o600))
+            .expect("chmod broken.jsonl");
         let locked = root.join("locked");
         std::fs::create_dir(&locked).expect("create locked");
         std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).expect("chmod");
@@ -168,6 +172,34 @@ async fn json_lists_the_same_problems() {
     let report: Value = serde_json::from_str(&json).expect("JSON");
     assert_eq!(report["ok"], true);
     assert_eq!(report["problems"], serde_json::json!([]));
+}
+
+/// An audit log already there that others may read: the check warns, naming it, and the
+/// config stays valid (the file is the user's); a private one is not mentioned.
+#[tokio::test]
+async fn an_audit_log_others_can_read_is_named_in_a_warning() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let scaffold = Scaffold::new("[audit]\nfile = \"logs/audit.jsonl\"\n");
+    let log = scaffold.root().join("logs").join("audit.jsonl");
+    std::fs::write(&log, "").expect("write the log");
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, stdout) = check(&scaffold, &[]).await;
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.starts_with(
+            "warning: audit.file: the audit log $DIR/logs/audit.jsonl can be read or written by \
+             others than its owner (mode 0644)"
+        ),
+        "{stdout}"
+    );
+    let (_, json) = check(&scaffold, &["--json"]).await;
+    let report: Value = serde_json::from_str(&json).expect("JSON");
+    assert!(report["warnings"][0].as_str().is_some_and(|w| w.contains("chmod 600")), "{json}");
+
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (code, stdout) = check(&scaffold, &[]).await;
+    assert_eq!(code, 0, "{stdout}");
+    assert!(!stdout.contains("warning"), "{stdout}");
 }
 
 /// A listener whose port a config names, to see whether anything connected to it.

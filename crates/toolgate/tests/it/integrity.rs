@@ -205,25 +205,51 @@ async fn an_approver_accepts_a_changed_tool_over_the_admin_api() {
     rug_pull(&client, &mut notes, 2).await;
     assert!(!tool_names(&client).await.contains(&"fx__weather".to_owned()));
 
+    // The digest of what the server lists now, as the refusal shows it (`pin --diff` shows it
+    // too: see `pin.rs`).
+    let refused = client
+        .call_tool(call("fx__weather", json!({"city": "Oslo", "note": "x"})))
+        .await
+        .expect("an answer");
+    let text = first_text(&refused);
+    let at = text.find("{\"digest\": \"").expect("the refusal names the digest") + 12;
+    let digest = text[at..].split('"').next().expect("a digest").to_owned();
+    assert!(digest.starts_with("sha256:"), "{text}");
+
     let http = reqwest::Client::new();
     let url = format!("{admin}/integrity/fx__weather/approve");
-    let anonymous = http.post(&url).send().await.expect("POST");
+    let anonymous = http.post(&url).json(&json!({"digest": digest})).send().await.expect("POST");
     assert_eq!(anonymous.status(), 401);
-    let unknown = http
-        .post(format!("{admin}/integrity/fx__nope/approve"))
-        .header("authorization", "Bearer alice-token-0123456789")
-        .send()
-        .await
-        .expect("POST");
-    assert_eq!(unknown.status(), 404);
-    let approved = http
-        .post(&url)
-        .header("authorization", "Bearer alice-token-0123456789")
-        .send()
-        .await
-        .expect("POST");
+    let post = |url: String, body: Option<Value>| {
+        let mut request = http.post(url).header("authorization", "Bearer alice-token-0123456789");
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send()
+    };
+    let unknown =
+        post(format!("{admin}/integrity/fx__nope/approve"), Some(json!({"digest": digest})));
+    assert_eq!(unknown.await.expect("POST").status(), 404);
+    // An approval names what was reviewed: without it, nothing is pinned.
+    let unnamed = post(url.clone(), None).await.expect("POST");
+    assert_eq!(unnamed.status(), 400);
+    let body: Value = unnamed.json().await.expect("JSON");
+    assert!(body["error"].as_str().unwrap_or("").contains("digest"), "{body}");
+    // What was reviewed is not what the server lists now: refused, saying both.
+    let reviewed = format!("sha256:{}", "0".repeat(64));
+    let stale = post(url.clone(), Some(json!({"digest": reviewed}))).await.expect("POST");
+    assert_eq!(stale.status(), 409);
+    let body: Value = stale.json().await.expect("JSON");
+    assert_eq!(
+        (body["expected"].as_str(), body["digest"].as_str()),
+        (Some(reviewed.as_str()), Some(digest.as_str()))
+    );
+    assert!(!tool_names(&client).await.contains(&"fx__weather".to_owned()), "nothing was pinned");
+
+    let approved = post(url.clone(), Some(json!({"digest": digest}))).await.expect("POST");
     assert_eq!(approved.status(), 200);
     let body: Value = approved.json().await.expect("JSON");
+    assert_eq!(body["digest"], digest.as_str());
     assert_eq!((body["by"].as_str(), body["original"].as_str()), (Some("alice"), Some("weather")));
     let changes = body["changes"].to_string();
     assert!(changes.contains("inputSchema.properties.note: (absent)"), "{body}");
@@ -263,4 +289,45 @@ async fn with_drift_warn_or_audit_over_http_a_changed_tool_stays_and_is_recorded
             "{mode}: {log}"
         );
     }
+}
+
+/// Deleting `toolgate.lock` under a running gateway: with `drift = "block"` every tool of `fx`
+/// needs its pin, so every one is withheld and its calls refused, saying the lock is gone,
+/// until `toolgate pin` writes it again (not "every tool unknown, allowed").
+async fn a_deleted_lock_fails_closed(client: RecordingClient, dir: &Path) {
+    let sunny = client.call_tool(call("fx__weather", json!({"city": "Oslo"}))).await.expect("call");
+    assert_eq!(first_text(&sunny), "sunny in Oslo");
+    std::fs::remove_file(dir.join("toolgate.lock")).expect("delete the lock");
+
+    let names = tool_names(&client).await;
+    assert!(names.iter().all(|n| !n.starts_with("fx__")), "{names:?}");
+    let refused =
+        client.call_tool(call("fx__weather", json!({"city": "Oslo"}))).await.expect("an answer");
+    assert_eq!(refused.is_error, Some(true));
+    let text = first_text(&refused);
+    assert!(text.contains("toolgate.lock is gone"), "{text}");
+
+    let config = dir.join("toolgate.toml");
+    let pinned = run_toolgate(&["pin", "--config", config.to_str().expect("UTF-8")]).await;
+    assert!(pinned.status.success(), "{}", String::from_utf8_lossy(&pinned.stderr));
+    assert!(tool_names(&client).await.contains(&"fx__weather".to_owned()), "back once pinned");
+    client.cancel().await.expect("close");
+    let log = std::fs::read_to_string(dir.join("audit.jsonl")).expect("the audit log");
+    assert!(log.contains("\"integrity/lock_gone\""), "{log}");
+}
+
+#[tokio::test]
+async fn a_lock_deleted_under_a_running_gateway_fails_closed_over_stdio() {
+    let dir = pinned_config("block").await;
+    let (client, _notes, _) = recording_stdio_client(&dir.path().join("toolgate.toml")).await;
+    a_deleted_lock_fails_closed(client, dir.path()).await;
+}
+
+#[tokio::test]
+async fn a_lock_deleted_under_a_running_gateway_fails_closed_over_http() {
+    let dir = pinned_config("block").await;
+    let gateway = HttpGateway::start(&dir.path().join("toolgate.toml")).await;
+    let (client, _notes) = recording_http_client(&gateway.url).await;
+    a_deleted_lock_fails_closed(client, dir.path()).await;
+    assert!(gateway.terminate().await.success());
 }

@@ -122,3 +122,64 @@ async fn the_gateways_own_tool_passes_the_pipeline_like_any_other() {
     assert!(texts(&denied).contains("no paging here"), "{denied:?}");
     client.cancel().await.expect("close");
 }
+
+/// A 2026-07-28 `tools/call` without a session, sent from the loopback address `from`: the
+/// JSON-RPC result.
+async fn stateless_call(url: &str, from: [u8; 4], tool: &str, arguments: Value) -> Value {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "truncate-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": tool, "arguments": arguments, "_meta": meta}});
+    let http = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from(from))
+        .build()
+        .expect("a client");
+    let response = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(call.to_string())
+        .send()
+        .await
+        .expect("called");
+    let body = response.text().await.expect("body");
+    let answer: Value = serde_json::from_str(&body).expect("one JSON answer");
+    answer["result"].clone()
+}
+
+/// 2026-07-28 clients have no session: a result kept for one is read back by requests from
+/// its address, and neither by a request from another address nor by a client in a session,
+/// although all of them are `anonymous:anonymous`.
+#[tokio::test]
+async fn a_result_kept_for_a_client_without_a_session_is_read_from_its_address_only() {
+    let mut text = fixture_server("fx", "stdio", None);
+    text.push_str("\n[[pipeline]]\nkind = \"truncate\"\nmax_bytes = 2000\n");
+    let config = ConfigDir::new(&text);
+    let gateway = HttpGateway::start(&config.path()).await;
+    let here = [127, 0, 0, 1];
+    let cut = stateless_call(&gateway.url, here, "fx__large", json!({"kb": 16})).await;
+    let handle = cut["_meta"]["io.toolgate/truncated"]["handle"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a cut result: {cut}"))
+        .to_owned();
+    let read = json!({"handle": handle, "limit": 1});
+    let mine = stateless_call(&gateway.url, here, "toolgate__read_result", read.clone()).await;
+    assert_ne!(mine["isError"], true, "{mine}");
+
+    let elsewhere =
+        stateless_call(&gateway.url, [127, 0, 0, 2], "toolgate__read_result", read.clone()).await;
+    assert_eq!(elsewhere["isError"], true, "{elsewhere}");
+    assert!(elsewhere.to_string().contains("no kept result has the handle"), "{elsewhere}");
+
+    let in_a_session = http_client(&gateway.url).await;
+    let refused = call(&in_a_session, "toolgate__read_result", read).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    in_a_session.cancel().await.expect("close");
+    assert!(gateway.terminate().await.success());
+}
