@@ -29,7 +29,16 @@ pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// of the priming event).
 pub(crate) const RETRY: Duration = Duration::from_secs(3);
 
-/// One message as an event (`data` is compact JSON, so it is one line).
+/// One message (JSON) as an event, always on one `data:` line.
+///
+/// A message is not always JSON that toolgate wrote: a raw result is passed on as its
+/// upstream wrote it, and JSON may have a carriage return or a line feed as whitespace between
+/// tokens. Either ends an SSE line, so left in place it would cut the message in two and the
+/// client would read half of it (the Python SDK: "Failed to parse SSE message"). Each one is
+/// written as a space instead. The SSE format would also allow the message split over several
+/// `data:` lines, but a space says the same in JSON (the two can only be whitespace there:
+/// inside a string they must be escaped), keeps the event on the one line that clients which
+/// read an event's first `data:` line only expect, and keeps the length, so nothing moves.
 pub(crate) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(data.len() + 32);
     if let Some(id) = id {
@@ -38,7 +47,13 @@ pub(crate) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
         out.push(b'\n');
     }
     out.extend_from_slice(b"data: ");
+    let start = out.len();
     out.extend_from_slice(data);
+    for byte in &mut out[start..] {
+        if matches!(*byte, b'\r' | b'\n') {
+            *byte = b' ';
+        }
+    }
     out.extend_from_slice(b"\n\n");
     out.into()
 }
@@ -253,6 +268,20 @@ mod tests {
         for bad in ["", "3", "a/1", "1/-2", "1/2/3"] {
             assert_eq!(parse_event_id(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn line_breaks_in_a_message_never_break_its_event() {
+        // A raw result as an upstream may write it: CR, LF and CRLF between tokens.
+        let raw = b"{\r\"a\":\n[1,\r\n2] ,\"b\":\"x\\ny\"}\r";
+        let written = event(Some("1/2"), raw);
+        let text = text(&written);
+        assert_eq!(text, "id: 1/2\ndata: { \"a\": [1,  2] ,\"b\":\"x\\ny\"} \n\n");
+        let data = text.strip_prefix("id: 1/2\ndata: ").unwrap().strip_suffix("\n\n").unwrap();
+        assert!(!data.contains(['\r', '\n']), "one line: {data:?}");
+        let parsed: serde_json::Value = serde_json::from_str(data).expect("still the same JSON");
+        assert_eq!(parsed, serde_json::json!({"a": [1, 2], "b": "x\ny"}));
+        assert_eq!(event(None, b"\n"), "data:  \n\n");
     }
 
     #[test]
