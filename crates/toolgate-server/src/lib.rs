@@ -6,6 +6,7 @@
 
 mod admin;
 mod caller;
+mod connections;
 mod cors;
 mod error;
 mod gateway;
@@ -26,6 +27,9 @@ mod session;
 mod stdio;
 
 pub use admin::{AdminTokens, admin_router, serve_admin};
+pub use connections::{
+    ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+};
 pub use error::GatewayError;
 pub use gateway::{FailedUpstream, Gateway, InProcess};
 pub use handler::{GatewayHandler, INTERCEPTORS_LIST, interceptors_list};

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::connections::{self, ConnectionLimits};
 use crate::cors;
 use crate::gateway::Gateway;
 use toolgate_intercept::Principal;
@@ -64,6 +65,8 @@ pub struct HttpOptions {
     pub session_idle: std::time::Duration,
     /// Which implementation serves `/mcp`.
     pub front: HttpFront,
+    /// Connections at once, and how long a client has to send a request.
+    pub connections: ConnectionLimits,
 }
 
 /// Which implementation serves `/mcp`: toolgate's own (the default), or rmcp's
@@ -185,23 +188,8 @@ impl Default for HttpOptions {
             max_sessions_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
             session_idle: DEFAULT_SESSION_IDLE,
             front: HttpFront::default(),
+            connections: ConnectionLimits::default(),
         }
-    }
-}
-
-/// `listener` with Nagle's algorithm off on every accepted connection. An answer goes out as
-/// several small writes (an SSE stream: priming event, message, end); with Nagle on, a client
-/// that keeps its connection open waits for its own delayed ACK (about 40 ms) on every call.
-pub(crate) fn no_delay(
-    listener: TcpListener,
-) -> axum::serve::TapIo<TcpListener, fn(&mut TcpStream)> {
-    use axum::serve::ListenerExt as _;
-    listener.tap_io(set_no_delay as fn(&mut TcpStream))
-}
-
-fn set_no_delay(tcp: &mut TcpStream) {
-    if let Err(error) = tcp.set_nodelay(true) {
-        tracing::debug!(%error, "cannot set TCP_NODELAY");
     }
 }
 
@@ -211,9 +199,14 @@ pub const RESPONSE_FLUSH: std::time::Duration = std::time::Duration::from_millis
 /// Default time in-flight requests get to finish on shutdown.
 pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// After the sessions closed at shutdown, how long the connections still open get to write
+/// what they were writing; what is left then is a client too slow to send or to read.
+pub(crate) const LAST_WRITES: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Serves streamable HTTP on `listener` until `shutdown` fires. Then it stops accepting
-/// connections, lets requests in flight finish for up to `options.grace`, and closes every
-/// session.
+/// connections, lets requests in flight finish for up to `options.grace`, closes every session
+/// and, [`RESPONSE_FLUSH`] and [`LAST_WRITES`] later, every connection still open, so that a
+/// client that sent half a request cannot hold the shutdown.
 pub async fn serve_http(
     listener: TcpListener,
     gateway: Arc<Gateway>,
@@ -224,6 +217,8 @@ pub async fn serve_http(
     let app = http_router(gateway.clone(), options, sessions.clone());
     let grace = options.grace;
     let closing = shutdown.clone();
+    let kill = CancellationToken::new();
+    let killing = kill.clone();
     tokio::spawn(async move {
         closing.cancelled().await;
         let left = gateway.drain(grace).await;
@@ -236,10 +231,9 @@ pub async fn serve_http(
         // The last answers were handed to their sessions; give them a moment to be written.
         tokio::time::sleep(RESPONSE_FLUSH).await;
         sessions.cancel();
+        tokio::time::sleep(LAST_WRITES).await;
+        killing.cancel();
     });
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(no_delay(listener), app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(ServeError::Http)
+    connections::serve(listener, app, options.connections, shutdown, kill).await;
+    Ok(())
 }

@@ -65,6 +65,10 @@ pub(crate) async fn post(front: Arc<Front>, request: Request) -> Response {
                 &Rejection::too_large(front.body_limit),
             );
         }
+        Err(error) if crate::connections::is_body_timeout(&*error) => {
+            tracing::debug!(%error, "a request body came too slowly");
+            return text(StatusCode::REQUEST_TIMEOUT, &format!("Request Timeout: {error}"));
+        }
         Err(error) => {
             // The client went away or sent a broken body: nobody is left to read an answer.
             tracing::debug!(%error, "reading a request body failed");
