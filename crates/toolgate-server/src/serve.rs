@@ -15,7 +15,9 @@ use toolgate_intercept::Principal;
 
 use crate::handler::GatewayHandler;
 use crate::http::{
-    self, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE,
+    self, DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, DEFAULT_STREAM_MAX_AGE,
+    DEFAULT_STREAM_QUEUE,
 };
 use crate::http_sessions;
 use crate::json_answer;
@@ -67,6 +69,19 @@ pub struct HttpOptions {
     pub front: HttpFront,
     /// Connections at once, and how long a client has to send a request.
     pub connections: ConnectionLimits,
+    /// How many `subscriptions/listen` streams may be open at once
+    /// ([`DEFAULT_MAX_LISTEN_STREAMS`]); one more gets `503`.
+    pub max_listen_streams: usize,
+    /// How many of them one client may hold ([`DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT`]); one
+    /// more gets `429`.
+    pub max_listen_streams_per_client: usize,
+    /// How many events a stream holds for a client that reads them slowly
+    /// ([`DEFAULT_STREAM_QUEUE`]): past half of them progress is dropped, past all of them the
+    /// stream ends (a session's client resumes it with `Last-Event-ID`).
+    pub stream_queue: usize,
+    /// How long a GET or `subscriptions/listen` stream lasts before it ends
+    /// ([`DEFAULT_STREAM_MAX_AGE`]); clients open another.
+    pub stream_max_age: std::time::Duration,
 }
 
 /// Which implementation serves `/mcp`: toolgate's own (the default), or rmcp's
@@ -122,9 +137,22 @@ pub fn http_router(
                 most: options.max_sessions,
                 most_per_client: options.max_sessions_per_client,
                 idle: options.session_idle,
+                queue: options.stream_queue,
+            };
+            let listen = http::ListenBounds {
+                most: options.max_listen_streams,
+                most_per_client: options.max_listen_streams_per_client,
             };
             let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
-            let front = http::Front::new(gateway, guard, bounds, limit, shutdown);
+            let front = http::Front::new(
+                gateway,
+                guard,
+                bounds,
+                listen,
+                options.stream_max_age,
+                limit,
+                shutdown,
+            );
             front.keep_tidy();
             axum::Router::new()
                 .route("/", axum::routing::any(http::endpoint))
@@ -189,6 +217,10 @@ impl Default for HttpOptions {
             session_idle: DEFAULT_SESSION_IDLE,
             front: HttpFront::default(),
             connections: ConnectionLimits::default(),
+            max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
+            max_listen_streams_per_client: DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+            stream_queue: DEFAULT_STREAM_QUEUE,
+            stream_max_age: DEFAULT_STREAM_MAX_AGE,
         }
     }
 }

@@ -9,12 +9,18 @@ use std::sync::{Arc, Mutex};
 use toolgate_core::mcp;
 
 use crate::error::GatewayError;
+use crate::gateway::SubscriptionBounds;
 use crate::link::{Closed, Listener, Notify};
 
-/// The most resources one session (or one `subscriptions/listen` stream) may follow: far
-/// more than a person's client follows, and few enough that no client can make the gateway
-/// hold an unbounded set for it.
+/// The most resources one session (or one `subscriptions/listen` stream) may follow by
+/// default (`[gateway] max_subscriptions`): far more than a person's client follows, and few
+/// enough that no client can make the gateway hold an unbounded set for it.
 pub const MOST_SUBSCRIPTIONS: usize = 1_000;
+
+/// The most bytes the URIs of those resources may take in all, by default (`[gateway]
+/// max_subscription_bytes`): a URI can be as long as a request body, so counting them is not
+/// enough.
+pub const MOST_SUBSCRIBED_BYTES: usize = 64 * 1024;
 
 /// One downstream session of the handshake era (stdio, or HTTP with `Mcp-Session-Id`).
 #[derive(Debug)]
@@ -28,6 +34,8 @@ pub struct Session {
 struct SessionState {
     log_level: Option<mcp::LoggingLevel>,
     subscriptions: HashSet<String>,
+    /// The bytes of the URIs in `subscriptions`.
+    subscribed_bytes: usize,
 }
 
 impl Session {
@@ -56,22 +64,30 @@ impl Session {
         self.state().log_level.is_none_or(|min| severity(level) >= severity(min))
     }
 
-    /// Records a subscription; `true` when it is new. Refused past
-    /// [`MOST_SUBSCRIPTIONS`].
-    pub(crate) fn subscribe(&self, uri: &str) -> Result<bool, GatewayError> {
+    /// Records a subscription; `true` when it is new. Refused past `bounds`.
+    pub(crate) fn subscribe(
+        &self,
+        uri: &str,
+        bounds: SubscriptionBounds,
+    ) -> Result<bool, GatewayError> {
         let mut state = self.state();
         if state.subscriptions.contains(uri) {
             return Ok(false);
         }
-        if state.subscriptions.len() >= MOST_SUBSCRIPTIONS {
-            return Err(GatewayError::TooManySubscriptions { most: MOST_SUBSCRIPTIONS });
-        }
+        let bytes = state.subscribed_bytes + uri.len();
+        bounds.check(state.subscriptions.len() + 1, bytes)?;
+        state.subscribed_bytes = bytes;
         Ok(state.subscriptions.insert(uri.to_owned()))
     }
 
     /// Drops a subscription; `true` when it existed.
     pub(crate) fn unsubscribe(&self, uri: &str) -> bool {
-        self.state().subscriptions.remove(uri)
+        let mut state = self.state();
+        let removed = state.subscriptions.remove(uri);
+        if removed {
+            state.subscribed_bytes -= uri.len();
+        }
+        removed
     }
 
     fn is_subscribed(&self, uri: &str) -> bool {
@@ -148,7 +164,9 @@ impl Sessions {
         sessions.retain(|s| {
             let closed = s.is_closed();
             if closed {
-                released.extend(s.state().subscriptions.drain());
+                let mut state = s.state();
+                state.subscribed_bytes = 0;
+                released.extend(state.subscriptions.drain());
             }
             !closed
         });

@@ -29,6 +29,7 @@ use toolgate_core::mcp;
 use toolgate_intercept::Principal;
 
 use super::Front;
+use super::client::ClientKey;
 use super::headers;
 use super::listen;
 use super::reply::{self, Answering, Outbox, json_message};
@@ -176,7 +177,8 @@ impl Front {
             }
         };
         if let mcp::ClientRequest::SubscriptionsListenRequest(listen) = request {
-            return listen::listen(self, id, listen.params, &era, client).await;
+            let address = ClientKey::of(client_address(&parts));
+            return listen::listen(self, id, listen.params, &era, client, address).await;
         }
         self.serve(id, request, session, client, era).await
     }
@@ -214,6 +216,7 @@ impl Front {
             cancel,
             shutdown: self.shutdown.clone(),
             status_of: if modern { modern_status } else { session_status },
+            queue: self.stream_queue,
         };
         reply::reply(serving, delivered, answering).await
     }
@@ -360,7 +363,7 @@ pub(crate) fn is_modern_header(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v >= mcp::ProtocolVersion::V_2026_07_28.as_str())
 }
 
-/// The address of the client, for the per-address session limit.
+/// The address of the client, for the bounds per client.
 fn client_address(parts: &Parts) -> IpAddr {
     parts
         .extensions

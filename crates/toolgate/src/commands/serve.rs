@@ -8,6 +8,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 use toolgate_server::{
     ConnectionLimits, DEFAULT_GRACE, HttpFront, HttpOptions, MCP_PATH, StartupWait,
+    SubscriptionBounds,
 };
 
 use crate::GlobalArgs;
@@ -42,6 +43,11 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
         );
     }
     let inventory = gateway.inventory();
+    let subscriptions = SubscriptionBounds::default();
+    gateway.bound_subscriptions(SubscriptionBounds {
+        most: config.gateway.max_subscriptions.unwrap_or(subscriptions.most),
+        most_bytes: config.gateway.max_subscription_bytes.unwrap_or(subscriptions.most_bytes),
+    });
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     let admin = match &config.admin {
@@ -94,6 +100,16 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
                 _ => HttpFront::Toolgate,
             },
             connections: connection_limits(&config.gateway),
+            max_listen_streams: config
+                .gateway
+                .max_listen_streams
+                .unwrap_or(defaults.max_listen_streams),
+            max_listen_streams_per_client: config
+                .gateway
+                .max_listen_streams_per_client
+                .unwrap_or(defaults.max_listen_streams_per_client),
+            stream_queue: config.gateway.stream_queue.unwrap_or(defaults.stream_queue),
+            stream_max_age: config.gateway.stream_max_age.unwrap_or(defaults.stream_max_age),
             ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)
