@@ -246,7 +246,8 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
             }
         },
     };
-    let session_idle = optional_duration(cx, fields.get("session_idle").copied(), "gateway.session_idle");
+    let session_idle =
+        optional_duration(cx, fields.get("session_idle").copied(), "gateway.session_idle");
     let count = |cx: &mut Checker<'_>, key: &str| {
         optional_count(cx, fields.get(key).copied(), &format!("gateway.{key}"))
     };

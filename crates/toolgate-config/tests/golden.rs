@@ -170,8 +170,11 @@ fn dump(config: &Config) -> String {
             line(w, 1, key, count);
         }
     }
-    let durations =
-        [("header_timeout", header_timeout), ("body_timeout", body_timeout), ("stream_max_age", stream_max_age)];
+    let durations = [
+        ("header_timeout", header_timeout),
+        ("body_timeout", body_timeout),
+        ("stream_max_age", stream_max_age),
+    ];
     for (key, duration) in durations {
         if let Some(duration) = duration {
             line(w, 1, key, format!("{duration:?}"));

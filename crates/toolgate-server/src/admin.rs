@@ -28,9 +28,9 @@ use toolgate_audit::{EventPattern, SINK_CAPACITY};
 use toolgate_interceptors::integrity::{self, IntegrityLocks};
 use toolgate_interceptors::{ApprovalDesk, DecideError};
 
+use crate::connections::{self, ConnectionLimits};
 use crate::gateway::Gateway;
 use crate::handler::interceptors_list;
-use crate::connections::{self, ConnectionLimits};
 
 /// Who may use the admin API: bearer tokens by the name of who holds them.
 #[derive(Clone)]

@@ -31,8 +31,8 @@ mod relay;
 mod subscriptions;
 mod tool_json;
 
-pub use subscriptions::SubscriptionBounds;
 use subscriptions::ResourceSubscriptions;
+pub use subscriptions::SubscriptionBounds;
 
 /// A server whose first connection attempt failed (it keeps retrying in the background).
 #[derive(Debug, Clone)]

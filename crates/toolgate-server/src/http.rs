@@ -7,7 +7,13 @@
 //! costs a few hundred bytes. 2026-07-28 requests have no session (`stateless`); their
 //! `subscriptions/listen` streams are in `listen`. GET and DELETE are in `stream`, the events
 //! of a stream and their resumption in `sse`. Who may talk to it at all is `guard`; what the
-//! MCP headers must say, `headers`.
+//! MCP headers must say, `headers`; who counts as one client for the bounds per client,
+//! `client`.
+//!
+//! Everything a client can make it hold is bounded: sessions (in all and per client, idle ones
+//! making room), listen streams (in all and per client), what each stream holds for a slow
+//! reader, and how long a standing stream lasts (see README, "Security defaults"). The
+//! connections themselves are bounded in `crate::connections`.
 //!
 //! (rmcp's `StreamableHttpService`, which served `/mcp` before, remains for one release behind
 //! `[gateway] http_front = "rmcp"`, for comparison: `crate::serve`.)

@@ -100,7 +100,11 @@ struct TemplateRoute {
 impl TemplateRoute {
     fn new(template: &str, upstream: &Arc<str>) -> TemplateRoute {
         let (prefix, suffix) = literal_ends(template);
-        TemplateRoute { prefix: prefix.to_owned(), suffix: suffix.to_owned(), upstream: upstream.clone() }
+        TemplateRoute {
+            prefix: prefix.to_owned(),
+            suffix: suffix.to_owned(),
+            upstream: upstream.clone(),
+        }
     }
 
     /// Whether `uri` could be an expansion of the template.

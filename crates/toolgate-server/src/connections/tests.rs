@@ -75,7 +75,9 @@ async fn a_head_sent_halfway_is_dropped_at_its_deadline() {
 async fn a_body_that_comes_too_slowly_is_cut_off() {
     let served = serve_with(limits(8, 10, 5)).await;
     let mut tcp = TcpStream::connect(served.address).await.expect("connect");
-    tcp.write_all(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n").await.expect("head");
+    tcp.write_all(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n")
+        .await
+        .expect("head");
     let started = Instant::now();
     // A byte a second, each well within any timeout per read, until the server stops taking
     // them.
@@ -90,7 +92,9 @@ async fn a_body_that_comes_too_slowly_is_cut_off() {
     assert!(started.elapsed() < Duration::from_secs(8));
     let mut quick = TcpStream::connect(served.address).await.expect("connect");
     quick
-        .write_all(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
+        .write_all(
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+        )
         .await
         .expect("write");
     assert!(read_all(&mut quick).await.ends_with("\r\n\r\n3"), "a body in time is read");

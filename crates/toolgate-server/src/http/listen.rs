@@ -170,7 +170,8 @@ pub(crate) async fn listen(
     }
     let (queue, receiver) = Queue::new(front.stream_queue, 0);
     let ended = CancellationToken::new();
-    let listener = Arc::new(StreamListener { id: id.clone(), accepted, queue, ended: ended.clone() });
+    let listener =
+        Arc::new(StreamListener { id: id.clone(), accepted, queue, ended: ended.clone() });
     listener.acknowledge();
     let registered: Arc<dyn Listener> = listener.clone();
     front.gateway.sessions().add_listener(registered.clone());

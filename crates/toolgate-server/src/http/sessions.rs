@@ -148,7 +148,8 @@ impl HttpSessions {
                     None => {
                         // Put back what was taken for this client's place: nothing changed.
                         for session in displaced {
-                            *table.per_client.entry(ClientKey::of(session.client)).or_default() += 1;
+                            *table.per_client.entry(ClientKey::of(session.client)).or_default() +=
+                                1;
                             table.by_id.insert(session.id.clone(), session);
                         }
                         return Err(Full::Gateway(self.bounds.most));
@@ -180,8 +181,7 @@ impl HttpSessions {
 
     /// Closes session `id`; `false` when it was not open.
     pub(crate) fn close(&self, id: &str) -> bool {
-        let removed =
-            self.table.write().expect("sessions lock must not be poisoned").remove(id);
+        let removed = self.table.write().expect("sessions lock must not be poisoned").remove(id);
         match removed {
             Some(session) => {
                 session.close();

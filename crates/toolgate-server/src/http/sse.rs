@@ -281,7 +281,10 @@ pub(crate) struct EventBody {
 
 impl EventBody {
     /// A body of `events` (`None`: keep-alive comments only) that ends when `closed` fires.
-    pub(crate) fn new(events: Option<mpsc::Receiver<Bytes>>, closed: CancellationToken) -> EventBody {
+    pub(crate) fn new(
+        events: Option<mpsc::Receiver<Bytes>>,
+        closed: CancellationToken,
+    ) -> EventBody {
         let start = tokio::time::Instant::now() + KEEP_ALIVE;
         let mut keep_alive = tokio::time::interval_at(start, KEEP_ALIVE);
         keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -192,7 +192,12 @@ async fn sessions_never_closed_leave_memory_flat() {
 
 /// A raw 2026-07-28 `subscriptions/listen` request following `uris`: its response (the stream,
 /// or a refusal), its body unread.
-async fn listen(http: &reqwest::Client, url: &str, id: usize, uris: &[String]) -> reqwest::Response {
+async fn listen(
+    http: &reqwest::Client,
+    url: &str,
+    id: usize,
+    uris: &[String],
+) -> reqwest::Response {
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "hostile", "version": "1"},

@@ -213,7 +213,10 @@ async fn python_sdk_reads_raw_results_with_line_breaks_on_event_streams() {
             assert_eq!(step["result"]["content"][0]["text"], "kept\r\nframed", "{mode}: {step}");
         }
         let progress = &report["steps"][0]["progress"];
-        assert_eq!(progress[0]["progress"], 1.0, "{mode}: the answer was an event stream: {report}");
+        assert_eq!(
+            progress[0]["progress"], 1.0,
+            "{mode}: the answer was an event stream: {report}"
+        );
         let notifications = report["notifications"].to_string();
         assert!(!notifications.contains("transportError"), "{mode}: {notifications}");
     }
