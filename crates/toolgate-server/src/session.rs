@@ -3,7 +3,7 @@
 
 #![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use toolgate_core::mcp;
@@ -33,7 +33,9 @@ pub struct Session {
 #[derive(Debug, Default)]
 struct SessionState {
     log_level: Option<mcp::LoggingLevel>,
-    subscriptions: HashSet<String>,
+    /// The resources followed, each with whether an upstream was subscribed for it (only for
+    /// a resource an upstream offers).
+    subscriptions: HashMap<String, bool>,
     /// The bytes of the URIs in `subscriptions`.
     subscribed_bytes: usize,
 }
@@ -64,34 +66,38 @@ impl Session {
         self.state().log_level.is_none_or(|min| severity(level) >= severity(min))
     }
 
-    /// Records a subscription; `true` when it is new. Refused past `bounds`.
+    /// Records a subscription (`upstream`: an upstream is subscribed for it); `true` when it
+    /// is new. Refused past `bounds`.
     pub(crate) fn subscribe(
         &self,
         uri: &str,
         bounds: SubscriptionBounds,
+        upstream: bool,
     ) -> Result<bool, GatewayError> {
         let mut state = self.state();
-        if state.subscriptions.contains(uri) {
+        if state.subscriptions.contains_key(uri) {
             return Ok(false);
         }
         let bytes = state.subscribed_bytes + uri.len();
         bounds.check(state.subscriptions.len() + 1, bytes)?;
         state.subscribed_bytes = bytes;
-        Ok(state.subscriptions.insert(uri.to_owned()))
+        state.subscriptions.insert(uri.to_owned(), upstream);
+        Ok(true)
     }
 
-    /// Drops a subscription; `true` when it existed.
-    pub(crate) fn unsubscribe(&self, uri: &str) -> bool {
+    /// Drops a subscription: `None` when there was none, else whether an upstream was
+    /// subscribed for it.
+    pub(crate) fn unsubscribe(&self, uri: &str) -> Option<bool> {
         let mut state = self.state();
         let removed = state.subscriptions.remove(uri);
-        if removed {
+        if removed.is_some() {
             state.subscribed_bytes -= uri.len();
         }
         removed
     }
 
     fn is_subscribed(&self, uri: &str) -> bool {
-        self.state().subscriptions.contains(uri)
+        self.state().subscriptions.contains_key(uri)
     }
 
     fn is_closed(&self) -> bool {
@@ -166,7 +172,8 @@ impl Sessions {
             if closed {
                 let mut state = s.state();
                 state.subscribed_bytes = 0;
-                released.extend(state.subscriptions.drain());
+                let followed = state.subscriptions.drain().filter(|(_, upstream)| *upstream);
+                released.extend(followed.map(|(uri, _)| uri));
             }
             !closed
         });
@@ -176,7 +183,8 @@ impl Sessions {
         sessions
     }
 
-    /// The subscriptions of sessions found closed since the last call.
+    /// The subscriptions of sessions found closed since the last call (those an upstream was
+    /// subscribed for).
     pub(crate) fn take_released(&self) -> Vec<String> {
         drop(self.live());
         std::mem::take(&mut *self.released.lock().expect("released lock must not be poisoned"))

@@ -142,12 +142,11 @@ impl Gateway {
         outcome
     }
 
-    /// Where `uri` leads, set as `ctx`'s target: only to an upstream that offers it (lists it,
-    /// or a template that matches it), never subscribed on a guess.
+    /// Where `uri` leads, set as `ctx`'s target.
     fn subscribed_route(&self, uri: &str, ctx: &mut CallContext) -> Result<Route, GatewayError> {
         let route = self
             .inventory()
-            .offered_resource_route(uri)
+            .resource_route(uri)
             .ok_or_else(|| GatewayError::UnknownResource(uri.to_owned()))?;
         ctx.target = Some(Target {
             server: route.upstream.to_string(),
@@ -158,6 +157,10 @@ impl Gateway {
         Ok(route)
     }
 
+    /// Follows `uri` for `session` (`None`: a listen stream, which names only what upstreams
+    /// offer). An upstream is subscribed only to a resource it offers (lists, or whose URI
+    /// matches a template it lists): a session may follow any URI its upstream routes to, as
+    /// it always could, but a made-up one costs no upstream anything.
     async fn follow(
         &self,
         session: Option<&Session>,
@@ -165,19 +168,23 @@ impl Gateway {
         route: &Route,
     ) -> Result<(), GatewayError> {
         let upstream = self.upstream(&route.upstream)?;
+        let offered = self.inventory().offered_resource_route(uri).is_some();
         if let Some(session) = session
-            && !session.subscribe(uri, self.subscription_bounds())?
+            && !session.subscribe(uri, self.subscription_bounds(), offered)?
         {
             return Ok(());
         }
-        if self.subscriptions.add(route) && supports_subscriptions(&upstream) {
+        if offered && self.subscriptions.add(route) && supports_subscriptions(&upstream) {
             upstream.subscribe(&route.original).await?;
         }
         Ok(())
     }
 
     async fn unfollow(&self, session: Option<&Session>, uri: &str) -> Result<(), GatewayError> {
-        if session.is_some_and(|s| !s.unsubscribe(uri)) {
+        // Only what was counted when it was followed is uncounted.
+        if let Some(session) = session
+            && session.unsubscribe(uri) != Some(true)
+        {
             return Ok(());
         }
         let Some(route) = self.inventory().resource_route(uri) else { return Ok(()) };

@@ -122,9 +122,7 @@ async fn made_up_tool_names_progress_tokens_and_subscriptions_leave_memory_flat(
     assert_flat("subscriptions", pid, |i| {
         let (peer, refused) = (peer.clone(), &refused);
         async move {
-            // Made up, but matching the fixture's template: only what an upstream offers is
-            // followed at all.
-            let uri = format!("test://template/made-up-{i}/data");
+            let uri = format!("test://made-up/{i}");
             if let Err(error) = peer.subscribe(SubscribeRequestParams::new(uri)).await {
                 let message = error.to_string();
                 assert!(message.contains("at most 1000 resources"), "{message}");
@@ -398,4 +396,28 @@ async fn a_client_that_does_not_read_its_stream_leaves_memory_flat() {
         assert!(answer.contains(&format!("done {count}")), "the answer arrives: {tail}");
     }
     assert!(gateway.terminate().await.success());
+}
+
+/// Resources no upstream offers cost no upstream anything: a session may follow made-up URIs
+/// (within its bounds), but only a resource an upstream lists, or whose URI matches one of its
+/// templates, is followed upstream. (Before, made-up URIs each became an upstream
+/// subscription: 60 listen streams naming 1000 each made 60,000.)
+#[tokio::test]
+async fn only_resources_an_upstream_offers_are_followed_upstream() {
+    let upstream = crate::recording_upstream::RecordingUpstream::start().await;
+    let config = ConfigDir::new(&fixture_server("fx", "http", Some(&upstream.url)));
+    let client = stdio_client(&config.path()).await;
+    for i in 0..50 {
+        let made_up = SubscribeRequestParams::new(format!("test://made-up/{i}"));
+        client.subscribe(made_up).await.expect("followed by the session");
+    }
+    let offered = ["test://watched-resource", "test://template/7/data"];
+    for uri in offered {
+        client.subscribe(SubscribeRequestParams::new(uri)).await.expect("an offered resource");
+    }
+    // The upstream (of the 2026-07-28 era) is asked again with every resource followed.
+    upstream.wait_for_resources(&offered).await;
+    let named = upstream.resources_named();
+    assert!(!named.iter().any(|uri| uri.contains("made-up")), "{named:?}");
+    client.cancel().await.expect("close");
 }
