@@ -93,7 +93,8 @@ pub enum HttpFront {
     #[default]
     Toolgate,
     /// rmcp's streamable HTTP service, with toolgate's middleware around it. Its sessions are
-    /// bounded in number and idle time, not per client address.
+    /// bounded in number and idle time, not per client; its listen streams by what each may
+    /// follow, not in number; its connections as toolgate's own front's are.
     Rmcp,
 }
 
