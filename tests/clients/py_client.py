@@ -32,6 +32,7 @@ Steps (every step may carry an "id" that is echoed back):
   {"op":"list_tools"} / list_resources / list_resource_templates / list_prompts
         all pages unless "cursor" is given (then exactly one page); adds "names"
   {"op":"call_tool","name":N,"arguments":{...}}   result: content, isError, structuredContent
+        with "progress":true the call asks for progress, listed in the step's "progress"
   {"op":"read_resource","uri":U}                  result: contents
   {"op":"get_prompt","name":N,"arguments":{...}}  result: messages
   {"op":"complete","ref":{"type":"ref/prompt","name":N},"argument":{"name":A,"value":V}}
@@ -234,7 +235,16 @@ async def run_step(client: Any, step: dict[str, Any]) -> dict[str, Any]:
                 break
         return {"result": {field: items, "pages": pages}, "names": [x.get(key) for x in items]}
     if op == "call_tool":
-        return {"result": dump(await client.call_tool(step["name"], step.get("arguments")))}
+        if not step.get("progress"):
+            return {"result": dump(await client.call_tool(step["name"], step.get("arguments")))}
+        # With a progress token, so the server may send progress before its answer.
+        progress: list[Any] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append({"progress": value, "total": total, "message": message})
+
+        res = await client.call_tool(step["name"], step.get("arguments"), progress_callback=on_progress)
+        return {"result": dump(res), "progress": progress}
     if op == "read_resource":
         return {"result": dump(await client.read_resource(step["uri"]))}
     if op == "get_prompt":

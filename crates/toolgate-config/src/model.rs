@@ -184,6 +184,29 @@ pub struct GatewayConfig {
     pub session_idle: Option<Duration>,
     /// Which implementation serves `/mcp`.
     pub http_front: HttpFront,
+    /// How many connections each listener (`/mcp`, the admin API) keeps open at once (`None`:
+    /// the server's default, 512); one more is closed at once.
+    pub max_connections: Option<usize>,
+    /// How long a client has to send a request's head (`None`: the server's default, 10 s).
+    pub header_timeout: Option<Duration>,
+    /// How long a client has to send a request's body (`None`: the server's default, 30 s).
+    pub body_timeout: Option<Duration>,
+    /// How many `subscriptions/listen` streams may be open at once (`None`: the server's
+    /// default, 256).
+    pub max_listen_streams: Option<usize>,
+    /// How many of them one client may hold (`None`: the server's default, 32).
+    pub max_listen_streams_per_client: Option<usize>,
+    /// How many resources one session or listen stream may follow (`None`: the server's
+    /// default, 1000).
+    pub max_subscriptions: Option<usize>,
+    /// How many bytes their URIs may take, in all (`None`: the server's default, 64 KiB).
+    pub max_subscription_bytes: Option<usize>,
+    /// How many events a stream holds for a client that reads them slowly (`None`: the
+    /// server's default, 16).
+    pub stream_queue: Option<usize>,
+    /// How long a GET or `subscriptions/listen` stream lasts before it ends and its client
+    /// opens another (`None`: the server's default, 30 minutes).
+    pub stream_max_age: Option<Duration>,
 }
 
 /// Which implementation serves `/mcp` (`[gateway] http_front`).
@@ -209,6 +232,15 @@ impl Default for GatewayConfig {
             max_sessions_per_client: None,
             session_idle: None,
             http_front: HttpFront::default(),
+            max_connections: None,
+            header_timeout: None,
+            body_timeout: None,
+            max_listen_streams: None,
+            max_listen_streams_per_client: None,
+            max_subscriptions: None,
+            max_subscription_bytes: None,
+            stream_queue: None,
+            stream_max_age: None,
         }
     }
 }

@@ -22,6 +22,15 @@ const GATEWAY_KEYS: &[&str] = &[
     "max_sessions_per_client",
     "session_idle",
     "http_front",
+    "max_connections",
+    "header_timeout",
+    "body_timeout",
+    "max_listen_streams",
+    "max_listen_streams_per_client",
+    "max_subscriptions",
+    "max_subscription_bytes",
+    "stream_queue",
+    "stream_max_age",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -238,12 +247,26 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
             }
         },
     };
-    let session_idle = match fields.get("session_idle") {
+    let session_idle =
+        optional_duration(cx, fields.get("session_idle").copied(), "gateway.session_idle");
+    let count = |cx: &mut Checker<'_>, key: &str| {
+        optional_count(cx, fields.get(key).copied(), &format!("gateway.{key}"))
+    };
+    let max_connections = count(cx, "max_connections");
+    let max_listen_streams = count(cx, "max_listen_streams");
+    let max_listen_streams_per_client = count(cx, "max_listen_streams_per_client");
+    let max_subscriptions = count(cx, "max_subscriptions");
+    let stream_queue = count(cx, "stream_queue");
+    let duration = |cx: &mut Checker<'_>, key: &str| {
+        optional_duration(cx, fields.get(key).copied(), &format!("gateway.{key}"))
+    };
+    let header_timeout = duration(cx, "header_timeout");
+    let body_timeout = duration(cx, "body_timeout");
+    let stream_max_age = duration(cx, "stream_max_age");
+    let max_subscription_bytes = match fields.get("max_subscription_bytes") {
         None => Some(None),
-        Some(value) => cx
-            .duration(value, "gateway.session_idle")
-            .and_then(|d| cx.positive(d, "gateway.session_idle"))
-            .map(Some),
+        Some(value) => size(cx, value, "gateway.max_subscription_bytes")
+            .map(|bytes| Some(usize::try_from(bytes).unwrap_or(usize::MAX))),
     };
     Some(GatewayConfig {
         listen: listen?,
@@ -254,7 +277,52 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         max_sessions_per_client: max_sessions_per_client?,
         session_idle: session_idle?,
         http_front: http_front?,
+        max_connections: max_connections?,
+        header_timeout: header_timeout?,
+        body_timeout: body_timeout?,
+        max_listen_streams: max_listen_streams?,
+        max_listen_streams_per_client: max_listen_streams_per_client?,
+        max_subscriptions: max_subscriptions?,
+        max_subscription_bytes: max_subscription_bytes?,
+        stream_queue: stream_queue?,
+        stream_max_age: stream_max_age?,
     })
+}
+
+/// A number of bytes: an integer, or a string such as `"64KiB"` (the units of `[scripts]
+/// memory`).
+fn size(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<u64> {
+    match value {
+        Value::String(text) => match crate::scripts::parse_memory(text) {
+            Ok(bytes) => Some(bytes),
+            Err(reason) => {
+                cx.error(path, format!("invalid size {text:?}: {reason}"));
+                None
+            }
+        },
+        Value::Integer(n) if *n >= 1 => u64::try_from(*n).ok(),
+        Value::Integer(n) => {
+            cx.error(path, format!("{n} is out of range (at least 1)"));
+            None
+        }
+        other => {
+            cx.expected(path, "a number of bytes or a size such as \"64KiB\"", other);
+            None
+        }
+    }
+}
+
+/// An optional duration greater than zero (`Some(None)`: not set; `None`: a problem was
+/// reported).
+fn optional_duration(
+    cx: &mut Checker<'_>,
+    value: Option<&Value>,
+    path: &str,
+) -> Option<Option<std::time::Duration>> {
+    match value {
+        None => Some(None),
+        Some(value) => cx.duration(value, path).and_then(|d| cx.positive(d, path)).map(Some),
+    }
 }
 
 /// An optional count of at least 1 (`Some(None)`: not set; `None`: a problem was reported).

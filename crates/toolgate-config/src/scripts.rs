@@ -176,7 +176,7 @@ fn memory(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<u64> {
 
 /// Parses a size such as `"16MiB"` or `"512 KiB"`: a whole number, optional spaces, and one of
 /// [`MEMORY_UNITS`] (case matters). The error says why, without the text itself.
-fn parse_memory(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_memory(text: &str) -> Result<u64, String> {
     const EXPECTED: &str = "B, KiB, MiB or GiB";
     let text = text.trim();
     let digits_end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());

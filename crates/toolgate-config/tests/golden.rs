@@ -126,6 +126,15 @@ fn dump(config: &Config) -> String {
         max_sessions_per_client,
         session_idle,
         http_front,
+        max_connections,
+        header_timeout,
+        body_timeout,
+        max_listen_streams,
+        max_listen_streams_per_client,
+        max_subscriptions,
+        max_subscription_bytes,
+        stream_queue,
+        stream_max_age,
     } = gateway;
     let mut out = String::new();
     let w = &mut out;
@@ -148,6 +157,29 @@ fn dump(config: &Config) -> String {
     }
     if *http_front != toolgate_config::HttpFront::default() {
         line(w, 1, "http_front", format!("{http_front:?}"));
+    }
+    let counts = [
+        ("max_connections", max_connections),
+        ("max_listen_streams", max_listen_streams),
+        ("max_listen_streams_per_client", max_listen_streams_per_client),
+        ("max_subscriptions", max_subscriptions),
+        ("max_subscription_bytes", max_subscription_bytes),
+        ("stream_queue", stream_queue),
+    ];
+    for (key, count) in counts {
+        if let Some(count) = count {
+            line(w, 1, key, count);
+        }
+    }
+    let durations = [
+        ("header_timeout", header_timeout),
+        ("body_timeout", body_timeout),
+        ("stream_max_age", stream_max_age),
+    ];
+    for (key, duration) in durations {
+        if let Some(duration) = duration {
+            line(w, 1, key, format!("{duration:?}"));
+        }
     }
     line(w, 0, "servers", "");
     for server in servers {

@@ -31,9 +31,9 @@ use toolgate_audit::{EventPattern, SINK_CAPACITY};
 use toolgate_interceptors::integrity::{self, ApproveError, IntegrityLocks};
 use toolgate_interceptors::{ApprovalDesk, DecideError};
 
+use crate::connections::{self, ConnectionLimits};
 use crate::gateway::Gateway;
 use crate::handler::interceptors_list;
-use crate::serve::no_delay;
 
 /// Who may use the admin API: bearer tokens by the name of who holds them.
 #[derive(Clone)]
@@ -97,13 +97,27 @@ pub fn admin_router(
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
 }
 
-/// Serves the admin API on `listener` until `shutdown` fires.
+/// Serves the admin API on `listener`, its connections bounded by `limits`, until `shutdown`
+/// fires; the connections still open `grace` later (an `/events` stream, a client that sent
+/// half a request) are closed then.
 pub async fn serve_admin(
     listener: TcpListener,
     router: axum::Router,
+    limits: ConnectionLimits,
+    grace: std::time::Duration,
     shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    axum::serve(no_delay(listener), router).with_graceful_shutdown(shutdown.cancelled_owned()).await
+) {
+    let kill = CancellationToken::new();
+    let deadline = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(grace).await;
+        kill.cancel();
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        () = connections::serve(listener, router, limits, shutdown.clone(), kill.clone()) => {}
+        () = deadline => {}
+    }
 }
 
 /// An error answer: a status and `{"error": message}`.

@@ -46,6 +46,16 @@ pub enum GatewayError {
         /// The most one session may follow.
         most: usize,
     },
+    /// A session (or a listen stream) asked to follow resources whose URIs are longer in all
+    /// than one may follow.
+    #[error(
+        "the URIs of the resources one session follows may take at most {most_bytes} bytes in \
+         all; unsubscribe from some before subscribing to more"
+    )]
+    SubscriptionsTooLong {
+        /// The most bytes.
+        most_bytes: usize,
+    },
     /// An interceptor turned a message into one of another kind (a tool call into a prompt
     /// request, say), which nothing downstream of it can use.
     #[error("an interceptor turned the {event} {} into a message of another kind", phase_noun(*.phase))]
@@ -116,6 +126,12 @@ pub(crate) fn reply(error: GatewayError) -> ErrorReply {
             ErrorReply::Protocol(mcp::ErrorData::invalid_request(
                 error.to_string(),
                 Some(serde_json::json!({ "most": most })),
+            ))
+        }
+        error @ GatewayError::SubscriptionsTooLong { most_bytes } => {
+            ErrorReply::Protocol(mcp::ErrorData::invalid_request(
+                error.to_string(),
+                Some(serde_json::json!({ "mostBytes": most_bytes })),
             ))
         }
         error @ GatewayError::MessageChanged { .. } => {

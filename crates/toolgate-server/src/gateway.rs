@@ -32,6 +32,7 @@ mod subscriptions;
 mod tool_json;
 
 use subscriptions::ResourceSubscriptions;
+pub use subscriptions::SubscriptionBounds;
 
 /// A server whose first connection attempt failed (it keeps retrying in the background).
 #[derive(Debug, Clone)]
@@ -72,6 +73,8 @@ pub struct Gateway {
     sessions: Sessions,
     /// Downstream subscriptions per upstream resource: the upstream is subscribed once.
     subscriptions: ResourceSubscriptions,
+    /// How much one session or listen stream may follow.
+    subscription_bounds: RwLock<SubscriptionBounds>,
     pipeline: Pipeline,
     /// Where events go.
     recorder: Arc<Recorder>,
@@ -163,6 +166,7 @@ impl Gateway {
             inventory: RwLock::new(inventory),
             sessions: Sessions::default(),
             subscriptions: ResourceSubscriptions::default(),
+            subscription_bounds: RwLock::default(),
             pipeline,
             recorder: Arc::new(recorder),
             upstream_log_level: Mutex::default(),

@@ -160,8 +160,14 @@ impl ServerHandler for GatewayHandler {
         &self,
         requested: &mcp::SubscriptionFilter,
     ) -> Option<mcp::SubscriptionFilter> {
-        // Everything is offered; rmcp narrows it to what `get_info` advertises.
-        Some(requested.clone())
+        // Every kind is offered (rmcp narrows it to what `get_info` advertises), and of the
+        // resources those an upstream offers: the only ones `Gateway::listen` follows.
+        let mut accepted = requested.clone();
+        if let Some(uris) = &mut accepted.resource_subscriptions {
+            let inventory = self.gateway.inventory();
+            uris.retain(|uri| inventory.offered_resource_route(uri).is_some());
+        }
+        Some(accepted)
     }
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {

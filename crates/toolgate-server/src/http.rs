@@ -7,7 +7,13 @@
 //! costs a few hundred bytes. 2026-07-28 requests have no session (`stateless`); their
 //! `subscriptions/listen` streams are in `listen`. GET and DELETE are in `stream`, the events
 //! of a stream and their resumption in `sse`. Who may talk to it at all is `guard`; what the
-//! MCP headers must say, `headers`.
+//! MCP headers must say, `headers`; who counts as one client for the bounds per client,
+//! `client`.
+//!
+//! Everything a client can make it hold is bounded: sessions (in all and per client, idle ones
+//! making room), listen streams (in all and per client), what each stream holds for a slow
+//! reader, and how long a standing stream lasts (see README, "Security defaults"). The
+//! connections themselves are bounded in `crate::connections`.
 //!
 //! (rmcp's `StreamableHttpService`, which served `/mcp` before, remains for one release behind
 //! `[gateway] http_front = "rmcp"`, for comparison: `crate::serve`.)
@@ -15,6 +21,7 @@
 // A refusal is the HTTP response that says so, built on a cold path and returned as it is.
 #![allow(clippy::result_large_err)]
 
+mod client;
 mod guard;
 mod headers;
 mod listen;
@@ -34,10 +41,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::gateway::Gateway;
 
+pub use listen::{DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT};
 pub use sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE};
 
 pub(crate) use guard::Guard;
+pub(crate) use listen::ListenBounds;
 pub(crate) use sessions::Bounds;
+
+/// How many events a stream holds by default for a client that reads them slowly.
+pub const DEFAULT_STREAM_QUEUE: usize = 16;
+
+/// How long a GET or `subscriptions/listen` stream lasts by default.
+pub const DEFAULT_STREAM_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 /// Everything the front's handlers share.
 #[derive(Debug)]
@@ -47,6 +62,12 @@ pub(crate) struct Front {
     guard: Guard,
     /// The largest body read.
     body_limit: usize,
+    /// The `subscriptions/listen` streams open.
+    listening: Arc<listen::ListenStreams>,
+    /// Events a stream holds for a client that reads them slowly.
+    stream_queue: usize,
+    /// How long a GET or listen stream lasts.
+    stream_max_age: std::time::Duration,
     /// Fired at shutdown: every stream ends.
     shutdown: CancellationToken,
 }
@@ -57,6 +78,8 @@ impl Front {
         gateway: Arc<Gateway>,
         guard: Guard,
         bounds: Bounds,
+        listen: ListenBounds,
+        stream_max_age: std::time::Duration,
         body_limit: usize,
         shutdown: CancellationToken,
     ) -> Arc<Front> {
@@ -65,6 +88,9 @@ impl Front {
             sessions: sessions::HttpSessions::new(bounds),
             guard,
             body_limit,
+            listening: Arc::new(listen::ListenStreams::new(listen)),
+            stream_queue: bounds.queue,
+            stream_max_age,
             shutdown,
         })
     }

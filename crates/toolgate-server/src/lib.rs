@@ -6,6 +6,7 @@
 
 mod admin;
 mod caller;
+mod connections;
 mod cors;
 mod error;
 mod gateway;
@@ -26,10 +27,17 @@ mod session;
 mod stdio;
 
 pub use admin::{AdminTokens, admin_router, serve_admin};
+pub use connections::{
+    ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+};
 pub use error::GatewayError;
-pub use gateway::{FailedUpstream, Gateway, InProcess};
+pub use gateway::{FailedUpstream, Gateway, InProcess, SubscriptionBounds};
 pub use handler::{GatewayHandler, INTERCEPTORS_LIST, interceptors_list};
-pub use http::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE};
+pub use http::{
+    DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, DEFAULT_STREAM_MAX_AGE,
+    DEFAULT_STREAM_QUEUE,
+};
 pub use jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 pub use record::Recorder;
 pub use script_tools::{GatewayCaller, ScriptTools};
@@ -37,5 +45,5 @@ pub use serve::{
     DEFAULT_GRACE, HttpFront, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router,
     serve_http, serve_stdio,
 };
-pub use session::{MOST_SUBSCRIPTIONS, Session, Sessions};
+pub use session::{MOST_SUBSCRIBED_BYTES, MOST_SUBSCRIPTIONS, Session, Sessions};
 pub use toolgate_upstream::StartupWait;

@@ -5,16 +5,19 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::connections::{self, ConnectionLimits};
 use crate::cors;
 use crate::gateway::Gateway;
 use toolgate_intercept::Principal;
 
 use crate::handler::GatewayHandler;
 use crate::http::{
-    self, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE,
+    self, DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, DEFAULT_STREAM_MAX_AGE,
+    DEFAULT_STREAM_QUEUE,
 };
 use crate::http_sessions;
 use crate::json_answer;
@@ -64,6 +67,21 @@ pub struct HttpOptions {
     pub session_idle: std::time::Duration,
     /// Which implementation serves `/mcp`.
     pub front: HttpFront,
+    /// Connections at once, and how long a client has to send a request.
+    pub connections: ConnectionLimits,
+    /// How many `subscriptions/listen` streams may be open at once
+    /// ([`DEFAULT_MAX_LISTEN_STREAMS`]); one more gets `503`.
+    pub max_listen_streams: usize,
+    /// How many of them one client may hold ([`DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT`]); one
+    /// more gets `429`.
+    pub max_listen_streams_per_client: usize,
+    /// How many events a stream holds for a client that reads them slowly
+    /// ([`DEFAULT_STREAM_QUEUE`]): past half of them progress is dropped, past all of them the
+    /// stream ends (a session's client resumes it with `Last-Event-ID`).
+    pub stream_queue: usize,
+    /// How long a GET or `subscriptions/listen` stream lasts before it ends
+    /// ([`DEFAULT_STREAM_MAX_AGE`]); clients open another.
+    pub stream_max_age: std::time::Duration,
 }
 
 /// Which implementation serves `/mcp`: toolgate's own (the default), or rmcp's
@@ -75,7 +93,8 @@ pub enum HttpFront {
     #[default]
     Toolgate,
     /// rmcp's streamable HTTP service, with toolgate's middleware around it. Its sessions are
-    /// bounded in number and idle time, not per client address.
+    /// bounded in number and idle time, not per client; its listen streams by what each may
+    /// follow, not in number; its connections as toolgate's own front's are.
     Rmcp,
 }
 
@@ -119,9 +138,22 @@ pub fn http_router(
                 most: options.max_sessions,
                 most_per_client: options.max_sessions_per_client,
                 idle: options.session_idle,
+                queue: options.stream_queue,
+            };
+            let listen = http::ListenBounds {
+                most: options.max_listen_streams,
+                most_per_client: options.max_listen_streams_per_client,
             };
             let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
-            let front = http::Front::new(gateway, guard, bounds, limit, shutdown);
+            let front = http::Front::new(
+                gateway,
+                guard,
+                bounds,
+                listen,
+                options.stream_max_age,
+                limit,
+                shutdown,
+            );
             front.keep_tidy();
             axum::Router::new()
                 .route("/", axum::routing::any(http::endpoint))
@@ -185,23 +217,12 @@ impl Default for HttpOptions {
             max_sessions_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
             session_idle: DEFAULT_SESSION_IDLE,
             front: HttpFront::default(),
+            connections: ConnectionLimits::default(),
+            max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
+            max_listen_streams_per_client: DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+            stream_queue: DEFAULT_STREAM_QUEUE,
+            stream_max_age: DEFAULT_STREAM_MAX_AGE,
         }
-    }
-}
-
-/// `listener` with Nagle's algorithm off on every accepted connection. An answer goes out as
-/// several small writes (an SSE stream: priming event, message, end); with Nagle on, a client
-/// that keeps its connection open waits for its own delayed ACK (about 40 ms) on every call.
-pub(crate) fn no_delay(
-    listener: TcpListener,
-) -> axum::serve::TapIo<TcpListener, fn(&mut TcpStream)> {
-    use axum::serve::ListenerExt as _;
-    listener.tap_io(set_no_delay as fn(&mut TcpStream))
-}
-
-fn set_no_delay(tcp: &mut TcpStream) {
-    if let Err(error) = tcp.set_nodelay(true) {
-        tracing::debug!(%error, "cannot set TCP_NODELAY");
     }
 }
 
@@ -211,9 +232,14 @@ pub const RESPONSE_FLUSH: std::time::Duration = std::time::Duration::from_millis
 /// Default time in-flight requests get to finish on shutdown.
 pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// After the sessions closed at shutdown, how long the connections still open get to write
+/// what they were writing; what is left then is a client too slow to send or to read.
+pub(crate) const LAST_WRITES: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Serves streamable HTTP on `listener` until `shutdown` fires. Then it stops accepting
-/// connections, lets requests in flight finish for up to `options.grace`, and closes every
-/// session.
+/// connections, lets requests in flight finish for up to `options.grace`, closes every session
+/// and, [`RESPONSE_FLUSH`] and [`LAST_WRITES`] later, every connection still open, so that a
+/// client that sent half a request cannot hold the shutdown.
 pub async fn serve_http(
     listener: TcpListener,
     gateway: Arc<Gateway>,
@@ -224,6 +250,8 @@ pub async fn serve_http(
     let app = http_router(gateway.clone(), options, sessions.clone());
     let grace = options.grace;
     let closing = shutdown.clone();
+    let kill = CancellationToken::new();
+    let killing = kill.clone();
     tokio::spawn(async move {
         closing.cancelled().await;
         let left = gateway.drain(grace).await;
@@ -236,10 +264,9 @@ pub async fn serve_http(
         // The last answers were handed to their sessions; give them a moment to be written.
         tokio::time::sleep(RESPONSE_FLUSH).await;
         sessions.cancel();
+        tokio::time::sleep(LAST_WRITES).await;
+        killing.cancel();
     });
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(no_delay(listener), app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(ServeError::Http)
+    connections::serve(listener, app, options.connections, shutdown, kill).await;
+    Ok(())
 }

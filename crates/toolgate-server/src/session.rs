@@ -3,18 +3,24 @@
 
 #![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use toolgate_core::mcp;
 
 use crate::error::GatewayError;
+use crate::gateway::SubscriptionBounds;
 use crate::link::{Closed, Listener, Notify};
 
-/// The most resources one session (or one `subscriptions/listen` stream) may follow: far
-/// more than a person's client follows, and few enough that no client can make the gateway
-/// hold an unbounded set for it.
+/// The most resources one session (or one `subscriptions/listen` stream) may follow by
+/// default (`[gateway] max_subscriptions`): far more than a person's client follows, and few
+/// enough that no client can make the gateway hold an unbounded set for it.
 pub const MOST_SUBSCRIPTIONS: usize = 1_000;
+
+/// The most bytes the URIs of those resources may take in all, by default (`[gateway]
+/// max_subscription_bytes`): a URI can be as long as a request body, so counting them is not
+/// enough.
+pub const MOST_SUBSCRIBED_BYTES: usize = 64 * 1024;
 
 /// One downstream session of the handshake era (stdio, or HTTP with `Mcp-Session-Id`).
 #[derive(Debug)]
@@ -27,7 +33,11 @@ pub struct Session {
 #[derive(Debug, Default)]
 struct SessionState {
     log_level: Option<mcp::LoggingLevel>,
-    subscriptions: HashSet<String>,
+    /// The resources followed, each with whether an upstream was subscribed for it (only for
+    /// a resource an upstream offers).
+    subscriptions: HashMap<String, bool>,
+    /// The bytes of the URIs in `subscriptions`.
+    subscribed_bytes: usize,
 }
 
 impl Session {
@@ -56,26 +66,38 @@ impl Session {
         self.state().log_level.is_none_or(|min| severity(level) >= severity(min))
     }
 
-    /// Records a subscription; `true` when it is new. Refused past
-    /// [`MOST_SUBSCRIPTIONS`].
-    pub(crate) fn subscribe(&self, uri: &str) -> Result<bool, GatewayError> {
+    /// Records a subscription (`upstream`: an upstream is subscribed for it); `true` when it
+    /// is new. Refused past `bounds`.
+    pub(crate) fn subscribe(
+        &self,
+        uri: &str,
+        bounds: SubscriptionBounds,
+        upstream: bool,
+    ) -> Result<bool, GatewayError> {
         let mut state = self.state();
-        if state.subscriptions.contains(uri) {
+        if state.subscriptions.contains_key(uri) {
             return Ok(false);
         }
-        if state.subscriptions.len() >= MOST_SUBSCRIPTIONS {
-            return Err(GatewayError::TooManySubscriptions { most: MOST_SUBSCRIPTIONS });
-        }
-        Ok(state.subscriptions.insert(uri.to_owned()))
+        let bytes = state.subscribed_bytes + uri.len();
+        bounds.check(state.subscriptions.len() + 1, bytes)?;
+        state.subscribed_bytes = bytes;
+        state.subscriptions.insert(uri.to_owned(), upstream);
+        Ok(true)
     }
 
-    /// Drops a subscription; `true` when it existed.
-    pub(crate) fn unsubscribe(&self, uri: &str) -> bool {
-        self.state().subscriptions.remove(uri)
+    /// Drops a subscription: `None` when there was none, else whether an upstream was
+    /// subscribed for it.
+    pub(crate) fn unsubscribe(&self, uri: &str) -> Option<bool> {
+        let mut state = self.state();
+        let removed = state.subscriptions.remove(uri);
+        if removed.is_some() {
+            state.subscribed_bytes -= uri.len();
+        }
+        removed
     }
 
     fn is_subscribed(&self, uri: &str) -> bool {
-        self.state().subscriptions.contains(uri)
+        self.state().subscriptions.contains_key(uri)
     }
 
     fn is_closed(&self) -> bool {
@@ -148,7 +170,10 @@ impl Sessions {
         sessions.retain(|s| {
             let closed = s.is_closed();
             if closed {
-                released.extend(s.state().subscriptions.drain());
+                let mut state = s.state();
+                state.subscribed_bytes = 0;
+                let followed = state.subscriptions.drain().filter(|(_, upstream)| *upstream);
+                released.extend(followed.map(|(uri, _)| uri));
             }
             !closed
         });
@@ -158,7 +183,8 @@ impl Sessions {
         sessions
     }
 
-    /// The subscriptions of sessions found closed since the last call.
+    /// The subscriptions of sessions found closed since the last call (those an upstream was
+    /// subscribed for).
     pub(crate) fn take_released(&self) -> Vec<String> {
         drop(self.live());
         std::mem::take(&mut *self.released.lock().expect("released lock must not be poisoned"))

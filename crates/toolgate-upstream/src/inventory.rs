@@ -76,6 +76,9 @@ pub struct Inventory {
     /// Each exposed template (`uriTemplate`) and the upstream that listed it.
     template_origins: HashMap<String, Route>,
     template_routes: Vec<TemplateRoute>,
+    /// The templates two upstreams list (exposed rewritten), each matched against the original
+    /// URI of a rewritten one.
+    shared_template_routes: Vec<TemplateRoute>,
     resource_upstreams: Vec<Arc<str>>,
     passthrough: Option<Passthrough>,
     collisions: Vec<Collision>,
@@ -94,6 +97,24 @@ struct TemplateRoute {
     prefix: String,
     suffix: String,
     upstream: Arc<str>,
+}
+
+impl TemplateRoute {
+    fn new(template: &str, upstream: &Arc<str>) -> TemplateRoute {
+        let (prefix, suffix) = literal_ends(template);
+        TemplateRoute {
+            prefix: prefix.to_owned(),
+            suffix: suffix.to_owned(),
+            upstream: upstream.clone(),
+        }
+    }
+
+    /// Whether `uri` could be an expansion of the template.
+    fn matches(&self, uri: &str) -> bool {
+        uri.len() >= self.prefix.len() + self.suffix.len()
+            && uri.starts_with(&self.prefix)
+            && uri.ends_with(&self.suffix)
+    }
 }
 
 impl Inventory {
@@ -172,15 +193,12 @@ impl Inventory {
             for template in &c.catalog.resource_templates {
                 let mut template = template.clone();
                 let original = template.uri_template.clone();
+                let route = TemplateRoute::new(&template.uri_template, &upstream);
                 if shared_templates.contains(template.uri_template.as_str()) {
                     template.uri_template = rewrite_uri(c.upstream, &template.uri_template);
+                    self.shared_template_routes.push(route);
                 } else {
-                    let (prefix, suffix) = literal_ends(&template.uri_template);
-                    self.template_routes.push(TemplateRoute {
-                        prefix: prefix.to_owned(),
-                        suffix: suffix.to_owned(),
-                        upstream: upstream.clone(),
-                    });
+                    self.template_routes.push(route);
                 }
                 self.template_origins.insert(
                     template.uri_template.clone(),
@@ -278,17 +296,35 @@ impl Inventory {
                 .find(|u| u.as_ref() == route.upstream.as_ref())
                 .map(|upstream| Route { upstream: upstream.clone(), original: route.original });
         }
-        if let Some(t) = self.template_routes.iter().find(|t| {
-            uri.len() >= t.prefix.len() + t.suffix.len()
-                && uri.starts_with(&t.prefix)
-                && uri.ends_with(&t.suffix)
-        }) {
+        if let Some(t) = self.template_routes.iter().find(|t| t.matches(uri)) {
             return Some(Route { upstream: t.upstream.clone(), original: uri.to_owned() });
         }
         match self.resource_upstreams.as_slice() {
             [only] => Some(Route { upstream: only.clone(), original: uri.to_owned() }),
             _ => None,
         }
+    }
+
+    /// Where a resource URI leads when an upstream offers it: a URI an upstream lists, or one
+    /// that matches a template an upstream lists (in its rewritten `toolgate://` form too).
+    /// Unlike [`resource_route`](Self::resource_route) this never guesses, for subscriptions:
+    /// an upstream subscribed to URIs it never offered would only hold them for nothing.
+    pub fn offered_resource_route(&self, uri: &str) -> Option<Route> {
+        if let Some(route) = self.resource_routes.get(uri) {
+            return Some(route.clone());
+        }
+        if let Some(route) = parse_rewritten_uri(uri) {
+            let offered = self
+                .template_routes
+                .iter()
+                .chain(&self.shared_template_routes)
+                .any(|t| t.upstream == route.upstream && t.matches(&route.original));
+            return offered.then_some(route);
+        }
+        self.template_routes
+            .iter()
+            .find(|t| t.matches(uri))
+            .map(|t| Route { upstream: t.upstream.clone(), original: uri.to_owned() })
     }
 }
 

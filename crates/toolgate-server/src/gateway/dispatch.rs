@@ -18,7 +18,6 @@ use super::exchange::{
 };
 use super::{Gateway, relay};
 use crate::error::GatewayError;
-use crate::session::MOST_SUBSCRIPTIONS;
 
 /// The result of a call to `ctx.target`, parsed (an upstream result that is not a
 /// `CallToolResult` is the upstream's error).
@@ -394,8 +393,9 @@ impl Gateway {
     }
 
     /// `subscriptions/listen` (2026-07-28): the stream is opened only if the pipeline lets it,
-    /// and each resource it names is subscribed to as by `resources/subscribe`. Returns the
-    /// URIs subscribed, to release when the stream closes.
+    /// and each resource it names that an upstream offers is subscribed to as by
+    /// `resources/subscribe` (those no upstream offers are left out). Returns the URIs
+    /// subscribed, to acknowledge and to release when the stream closes.
     pub(crate) async fn listen(
         &self,
         filter: mcp::SubscriptionFilter,
@@ -407,10 +407,15 @@ impl Gateway {
                 let mut uris = filter.resource_subscriptions.unwrap_or_default();
                 uris.sort();
                 uris.dedup();
-                if uris.len() > MOST_SUBSCRIPTIONS {
-                    return Err(GatewayError::TooManySubscriptions { most: MOST_SUBSCRIPTIONS });
-                }
+                let bytes = uris.iter().map(String::len).sum();
+                self.subscription_bounds().check(uris.len(), bytes)?;
+                let inventory = self.inventory();
                 for uri in uris {
+                    // Only what an upstream offers is followed (and acknowledged): a URI no
+                    // upstream lists would only make one hold a subscription for nothing.
+                    if inventory.offered_resource_route(&uri).is_none() {
+                        continue;
+                    }
                     let mut one = ctx.for_another_request();
                     self.subscribe(None, mcp::SubscribeRequestParams::new(uri.clone()), &mut one)
                         .await?;

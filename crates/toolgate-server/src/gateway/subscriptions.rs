@@ -13,7 +13,36 @@ use toolgate_upstream::{Route, Upstream};
 use super::exchange::{Exchange, Subscribe, Unsubscribe, through_pipeline};
 use super::{Gateway, supports_subscriptions};
 use crate::error::GatewayError;
-use crate::session::Session;
+use crate::session::{MOST_SUBSCRIBED_BYTES, MOST_SUBSCRIPTIONS, Session};
+
+/// How much one session or `subscriptions/listen` stream may follow (`[gateway]
+/// max_subscriptions` and `max_subscription_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubscriptionBounds {
+    /// Resources.
+    pub most: usize,
+    /// Bytes of their URIs, in all.
+    pub most_bytes: usize,
+}
+
+impl Default for SubscriptionBounds {
+    fn default() -> Self {
+        SubscriptionBounds { most: MOST_SUBSCRIPTIONS, most_bytes: MOST_SUBSCRIBED_BYTES }
+    }
+}
+
+impl SubscriptionBounds {
+    /// Whether `count` resources whose URIs take `bytes` in all may be followed.
+    pub(crate) fn check(self, count: usize, bytes: usize) -> Result<(), GatewayError> {
+        if count > self.most {
+            return Err(GatewayError::TooManySubscriptions { most: self.most });
+        }
+        if bytes > self.most_bytes {
+            return Err(GatewayError::SubscriptionsTooLong { most_bytes: self.most_bytes });
+        }
+        Ok(())
+    }
+}
 
 /// How many followers each upstream resource has.
 #[derive(Debug, Default)]
@@ -62,6 +91,16 @@ impl ResourceSubscriptions {
 }
 
 impl Gateway {
+    /// Bounds what one session or listen stream may follow from now on.
+    pub fn bound_subscriptions(&self, bounds: SubscriptionBounds) {
+        *self.subscription_bounds.write().expect("bounds lock must not be poisoned") = bounds;
+    }
+
+    /// What one session or listen stream may follow.
+    pub(crate) fn subscription_bounds(&self) -> SubscriptionBounds {
+        *self.subscription_bounds.read().expect("bounds lock must not be poisoned")
+    }
+
     /// `resources/subscribe` from `session` (or from a `subscriptions/listen` stream, which
     /// has none), through the pipeline; the upstream is subscribed on the first.
     pub(crate) async fn subscribe(
@@ -118,6 +157,10 @@ impl Gateway {
         Ok(route)
     }
 
+    /// Follows `uri` for `session` (`None`: a listen stream, which names only what upstreams
+    /// offer). An upstream is subscribed only to a resource it offers (lists, or whose URI
+    /// matches a template it lists): a session may follow any URI its upstream routes to, as
+    /// it always could, but a made-up one costs no upstream anything.
     async fn follow(
         &self,
         session: Option<&Session>,
@@ -125,19 +168,23 @@ impl Gateway {
         route: &Route,
     ) -> Result<(), GatewayError> {
         let upstream = self.upstream(&route.upstream)?;
+        let offered = self.inventory().offered_resource_route(uri).is_some();
         if let Some(session) = session
-            && !session.subscribe(uri)?
+            && !session.subscribe(uri, self.subscription_bounds(), offered)?
         {
             return Ok(());
         }
-        if self.subscriptions.add(route) && supports_subscriptions(&upstream) {
+        if offered && self.subscriptions.add(route) && supports_subscriptions(&upstream) {
             upstream.subscribe(&route.original).await?;
         }
         Ok(())
     }
 
     async fn unfollow(&self, session: Option<&Session>, uri: &str) -> Result<(), GatewayError> {
-        if session.is_some_and(|s| !s.unsubscribe(uri)) {
+        // Only what was counted when it was followed is uncounted.
+        if let Some(session) = session
+            && session.unsubscribe(uri) != Some(true)
+        {
             return Ok(());
         }
         let Some(route) = self.inventory().resource_route(uri) else { return Ok(()) };
@@ -189,6 +236,17 @@ mod tests {
 
     fn route(upstream: &str, uri: &str) -> Route {
         Route { upstream: upstream.into(), original: uri.to_owned() }
+    }
+
+    #[test]
+    fn bounds_count_resources_and_bytes() {
+        let bounds = SubscriptionBounds { most: 2, most_bytes: 10 };
+        assert!(bounds.check(2, 10).is_ok());
+        assert!(matches!(bounds.check(3, 3), Err(GatewayError::TooManySubscriptions { most: 2 })));
+        assert!(matches!(
+            bounds.check(1, 11),
+            Err(GatewayError::SubscriptionsTooLong { most_bytes: 10 })
+        ));
     }
 
     #[test]

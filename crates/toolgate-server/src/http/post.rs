@@ -29,6 +29,7 @@ use toolgate_core::mcp;
 use toolgate_intercept::Principal;
 
 use super::Front;
+use super::client::ClientKey;
 use super::headers;
 use super::listen;
 use super::reply::{self, Answering, Outbox, json_message};
@@ -64,6 +65,10 @@ pub(crate) async fn post(front: Arc<Front>, request: Request) -> Response {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &Rejection::too_large(front.body_limit),
             );
+        }
+        Err(error) if crate::connections::is_body_timeout(&*error) => {
+            tracing::debug!(%error, "a request body came too slowly");
+            return text(StatusCode::REQUEST_TIMEOUT, &format!("Request Timeout: {error}"));
         }
         Err(error) => {
             // The client went away or sent a broken body: nobody is left to read an answer.
@@ -173,7 +178,8 @@ impl Front {
             }
         };
         if let mcp::ClientRequest::SubscriptionsListenRequest(listen) = request {
-            return listen::listen(self, id, listen.params, &era, client).await;
+            let address = ClientKey::of(client_address(&parts));
+            return listen::listen(self, id, listen.params, &era, client, address).await;
         }
         self.serve(id, request, session, client, era).await
     }
@@ -211,6 +217,7 @@ impl Front {
             cancel,
             shutdown: self.shutdown.clone(),
             status_of: if modern { modern_status } else { session_status },
+            queue: self.stream_queue,
         };
         reply::reply(serving, delivered, answering).await
     }
@@ -357,7 +364,7 @@ pub(crate) fn is_modern_header(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v >= mcp::ProtocolVersion::V_2026_07_28.as_str())
 }
 
-/// The address of the client, for the per-address session limit and the pipeline.
+/// The address of the client, for the bounds per client and the pipeline.
 fn client_address(parts: &Parts) -> IpAddr {
     parts
         .extensions

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 
 use super::session::HttpSession;
-use super::sse::{EventBody, EventStream, event};
+use super::sse::{EventBody, EventStream, Offered, Queue, Urgency, event};
 use crate::protocol::Answer;
 
 /// What serving a request comes to.
@@ -31,13 +31,19 @@ pub(crate) type Served = Result<Answer, mcp::ErrorData>;
 /// Serving a request, as a future that can move to another task.
 pub(crate) type Serving = Pin<Box<dyn Future<Output = Served> + Send + 'static>>;
 
-/// The messages a request sends before its answer, each already written as JSON.
+/// A message a request sends before its answer, already written as JSON, and whether it may
+/// be dropped for a client that reads too slowly.
+pub(crate) type Sent = (Bytes, Urgency);
+
+/// The messages a request sends before its answer. Unbounded, but never full: whoever
+/// receives them (this task, then the request's own) takes each as it comes and puts it in
+/// the request's stream, which is bounded.
 #[derive(Clone, Debug)]
-pub(crate) struct Outbox(mpsc::UnboundedSender<Bytes>);
+pub(crate) struct Outbox(mpsc::UnboundedSender<Sent>);
 
 impl Outbox {
     /// An outbox and what it delivers.
-    pub(crate) fn new() -> (Outbox, mpsc::UnboundedReceiver<Bytes>) {
+    pub(crate) fn new() -> (Outbox, mpsc::UnboundedReceiver<Sent>) {
         let (sender, receiver) = mpsc::unbounded_channel();
         (Outbox(sender), receiver)
     }
@@ -47,7 +53,7 @@ impl Outbox {
     pub(crate) fn send(&self, message: &mcp::ServerJsonRpcMessage) {
         match serde_json::to_vec(message) {
             Ok(json) => {
-                let _ = self.0.send(json.into());
+                let _ = self.0.send((json.into(), Urgency::of(message)));
             }
             Err(error) => tracing::warn!(%error, "a message to the client could not be written"),
         }
@@ -66,13 +72,15 @@ pub(crate) struct Answering {
     pub(crate) shutdown: CancellationToken,
     /// The HTTP status of an error answer sent as JSON.
     pub(crate) status_of: fn(&mcp::ErrorData) -> StatusCode,
+    /// Events that may wait for the client reading the answer's stream.
+    pub(crate) queue: usize,
 }
 
 /// Serves `serving` from this task, answering with JSON or, once it sends something first, an
 /// event stream.
 pub(crate) async fn reply(
     serving: Serving,
-    mut outbox: mpsc::UnboundedReceiver<Bytes>,
+    mut outbox: mpsc::UnboundedReceiver<Sent>,
     answering: Answering,
 ) -> Response {
     let mut running = Running { serving: Some(serving), answering: Some(answering) };
@@ -205,13 +213,12 @@ pub(crate) fn event_stream(body: Body) -> Response {
 /// What came before the answer and the answer, as an event stream that is already complete.
 fn stream_ended(
     answering: Answering,
-    mut outbox: mpsc::UnboundedReceiver<Bytes>,
+    mut outbox: mpsc::UnboundedReceiver<Sent>,
     served: Served,
 ) -> Response {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    let sink = Sink::open(&answering, sender);
-    while let Ok(before) = outbox.try_recv() {
-        sink.push(&before);
+    let (mut sink, receiver) = Sink::open(&answering);
+    while let Ok((before, urgency)) = outbox.try_recv() {
+        sink.push(&before, urgency);
     }
     sink.finish(&answering, served);
     event_stream(Body::from_stream(EventBody::new(Some(receiver), answering.shutdown.clone())))
@@ -221,32 +228,31 @@ fn stream_ended(
 /// answer, from a task of its own.
 fn streamed(
     serving: Serving,
-    first: Option<Bytes>,
-    mut outbox: mpsc::UnboundedReceiver<Bytes>,
+    first: Option<Sent>,
+    mut outbox: mpsc::UnboundedReceiver<Sent>,
     answering: Answering,
 ) -> Response {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    let sink = Sink::open(&answering, sender);
+    let (mut sink, receiver) = Sink::open(&answering);
     let gone = CancellationToken::new();
     let body = EventBody::new(Some(receiver), answering.shutdown.clone());
     let body = if answering.session.is_none() { body.on_drop(gone.clone()) } else { body };
     tokio::spawn(async move {
-        if let Some(first) = first {
-            sink.push(&first);
+        if let Some((first, urgency)) = first {
+            sink.push(&first, urgency);
         }
         let mut serving = serving;
         let served = loop {
             tokio::select! {
                 biased;
                 served = &mut serving => break Some(served),
-                Some(before) = outbox.recv() => sink.push(&before),
+                Some((before, urgency)) = outbox.recv() => sink.push(&before, urgency),
                 () = gone.cancelled() => break None,
             }
         };
         match served {
             Some(served) => {
-                while let Ok(before) = outbox.try_recv() {
-                    sink.push(&before);
+                while let Ok((before, urgency)) = outbox.try_recv() {
+                    sink.push(&before, urgency);
                 }
                 sink.finish(&answering, served);
             }
@@ -258,37 +264,50 @@ fn streamed(
 }
 
 /// Where a streamed answer's events go: a session's resumable stream, or (2026-07-28, no
-/// resumption) straight to the body.
+/// resumption) straight to the body, until the client falls too far behind (the stream
+/// ends then, and with it the request).
 enum Sink {
     Kept { stream: Arc<EventStream>, session: Arc<HttpSession> },
-    Direct(mpsc::UnboundedSender<Bytes>),
+    Direct(Option<Queue>),
 }
 
 impl Sink {
-    fn open(answering: &Answering, sender: mpsc::UnboundedSender<Bytes>) -> Sink {
+    /// The sink of an answer, and what the response body reads.
+    fn open(answering: &Answering) -> (Sink, mpsc::Receiver<Bytes>) {
         match &answering.session {
             Some(session) => {
                 let stream = session.open_stream();
-                stream.attach(sender);
-                Sink::Kept { stream, session: session.clone() }
+                let receiver = stream.read();
+                (Sink::Kept { stream, session: session.clone() }, receiver)
             }
-            None => Sink::Direct(sender),
+            None => {
+                let (queue, receiver) = Queue::new(answering.queue, 0);
+                (Sink::Direct(Some(queue)), receiver)
+            }
         }
     }
 
-    fn push(&self, json: &[u8]) {
+    fn push(&mut self, json: &[u8], urgency: Urgency) {
         match self {
-            Sink::Kept { stream, .. } => stream.push(json),
-            Sink::Direct(sender) => {
-                let _ = sender.send(event(None, json));
+            Sink::Kept { stream, .. } => stream.push(json, urgency),
+            Sink::Direct(queue) => {
+                let Some(live) = queue else { return };
+                match live.offer(event(None, json), urgency) {
+                    Offered::Queued | Offered::Dropped => {}
+                    Offered::Full => {
+                        tracing::debug!("a client reads an answer too slowly; its stream ends");
+                        *queue = None;
+                    }
+                    Offered::Gone => *queue = None,
+                }
             }
         }
     }
 
     /// Sends the answer and ends the stream; a kept stream whose reader got it all is not
     /// kept any longer.
-    fn finish(self, answering: &Answering, served: Served) {
-        self.push(&message(answering.id.clone(), served));
+    fn finish(mut self, answering: &Answering, served: Served) {
+        self.push(&message(answering.id.clone(), served), Urgency::Needed);
         if let Sink::Kept { stream, session } = self {
             let read = stream.is_read();
             stream.end();

@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 
-use super::sse::EventStream;
+use super::sse::{EventStream, Urgency};
 use crate::link::{Answer, Notify, RequestLink, unanswered};
 use crate::session::Session;
 
@@ -50,6 +50,8 @@ pub(crate) struct HttpSession {
     last_used: AtomicU64,
     /// Requests being served and standalone streams being read: a busy session is not idle.
     busy: AtomicUsize,
+    /// Events that may wait for the reader of each of its streams.
+    queue: usize,
 }
 
 #[derive(Debug, Default)]
@@ -82,7 +84,7 @@ impl Notify for Standalone {
         if !self.closed.is_cancelled() {
             let message = mcp::ServerJsonRpcMessage::notification(notification);
             if let Ok(json) = serde_json::to_vec(&message) {
-                self.stream.push(&json);
+                self.stream.push(&json, Urgency::of(&message));
             }
         }
         Box::pin(async {})
@@ -101,9 +103,12 @@ impl HttpSession {
         params: &mcp::InitializeRequestParams,
         version: mcp::ProtocolVersion,
         now_ms: u64,
+        queue: usize,
     ) -> HttpSession {
-        let standalone =
-            Arc::new(Standalone { stream: EventStream::new(0), closed: CancellationToken::new() });
+        let standalone = Arc::new(Standalone {
+            stream: EventStream::new(0, queue),
+            closed: CancellationToken::new(),
+        });
         let gateway_session = Arc::new(Session::new(standalone.clone()));
         HttpSession {
             id,
@@ -115,6 +120,7 @@ impl HttpSession {
             state: Mutex::new(State { next_stream: 1, ..State::default() }),
             last_used: AtomicU64::new(now_ms),
             busy: AtomicUsize::new(0),
+            queue,
         }
     }
 
@@ -129,7 +135,17 @@ impl HttpSession {
 
     /// Whether it has gone unused since `before_ms` and nothing of it is going on.
     pub(crate) fn idle_since(&self, before_ms: u64) -> bool {
-        self.busy.load(Ordering::Relaxed) == 0 && self.last_used.load(Ordering::Relaxed) < before_ms
+        self.is_idle() && self.last_used() < before_ms
+    }
+
+    /// Whether nothing of it is going on: no request running, no stream being read.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.busy.load(Ordering::Relaxed) == 0
+    }
+
+    /// When it was last used.
+    pub(crate) fn last_used(&self) -> u64 {
+        self.last_used.load(Ordering::Relaxed)
     }
 
     /// Marks the session busy until the guard is dropped.
@@ -221,7 +237,7 @@ impl HttpSession {
         }
         let number = state.next_stream;
         state.next_stream += 1;
-        let stream = Arc::new(EventStream::new(number));
+        let stream = Arc::new(EventStream::new(number, self.queue));
         state.streams.insert(number, stream.clone());
         stream
     }
@@ -341,6 +357,7 @@ mod tests {
             &params,
             mcp::ProtocolVersion::V_2025_11_25,
             0,
+            16,
         ))
     }
 
@@ -363,7 +380,7 @@ mod tests {
         let answer =
             link.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));
         let question: serde_json::Value =
-            serde_json::from_slice(&sent.recv().await.expect("the question")).unwrap();
+            serde_json::from_slice(&sent.recv().await.expect("the question").0).unwrap();
         assert_eq!(question["method"], "roots/list");
         let id: mcp::RequestId = serde_json::from_value(question["id"].clone()).unwrap();
         session

@@ -1,6 +1,10 @@
 //! The HTTP front's open sessions, bounded: at most so many at once, at most so many per client
-//! address, and each closed after a while without use, so that clients that open sessions and
-//! never close them cannot make the gateway hold ever more.
+//! (`client`: loopback is one client, IPv6 counts by /64), and each closed after a while
+//! without use, so that clients that open sessions and never close them cannot make the
+//! gateway hold ever more. When a bound is reached, a new session takes the place of an idle
+//! one (nothing running, no stream read) before anyone is refused: per client, that client's
+//! least recently used; over the gateway, the least recently used of the client that holds
+//! the most, so that whoever fills the table pays for it first.
 
 #![allow(deprecated)] // the handshake's types are legacy in 2026-07-28 but still spoken
 
@@ -11,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use toolgate_core::mcp;
 
+use super::client::ClientKey;
 use super::session::{HttpSession, millis_since};
 
 /// How many HTTP sessions may be open at once by default: more than a team's clients open,
@@ -29,6 +34,8 @@ pub(crate) struct Bounds {
     pub(crate) most: usize,
     pub(crate) most_per_client: usize,
     pub(crate) idle: Duration,
+    /// Events that may wait for the reader of each of a session's streams.
+    pub(crate) queue: usize,
 }
 
 /// Why a session was not opened.
@@ -36,7 +43,7 @@ pub(crate) struct Bounds {
 pub(crate) enum Full {
     /// The gateway holds as many as it may.
     Gateway(usize),
-    /// This client address holds as many as one may.
+    /// This client holds as many as one may.
     Client(usize),
 }
 
@@ -45,13 +52,13 @@ impl std::fmt::Display for Full {
         match self {
             Full::Gateway(most) => write!(
                 f,
-                "this gateway already has {most} open sessions, the most it keeps; try again \
-                 when one has closed (idle sessions close by themselves)"
+                "this gateway already has {most} open sessions, the most it keeps, and none of \
+                 them is idle; try again when one has closed"
             ),
             Full::Client(most) => write!(
                 f,
-                "this client address already has {most} open sessions, the most one address may \
-                 hold; close one (DELETE) before opening another"
+                "this client already has {most} open sessions, the most one client may hold, \
+                 and none of them is idle; close one (DELETE) before opening another"
             ),
         }
     }
@@ -69,7 +76,33 @@ pub(crate) struct HttpSessions {
 #[derive(Debug, Default)]
 struct Table {
     by_id: HashMap<Arc<str>, Arc<HttpSession>>,
-    per_client: HashMap<IpAddr, usize>,
+    per_client: HashMap<ClientKey, usize>,
+}
+
+impl Table {
+    fn held_by(&self, client: ClientKey) -> usize {
+        self.per_client.get(&client).copied().unwrap_or(0)
+    }
+
+    /// The session to close to make room: an idle one of `client` (any client for `None`),
+    /// of the client that holds the most, the least recently used first.
+    fn to_displace(&self, client: Option<ClientKey>) -> Option<Arc<str>> {
+        self.by_id
+            .iter()
+            .filter(|(_, session)| session.is_idle())
+            .filter(|(_, session)| client.is_none_or(|c| ClientKey::of(session.client) == c))
+            .max_by_key(|(_, session)| {
+                let held = self.held_by(ClientKey::of(session.client));
+                (held, std::cmp::Reverse(session.last_used()))
+            })
+            .map(|(id, _)| id.clone())
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Arc<HttpSession>> {
+        let removed = self.by_id.remove(id)?;
+        forget_client(&mut self.per_client, ClientKey::of(removed.client));
+        Some(removed)
+    }
 }
 
 impl HttpSessions {
@@ -82,7 +115,7 @@ impl HttpSessions {
     }
 
     /// Opens a session for `client`, which asked `initialize` with `params` and was given
-    /// `version`.
+    /// `version`, in the place of an idle one when a bound is reached.
     pub(crate) fn open(
         &self,
         client: IpAddr,
@@ -90,17 +123,46 @@ impl HttpSessions {
         version: mcp::ProtocolVersion,
     ) -> Result<Arc<HttpSession>, Full> {
         let id: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
-        let session = Arc::new(HttpSession::new(id.clone(), client, params, version, self.now()));
-        let mut table = self.table.write().expect("sessions lock must not be poisoned");
-        if table.by_id.len() >= self.bounds.most {
-            return Err(Full::Gateway(self.bounds.most));
+        let session = Arc::new(HttpSession::new(
+            id.clone(),
+            client,
+            params,
+            version,
+            self.now(),
+            self.bounds.queue,
+        ));
+        let key = ClientKey::of(client);
+        let mut displaced = Vec::new();
+        {
+            let mut table = self.table.write().expect("sessions lock must not be poisoned");
+            if table.held_by(key) >= self.bounds.most_per_client {
+                let idle = table.to_displace(Some(key));
+                let room = idle.and_then(|id| table.remove(&id));
+                displaced.push(room.ok_or(Full::Client(self.bounds.most_per_client))?);
+            }
+            if table.by_id.len() >= self.bounds.most {
+                let idle = table.to_displace(None);
+                let room = idle.and_then(|id| table.remove(&id));
+                match room {
+                    Some(room) => displaced.push(room),
+                    None => {
+                        // Put back what was taken for this client's place: nothing changed.
+                        for session in displaced {
+                            *table.per_client.entry(ClientKey::of(session.client)).or_default() +=
+                                1;
+                            table.by_id.insert(session.id.clone(), session);
+                        }
+                        return Err(Full::Gateway(self.bounds.most));
+                    }
+                }
+            }
+            *table.per_client.entry(key).or_default() += 1;
+            table.by_id.insert(id, session.clone());
         }
-        let held = table.per_client.entry(client).or_default();
-        if *held >= self.bounds.most_per_client {
-            return Err(Full::Client(self.bounds.most_per_client));
+        for old in displaced {
+            tracing::debug!(session = %old.id, client = %ClientKey::of(old.client), "an idle session made room for a new one");
+            old.close();
         }
-        *held += 1;
-        table.by_id.insert(id, session.clone());
         Ok(session)
     }
 
@@ -119,14 +181,7 @@ impl HttpSessions {
 
     /// Closes session `id`; `false` when it was not open.
     pub(crate) fn close(&self, id: &str) -> bool {
-        let removed = {
-            let mut table = self.table.write().expect("sessions lock must not be poisoned");
-            let removed = table.by_id.remove(id);
-            if let Some(session) = &removed {
-                forget_client(&mut table.per_client, session.client);
-            }
-            removed
-        };
+        let removed = self.table.write().expect("sessions lock must not be poisoned").remove(id);
         match removed {
             Some(session) => {
                 session.close();
@@ -155,8 +210,7 @@ impl HttpSessions {
                 .collect();
             let mut closed = Vec::with_capacity(ids.len());
             for id in ids {
-                if let Some(session) = table.by_id.remove(&id) {
-                    forget_client(&mut table.per_client, session.client);
+                if let Some(session) = table.remove(&id) {
                     closed.push(session);
                 }
             }
@@ -191,7 +245,7 @@ impl HttpSessions {
     }
 }
 
-fn forget_client(per_client: &mut HashMap<IpAddr, usize>, client: IpAddr) {
+fn forget_client(per_client: &mut HashMap<ClientKey, usize>, client: ClientKey) {
     if let Some(held) = per_client.get_mut(&client) {
         *held -= 1;
         if *held == 0 {
@@ -205,7 +259,7 @@ mod tests {
     use super::*;
 
     fn bounds(most: usize, most_per_client: usize) -> Bounds {
-        Bounds { most, most_per_client, idle: Duration::from_secs(60) }
+        Bounds { most, most_per_client, idle: Duration::from_secs(60), queue: 16 }
     }
 
     fn params() -> mcp::InitializeRequestParams {
@@ -222,23 +276,53 @@ mod tests {
     }
 
     #[test]
-    fn sessions_are_bounded_in_all_and_per_client_address() {
+    fn sessions_are_bounded_in_all_and_per_client() {
         let sessions = HttpSessions::new(bounds(3, 2));
         let a1 = open(&sessions, "127.0.0.1").unwrap();
-        open(&sessions, "127.0.0.1").unwrap();
-        assert_eq!(open(&sessions, "127.0.0.1").unwrap_err(), Full::Client(2));
+        let _a1_busy = a1.busy();
+        let a2 = open(&sessions, "127.0.0.2").unwrap();
+        let _a2_busy = a2.busy();
+        // Every loopback address is the same client, and none of its sessions is idle.
+        assert_eq!(open(&sessions, "127.0.0.3").unwrap_err(), Full::Client(2));
+        assert_eq!(open(&sessions, "::1").unwrap_err(), Full::Client(2));
         let b1 = open(&sessions, "10.0.0.2").unwrap();
+        let _b1_busy = b1.busy();
         assert_eq!(open(&sessions, "10.0.0.3").unwrap_err(), Full::Gateway(3));
+        assert_eq!(sessions.len(), 3, "a refusal changes nothing");
         assert!(sessions.close(&a1.id));
         assert!(!sessions.close(&a1.id), "closed once");
         assert!(a1.closed().is_cancelled());
-        open(&sessions, "127.0.0.1").expect("room again for that address");
+        open(&sessions, "127.0.0.1").expect("room again for that client");
         assert!(sessions.get(&b1.id).is_some());
         assert!(sessions.get("no-such-session").is_none());
         assert_eq!(sessions.len(), 3);
         sessions.close_all();
         assert_eq!(sessions.len(), 0);
         assert!(b1.closed().is_cancelled());
+    }
+
+    #[test]
+    fn a_new_session_takes_the_place_of_an_idle_one() {
+        let sessions = HttpSessions::new(bounds(4, 2));
+        // Per client: that client's least recently used idle session goes.
+        let old = open(&sessions, "2001:db8::1").unwrap();
+        let newer = open(&sessions, "2001:db8::2").unwrap();
+        newer.touch(1 << 40);
+        let third = open(&sessions, "2001:db8::3").expect("in the place of an idle one");
+        assert!(old.closed().is_cancelled(), "the least recently used went");
+        assert!(!newer.closed().is_cancelled());
+        // Over the gateway: an idle one of whoever holds the most.
+        let other = open(&sessions, "10.0.0.1").unwrap();
+        let _other_busy = other.busy();
+        let lone = open(&sessions, "10.0.0.2").unwrap();
+        assert_eq!(sessions.len(), 4);
+        let fresh = open(&sessions, "10.0.0.3").expect("room made");
+        assert!(!lone.closed().is_cancelled(), "a client with one session keeps it");
+        assert!(third.closed().is_cancelled(), "the least recently used of the biggest holder");
+        assert!(!newer.closed().is_cancelled());
+        assert!(!other.closed().is_cancelled(), "a busy session is never displaced");
+        assert_eq!(sessions.len(), 4);
+        assert!(sessions.get(&fresh.id).is_some());
     }
 
     #[test]

@@ -6,6 +6,13 @@
 //! others are answers to requests. A stream keeps its last [`KEPT_EVENTS`] events; a client
 //! that reconnects with the id of the last event it saw gets those after it, then whatever
 //! comes next.
+//!
+//! What waits for a reader is bounded ([`Queue`]): a client that does not read cannot make
+//! the gateway hold ever more of its events. When a reader falls behind, progress is dropped
+//! first; when even a message it needs finds no room, its stream ends, and the client, once it
+//! reads again, resumes from the last event it saw. A standing stream (GET, listen) also ends
+//! after a while ([`EventBody::lasting`]), so that holding one open cannot keep a session (or a
+//! listen stream's place) for ever; clients open another.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -17,6 +24,7 @@ use axum::body::Bytes;
 use futures::Stream;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard, WaitForCancellationFutureOwned};
+use toolgate_core::mcp;
 
 /// Events a stream keeps for a client that reconnects.
 pub(crate) const KEPT_EVENTS: usize = 32;
@@ -29,7 +37,16 @@ pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// of the priming event).
 pub(crate) const RETRY: Duration = Duration::from_secs(3);
 
-/// One message as an event (`data` is compact JSON, so it is one line).
+/// One message (JSON) as an event, always on one `data:` line.
+///
+/// A message is not always JSON that toolgate wrote: a raw result is passed on as its
+/// upstream wrote it, and JSON may have a carriage return or a line feed as whitespace between
+/// tokens. Either ends an SSE line, so left in place it would cut the message in two and the
+/// client would read half of it (the Python SDK: "Failed to parse SSE message"). Each one is
+/// written as a space instead. The SSE format would also allow the message split over several
+/// `data:` lines, but a space says the same in JSON (the two can only be whitespace there:
+/// inside a string they must be escaped), keeps the event on the one line that clients which
+/// read an event's first `data:` line only expect, and keeps the length, so nothing moves.
 pub(crate) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(data.len() + 32);
     if let Some(id) = id {
@@ -38,7 +55,13 @@ pub(crate) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
         out.push(b'\n');
     }
     out.extend_from_slice(b"data: ");
+    let start = out.len();
     out.extend_from_slice(data);
+    for byte in &mut out[start..] {
+        if matches!(*byte, b'\r' | b'\n') {
+            *byte = b' ';
+        }
+    }
     out.extend_from_slice(b"\n\n");
     out.into()
 }
@@ -60,11 +83,87 @@ pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
     Some((stream.parse().ok()?, index.parse().ok()?))
 }
 
+/// Whether an event may be dropped for a reader that falls behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Urgency {
+    /// Progress: the next one says more, and the answer says all.
+    Droppable,
+    /// Anything else: the answer, a question, a notification.
+    Needed,
+}
+
+impl Urgency {
+    /// How urgent `message` is.
+    pub(crate) fn of(message: &mcp::ServerJsonRpcMessage) -> Urgency {
+        match message {
+            mcp::ServerJsonRpcMessage::Notification(notification)
+                if matches!(
+                    notification.notification,
+                    mcp::ServerNotification::ProgressNotification(_)
+                ) =>
+            {
+                Urgency::Droppable
+            }
+            _ => Urgency::Needed,
+        }
+    }
+}
+
+/// The events waiting for one reader: at most `bound` of them (beyond the kept events a
+/// reader that resumes is given at once). Progress finds room only while at least half of
+/// `bound` is free, so that what a client needs still finds some when progress floods in.
+#[derive(Debug)]
+pub(crate) struct Queue {
+    sender: mpsc::Sender<Bytes>,
+    bound: usize,
+}
+
+/// What became of an event offered to a reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offered {
+    /// It waits for the reader.
+    Queued,
+    /// It was progress, and the reader is behind: dropped.
+    Dropped,
+    /// It was needed, and there is no room: the reader must be let go (its stream ends).
+    Full,
+    /// The reader went away.
+    Gone,
+}
+
+impl Queue {
+    /// A queue of `bound` events (at least one), with room for `replayed` more given at once.
+    pub(crate) fn new(bound: usize, replayed: usize) -> (Queue, mpsc::Receiver<Bytes>) {
+        let bound = bound.max(1);
+        let (sender, receiver) = mpsc::channel(bound + replayed);
+        (Queue { sender, bound }, receiver)
+    }
+
+    /// Offers `event` to the reader.
+    pub(crate) fn offer(&self, event: Bytes, urgency: Urgency) -> Offered {
+        if urgency == Urgency::Droppable && self.sender.capacity() * 2 <= self.bound {
+            return if self.sender.is_closed() { Offered::Gone } else { Offered::Dropped };
+        }
+        match self.sender.try_send(event) {
+            Ok(()) => Offered::Queued,
+            Err(mpsc::error::TrySendError::Full(_)) => Offered::Full,
+            Err(mpsc::error::TrySendError::Closed(_)) => Offered::Gone,
+        }
+    }
+
+    /// Whether the reader went away.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+}
+
 /// One resumable stream of a session: the events it sent, the last [`KEPT_EVENTS`] of which
 /// are kept, and the client reading it now, if any.
 #[derive(Debug)]
 pub(crate) struct EventStream {
     number: u64,
+    /// How many events may wait for its reader.
+    bound: usize,
     state: Mutex<StreamState>,
 }
 
@@ -74,15 +173,16 @@ struct StreamState {
     next: u64,
     kept: VecDeque<(u64, Bytes)>,
     /// The reader of the live stream; `None` when nobody reads it.
-    live: Option<mpsc::UnboundedSender<Bytes>>,
+    live: Option<Queue>,
     /// No more events will come.
     ended: bool,
 }
 
 impl EventStream {
-    /// A stream numbered `number` (0: the standalone stream) that starts with a priming event.
-    pub(crate) fn new(number: u64) -> EventStream {
-        let stream = EventStream { number, state: Mutex::default() };
+    /// A stream numbered `number` (0: the standalone stream) that starts with a priming event;
+    /// at most `bound` events wait for its reader.
+    pub(crate) fn new(number: u64, bound: usize) -> EventStream {
+        let stream = EventStream { number, bound, state: Mutex::default() };
         {
             let mut state = stream.state();
             let id = format!("{number}/0");
@@ -96,9 +196,10 @@ impl EventStream {
         self.state.lock().expect("event stream lock must not be poisoned")
     }
 
-    /// Sends `message` (JSON) as the next event: to the reader if there is one, and into what
-    /// is kept for one who reconnects.
-    pub(crate) fn push(&self, message: &[u8]) {
+    /// Sends `message` (JSON) as the next event: to the reader if there is one (a reader too
+    /// far behind is let go: its stream ends and it resumes), and into what is kept for one who
+    /// reconnects.
+    pub(crate) fn push(&self, message: &[u8], urgency: Urgency) {
         let mut state = self.state();
         if state.ended {
             return;
@@ -106,10 +207,18 @@ impl EventStream {
         let index = state.next;
         state.next += 1;
         let event = event(Some(&format!("{}/{index}", self.number)), message);
-        if let Some(live) = &state.live
-            && live.send(event.clone()).is_err()
-        {
-            state.live = None;
+        if let Some(live) = &state.live {
+            match live.offer(event.clone(), urgency) {
+                Offered::Queued | Offered::Dropped => {}
+                Offered::Full => {
+                    tracing::debug!(
+                        stream = self.number,
+                        "a client reads too slowly; its stream ends so that it resumes"
+                    );
+                    state.live = None;
+                }
+                Offered::Gone => state.live = None,
+            }
         }
         if state.kept.len() == KEPT_EVENTS {
             state.kept.pop_front();
@@ -129,49 +238,41 @@ impl EventStream {
         self.number
     }
 
-    /// Makes `reader` the stream's reader from the start: it gets the kept events, then what
-    /// comes.
-    pub(crate) fn attach(&self, reader: mpsc::UnboundedSender<Bytes>) {
-        self.attach_after(None, reader);
-    }
-
     /// Whether someone reads the stream now.
     pub(crate) fn is_read(&self) -> bool {
         self.state().live.as_ref().is_some_and(|live| !live.is_closed())
     }
 
     /// A reader from the start (the kept events, then what comes), replacing any other.
-    pub(crate) fn read(&self) -> mpsc::UnboundedReceiver<Bytes> {
+    pub(crate) fn read(&self) -> mpsc::Receiver<Bytes> {
         self.read_after(None)
     }
 
     /// A reader that gets the kept events after index `after` (all of them for `None`), then
     /// what comes next; the stream ends at once if it has ended.
-    pub(crate) fn read_after(&self, after: Option<u64>) -> mpsc::UnboundedReceiver<Bytes> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        self.attach_after(after, sender);
-        receiver
-    }
-
-    fn attach_after(&self, after: Option<u64>, reader: mpsc::UnboundedSender<Bytes>) {
+    pub(crate) fn read_after(&self, after: Option<u64>) -> mpsc::Receiver<Bytes> {
+        let (reader, receiver) = Queue::new(self.bound, KEPT_EVENTS);
         let mut state = self.state();
         for (index, event) in &state.kept {
             if after.is_none_or(|after| *index > after) {
-                let _ = reader.send(event.clone());
+                let _ = reader.sender.try_send(event.clone());
             }
         }
         if !state.ended {
             state.live = Some(reader);
         }
+        receiver
     }
 }
 
 /// A response body of events: what `events` yields, with a comment every [`KEEP_ALIVE`] while
-/// it is quiet; it ends when `events` ends or `closed` fires.
+/// it is quiet; it ends when `events` ends, `closed` fires, or its time is up.
 pub(crate) struct EventBody {
-    events: Option<mpsc::UnboundedReceiver<Bytes>>,
+    events: Option<mpsc::Receiver<Bytes>>,
     keep_alive: tokio::time::Interval,
     closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// When a standing stream ends, so that its client opens another.
+    lasts: Option<Pin<Box<tokio::time::Sleep>>>,
     /// Fired when the body is dropped (the client went away), for whoever must know.
     _dropped: Option<DropGuard>,
     /// Kept alive as long as the body (a session's "busy" mark).
@@ -181,7 +282,7 @@ pub(crate) struct EventBody {
 impl EventBody {
     /// A body of `events` (`None`: keep-alive comments only) that ends when `closed` fires.
     pub(crate) fn new(
-        events: Option<mpsc::UnboundedReceiver<Bytes>>,
+        events: Option<mpsc::Receiver<Bytes>>,
         closed: CancellationToken,
     ) -> EventBody {
         let start = tokio::time::Instant::now() + KEEP_ALIVE;
@@ -191,9 +292,17 @@ impl EventBody {
             events,
             keep_alive,
             closed: Box::pin(closed.cancelled_owned()),
+            lasts: None,
             _dropped: None,
             _held: None,
         }
+    }
+
+    /// Ends the body `max_age` from now (a client of a standing stream reconnects, with
+    /// `Last-Event-ID` where it can resume).
+    pub(crate) fn lasting(mut self, max_age: Duration) -> EventBody {
+        self.lasts = Some(Box::pin(tokio::time::sleep(max_age)));
+        self
     }
 
     /// Keeps `value` until the body is dropped.
@@ -227,6 +336,11 @@ impl Stream for EventBody {
         if this.closed.as_mut().poll(cx).is_ready() {
             return Poll::Ready(None);
         }
+        if let Some(lasts) = &mut this.lasts
+            && lasts.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
+        }
         match this.keep_alive.poll_tick(cx) {
             Poll::Ready(_) => Poll::Ready(Some(Ok(keep_alive()))),
             Poll::Pending => Poll::Pending,
@@ -256,20 +370,34 @@ mod tests {
     }
 
     #[test]
+    fn line_breaks_in_a_message_never_break_its_event() {
+        // A raw result as an upstream may write it: CR, LF and CRLF between tokens.
+        let raw = b"{\r\"a\":\n[1,\r\n2] ,\"b\":\"x\\ny\"}\r";
+        let written = event(Some("1/2"), raw);
+        let text = text(&written);
+        assert_eq!(text, "id: 1/2\ndata: { \"a\": [1,  2] ,\"b\":\"x\\ny\"} \n\n");
+        let data = text.strip_prefix("id: 1/2\ndata: ").unwrap().strip_suffix("\n\n").unwrap();
+        assert!(!data.contains(['\r', '\n']), "one line: {data:?}");
+        let parsed: serde_json::Value = serde_json::from_str(data).expect("still the same JSON");
+        assert_eq!(parsed, serde_json::json!({"a": [1, 2], "b": "x\ny"}));
+        assert_eq!(event(None, b"\n"), "data:  \n\n");
+    }
+
+    #[test]
     fn a_reader_that_reconnects_gets_what_came_after_the_last_event_it_saw() {
-        let stream = EventStream::new(2);
+        let stream = EventStream::new(2, 16);
         let mut first = stream.read();
-        stream.push(b"{\"n\":1}");
-        stream.push(b"{\"n\":2}");
+        stream.push(b"{\"n\":1}", Urgency::Needed);
+        stream.push(b"{\"n\":2}", Urgency::Needed);
         let seen: Vec<Bytes> = std::iter::from_fn(|| first.try_recv().ok()).collect();
         assert_eq!(seen.len(), 3, "priming and two events");
         assert!(text(&seen[0]).starts_with("id: 2/0\nretry: "));
         assert_eq!(text(&seen[2]), "id: 2/2\ndata: {\"n\":2}\n\n");
 
         drop(first);
-        stream.push(b"{\"n\":3}");
+        stream.push(b"{\"n\":3}", Urgency::Needed);
         let mut again = stream.read_after(Some(1));
-        stream.push(b"{\"n\":4}");
+        stream.push(b"{\"n\":4}", Urgency::Needed);
         stream.end();
         let resumed: Vec<Bytes> = std::iter::from_fn(|| again.try_recv().ok()).collect();
         let ids: Vec<&str> = resumed.iter().map(|e| &text(e)[4..7]).collect();
@@ -279,9 +407,9 @@ mod tests {
 
     #[test]
     fn a_stream_keeps_only_its_last_events() {
-        let stream = EventStream::new(0);
+        let stream = EventStream::new(0, 16);
         for n in 0..(KEPT_EVENTS + 10) {
-            stream.push(format!("{{\"n\":{n}}}").as_bytes());
+            stream.push(format!("{{\"n\":{n}}}").as_bytes(), Urgency::Needed);
         }
         stream.end();
         let mut reader = stream.read_after(None);
@@ -293,14 +421,90 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_quiet_body_sends_comments_and_ends_when_closed() {
-        let (sender, receiver) = mpsc::unbounded_channel();
+        let (sender, receiver) = mpsc::channel(4);
         let closed = CancellationToken::new();
         let mut body = EventBody::new(Some(receiver), closed.clone());
-        sender.send(Bytes::from_static(b"data: {}\n\n")).unwrap();
+        sender.try_send(Bytes::from_static(b"data: {}\n\n")).unwrap();
         assert_eq!(body.next().await.unwrap().unwrap(), "data: {}\n\n");
         let comment = body.next().await.unwrap().unwrap();
         assert!(text(&comment).starts_with(':'), "after {KEEP_ALIVE:?} of quiet: a comment");
         closed.cancel();
         assert!(body.next().await.is_none());
+    }
+}
+
+#[cfg(test)]
+mod bounded_tests {
+    use super::*;
+    use futures::StreamExt as _;
+
+    fn progress() -> mcp::ServerJsonRpcMessage {
+        mcp::ServerJsonRpcMessage::notification(mcp::ServerNotification::ProgressNotification(
+            mcp::ProgressNotification::new(mcp::ProgressNotificationParam::new(
+                mcp::ProgressToken(mcp::NumberOrString::Number(1)),
+                1.0,
+            )),
+        ))
+    }
+
+    #[test]
+    fn only_progress_may_be_dropped() {
+        assert_eq!(Urgency::of(&progress()), Urgency::Droppable);
+        let listed = mcp::ServerJsonRpcMessage::notification(
+            mcp::ServerNotification::ToolListChangedNotification(Default::default()),
+        );
+        assert_eq!(Urgency::of(&listed), Urgency::Needed);
+    }
+
+    #[test]
+    fn a_reader_that_falls_behind_loses_progress_first_then_its_stream() {
+        let stream = EventStream::new(1, 8);
+        let mut reader = stream.read();
+        // The priming event waits too; then a flood of progress nobody reads.
+        for _ in 0..10_000 {
+            stream.push(b"{\"progress\":1}", Urgency::Droppable);
+        }
+        let waiting = 8 + KEPT_EVENTS - reader.capacity();
+        assert!(waiting <= KEPT_EVENTS + 4, "progress stops at half the bound: {waiting}");
+        assert!(stream.is_read(), "dropping progress keeps the reader");
+        // Needed messages fill the rest, then the reader is let go.
+        let mut n = 0;
+        while stream.is_read() {
+            assert!(n < 8, "a reader with no room is let go");
+            stream.push(format!("{{\"n\":{n}}}").as_bytes(), Urgency::Needed);
+            n += 1;
+        }
+        stream.push(b"{\"after\":1}", Urgency::Needed);
+        let mut got = Vec::new();
+        while let Ok(event) = reader.try_recv() {
+            got.push(event);
+        }
+        assert!(got.len() <= KEPT_EVENTS + 8, "{}", got.len());
+        assert!(reader.try_recv().is_err(), "and its stream ends");
+        // It resumes from the last event it saw and gets the rest.
+        let index_of = |event: &Bytes| {
+            let text = std::str::from_utf8(event).unwrap();
+            let id = text.strip_prefix("id: ").unwrap().split('\n').next().unwrap();
+            parse_event_id(id).unwrap().1
+        };
+        let index = index_of(got.last().unwrap());
+        let mut resumed = stream.read_after(Some(index));
+        let first = resumed.try_recv().expect("the events after it");
+        assert_eq!(index_of(&first), index + 1, "nothing lost between the two");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_standing_stream_ends_at_its_age() {
+        let (_sender, receiver) = mpsc::channel::<Bytes>(4);
+        let started = tokio::time::Instant::now();
+        let mut body = EventBody::new(Some(receiver), CancellationToken::new())
+            .lasting(Duration::from_secs(40));
+        let mut comments = 0;
+        while let Some(event) = body.next().await {
+            assert!(event.unwrap().starts_with(b":"));
+            comments += 1;
+        }
+        assert_eq!(started.elapsed(), Duration::from_secs(40));
+        assert_eq!(comments, 2, "keep-alive comments until then");
     }
 }

@@ -4,7 +4,10 @@
 //! updates, log messages) arrive; with `Last-Event-ID` it resumes a stream the client lost
 //! instead (the standalone one or an answer's), from the event after that one. A second GET
 //! while the standalone stream is being read gets a stream of keep-alive comments only, so two
-//! readers do not take it from each other in turn. DELETE ends the session.
+//! readers do not take it from each other in turn. Every GET stream ends after
+//! `[gateway] stream_max_age`: a session whose stream is read is never idle, and a client that
+//! still wants one opens it again (resuming where it was), while one that left lets its session
+//! idle out. DELETE ends the session.
 
 use std::sync::Arc;
 
@@ -57,10 +60,10 @@ pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
             // make an EventSource retry the same id for ever).
             None => {
                 tracing::debug!(session = %session.id, "a stream to resume is not kept");
-                EventBody::new(Some(tokio::sync::mpsc::unbounded_channel().1), closed)
+                EventBody::new(Some(tokio::sync::mpsc::channel(1).1), closed)
             }
         };
-        return event_stream(Body::from_stream(body.holding(busy)));
+        return event_stream(Body::from_stream(body.lasting(front.stream_max_age).holding(busy)));
     }
     let standalone = session.standalone();
     let body = if standalone.is_read() {
@@ -68,7 +71,7 @@ pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
     } else {
         EventBody::new(Some(standalone.read()), closed)
     };
-    event_stream(Body::from_stream(body.holding(busy)))
+    event_stream(Body::from_stream(body.lasting(front.stream_max_age).holding(busy)))
 }
 
 /// Handles a DELETE: the session ends (`204`), or was not open (`404`).

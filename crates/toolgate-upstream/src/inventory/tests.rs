@@ -240,3 +240,46 @@ fn unlisted_names_are_unknown_without_exactly_one_passthrough_upstream() {
     let two = Inventory::build([part("a", "", &a), part("b", "", &a)]);
     assert!(two.unlisted_tool_route("other").is_none(), "ambiguous: no guessing");
 }
+
+#[test]
+fn only_what_an_upstream_offers_is_offered() {
+    let a = Catalog {
+        resources: vec![resource("mem://x"), resource("test://shared")],
+        resource_templates: vec![template("test://t/{id}/data"), template("test://both/{id}")],
+        ..Catalog::default()
+    };
+    let b = Catalog {
+        resources: vec![resource("test://shared")],
+        resource_templates: vec![template("test://both/{id}")],
+        ..Catalog::default()
+    };
+    let inventory = Inventory::build([part("a", "a", &a), part("b", "b", &b)]);
+    let offered = |uri: &str| {
+        inventory.offered_resource_route(uri).map(|r| format!("{}:{}", r.upstream, r.original))
+    };
+    assert_eq!(offered("mem://x").as_deref(), Some("a:mem://x"), "listed");
+    assert_eq!(offered("test://t/7/data").as_deref(), Some("a:test://t/7/data"), "a template's");
+    assert_eq!(
+        offered("toolgate://b/test%3A%2F%2Fshared").as_deref(),
+        Some("b:test://shared"),
+        "a shared URI, rewritten"
+    );
+    assert_eq!(
+        offered("toolgate://b/test%3A%2F%2Fboth%2F3").as_deref(),
+        Some("b:test://both/3"),
+        "a shared template's, rewritten"
+    );
+    for unoffered in [
+        "mem://y",
+        "test://t/7/other",
+        "toolgate://b/mem%3A%2F%2Fx",
+        "toolgate://nobody/test%3A%2F%2Fshared",
+        "test://both/3",
+    ] {
+        assert_eq!(offered(unoffered), None, "{unoffered}");
+    }
+    let only = Catalog { resources: vec![resource("mem://x")], ..Catalog::default() };
+    let single = Inventory::build([part("a", "a", &only)]);
+    assert!(single.resource_route("mem://y").is_some(), "reads may still go to the only one");
+    assert!(single.offered_resource_route("mem://y").is_none(), "subscriptions may not");
+}

@@ -6,7 +6,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
-use toolgate_server::{HttpFront, HttpOptions, MCP_PATH, StartupWait};
+use toolgate_server::{
+    ConnectionLimits, DEFAULT_GRACE, HttpFront, HttpOptions, MCP_PATH, StartupWait,
+    SubscriptionBounds,
+};
 
 use crate::GlobalArgs;
 use crate::setup;
@@ -40,10 +43,18 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
         );
     }
     let inventory = gateway.inventory();
+    let subscriptions = SubscriptionBounds::default();
+    gateway.bound_subscriptions(SubscriptionBounds {
+        most: config.gateway.max_subscriptions.unwrap_or(subscriptions.most),
+        most_bytes: config.gateway.max_subscription_bytes.unwrap_or(subscriptions.most_bytes),
+    });
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     let admin = match &config.admin {
-        Some(admin) => Some(start_admin(admin, &gateway, shutdown.clone()).await?),
+        Some(admin) => Some(
+            start_admin(admin, connection_limits(&config.gateway), &gateway, shutdown.clone())
+                .await?,
+        ),
         None => None,
     };
     let served = if args.stdio {
@@ -88,6 +99,17 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
                 toolgate_config::HttpFront::Rmcp => HttpFront::Rmcp,
                 _ => HttpFront::Toolgate,
             },
+            connections: connection_limits(&config.gateway),
+            max_listen_streams: config
+                .gateway
+                .max_listen_streams
+                .unwrap_or(defaults.max_listen_streams),
+            max_listen_streams_per_client: config
+                .gateway
+                .max_listen_streams_per_client
+                .unwrap_or(defaults.max_listen_streams_per_client),
+            stream_queue: config.gateway.stream_queue.unwrap_or(defaults.stream_queue),
+            stream_max_age: config.gateway.stream_max_age.unwrap_or(defaults.stream_max_age),
             ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)
@@ -105,6 +127,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
 /// Binds the admin API and serves it in the background until `shutdown`.
 async fn start_admin(
     config: &toolgate_config::AdminConfig,
+    limits: ConnectionLimits,
     running: &setup::Running,
     shutdown: CancellationToken,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
@@ -124,10 +147,18 @@ async fn start_admin(
     tracing::info!("admin API at http://{bound} (approvals, events, interceptors, integrity)");
     running.approvals.set_attended(true);
     Ok(tokio::spawn(async move {
-        if let Err(error) = toolgate_server::serve_admin(listener, router, shutdown).await {
-            tracing::error!(%error, "the admin API failed");
-        }
+        toolgate_server::serve_admin(listener, router, limits, DEFAULT_GRACE, shutdown).await;
     }))
+}
+
+/// The bounds on the connections of both listeners, from `[gateway]`.
+fn connection_limits(gateway: &toolgate_config::GatewayConfig) -> ConnectionLimits {
+    let defaults = ConnectionLimits::default();
+    ConnectionLimits {
+        max_connections: gateway.max_connections.unwrap_or(defaults.max_connections),
+        header_timeout: gateway.header_timeout.unwrap_or(defaults.header_timeout),
+        body_timeout: gateway.body_timeout.unwrap_or(defaults.body_timeout),
+    }
 }
 
 /// SIGINT or SIGTERM starts a graceful shutdown.

@@ -1,6 +1,8 @@
 //! The HTTP front as a client sees it, in raw HTTP: one JSON body for a request whose stream
 //! would hold only its answer, an event stream for anything else, resumable after a lost
-//! connection; sessions ended, bounded in all and per client address; CORS.
+//! connection; sessions ended, bounded in all and per client (loopback is one client), idle
+//! ones making room, standing streams ending at their age; listen streams following only what
+//! an upstream offers; CORS.
 
 use serde_json::{Value, json};
 
@@ -34,6 +36,22 @@ impl RawSession {
             raw.post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         assert_eq!(status, 202);
         raw
+    }
+
+    /// Opens the session's standalone GET stream (which keeps the session busy while read);
+    /// the response, its body unread.
+    async fn watch(&self) -> reqwest::Response {
+        let response = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(response.status(), 200);
+        response
     }
 
     /// POSTs `message` in the session: status, content type, body.
@@ -322,8 +340,8 @@ async fn a_browser_page_on_a_loopback_origin_passes_cors_and_another_origin_does
     assert!(gateway.terminate().await.success());
 }
 
-/// `[gateway] max_sessions` bounds the open sessions: one more is refused with `503`, and
-/// ending one makes room again.
+/// `[gateway] max_sessions` bounds the open sessions: one more is refused with `503` while
+/// none of them is idle (each has its GET stream open), and ending one makes room again.
 #[tokio::test]
 async fn the_configured_session_limit_holds_and_a_deleted_session_makes_room() {
     let config = ConfigDir::new(&format!(
@@ -332,7 +350,9 @@ async fn the_configured_session_limit_holds_and_a_deleted_session_makes_room() {
     ));
     let gateway = HttpGateway::start(&config.path()).await;
     let first = RawSession::open(&gateway.url).await;
-    let _second = RawSession::open(&gateway.url).await;
+    let _first_stream = first.watch().await;
+    let second = RawSession::open(&gateway.url).await;
+    let _second_stream = second.watch().await;
     let third = || initialize(&first.http, &gateway.url, json!({}));
     let refused = third().await;
     assert_eq!(refused.status().as_u16(), 503);
@@ -352,22 +372,115 @@ async fn the_configured_session_limit_holds_and_a_deleted_session_makes_room() {
     assert!(gateway.terminate().await.success());
 }
 
-/// `[gateway] max_sessions_per_client` bounds the sessions one client address holds: one more
-/// is refused with `429`, saying why, while the gateway as a whole has room.
+/// `[gateway] max_sessions_per_client` bounds the sessions one client holds: one more is
+/// refused with `429`, saying why, while the gateway as a whole has room and none of that
+/// client's sessions is idle.
 #[tokio::test]
-async fn a_client_address_holds_at_most_its_share_of_sessions() {
+async fn a_client_holds_at_most_its_share_of_sessions() {
     let config = ConfigDir::new(&format!(
         "[gateway]\nmax_sessions = 100\nmax_sessions_per_client = 2\n\n{}",
         fixture_server("fx", "stdio", None)
     ));
     let gateway = HttpGateway::start(&config.path()).await;
     let first = RawSession::open(&gateway.url).await;
-    let _second = RawSession::open(&gateway.url).await;
+    let _first_stream = first.watch().await;
+    let second = RawSession::open(&gateway.url).await;
+    let _second_stream = second.watch().await;
     let refused = initialize(&first.http, &gateway.url, json!({})).await;
     assert_eq!(refused.status().as_u16(), 429);
     let body: Value = refused.json().await.expect("a JSON-RPC error");
     let message = body["error"]["message"].as_str().unwrap_or("");
-    assert!(message.contains("client address") && message.contains("2 open sessions"), "{body}");
+    assert!(message.contains("client") && message.contains("2 open sessions"), "{body}");
+    assert!(gateway.terminate().await.success());
+}
+
+/// Every loopback address is one client (127.0.0.2 is refused once 127.0.0.1 holds its
+/// share); a GET stream ends at `[gateway] stream_max_age`, so a session that holds one does
+/// not stay busy for ever; and then a new session takes the place of the least recently used
+/// idle one instead of being refused.
+#[tokio::test]
+async fn loopback_is_one_client_streams_age_and_idle_sessions_make_room() {
+    let config = ConfigDir::new(&format!(
+        "[gateway]\nmax_sessions_per_client = 2\nstream_max_age = \"2s\"\n\
+         session_idle = \"10m\"\n\n{}",
+        fixture_server("fx", "stdio", None)
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let first = RawSession::open(&gateway.url).await;
+    let second = RawSession::open(&gateway.url).await;
+    let started = std::time::Instant::now();
+    let streams = [first.watch().await, second.watch().await];
+    let elsewhere = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>().expect("an address"))
+        .build()
+        .expect("a client");
+    let refused = initialize(&elsewhere, &gateway.url, json!({})).await;
+    assert_eq!(refused.status().as_u16(), 429, "127.0.0.2 is the same client as 127.0.0.1");
+
+    for stream in streams {
+        tokio::time::timeout(std::time::Duration::from_secs(20), stream.bytes())
+            .await
+            .expect("a GET stream ends at its age")
+            .expect("read");
+    }
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1900));
+    let (status, _, _) = second.post(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+    assert_eq!(status, 200);
+    let admitted = initialize(&elsewhere, &gateway.url, json!({})).await;
+    assert_eq!(admitted.status().as_u16(), 200, "an idle session made room");
+    let (status, _, _) = first.post(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).await;
+    assert_eq!(status, 404, "the least recently used one");
+    let (status, _, _) = second.post(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})).await;
+    assert_eq!(status, 200, "the other one stays");
+    assert!(gateway.terminate().await.success());
+}
+
+/// A 2026-07-28 `subscriptions/listen` stream follows only the resources an upstream offers
+/// (listed, or matching a template), acknowledges just those, and ends with its result at
+/// `[gateway] stream_max_age`.
+#[tokio::test]
+async fn a_listen_stream_follows_what_upstreams_offer_and_ends_at_its_age() {
+    let config = ConfigDir::new(&format!(
+        "[gateway]\nstream_max_age = \"2s\"\n\n{}",
+        fixture_server("fx", "stdio", None)
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let uris = ["test://watched-resource", "test://template/5/data", "test://no-such-resource"];
+    let request = json!({
+        "jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": uris}, "_meta": meta},
+    });
+    let response = reqwest::Client::new()
+        .post(&gateway.url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(request.to_string())
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = EventReader::new(response);
+    let acknowledged = events.next().await.expect("the acknowledgment");
+    assert_eq!(acknowledged["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        acknowledged["params"]["notifications"]["resourceSubscriptions"],
+        json!(["test://template/5/data", "test://watched-resource"]),
+        "{acknowledged}"
+    );
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), events.next())
+        .await
+        .expect("it ends at its age")
+        .expect("with its result");
+    assert_eq!(ended["id"], 4, "{ended}");
+    assert!(ended.get("result").is_some(), "{ended}");
+    assert!(events.next().await.is_none(), "and nothing after it");
     assert!(gateway.terminate().await.success());
 }
 

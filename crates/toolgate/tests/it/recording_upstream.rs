@@ -27,6 +27,21 @@ pub struct Received {
     pub tool: Option<String>,
 }
 
+/// The resources a message asks to follow (`resources/subscribe`, `subscriptions/listen`).
+fn resources_named(message: &Value) -> Vec<String> {
+    let named = match message["method"].as_str() {
+        Some("resources/subscribe") => Value::Array(vec![message["params"]["uri"].clone()]),
+        Some("subscriptions/listen") => {
+            message["params"]["notifications"]["resourceSubscriptions"].clone()
+        }
+        _ => Value::Null,
+    };
+    named
+        .as_array()
+        .map(|uris| uris.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
 impl Received {
     fn of(message: &Value) -> Option<Received> {
         let method = message.get("method")?.as_str()?.to_owned();
@@ -41,7 +56,16 @@ impl Received {
 pub struct RecordingUpstream {
     pub url: String,
     log: watch::Sender<Vec<Received>>,
+    /// Every resource the upstream was asked to follow, in order (repeated when asked again).
+    resources: watch::Sender<Vec<String>>,
     stop: CancellationToken,
+}
+
+/// What the recorder writes down.
+#[derive(Clone)]
+struct Logs {
+    received: watch::Sender<Vec<Received>>,
+    resources: watch::Sender<Vec<String>>,
 }
 
 impl RecordingUpstream {
@@ -50,6 +74,8 @@ impl RecordingUpstream {
         let address = listener.local_addr().expect("address");
         let stop = CancellationToken::new();
         let (log, _) = watch::channel(Vec::new());
+        let (resources, _) = watch::channel(Vec::new());
+        let logs = Logs { received: log.clone(), resources: resources.clone() };
         let hub = FixtureHub::new();
         let options = Arc::new(FixtureOptions::default());
         let service = StreamableHttpService::new(
@@ -59,7 +85,7 @@ impl RecordingUpstream {
         );
         let app = axum::Router::new()
             .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(log.clone(), record));
+            .layer(axum::middleware::from_fn_with_state(logs, record));
         let shutdown = stop.clone();
         tokio::spawn(async move {
             axum::serve(listener, app)
@@ -67,7 +93,7 @@ impl RecordingUpstream {
                 .await
                 .expect("the recording upstream serves");
         });
-        RecordingUpstream { url: format!("http://{address}/mcp"), log, stop }
+        RecordingUpstream { url: format!("http://{address}/mcp"), log, resources, stop }
     }
 
     /// Everything received so far, in order.
@@ -78,6 +104,21 @@ impl RecordingUpstream {
     /// The tools called so far, in order.
     pub fn tools_called(&self) -> Vec<String> {
         self.received().into_iter().filter_map(|r| r.tool).collect()
+    }
+
+    /// Every resource the upstream was asked to follow so far.
+    pub fn resources_named(&self) -> Vec<String> {
+        self.resources.borrow().clone()
+    }
+
+    /// Waits (bounded) until the upstream was asked to follow every one of `uris`.
+    pub async fn wait_for_resources(&self, uris: &[&str]) {
+        let mut named = self.resources.subscribe();
+        let reached = |named: &Vec<String>| uris.iter().all(|uri| named.iter().any(|n| n == uri));
+        tokio::time::timeout(std::time::Duration::from_secs(30), named.wait_for(reached))
+            .await
+            .unwrap_or_else(|_| panic!("never asked to follow {uris:?}: {:?}", self.received()))
+            .expect("the recorder lives as long as the upstream");
     }
 
     /// Waits (bounded) until `tool` has been called `times` times in all.
@@ -103,11 +144,7 @@ impl Drop for RecordingUpstream {
 
 /// Writes down each JSON-RPC message of a POST body (one message or a batch), then hands the
 /// request on unchanged.
-async fn record(
-    State(log): State<watch::Sender<Vec<Received>>>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn record(State(logs): State<Logs>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.expect("a body within the limit");
     if let Ok(json) = serde_json::from_slice::<Value>(&bytes) {
@@ -115,7 +152,8 @@ async fn record(
             Value::Array(batch) => batch,
             one => vec![one],
         };
-        log.send_modify(|log| log.extend(messages.iter().filter_map(Received::of)));
+        logs.resources.send_modify(|named| named.extend(messages.iter().flat_map(resources_named)));
+        logs.received.send_modify(|log| log.extend(messages.iter().filter_map(Received::of)));
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
 }

@@ -144,3 +144,81 @@ async fn typescript_sdk_over_stdio_and_http() {
     check(&run_client(node_command(), "legacy", &["http", &gateway.url]).await, &["2025-11-25"]);
     assert!(gateway.terminate().await.success());
 }
+
+/// A stdio MCP server of a few lines that writes its JSON as it likes: its `pretty` tool sends
+/// progress when asked to, then a result with carriage returns between the JSON tokens (legal
+/// JSON whitespace; a line feed would end the message on stdio).
+const CR_SERVER: &str = r#"
+import json, sys
+
+def send(text):
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    message = json.loads(line)
+    ident = message.get("id")
+    method = message.get("method")
+    if ident is None or method is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "cr", "version": "1"}}
+        send(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}))
+    elif method == "tools/list":
+        tool = {"name": "pretty", "inputSchema": {"type": "object"}}
+        send(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"tools": [tool]}}))
+    elif method == "tools/call":
+        token = (message["params"].get("_meta") or {}).get("progressToken")
+        if token is not None:
+            send(json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
+                             "params": {"progressToken": token, "progress": 1, "total": 2}}))
+        send('{"jsonrpc":"2.0","id":' + json.dumps(ident) + ',"result":{\r"content":\r[\r{"type":"text",\r'
+             '"text":"kept\\r\\nframed"}\r],\r"isError":false\r}\r}')
+    else:
+        send(json.dumps({"jsonrpc": "2.0", "id": ident,
+                         "error": {"code": -32601, "message": "Method not found"}}))
+"#;
+
+/// A raw result whose JSON has carriage returns between its tokens, answered on an event
+/// stream (progress came first), reaches the Python SDK whole: each event stays one `data:`
+/// line (before, the SDK failed with "Failed to parse SSE message" and lost the answer).
+#[tokio::test]
+async fn python_sdk_reads_raw_results_with_line_breaks_on_event_streams() {
+    let server = ConfigDir::with_file("cr_server.py", CR_SERVER);
+    let config = ConfigDir::new(&format!(
+        "[servers.cr]\ncommand = {}\nargs = [{}]\n",
+        toml_str(&deps::python().to_string_lossy()),
+        toml_str(&server.path().to_string_lossy()),
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    for mode in ["legacy", "auto"] {
+        let steps = json!([
+            {"op": "call_tool", "name": "cr__pretty", "arguments": {}, "progress": true},
+            {"op": "call_tool", "name": "cr__pretty", "arguments": {}},
+        ]);
+        let output = python_command()
+            .args(["--mode", mode, "--timeout", "20", "--script"])
+            .arg(steps.to_string())
+            .args(["http", &gateway.url])
+            .output()
+            .await
+            .expect("run the SDK client");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+            panic!("{mode}: {}", String::from_utf8_lossy(&output.stderr));
+        });
+        for step in report["steps"].as_array().expect("steps") {
+            assert_eq!(step["ok"], true, "{mode}: {report}");
+            assert_eq!(step["result"]["content"][0]["text"], "kept\r\nframed", "{mode}: {step}");
+        }
+        let progress = &report["steps"][0]["progress"];
+        assert_eq!(
+            progress[0]["progress"], 1.0,
+            "{mode}: the answer was an event stream: {report}"
+        );
+        let notifications = report["notifications"].to_string();
+        assert!(!notifications.contains("transportError"), "{mode}: {notifications}");
+    }
+    assert!(gateway.terminate().await.success());
+}
