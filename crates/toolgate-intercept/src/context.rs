@@ -30,6 +30,11 @@ impl Principal {
     pub fn anonymous() -> Principal {
         Principal { kind: "anonymous".into(), id: "anonymous".into() }
     }
+
+    /// An upstream speaking of its own accord (a log message about no call), by its name.
+    pub fn upstream(server: &str) -> Principal {
+        Principal { kind: "upstream".into(), id: server.into() }
+    }
 }
 
 fn whoami() -> String {

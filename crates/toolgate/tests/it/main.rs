@@ -39,6 +39,7 @@ mod scan;
 mod script_tools;
 mod scripts;
 mod sdk_clients;
+mod session_notifications;
 mod startup;
 mod stdio_front;
 mod supervision;
