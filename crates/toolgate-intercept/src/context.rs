@@ -37,6 +37,11 @@ impl Principal {
     pub fn is_anonymous(&self) -> bool {
         self.kind == "anonymous"
     }
+
+    /// An upstream speaking of its own accord (a log message about no call), by its name.
+    pub fn upstream(server: &str) -> Principal {
+        Principal { kind: "upstream".into(), id: server.into() }
+    }
 }
 
 fn whoami() -> String {

@@ -11,7 +11,8 @@ use toolgate_core::mcp;
 /// The SEP-2624 interception events toolgate raises: one per MCP request method that reaches
 /// an upstream or is answered on an upstream's behalf. Requests an upstream sends back
 /// (sampling, elicitation, roots), directly or as 2026-07-28 `input_required` rounds, are
-/// events too.
+/// events too, and so are the notifications by which an upstream's content reaches a client
+/// (log messages, progress): they have a request phase only, in which a refusal drops them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum InterceptionEvent {
     /// `tools/list`: the response phase carries the merged tool list.
@@ -46,11 +47,17 @@ pub enum InterceptionEvent {
     ElicitationCreate,
     /// `roots/list`, from an upstream to the client that made the call.
     RootsList,
+    /// `notifications/message`: an upstream's log message, on its way to the client of the
+    /// call it belongs to (or, when it belongs to none, to the sessions that asked for logs).
+    LoggingMessage,
+    /// `notifications/progress`: an upstream's progress on a call, on its way to the client
+    /// that made the call.
+    Progress,
 }
 
 impl InterceptionEvent {
     /// Every event, in a fixed order.
-    pub const ALL: [InterceptionEvent; 16] = [
+    pub const ALL: [InterceptionEvent; 18] = [
         InterceptionEvent::ToolsList,
         InterceptionEvent::ToolsCall,
         InterceptionEvent::PromptsList,
@@ -67,6 +74,8 @@ impl InterceptionEvent {
         InterceptionEvent::SamplingCreateMessage,
         InterceptionEvent::ElicitationCreate,
         InterceptionEvent::RootsList,
+        InterceptionEvent::LoggingMessage,
+        InterceptionEvent::Progress,
     ];
 
     /// The method name.
@@ -88,6 +97,8 @@ impl InterceptionEvent {
             InterceptionEvent::SamplingCreateMessage => "sampling/createMessage",
             InterceptionEvent::ElicitationCreate => "elicitation/create",
             InterceptionEvent::RootsList => "roots/list",
+            InterceptionEvent::LoggingMessage => "notifications/message",
+            InterceptionEvent::Progress => "notifications/progress",
         }
     }
 
@@ -96,7 +107,7 @@ impl InterceptionEvent {
         InterceptionEvent::ALL.into_iter().find(|event| event.as_str() == name)
     }
 
-    /// Whether the request goes from an upstream to the downstream client (the other way
+    /// Whether the message goes from an upstream to the downstream client (the other way
     /// round from the rest).
     pub fn is_server_to_client(self) -> bool {
         matches!(
@@ -104,7 +115,15 @@ impl InterceptionEvent {
             InterceptionEvent::SamplingCreateMessage
                 | InterceptionEvent::ElicitationCreate
                 | InterceptionEvent::RootsList
+                | InterceptionEvent::LoggingMessage
+                | InterceptionEvent::Progress
         )
+    }
+
+    /// Whether it is a notification: a request phase only, nothing to answer; refusing it
+    /// drops it.
+    pub fn is_notification(self) -> bool {
+        matches!(self, InterceptionEvent::LoggingMessage | InterceptionEvent::Progress)
     }
 }
 
@@ -174,6 +193,10 @@ pub enum Message {
     Roots(mcp::ListRootsResult),
     /// The configured interceptors (`interceptors/list`), as SEP-2624 JSON.
     Interceptors(serde_json::Value),
+    /// An upstream's log message (`notifications/message`).
+    Log(mcp::LoggingMessageNotificationParam),
+    /// An upstream's progress on a call (`notifications/progress`), with the upstream's token.
+    Progress(mcp::ProgressNotificationParam),
     /// A request or an answer without content (a list request, an empty result).
     Empty,
 }

@@ -1,6 +1,6 @@
-//! `redact`: replaces secrets and personal data in what tools and resources return (and,
-//! when asked, in a call's arguments before the upstream sees them) with
-//! `[REDACTED:<kind>]`.
+//! `redact`: replaces secrets and personal data in what upstreams send back (tool results,
+//! resources, prompts, completions, log messages and progress) and, when asked, in a call's
+//! arguments before the upstream sees them, with `[REDACTED:<kind>]`.
 //!
 //! ```toml
 //! [[pipeline]]
@@ -8,7 +8,7 @@
 //! detectors = ["all"]                  # or a list: ["aws_access_key", "email", ...]
 //! exclude = ["email"]                  # kinds to leave out (default: none)
 //! custom = [{ name = "employee_id", regex = "EMP-[0-9]{6}" }]
-//! results = true                       # tools/call and resources/read results (default: true)
+//! results = true                       # what upstreams send back (default: true)
 //! arguments = false                    # tools/call arguments, before the upstream (default: false)
 //!
 //! [[pipeline]]
@@ -25,9 +25,11 @@
 //! `url_credentials`, `bearer_token`, `iban` (mod-97 checked), `card_number` (Luhn-checked,
 //! with a card network's prefix), `email`, and the entry's `custom` ones.
 //!
-//! - **Hooks**: with `results`, `tools/call` and `resources/read`, response phase; with
-//!   `arguments`, `tools/call`, request phase. **Type**: mutation. **Fails open** like every
-//!   transform; it has nothing that can fail (no IO), and it redacts on the calling task
+//! - **Hooks**: with `results`, `tools/call`, `resources/read`, `prompts/get` and
+//!   `completion/complete`, response phase, and `notifications/message` and
+//!   `notifications/progress`, request phase (the notifications an upstream sends a client);
+//!   with `arguments`, `tools/call`, request phase. **Type**: mutation. **Fails open** like
+//!   every transform; it has nothing that can fail (no IO), and it redacts on the calling task
 //!   before the pipeline's timer runs, so a timeout cannot let a message through halfway.
 //! - **Per server and tool**: the usual `servers` and `tools` globs (for `resources/read`,
 //!   `tools` is matched against the resource's URI at its server).
@@ -38,6 +40,10 @@
 //! |---|---|
 //! | `tools/call` result | every text block; the text of every embedded text resource; `structuredContent` (every string, object keys too, and numbers that are card numbers) |
 //! | `resources/read` result | the text of every text content |
+//! | `prompts/get` result | its description; every message's text, and the text of every embedded text resource |
+//! | `completion/complete` result | every value |
+//! | `notifications/message` (an upstream's log message) | every string of its `data` (keys too), and its logger |
+//! | `notifications/progress` | its message |
 //! | `tools/call` request (`arguments = true`) | every string of `arguments` (keys too) |
 //!
 //! Not redacted: images, audio and blobs (base64 is not searched), resource links, URIs,
@@ -83,6 +89,8 @@
 //! pipeline[0].results: with `arguments = false` too, this entry redacts nothing
 //! pipeline[0].detectors: no detector is left (list kinds, or add `custom` ones)
 //! ```
+
+#![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
 
 mod settings;
 
@@ -144,8 +152,17 @@ impl Redact {
     ) -> Result<Redact, Vec<OptionError>> {
         let mut options = Options::new(entry.path.clone(), &entry.options);
         let settings = settings::read(&mut options);
-        let events = [InterceptionEvent::ToolsCall, InterceptionEvent::ResourcesRead];
+        let events = [
+            InterceptionEvent::ToolsCall,
+            InterceptionEvent::ResourcesRead,
+            InterceptionEvent::PromptsGet,
+            InterceptionEvent::CompletionComplete,
+        ];
         let mut descriptor = transform::descriptor(KIND, &events);
+        let notifications = [InterceptionEvent::LoggingMessage, InterceptionEvent::Progress];
+        let hook = Hook::new(notifications.iter().map(|e| e.as_str()), Phase::Request)
+            .expect("literal events");
+        descriptor.hooks.push(hook);
         if !settings.results {
             descriptor.hooks.clear();
         }
@@ -167,6 +184,20 @@ impl Redact {
         &self.detector
     }
 
+    /// `block` with its text redacted (a text block, or an embedded text resource), adding
+    /// to `counts`; `None` when nothing was found.
+    fn redact_block(&self, block: &mcp::ContentBlock, counts: &mut Counts) -> Option<String> {
+        let text = match block {
+            mcp::ContentBlock::Text(text) => &text.text,
+            mcp::ContentBlock::Resource(embedded) => match &embedded.resource {
+                mcp::ResourceContents::TextResourceContents { text, .. } => text,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.redact_text(text, counts)
+    }
+
     /// `result` with its text blocks, embedded text resources and `structuredContent`
     /// redacted; `None` when nothing was found.
     pub fn redact_result(
@@ -176,27 +207,9 @@ impl Redact {
         let mut counts = Counts::default();
         let mut rewritten: Option<mcp::CallToolResult> = None;
         for (index, block) in result.content.iter().enumerate() {
-            let text = match block {
-                mcp::ContentBlock::Text(text) => &text.text,
-                mcp::ContentBlock::Resource(embedded) => match &embedded.resource {
-                    mcp::ResourceContents::TextResourceContents { text, .. } => text,
-                    _ => continue,
-                },
-                _ => continue,
-            };
-            let Some(new) = self.redact_text(text, &mut counts) else { continue };
+            let Some(new) = self.redact_block(block, &mut counts) else { continue };
             let copy = rewritten.get_or_insert_with(|| result.clone());
-            match &mut copy.content[index] {
-                mcp::ContentBlock::Text(text) => text.text = new,
-                mcp::ContentBlock::Resource(embedded) => {
-                    if let mcp::ResourceContents::TextResourceContents { text, .. } =
-                        &mut embedded.resource
-                    {
-                        *text = new;
-                    }
-                }
-                _ => {}
-            }
+            set_text(&mut copy.content[index], new);
         }
         if result.structured_content.is_some() {
             // Redacted in the copy (made now if no text changed): one copy, not two.
@@ -234,6 +247,74 @@ impl Redact {
             }
         }
         rewritten.map(|message| Redacted { message, counts })
+    }
+
+    /// `result` with its description, its messages' text and embedded text resources
+    /// redacted; `None` when nothing was found.
+    pub fn redact_prompt(
+        &self,
+        result: &mcp::GetPromptResult,
+    ) -> Option<Redacted<mcp::GetPromptResult>> {
+        let mut counts = Counts::default();
+        let mut rewritten: Option<mcp::GetPromptResult> = None;
+        if let Some(description) = &result.description
+            && let Some(new) = self.redact_text(description, &mut counts)
+        {
+            rewritten.get_or_insert_with(|| result.clone()).description = Some(new);
+        }
+        for (index, message) in result.messages.iter().enumerate() {
+            let Some(new) = self.redact_block(&message.content, &mut counts) else { continue };
+            let copy = rewritten.get_or_insert_with(|| result.clone());
+            set_text(&mut copy.messages[index].content, new);
+        }
+        rewritten.map(|message| Redacted { message, counts })
+    }
+
+    /// `result` with every completion value redacted; `None` when nothing was found.
+    pub fn redact_completion(
+        &self,
+        result: &mcp::CompleteResult,
+    ) -> Option<Redacted<mcp::CompleteResult>> {
+        let mut counts = Counts::default();
+        let mut rewritten: Option<mcp::CompleteResult> = None;
+        for (index, value) in result.completion.values.iter().enumerate() {
+            let Some(new) = self.redact_text(value, &mut counts) else { continue };
+            rewritten.get_or_insert_with(|| result.clone()).completion.values[index] = new;
+        }
+        rewritten.map(|message| Redacted { message, counts })
+    }
+
+    /// An upstream's log message with every string of its data (keys too) and its logger
+    /// redacted; `None` when nothing was found.
+    pub fn redact_log(
+        &self,
+        params: &mcp::LoggingMessageNotificationParam,
+    ) -> Option<Redacted<mcp::LoggingMessageNotificationParam>> {
+        let mut counts = Counts::default();
+        let mut data = params.data.clone();
+        counts.merge(&self.detector.redact_json(&mut data));
+        let logger = params.logger.as_deref().and_then(|l| self.redact_text(l, &mut counts));
+        if counts.is_empty() {
+            return None;
+        }
+        let mut message = params.clone();
+        message.data = data;
+        if logger.is_some() {
+            message.logger = logger;
+        }
+        Some(Redacted { message, counts })
+    }
+
+    /// Progress with its message redacted; `None` when nothing was found.
+    pub fn redact_progress(
+        &self,
+        params: &mcp::ProgressNotificationParam,
+    ) -> Option<Redacted<mcp::ProgressNotificationParam>> {
+        let mut counts = Counts::default();
+        let new = self.redact_text(params.message.as_deref()?, &mut counts)?;
+        let mut message = params.clone();
+        message.message = Some(new);
+        Some(Redacted { message, counts })
     }
 
     /// `call` with every string of its arguments redacted; `None` when nothing was found.
@@ -275,6 +356,24 @@ impl Redact {
         .publish(&self.events, ctx);
     }
 
+    /// The outcome of redacting `part` of a message (`done`: what redacting it gave, `wrap`:
+    /// how that becomes a message again), publishing what changed (the JSON before and after).
+    fn rewritten<T: serde::Serialize>(
+        &self,
+        ctx: &CallContext,
+        part: &str,
+        original: &T,
+        done: Option<Redacted<T>>,
+        wrap: impl FnOnce(T) -> Message,
+    ) -> Outcome {
+        let Some(done) = done else { return Outcome::Continue };
+        if self.events.wants(transform::APPLIED) {
+            let json = |value: &T| serde_json::to_string(value).unwrap_or_default();
+            self.applied(ctx, part, &json(original), &json(&done.message), &done.counts);
+        }
+        Outcome::Rewrite(wrap(done.message))
+    }
+
     /// What `message` becomes, publishing what changed.
     fn rewrite(&self, message: &Message, ctx: &CallContext) -> Outcome {
         let listening = self.events.wants(transform::APPLIED);
@@ -301,6 +400,20 @@ impl Redact {
                     Outcome::Rewrite(Message::Resource(done.message))
                 }
             },
+            Message::Prompt(result) => {
+                self.rewritten(ctx, "prompt", result, self.redact_prompt(result), Message::Prompt)
+            }
+            Message::Completion(result) => {
+                let done = self.redact_completion(result);
+                self.rewritten(ctx, "completion", result, done, Message::Completion)
+            }
+            Message::Log(params) => {
+                self.rewritten(ctx, "log", params, self.redact_log(params), Message::Log)
+            }
+            Message::Progress(params) => {
+                let done = self.redact_progress(params);
+                self.rewritten(ctx, "progress", params, done, Message::Progress)
+            }
             Message::CallTool(call) => match self.redact_arguments(call) {
                 None => Outcome::Continue,
                 Some(done) => {
@@ -336,6 +449,21 @@ impl Interceptor for Redact {
         // On the calling task, before the future the pipeline times: see the module docs.
         let outcome = self.rewrite(message, ctx);
         Box::pin(async move { Ok(outcome) })
+    }
+}
+
+/// Puts `text` in place of the text of `block` (a text block or an embedded text resource).
+fn set_text(block: &mut mcp::ContentBlock, text: String) {
+    match block {
+        mcp::ContentBlock::Text(block) => block.text = text,
+        mcp::ContentBlock::Resource(embedded) => {
+            if let mcp::ResourceContents::TextResourceContents { text: old, .. } =
+                &mut embedded.resource
+            {
+                *old = text;
+            }
+        }
+        _ => {}
     }
 }
 

@@ -1,12 +1,14 @@
 //! A downstream request, as the [`Caller`] of what it causes upstream: its progress goes back
-//! under the client's own token, and the upstream's questions (sampling, elicitation, roots)
-//! go to this client, and only if it declared it can answer them.
+//! under the client's own token, the upstream's log messages about it go to this client's
+//! session (at the level the session asked for, if it asked), and the upstream's questions
+//! (sampling, elicitation, roots) go to this client, and only if it declared it can answer
+//! them.
 //!
 //! Both travel over the request's [`RequestLink`], which puts them where the client expects
 //! them: over HTTP, on that request's response stream (SEP-2260), not on the session's
 //! standalone GET stream, which a client may not have opened (yet, or at all).
 
-#![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
+#![allow(deprecated)] // sampling, roots and logging are deprecated in 2026-07-28 (SEP-2577)
 
 use std::sync::Arc;
 
@@ -15,6 +17,7 @@ use toolgate_core::mcp;
 use toolgate_upstream::Caller;
 
 use crate::link::{Answer, RequestLink};
+use crate::session::Session;
 
 /// The client of one downstream request.
 pub(crate) struct DownstreamCaller {
@@ -22,6 +25,9 @@ pub(crate) struct DownstreamCaller {
     link: Arc<dyn RequestLink>,
     /// The client's own progress token for the request, if it asked for progress.
     progress_token: Option<mcp::ProgressToken>,
+    /// The client's handshake-era session (its log level); `None` for a 2026-07-28 request,
+    /// which has no session and cannot ask for log messages.
+    session: Option<Arc<Session>>,
 }
 
 impl DownstreamCaller {
@@ -29,7 +35,13 @@ impl DownstreamCaller {
         link: Arc<dyn RequestLink>,
         progress_token: Option<mcp::ProgressToken>,
     ) -> Self {
-        DownstreamCaller { link, progress_token }
+        DownstreamCaller { link, progress_token, session: None }
+    }
+
+    /// The same, for a request of `session`: the upstream's log messages about the request go
+    /// to it.
+    pub(crate) fn in_session(self, session: Option<Arc<Session>>) -> Self {
+        DownstreamCaller { session, ..self }
     }
 
     fn capabilities(&self) -> mcp::ClientCapabilities {
@@ -112,6 +124,24 @@ impl Caller for DownstreamCaller {
         self.link.notify(mcp::ServerNotification::ProgressNotification(
             mcp::ProgressNotification::new(params),
         ))
+    }
+
+    /// The session: a log message about any of its calls goes to it alike.
+    fn hearer(&self) -> Option<String> {
+        self.session.as_ref().map(|session| format!("session:{:p}", Arc::as_ptr(session)))
+    }
+
+    /// On the request's own way back (its response stream over HTTP), when its session's
+    /// level lets it through; a session that never set one gets what its own calls cause.
+    fn log(&self, params: mcp::LoggingMessageNotificationParam) -> BoxFuture<'static, ()> {
+        match &self.session {
+            Some(session) if session.wants_log(params.level) => {
+                self.link.notify(mcp::ServerNotification::LoggingMessageNotification(
+                    mcp::LoggingMessageNotification::new(params),
+                ))
+            }
+            _ => Box::pin(async {}),
+        }
     }
 
     fn create_message(

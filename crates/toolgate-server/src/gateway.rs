@@ -27,6 +27,7 @@ mod dispatch;
 mod events;
 pub(crate) mod exchange;
 mod log_level;
+mod notification;
 mod relay;
 mod subscriptions;
 mod tool_json;

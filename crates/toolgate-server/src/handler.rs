@@ -59,11 +59,15 @@ fn request_link(context: &RequestContext<RoleServer>) -> Arc<dyn RequestLink> {
     Arc::new(PeerRequest { peer: context.peer.clone(), id: context.id.clone() })
 }
 
-/// How a downstream request is made upstream: on behalf of this client, cancelled with it.
-fn call_options(context: &RequestContext<RoleServer>) -> CallOptions {
-    let token = context.meta.get_progress_token();
-    let caller = DownstreamCaller::new(request_link(context), token);
-    CallOptions { caller: Some(Arc::new(caller)), cancel: context.ct.clone(), timeout: None }
+impl GatewayHandler {
+    /// How a downstream request is made upstream: on behalf of this client (its upstream log
+    /// messages to this session), cancelled with it.
+    fn call_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
+        let token = context.meta.get_progress_token();
+        let caller = DownstreamCaller::new(request_link(context), token)
+            .in_session(self.session.get().cloned());
+        CallOptions { caller: Some(Arc::new(caller)), cancel: context.ct.clone(), timeout: None }
+    }
 }
 
 /// The `Mcp-Session-Id` of a streamable HTTP request, for events.
@@ -204,7 +208,7 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<mcp::CallToolResponse, ErrorData> {
         request.meta = forwarded_meta(&context.meta);
         let mut ctx = self.context(&context);
-        let result = self.gateway.call_tool(request, &call_options(&context), &mut ctx).await;
+        let result = self.gateway.call_tool(request, &self.call_options(&context), &mut ctx).await;
         match result {
             Ok(mut result) => {
                 result.result_type = Some(mcp::ResultType::COMPLETE);
@@ -239,7 +243,7 @@ impl ServerHandler for GatewayHandler {
         request.meta = forwarded_meta(&context.meta);
         let mut result = self
             .gateway
-            .get_prompt(request, &call_options(&context), &mut self.context(&context))
+            .get_prompt(request, &self.call_options(&context), &mut self.context(&context))
             .await
             .map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);
@@ -277,7 +281,7 @@ impl ServerHandler for GatewayHandler {
         request.meta = forwarded_meta(&context.meta);
         let mut result = self
             .gateway
-            .read_resource(request, &call_options(&context), &mut self.context(&context))
+            .read_resource(request, &self.call_options(&context), &mut self.context(&context))
             .await
             .map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);
@@ -292,7 +296,7 @@ impl ServerHandler for GatewayHandler {
         request.meta = forwarded_meta(&context.meta);
         let mut result = self
             .gateway
-            .complete(request, &call_options(&context), &mut self.context(&context))
+            .complete(request, &self.call_options(&context), &mut self.context(&context))
             .await
             .map_err(to_mcp_error)?;
         result.result_type = Some(mcp::ResultType::COMPLETE);

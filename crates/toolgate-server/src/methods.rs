@@ -1,8 +1,8 @@
-//! Every MCP request method a downstream client or an upstream can send through toolgate, and
-//! what toolgate does with it: each either passes the pipeline as an interception event or is
-//! exempt, for a stated reason. `docs/interceptors.md` shows this table, and a test keeps it
-//! complete against rmcp's request types, so that a method a future rmcp adds cannot slip past
-//! the pipeline unnoticed.
+//! Every MCP request and notification a downstream client or an upstream can send through
+//! toolgate, and what toolgate does with it: each either passes the pipeline as an
+//! interception event or is exempt, for a stated reason. `docs/interceptors.md` shows this
+//! table, and a test keeps it complete against rmcp's request and notification types, so that
+//! a method a future rmcp adds cannot slip past the pipeline unnoticed.
 
 use toolgate_intercept::InterceptionEvent;
 
@@ -60,6 +60,20 @@ const fn exempt(name: &'static str, sender: Sender, reason: &'static str) -> Met
 
 /// The methods other than the named ones: custom requests.
 pub const OTHER_CUSTOM: &str = "any other method";
+
+/// The notifications other than the named ones: custom notifications.
+pub const OTHER_NOTIFICATION: &str = "any other notification";
+
+impl Method {
+    /// Whether it is a notification (nothing answers it) rather than a request.
+    pub fn is_notification(&self) -> bool {
+        self.name.starts_with("notifications/") || self.name == OTHER_NOTIFICATION
+    }
+}
+
+/// The notifications a list changed: what toolgate does about them.
+const LIST_CHANGED: &str = "carries nothing: toolgate lists again on its own, and a client's \
+                            next list passes the pipeline";
 
 /// Not offered by toolgate (its capabilities do not announce them).
 const NOT_OFFERED: &str = "not offered by toolgate: answered -32601 (method not found), and \
@@ -130,6 +144,25 @@ pub const METHODS: &[Method] = {
             Client,
             "answered -32601 (method not found) by toolgate; nothing reaches an upstream",
         ),
+        exempt("notifications/initialized", Client, "the end of the handshake with toolgate"),
+        exempt(
+            "notifications/cancelled",
+            Client,
+            "cancels the client's own request: toolgate cancels what it asked upstreams for it, \
+             and they are sent notifications/cancelled of their own",
+        ),
+        exempt(
+            "notifications/progress",
+            Client,
+            "ignored: toolgate passes no client's progress on to an upstream",
+        ),
+        exempt(
+            "notifications/roots/list_changed",
+            Client,
+            "ignored: toolgate asks a client for its roots only for an upstream, afresh each \
+             time, through roots/list",
+        ),
+        exempt(OTHER_NOTIFICATION, Client, "ignored; nothing reaches an upstream"),
         exempt("ping", Upstream, "answered by toolgate's client itself"),
         intercepted(
             "sampling/createMessage",
@@ -157,6 +190,47 @@ pub const METHODS: &[Method] = {
             Upstream,
             "answered -32601 (method not found) by toolgate; nothing reaches the client",
         ),
+        intercepted(
+            "notifications/message",
+            Upstream,
+            E::LoggingMessage,
+            "the log message, with the call it is about as its target (or its server alone)",
+            "nothing (a refusal drops the message)",
+        ),
+        intercepted(
+            "notifications/progress",
+            Upstream,
+            E::Progress,
+            "the progress, with its call as its target",
+            "nothing (a refusal drops the progress)",
+        ),
+        exempt(
+            "notifications/cancelled",
+            Upstream,
+            "withdraws a question the upstream asked: toolgate stops waiting for the client's \
+             answer",
+        ),
+        exempt(
+            "notifications/resources/updated",
+            Upstream,
+            "carries a URI only, to the sessions and listen streams whose resources/subscribe \
+             passed the pipeline",
+        ),
+        exempt("notifications/resources/list_changed", Upstream, LIST_CHANGED),
+        exempt("notifications/tools/list_changed", Upstream, LIST_CHANGED),
+        exempt("notifications/prompts/list_changed", Upstream, LIST_CHANGED),
+        exempt(
+            "notifications/subscriptions/acknowledged",
+            Upstream,
+            "2026-07-28: acknowledges toolgate's own subscriptions/listen stream to the \
+             upstream, and ends there",
+        ),
+        exempt(
+            "notifications/tasks",
+            Upstream,
+            "dropped: toolgate does not offer tasks, so no client has one",
+        ),
+        exempt(OTHER_NOTIFICATION, Upstream, "dropped: nothing reaches the client"),
     ]
 };
 
@@ -171,7 +245,7 @@ pub fn markdown_table() -> String {
             Sender::Client => "client",
             Sender::Upstream => "upstream",
         };
-        let name = if method.name == OTHER_CUSTOM {
+        let name = if method.name == OTHER_CUSTOM || method.name == OTHER_NOTIFICATION {
             method.name.to_owned()
         } else {
             format!("`{}`", method.name)

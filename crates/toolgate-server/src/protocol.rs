@@ -267,7 +267,7 @@ async fn serve_other(
     cancel: CancellationToken,
 ) -> Result<mcp::ServerResult, mcp::ErrorData> {
     let mut ctx = context(client, &id, &link);
-    let options = || call_options(&link, &meta, &cancel);
+    let options = || call_options(client, &link, &meta, &cancel);
     let session = |method: &str| match (&client.session, era.modern) {
         (Some(session), false) => Ok(session.clone()),
         _ => Err(not_in_this_era(method)),
@@ -371,15 +371,14 @@ fn context(client: &Client, id: &mcp::RequestId, link: &Arc<dyn RequestLink>) ->
 
 /// How a request is made upstream: on behalf of its client, cancelled with it.
 fn call_options(
+    client: &Client,
     link: &Arc<dyn RequestLink>,
     meta: &mcp::RequestMetaObject,
     cancel: &CancellationToken,
 ) -> CallOptions {
-    CallOptions {
-        caller: Some(Arc::new(DownstreamCaller::new(link.clone(), meta.get_progress_token()))),
-        cancel: cancel.clone(),
-        timeout: None,
-    }
+    let caller = DownstreamCaller::new(link.clone(), meta.get_progress_token())
+        .in_session(client.session.clone());
+    CallOptions { caller: Some(Arc::new(caller)), cancel: cancel.clone(), timeout: None }
 }
 
 /// A request an upstream may ask questions about while serving it.
@@ -457,7 +456,7 @@ impl Serving {
         Box::pin(async move {
             let Serving { call, meta, gateway, client, id, cancel } = self;
             let mut ctx = context(&client, &id, &link);
-            let options = call_options(&link, &meta, &cancel);
+            let options = call_options(&client, &link, &meta, &cancel);
             let forwarded = forwarded_meta(&meta);
             match call {
                 Call::Tool(mut params) => {

@@ -61,9 +61,16 @@ impl Session {
         self.state().log_level
     }
 
-    /// Whether a message at `level` passes this session's `logging/setLevel`.
-    fn wants_log(&self, level: mcp::LoggingLevel) -> bool {
+    /// Whether a message at `level` about one of this session's own calls passes its
+    /// `logging/setLevel` (a session that never set a level gets them all).
+    pub(crate) fn wants_log(&self, level: mcp::LoggingLevel) -> bool {
         self.state().log_level.is_none_or(|min| severity(level) >= severity(min))
+    }
+
+    /// Whether a message at `level` about none of this session's calls goes to it: only when
+    /// it asked for logs with `logging/setLevel`, at that level or a more verbose one.
+    fn asked_for_log(&self, level: mcp::LoggingLevel) -> bool {
+        self.state().log_level.is_some_and(|min| severity(level) >= severity(min))
     }
 
     /// Records a subscription (`upstream`: an upstream is subscribed for it); `true` when it
@@ -262,22 +269,14 @@ impl Sessions {
         self.drop_closed_listeners(&closed);
     }
 
-    /// An upstream's log message, its logger prefixed with the upstream name, to every session
-    /// whose level lets it through.
-    pub(crate) async fn notify_log(
-        &self,
-        upstream: &str,
-        params: mcp::LoggingMessageNotificationParam,
-    ) {
-        let mut params = params;
-        params.logger = Some(match params.logger.take() {
-            Some(logger) => format!("{upstream}/{logger}"),
-            None => upstream.to_owned(),
-        });
+    /// An upstream's log message about none of the sessions' calls (its logger prefixed with
+    /// the upstream's name by the upstream layer) to every session that asked for logs at its
+    /// level.
+    pub(crate) async fn notify_log(&self, params: mcp::LoggingMessageNotificationParam) {
         let message = mcp::ServerNotification::LoggingMessageNotification(
             mcp::LoggingMessageNotification::new(params.clone()),
         );
-        for session in self.all().iter().filter(|s| s.wants_log(params.level)) {
+        for session in self.all().iter().filter(|s| s.asked_for_log(params.level)) {
             session.notify(message.clone()).await;
         }
     }

@@ -190,6 +190,28 @@ impl Fixture {
         }
     }
 
+    /// [`Self::log`], sent when the returned future runs (from a task of its own), at the
+    /// session's level as it is now.
+    pub(crate) fn log_later(
+        &self,
+        peer: Peer<RoleServer>,
+        level: mcp::LoggingLevel,
+        text: String,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let threshold = *self.session.log_level.lock().unwrap_or_else(PoisonError::into_inner);
+        let logger = self.opts.name.clone();
+        async move {
+            if severity(level) < severity(threshold) {
+                return;
+            }
+            let param =
+                mcp::LoggingMessageNotificationParam::new(level, text.into()).with_logger(logger);
+            if let Err(error) = peer.notify_logging_message(param).await {
+                tracing::debug!(%error, "could not send a log notification");
+            }
+        }
+    }
+
     fn is_subscribed(&self, uri: &str) -> bool {
         self.hub.is_subscribed(self.session_id, uri)
     }

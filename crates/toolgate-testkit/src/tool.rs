@@ -114,6 +114,19 @@ pub(crate) struct ToggleArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct NotesArgs {
+    /// The text of the log message, and of the progress message.
+    text: String,
+    /// The log message's level (RFC 5424 name); `info` when absent.
+    #[serde(default)]
+    level: Option<mcp::LoggingLevel>,
+    /// Send the log message this many milliseconds after the call has returned (about no
+    /// call, then) instead of while it runs.
+    #[serde(default)]
+    after_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TouchArgs {
     /// The resource to report as updated.
     uri: String,
@@ -338,6 +351,38 @@ impl Fixture {
         tokio::time::sleep(Duration::from_millis(50)).await;
         self.log(&cx.peer, info, "Tool execution completed").await;
         success("Logging test completed")
+    }
+
+    /// Logs `text` (at `level`, `info` by default) and, when the request has a progress token,
+    /// reports one step of progress with `text` as its message, then returns `noted`. With
+    /// `after_ms` the log message is sent that long after the call returned instead.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn notes(
+        &self,
+        Parameters(args): Parameters<NotesArgs>,
+        cx: RequestContext<RoleServer>,
+    ) -> mcp::CallToolResult {
+        let level = args.level.unwrap_or(mcp::LoggingLevel::Info);
+        if let Some(token) = cx.meta.get_progress_token() {
+            let progress = mcp::ProgressNotificationParam::new(token, 1.0)
+                .with_total(1.0)
+                .with_message(args.text.clone());
+            if let Err(error) = cx.peer.notify_progress(progress).await {
+                tracing::debug!(%error, "notes: could not send progress");
+            }
+        }
+        match args.after_ms {
+            None => self.log(&cx.peer, level, &args.text).await,
+            Some(after_ms) => {
+                let later = self.log_later(cx.peer.clone(), level, args.text);
+                tokio::spawn(async move {
+                    // The server's own delay: the message is then about no call.
+                    tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                    later.await;
+                });
+            }
+        }
+        success("noted")
     }
 
     /// Reports progress 0, 50 and 100 of 100, 50 ms apart, when the request has a token.

@@ -1,9 +1,9 @@
 //! The party that made a call, as the upstream layer sees it.
 //!
-//! While an upstream serves a request it may report progress or ask the client something
-//! (`sampling/createMessage`, `elicitation/create`, `roots/list`). Those go to the [`Caller`]
-//! given with the request, never to anyone else: the downstream session that made the call,
-//! the agent, or a test.
+//! While an upstream serves a request it may report progress, log about it, or ask the client
+//! something (`sampling/createMessage`, `elicitation/create`, `roots/list`). Those go to the
+//! [`Caller`] given with the request, never to anyone else: the downstream session that made
+//! the call, the agent, or a test.
 
 #![allow(deprecated)] // sampling, roots and logging are deprecated in 2026-07-28 (SEP-2577)
 
@@ -20,6 +20,13 @@ pub trait Caller: Send + Sync + 'static {
     /// Progress of the call. `params.progress_token` is the upstream's token; the caller puts
     /// its own in its place before passing it on.
     fn progress(&self, params: mcp::ProgressNotificationParam) -> BoxFuture<'static, ()> {
+        let _ = params;
+        Box::pin(async {})
+    }
+
+    /// A log message the upstream sent about the call (`notifications/message`). Declined by
+    /// default: it is dropped.
+    fn log(&self, params: mcp::LoggingMessageNotificationParam) -> BoxFuture<'static, ()> {
         let _ = params;
         Box::pin(async {})
     }
@@ -82,6 +89,15 @@ pub trait Caller: Send + Sync + 'static {
     /// client) is never confused with another.
     fn party(&self) -> Option<String> {
         None
+    }
+
+    /// Which client hears this caller's log messages, when callers of different calls have the
+    /// same one (the calls of one downstream session): a log message that arrives on stdio
+    /// while several calls are in flight, which cannot say which call it is about, goes to any
+    /// of them if they all name the same client (or the same [`Caller::party`]). `None` is
+    /// never confused with another.
+    fn hearer(&self) -> Option<String> {
+        self.party()
     }
 }
 

@@ -16,10 +16,18 @@ use crate::call::Caller;
 use crate::progress::ProgressLedger;
 use crate::raw::RawSlot;
 
+/// Where what an upstream sends about one request goes: the request's caller, and the ledger
+/// that makes its result wait until what was read before it has been forwarded.
+#[derive(Clone)]
+pub(crate) struct Route {
+    pub(crate) caller: Arc<dyn Caller>,
+    pub(crate) ledger: Option<Arc<ProgressLedger>>,
+}
+
 /// Requests in flight, by the ids and progress tokens the upstream sees.
 #[derive(Default)]
 pub(crate) struct CallTable {
-    by_request: HashMap<mcp::RequestId, Option<Arc<dyn Caller>>>,
+    by_request: HashMap<mcp::RequestId, Option<Route>>,
     by_token: HashMap<mcp::ProgressToken, (Arc<dyn Caller>, Arc<ProgressLedger>)>,
     /// The requests that want their result as the upstream wrote it (see [`crate::raw`]).
     raw: HashMap<mcp::RequestId, Arc<RawSlot>>,
@@ -27,7 +35,17 @@ pub(crate) struct CallTable {
 
 impl CallTable {
     pub(crate) fn by_request(&self, id: &mcp::RequestId) -> Option<Arc<dyn Caller>> {
+        self.route(id).map(|route| route.caller)
+    }
+
+    /// Where what the upstream sends about request `id` goes, while it is in flight.
+    pub(crate) fn route(&self, id: &mcp::RequestId) -> Option<Route> {
         self.by_request.get(id).cloned().flatten()
+    }
+
+    /// Whether request `id` is in flight.
+    pub(crate) fn in_flight(&self, id: &mcp::RequestId) -> bool {
+        self.by_request.contains_key(id)
     }
 
     /// The caller whose call has this progress token, and that call's progress ledger.
@@ -56,12 +74,33 @@ impl CallTable {
     /// own requests, such as a re-listing, have none and do not make it ambiguous); or, with
     /// several, any of them when they all name the same [`Caller::party`].
     pub(crate) fn only_caller(&self) -> Option<Arc<dyn Caller>> {
-        let mut callers = self.by_request.values().flatten();
-        let first = callers.next()?;
-        let Some(rest) = callers.next() else { return Some(first.clone()) };
-        let party = first.party()?;
-        let same = std::iter::once(rest).chain(callers).all(|c| c.party().as_ref() == Some(&party));
+        self.only_route().map(|route| route.caller)
+    }
+
+    /// The route of the request [`only_caller`](Self::only_caller) finds.
+    pub(crate) fn only_route(&self) -> Option<Route> {
+        self.only_route_by(|caller| caller.party())
+    }
+
+    /// The route of the only request in flight with a caller, or of any of them when they all
+    /// have the same `key` (and it is not `None`).
+    pub(crate) fn only_route_by(
+        &self,
+        key: impl Fn(&dyn Caller) -> Option<String>,
+    ) -> Option<Route> {
+        let mut routes = self.by_request.values().flatten();
+        let first = routes.next()?;
+        let Some(rest) = routes.next() else { return Some(first.clone()) };
+        let first_key = key(first.caller.as_ref())?;
+        let same = std::iter::once(rest)
+            .chain(routes)
+            .all(|r| key(r.caller.as_ref()).as_ref() == Some(&first_key));
         same.then(|| first.clone())
+    }
+
+    /// Whether any request in flight has a caller.
+    pub(crate) fn has_callers(&self) -> bool {
+        self.by_request.values().any(Option::is_some)
     }
 
     /// The ids of every request in flight.
@@ -81,7 +120,11 @@ impl CallTable {
         if let Some(raw) = &registration.raw {
             self.raw.insert(id.clone(), raw.clone());
         }
-        self.by_request.insert(id, registration.caller.clone());
+        let route = registration
+            .caller
+            .clone()
+            .map(|caller| Route { caller, ledger: registration.ledger.clone() });
+        self.by_request.insert(id, route);
     }
 
     fn remove(&mut self, id: &mcp::RequestId, token: &mcp::ProgressToken) {

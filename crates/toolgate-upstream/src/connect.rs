@@ -22,6 +22,7 @@ use crate::http_client::{SessionAwareClient, StandaloneStream};
 use crate::shared::Shared;
 use crate::sse::SseTransport;
 use crate::stdio::{self, ProcessGroupHandle, StderrLog};
+use crate::stream_mark::StreamMark;
 
 /// A running client connection to an upstream.
 pub(crate) type Service = RunningService<RoleClient, UpstreamHandler>;
@@ -204,7 +205,9 @@ async fn connect_service(
                 }
             }
         }
-        TransportConfig::Http(http) => connect_http(config, http, handler).await,
+        TransportConfig::Http(http) => {
+            connect_http(config, http, handler, &shared.stream_mark).await
+        }
         TransportConfig::InProcess(_) => {
             let failed = |cause: String| ConnectError::Failed {
                 endpoint: endpoint(config),
@@ -230,6 +233,7 @@ async fn connect_http(
     server: &ServerConfig,
     config: &HttpConfig,
     handler: UpstreamHandler,
+    mark: &StreamMark,
 ) -> Result<Served, ConnectError> {
     let name = &server.name;
     let url = config.url.as_str();
@@ -244,14 +248,14 @@ async fn connect_http(
     let headers = header_map(config)?;
     match config.transport {
         HttpTransport::StreamableHttp => {
-            connect_streamable(config, headers, handler).await.map_err(failed)
+            connect_streamable(config, headers, handler, mark).await.map_err(failed)
         }
         HttpTransport::Sse => {
             let service = connect_sse(config, headers, handler).await.map_err(failed)?;
             Ok(Served::new(service, "sse"))
         }
         HttpTransport::Auto => {
-            match connect_streamable(config, headers.clone(), handler.clone()).await {
+            match connect_streamable(config, headers.clone(), handler.clone(), mark).await {
                 Ok(served) => Ok(served),
                 Err(streamable) => {
                     tracing::debug!(upstream = %name, error = ?streamable, "streamable HTTP failed; trying legacy SSE");
@@ -289,6 +293,7 @@ async fn connect_streamable(
     config: &HttpConfig,
     headers: Vec<(HeaderName, HeaderValue)>,
     handler: UpstreamHandler,
+    mark: &StreamMark,
 ) -> Result<Served, BoxError> {
     let transport = |client: SessionAwareClient| {
         StreamableHttpClientTransport::with_client(
@@ -302,7 +307,7 @@ async fn connect_streamable(
         preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
         legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     };
-    let client = SessionAwareClient::new(config.pool);
+    let client = SessionAwareClient::new(config.pool, mark.clone());
     let standalone = client.standalone();
     let served = |service, standalone| Served {
         standalone: Some(standalone),
@@ -314,7 +319,7 @@ async fn connect_streamable(
         // unknown request with `{}`). Such a server speaks `initialize`: ask again that way.
         Err(ClientInitializeError::ExpectedInitResult(Some(answer))) => {
             tracing::debug!(url = %config.url, ?answer, "server/discover answered oddly; using initialize");
-            let client = SessionAwareClient::new(config.pool);
+            let client = SessionAwareClient::new(config.pool, mark.clone());
             let standalone = client.standalone();
             let service = handler.serve(transport(client), ClientLifecycleMode::Initialize).await?;
             Ok(served(service, standalone))

@@ -17,7 +17,8 @@ pub enum UpstreamEvent {
     CatalogChanged { upstream: String, lists: ChangedLists },
     /// `notifications/resources/updated` for one of its (original) URIs.
     ResourceUpdated { upstream: String, uri: String },
-    /// `notifications/message`.
+    /// `notifications/message` about none of the calls in flight (those go to their callers),
+    /// its logger already prefixed with the upstream's name.
     Log { upstream: String, params: mcp::LoggingMessageNotificationParam },
 }
 

@@ -15,7 +15,7 @@ use toolgate_core::mcp;
 
 use crate::call::Caller;
 use crate::event::{ChangedLists, UpstreamEvent};
-use crate::progress::ProgressCounting;
+use crate::progress::{LogOwner, ProgressCounting};
 use crate::shared::Shared;
 
 /// The client side of one upstream connection.
@@ -131,14 +131,37 @@ impl ClientHandler for UpstreamHandler {
         }
     }
 
+    /// A log message goes to the caller of the call it is about, and only there; one about
+    /// no call goes to the gateway, for the sessions that asked for logs (see
+    /// [`LogOwner`], decided as the message was read).
     async fn on_logging_message(
         &self,
         params: mcp::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         let upstream = self.shared.name.clone();
-        tracing::debug!(%upstream, logger = params.logger.as_deref().unwrap_or("-"), data = %params.data, "upstream log");
-        self.shared.emit(UpstreamEvent::Log { upstream, params });
+        let level = params.level;
+        // Clients see which server a message came from: its logger is prefixed with the name.
+        let mut params = params;
+        params.logger = Some(match params.logger.take() {
+            Some(logger) => format!("{upstream}/{logger}"),
+            None => upstream.clone(),
+        });
+        match context.extensions.get::<LogOwner>().cloned().unwrap_or(LogOwner::Nobody) {
+            LogOwner::Call(route) => {
+                route.caller.log(params).await;
+                if let Some(ledger) = route.ledger {
+                    ledger.forwarded_one();
+                }
+            }
+            LogOwner::Nobody => self.shared.emit(UpstreamEvent::Log { upstream, params }),
+            LogOwner::Ambiguous => {
+                tracing::debug!(%upstream, ?level, "a log message that could be about any of several clients' calls was dropped");
+            }
+            LogOwner::Ended => {
+                tracing::debug!(%upstream, ?level, "a log message about a request that has ended was dropped");
+            }
+        }
     }
 
     async fn on_resource_updated(

@@ -43,6 +43,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -50,6 +51,8 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
 use sse_stream::{Error as SseError, Sse};
+
+use crate::stream_mark::StreamMark;
 
 /// How many same-origin 307/308 redirects one request follows.
 const MAX_REDIRECTS: usize = 10;
@@ -81,16 +84,19 @@ pub(crate) fn client_builder(pool: bool) -> reqwest::ClientBuilder {
 pub(crate) struct SessionAwareClient {
     client: reqwest::Client,
     standalone: Arc<StandaloneStream>,
+    /// How log messages on a request's response stream are marked with the request.
+    mark: Arc<StreamMark>,
 }
 
 impl SessionAwareClient {
-    /// A client keeping its connections alive unless `pool` is false.
-    pub(crate) fn new(pool: bool) -> SessionAwareClient {
+    /// A client keeping its connections alive unless `pool` is false, marking the log
+    /// messages of each request's response stream with `mark`.
+    pub(crate) fn new(pool: bool, mark: StreamMark) -> SessionAwareClient {
         let client = client_builder(pool)
             .redirect(same_origin_redirects())
             .build()
             .expect("a reqwest client with these settings builds");
-        SessionAwareClient { client, standalone: Arc::default() }
+        SessionAwareClient { client, standalone: Arc::default(), mark: Arc::new(mark) }
     }
 
     /// The state of the session's standalone GET stream.
@@ -197,6 +203,30 @@ impl SessionAwareClient {
             self.standalone.session();
         }
     }
+
+    /// `response` to `sent`, with the log messages of a request's response stream marked
+    /// with the request (see [`crate::stream_mark`]).
+    fn marked<E>(
+        &self,
+        sent: &ClientJsonRpcMessage,
+        response: Result<StreamableHttpPostResponse, E>,
+    ) -> Result<StreamableHttpPostResponse, E> {
+        let ClientJsonRpcMessage::Request(request) = sent else { return response };
+        let Ok(StreamableHttpPostResponse::Sse(stream, session)) = response else {
+            return response;
+        };
+        let id = request.id.clone();
+        let mark = self.mark.clone();
+        let stream = stream.map(move |event| {
+            event.map(|mut event| {
+                if let Some(marked) = event.data.as_deref().and_then(|data| mark.mark(data, &id)) {
+                    event.data = Some(marked);
+                }
+                event
+            })
+        });
+        Ok(StreamableHttpPostResponse::Sse(Box::pin(stream), session))
+    }
 }
 
 impl StreamableHttpClient for SessionAwareClient {
@@ -216,6 +246,7 @@ impl StreamableHttpClient for SessionAwareClient {
             .post_message(uri, message, session_id.clone(), auth_header, custom_headers)
             .await;
         self.saw_session(&response);
+        let response = self.marked(&sent, response);
         expired_session(&sent, session_id.as_ref(), response)
     }
 
@@ -241,6 +272,7 @@ impl StreamableHttpClient for SessionAwareClient {
             )
             .await;
         self.saw_session(&response);
+        let response = self.marked(&sent, response);
         expired_session(&sent, session_id.as_ref(), response)
     }
 

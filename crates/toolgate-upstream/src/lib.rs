@@ -22,6 +22,7 @@ mod raw;
 mod shared;
 mod sse;
 mod stdio;
+mod stream_mark;
 mod upstream;
 
 use std::sync::Arc;

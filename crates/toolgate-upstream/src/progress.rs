@@ -1,8 +1,14 @@
-//! Progress before results. rmcp handles each notification in a task of its own, so progress
-//! an upstream sent before its result could reach the caller after the result, which a client
-//! may then drop as belonging to a finished request. Here the transport counts each call's
-//! progress as it is read (in order, before the result), the handler counts it again once
-//! forwarded, and a call waits for the two counts to meet before it returns.
+//! Progress and logs before results. rmcp handles each notification in a task of its own, so
+//! progress or a log message an upstream sent before its result could reach the caller after
+//! the result, which a client may then drop as belonging to a finished request. Here the
+//! transport counts each call's notifications as they are read (in order, before the
+//! result), the handler counts them again once forwarded, and a call waits for the two counts
+//! to meet before it returns.
+//!
+//! The transport is also where a log message is given its owner ([`LogOwner`]): read in
+//! order, before the result of the call it is about, it finds that call still in flight.
+
+#![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
 
 use std::future::Future;
 use std::sync::Arc;
@@ -15,7 +21,7 @@ use rmcp::transport::Transport;
 use tokio::sync::Notify;
 use toolgate_core::mcp;
 
-use crate::call_table::Registration;
+use crate::call_table::{Registration, Route};
 use crate::shared::Shared;
 
 /// Longest a result waits for its progress to be forwarded: a stuck client must not hold it.
@@ -58,8 +64,44 @@ impl ProgressLedger {
     }
 }
 
+/// Whose an upstream's log message is, decided as the transport reads it.
+#[derive(Clone)]
+pub(crate) enum LogOwner {
+    /// The call it is about: the request whose response stream carried it (streamable HTTP),
+    /// or the only call in flight (stdio, legacy SSE, in-process), or any of the calls in
+    /// flight when they all have the same hearer (the calls of one session).
+    Call(Route),
+    /// Calls of several clients are in flight and nothing says which one it is about: it
+    /// could be any of theirs, so it goes to none.
+    Ambiguous,
+    /// It came on the response stream of a request that has ended: that request's, and so no
+    /// one else's.
+    Ended,
+    /// No call is in flight: the server's own, for the sessions that asked for logs.
+    Nobody,
+}
+
+impl LogOwner {
+    fn of(shared: &Shared, meta: Option<&mut mcp::NotificationMetaObject>) -> LogOwner {
+        let marked = shared.stream_mark.take(meta);
+        let calls = shared.calls.lock();
+        match marked {
+            Some(id) => match calls.route(&id) {
+                Some(route) => LogOwner::Call(route),
+                None if calls.in_flight(&id) => LogOwner::Nobody,
+                None => LogOwner::Ended,
+            },
+            None => match calls.only_route_by(|caller| caller.hearer()) {
+                Some(route) => LogOwner::Call(route),
+                None if calls.has_callers() => LogOwner::Ambiguous,
+                None => LogOwner::Nobody,
+            },
+        }
+    }
+}
+
 /// A client transport that enters each request in the call table as it writes it, and tells
-/// each call's ledger about its progress as it is read.
+/// each call's ledger about its progress and logs as they are read.
 pub(crate) struct ProgressCounting<T> {
     inner: T,
     shared: Arc<Shared>,
@@ -90,13 +132,27 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressCounting<T> {
     }
 
     async fn receive(&mut self) -> Option<mcp::ServerJsonRpcMessage> {
-        let message = self.inner.receive().await?;
-        if let mcp::JsonRpcMessage::Notification(notification) = &message
-            && let mcp::ServerNotification::ProgressNotification(progress) =
-                &notification.notification
-            && let Some(ledger) = self.shared.calls.lock().ledger(&progress.params.progress_token)
-        {
-            ledger.read_one();
+        let mut message = self.inner.receive().await?;
+        if let mcp::JsonRpcMessage::Notification(notification) = &mut message {
+            match &mut notification.notification {
+                mcp::ServerNotification::ProgressNotification(progress) => {
+                    let calls = self.shared.calls.lock();
+                    if let Some(ledger) = calls.ledger(&progress.params.progress_token) {
+                        ledger.read_one();
+                    }
+                }
+                mcp::ServerNotification::LoggingMessageNotification(log) => {
+                    let meta = log.extensions.get_mut::<mcp::NotificationMetaObject>();
+                    let owner = LogOwner::of(&self.shared, meta);
+                    if let LogOwner::Call(route) = &owner
+                        && let Some(ledger) = &route.ledger
+                    {
+                        ledger.read_one();
+                    }
+                    log.extensions.insert(owner);
+                }
+                _ => {}
+            }
         }
         Some(message)
     }

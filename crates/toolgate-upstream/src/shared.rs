@@ -10,6 +10,7 @@ use toolgate_core::mcp;
 use crate::call_table::Calls;
 use crate::catalog::{Catalog, list_catalog};
 use crate::event::{ChangedLists, EventSender, UpstreamEvent};
+use crate::stream_mark::StreamMark;
 
 /// State shared with the connection's handler.
 pub(crate) struct Shared {
@@ -25,6 +26,8 @@ pub(crate) struct Shared {
     pub(crate) calls: Calls,
     /// The server itself, for an upstream inside toolgate ([`crate::InProcessServer`]).
     pub(crate) in_process: Option<Arc<dyn crate::InProcessServer>>,
+    /// How the HTTP client marks the log messages a request's response stream carries.
+    pub(crate) stream_mark: StreamMark,
 }
 
 impl Shared {
@@ -37,6 +40,7 @@ impl Shared {
             listing: tokio::sync::Mutex::default(),
             calls: Calls::default(),
             in_process: None,
+            stream_mark: StreamMark::new(),
         }
     }
 

@@ -346,3 +346,116 @@ async fn approval_sees_and_digests_the_redacted_arguments() {
     let dispatch = call_digest("crm", "lookup", None, sent.arguments.as_ref());
     assert_eq!(approved.digest, dispatch, "the dispatch check will agree");
 }
+
+/// What else an upstream sends a client: prompts, completions, log messages and progress. A
+/// secret `redact` takes out of a result must not arrive beside it another way.
+#[tokio::test]
+async fn prompts_completions_logs_and_progress_are_redacted_too() {
+    #![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577)
+    let redact = redact(json!({}));
+    let hooked = |event: InterceptionEvent, phase| {
+        redact.descriptor().hooks.iter().any(|hook| hook.covers(event, phase))
+    };
+    assert!(hooked(InterceptionEvent::PromptsGet, Phase::Response));
+    assert!(hooked(InterceptionEvent::CompletionComplete, Phase::Response));
+    assert!(hooked(InterceptionEvent::LoggingMessage, Phase::Request));
+    assert!(hooked(InterceptionEvent::Progress, Phase::Request));
+
+    let mut prompt = mcp::GetPromptResult::new(vec![
+        mcp::PromptMessage::new_text(mcp::Role::User, format!("use key {AWS}")),
+        mcp::PromptMessage::new(
+            mcp::Role::User,
+            mcp::ContentBlock::Resource(mcp::EmbeddedResource::new(mcp::ResourceContents::text(
+                format!("mail {MAIL}"),
+                "file:///contacts.txt",
+            ))),
+        ),
+    ]);
+    prompt.description = Some(format!("for {MAIL}"));
+    let Outcome::Rewrite(Message::Prompt(done)) = run(
+        &redact,
+        InterceptionEvent::PromptsGet,
+        Phase::Response,
+        Message::Prompt(prompt.clone()),
+    )
+    .await
+    else {
+        panic!("rewritten")
+    };
+    let text = serde_json::to_string(&done).expect("JSON");
+    assert!(!text.contains(AWS) && !text.contains(MAIL), "{text}");
+    assert!(text.contains("[REDACTED:aws_access_key]") && text.contains("[REDACTED:email]"));
+    assert_eq!(done.messages.len(), 2);
+
+    let completion = mcp::CompleteResult::new(
+        mcp::CompletionInfo::new(vec!["plain".into(), MAIL.into()]).expect("few values"),
+    );
+    let Outcome::Rewrite(Message::Completion(done)) = run(
+        &redact,
+        InterceptionEvent::CompletionComplete,
+        Phase::Response,
+        Message::Completion(completion),
+    )
+    .await
+    else {
+        panic!("rewritten")
+    };
+    assert_eq!(done.completion.values, ["plain", "[REDACTED:email]"]);
+
+    let log = mcp::LoggingMessageNotificationParam::new(
+        mcp::LoggingLevel::Debug,
+        json!({ "connecting with": AWS, "to": [MAIL] }),
+    );
+    let Outcome::Rewrite(Message::Log(done)) =
+        run(&redact, InterceptionEvent::LoggingMessage, Phase::Request, Message::Log(log)).await
+    else {
+        panic!("rewritten")
+    };
+    assert_eq!(
+        done.data,
+        json!({ "connecting with": "[REDACTED:aws_access_key]", "to": ["[REDACTED:email]"] })
+    );
+    assert_eq!(done.level, mcp::LoggingLevel::Debug);
+
+    let mut progress = mcp::ProgressNotificationParam::new(
+        mcp::ProgressToken(mcp::NumberOrString::Number(1)),
+        5.0,
+    );
+    progress.message = Some(format!("uploading with {AWS}"));
+    let Outcome::Rewrite(Message::Progress(done)) = run(
+        &redact,
+        InterceptionEvent::Progress,
+        Phase::Request,
+        Message::Progress(progress.clone()),
+    )
+    .await
+    else {
+        panic!("rewritten")
+    };
+    assert_eq!(done.message.as_deref(), Some("uploading with [REDACTED:aws_access_key]"));
+    assert_eq!(done.progress, 5.0);
+
+    // Nothing to find: nothing copied.
+    progress.message = Some("half way".into());
+    let outcome =
+        run(&redact, InterceptionEvent::Progress, Phase::Request, Message::Progress(progress))
+            .await;
+    assert_eq!(outcome, Outcome::Continue);
+}
+
+#[test]
+fn without_results_none_of_what_upstreams_send_is_hooked() {
+    let redact = redact(json!({ "results": false, "arguments": true }));
+    let events: Vec<&str> = redact
+        .descriptor()
+        .hooks
+        .iter()
+        .flat_map(|hook| {
+            InterceptionEvent::ALL
+                .into_iter()
+                .filter(|e| hook.covers(*e, Phase::Request) || hook.covers(*e, Phase::Response))
+        })
+        .map(|e| e.as_str())
+        .collect();
+    assert_eq!(events, ["tools/call"]);
+}

@@ -10,7 +10,11 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 use toolgate_upstream::UpstreamEvent;
 
-use super::{Gateway, merge};
+use toolgate_core::mcp;
+use toolgate_intercept::{CallContext, Principal, Target};
+
+use super::exchange::LogMessage;
+use super::{Gateway, merge, notification};
 use crate::session::Changed;
 
 /// How often sessions that closed are looked for (they are also looked for on every event).
@@ -82,7 +86,7 @@ impl Gateway {
                     self.sessions.notify_updated(&exposed).await;
                 }
                 UpstreamEvent::Log { upstream, params } => {
-                    self.sessions.notify_log(&upstream, params).await;
+                    self.log_of_its_own(upstream, params).await;
                 }
                 _ => {}
             }
@@ -105,6 +109,24 @@ impl Gateway {
         };
         self.recorder.lists_changed(changed);
         self.sessions.notify_changed(changed).await;
+    }
+
+    /// A log message an upstream sent about no call: it passes the pipeline as its server's,
+    /// then goes to the sessions that asked for logs at its level (and to no other: a session
+    /// that never asked gets only what its own calls cause).
+    async fn log_of_its_own(&self, upstream: String, params: mcp::LoggingMessageNotificationParam) {
+        let mut ctx = CallContext::new(Principal::upstream(&upstream));
+        ctx.target = Some(Target {
+            server: upstream.clone(),
+            original: String::new(),
+            exposed: String::new(),
+            tool: None,
+        });
+        let passed =
+            notification::pass::<LogMessage>(&self.pipeline, &self.recorder, params, &mut ctx);
+        if let Some(params) = passed.await {
+            self.sessions.notify_log(params).await;
+        }
     }
 
     /// The URI clients know for `uri` of `upstream` (rewritten when two upstreams share it).

@@ -92,6 +92,8 @@ exchange!(ListInterceptors(InterceptorsList): () => Empty, serde_json::Value => 
 exchange!(CreateMessage(SamplingCreateMessage): mcp::CreateMessageRequestParams => CreateMessage, mcp::CreateMessageResult => CreatedMessage);
 exchange!(Elicit(ElicitationCreate): mcp::ElicitRequestParams => Elicit, mcp::ElicitResult => Elicited);
 exchange!(ListRoots(RootsList): () => Empty, mcp::ListRootsResult => Roots);
+exchange!(LogMessage(LoggingMessage): mcp::LoggingMessageNotificationParam => Log, () => Empty);
+exchange!(Progress(Progress): mcp::ProgressNotificationParam => Progress, () => Empty);
 
 /// Runs `params` through `pipeline` around `send`, which makes the request (to the upstream,
 /// or whatever answers it) with the parameters as the request phase left them.

@@ -1,7 +1,9 @@
 //! The requests an upstream sends back while it serves a call (`sampling/createMessage`,
 //! `elicitation/create`, `roots/list`, directly or as 2026-07-28 `input_required` rounds):
 //! each passes the pipeline, on behalf of the client that made the call, before it reaches
-//! that client, and its answer passes the response phase before it reaches the upstream.
+//! that client, and its answer passes the response phase before it reaches the upstream. The
+//! call's progress and log messages pass the request phase of their own events on their way
+//! (`super::notification`).
 
 #![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
@@ -15,9 +17,10 @@ use toolgate_intercept::{CallContext, Pipeline};
 use toolgate_upstream::{CallOptions, Caller, RoundRefused};
 
 use super::exchange::{
-    CreateMessage, Elicit, Exchange, ListRoots, Requested, request_phase, response_phase,
-    through_pipeline,
+    CreateMessage, Elicit, Exchange, ListRoots, LogMessage, Progress, Requested, request_phase,
+    response_phase, through_pipeline,
 };
+use super::notification;
 use crate::error::{GatewayError, to_mcp_error};
 use crate::record::Recorder;
 
@@ -91,6 +94,10 @@ impl Relay {
 impl Caller for Relay {
     fn party(&self) -> Option<String> {
         self.inner.as_ref().and_then(|inner| inner.party())
+    }
+
+    fn hearer(&self) -> Option<String> {
+        self.inner.as_ref().and_then(|inner| inner.hearer())
     }
 
     fn capabilities(&self) -> Option<mcp::ClientCapabilities> {
@@ -189,10 +196,27 @@ impl Caller for Relay {
     }
 
     fn progress(&self, params: mcp::ProgressNotificationParam) -> BoxFuture<'static, ()> {
-        match &self.inner {
-            Some(inner) => inner.progress(params),
-            None => Box::pin(async {}),
-        }
+        let Some(inner) = self.inner.clone() else { return Box::pin(async {}) };
+        let (pipeline, recorder) = (self.pipeline.clone(), self.recorder.clone());
+        let mut ctx = self.origin.for_another_request();
+        Box::pin(async move {
+            let passed = notification::pass::<Progress>(&pipeline, &recorder, params, &mut ctx);
+            if let Some(params) = passed.await {
+                inner.progress(params).await;
+            }
+        })
+    }
+
+    fn log(&self, params: mcp::LoggingMessageNotificationParam) -> BoxFuture<'static, ()> {
+        let Some(inner) = self.inner.clone() else { return Box::pin(async {}) };
+        let (pipeline, recorder) = (self.pipeline.clone(), self.recorder.clone());
+        let mut ctx = self.origin.for_another_request();
+        Box::pin(async move {
+            let passed = notification::pass::<LogMessage>(&pipeline, &recorder, params, &mut ctx);
+            if let Some(params) = passed.await {
+                inner.log(params).await;
+            }
+        })
     }
 
     fn create_message(

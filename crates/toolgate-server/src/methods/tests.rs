@@ -37,9 +37,35 @@ fn methods_of(schema: schemars::Schema) -> BTreeSet<String> {
 fn table_methods(sender: Sender) -> BTreeSet<String> {
     METHODS
         .iter()
-        .filter(|m| m.sender == sender && m.name != OTHER_CUSTOM)
+        .filter(|m| m.sender == sender && m.name != OTHER_CUSTOM && !m.is_notification())
         .map(|m| m.name.to_owned())
         .collect()
+}
+
+fn table_notifications(sender: Sender) -> BTreeSet<String> {
+    METHODS
+        .iter()
+        .filter(|m| m.sender == sender && m.is_notification() && m.name != OTHER_NOTIFICATION)
+        .map(|m| m.name.to_owned())
+        .collect()
+}
+
+#[test]
+fn every_notification_a_client_can_send_is_intercepted_or_exempt_with_a_reason() {
+    let rmcp = methods_of(schemars::schema_for!(mcp::ClientNotification));
+    assert!(rmcp.len() >= 4, "the schema walk found the variants: {rmcp:?}");
+    assert_eq!(rmcp, table_notifications(Sender::Client), "rmcp's client notifications");
+}
+
+#[test]
+fn every_notification_an_upstream_can_send_is_intercepted_or_exempt_with_a_reason() {
+    let rmcp = methods_of(schemars::schema_for!(mcp::ServerNotification));
+    assert!(rmcp.len() >= 8, "the schema walk found the variants: {rmcp:?}");
+    assert_eq!(rmcp, table_notifications(Sender::Upstream), "rmcp's server notifications");
+    // Each custom kind is covered too.
+    for sender in [Sender::Client, Sender::Upstream] {
+        assert!(METHODS.iter().any(|m| m.sender == sender && m.name == OTHER_NOTIFICATION));
+    }
 }
 
 #[test]

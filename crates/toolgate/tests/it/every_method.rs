@@ -1,7 +1,8 @@
-//! Every intercepted request method, end to end over stdio and HTTP, walking the method table
-//! (`toolgate_server::methods`): a policy rule about each event refuses it before it reaches
-//! the upstream (or, for what an upstream asks, before it reaches the client), and the same
-//! rule in audit mode lets it through and records what it would have done.
+//! Every intercepted request method and notification, end to end over stdio and HTTP, walking
+//! the method table (`toolgate_server::methods`): a policy rule about each event refuses it
+//! before it reaches the upstream (or, for what an upstream asks or says, before it reaches the
+//! client), and the same rule in audit mode lets it through and records what it would have
+//! done.
 
 #![allow(deprecated)] // sampling, roots and logging are deprecated in 2026-07-28 but still spoken
 
@@ -11,11 +12,14 @@ use rmcp::model::{
     ArgumentInfo, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
     CompleteRequestParams, CreateMessageRequestParams, CreateMessageResult, CustomRequest,
     ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
-    GetPromptRequestParams, Implementation, ListRootsResult, LoggingLevel, ProtocolVersion,
+    GetPromptRequestParams, Implementation, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
     ReadResourceRequestParams, Reference, Role, Root, RootsCapabilities, SamplingMessage,
     SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{ClientLifecycleMode, Peer, RequestContext, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, NotificationContext, Peer, RequestContext, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ClientServiceExt, ErrorData, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
@@ -35,10 +39,12 @@ macro_rules! json_text {
     };
 }
 
-/// A client that can answer everything an upstream may ask, and notes what it was asked.
+/// A client that can answer everything an upstream may ask, and notes what it was asked and
+/// told (log messages, progress).
 #[derive(Clone, Default)]
 struct Answering {
     asked: Arc<Mutex<Vec<&'static str>>>,
+    noted: Arc<tokio::sync::Notify>,
 }
 
 impl Answering {
@@ -48,6 +54,23 @@ impl Answering {
 
     fn note(&self, what: &'static str) {
         self.asked.lock().expect("asked lock").push(what);
+        self.noted.notify_waiters();
+    }
+
+    /// Waits (at most 20 s) until `what` is among what was noted since `since`.
+    async fn wait_for(&self, what: &'static str, since: usize) {
+        let waiting = async {
+            loop {
+                let noted = self.noted.notified();
+                if self.asked()[since..].contains(&what) {
+                    return;
+                }
+                noted.await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(20), waiting)
+            .await
+            .unwrap_or_else(|_| panic!("{what} did not reach the client"));
     }
 }
 
@@ -92,6 +115,22 @@ impl ClientHandler for Answering {
     ) -> Result<ListRootsResult, ErrorData> {
         self.note("roots/list");
         Ok(ListRootsResult::new(vec![Root::new("file:///work/project")]))
+    }
+
+    async fn on_logging_message(
+        &self,
+        _params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.note("notifications/message");
+    }
+
+    async fn on_progress(
+        &self,
+        _params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.note("notifications/progress");
     }
 }
 
@@ -170,6 +209,10 @@ async fn exercise(peer: &Peer<RoleClient>, method: &str) -> Result<String, Servi
             call(peer, "fx__test_elicitation", json!({"message": "who are you?"})).await?
         }
         "roots/list" => call(peer, "fx__list_roots", json!({})).await?,
+        // The tool logs and reports progress while it runs.
+        "notifications/message" | "notifications/progress" => {
+            call(peer, "fx__notes", json!({"text": "a note"})).await?
+        }
         "subscriptions/listen" => {
             unreachable!("a 2026-07-28 request: see `listen_is_refused_then_audited`")
         }
@@ -224,6 +267,23 @@ async fn walk(peer: &Peer<RoleClient>, answering: &Answering, mode: &str) {
             METHODS.iter().any(|m| m.name == method && m.sender == Sender::Upstream);
         let before = answering.asked().len();
         let outcome = exercise(peer, method).await;
+        if method.starts_with("notifications/") {
+            let result = outcome.unwrap_or_else(|e| panic!("{method}: {e}"));
+            assert!(result.contains("noted"), "{method}: the call went through: {result}");
+            if mode == "active" {
+                // Sent, had it been, before the call's answer: a round trip later it is here.
+                peer.send_request(ClientRequest::PingRequest(Default::default()))
+                    .await
+                    .expect("ping");
+                assert!(
+                    !answering.asked()[before..].contains(&method),
+                    "{method} reached the client"
+                );
+            } else {
+                answering.wait_for(method, before).await;
+            }
+            continue;
+        }
         match (mode, upstream_asks) {
             ("active", false) => {
                 let error = outcome.expect_err(method).to_string();

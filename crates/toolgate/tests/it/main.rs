@@ -42,6 +42,7 @@ mod scan;
 mod script_tools;
 mod scripts;
 mod sdk_clients;
+mod session_notifications;
 mod slow_clients;
 mod startup;
 mod stdio_front;
