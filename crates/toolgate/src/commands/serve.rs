@@ -49,7 +49,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
         most_bytes: config.gateway.max_subscription_bytes.unwrap_or(subscriptions.most_bytes),
     });
     let shutdown = CancellationToken::new();
-    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    tokio::spawn(cancel_on_signal(shutdown.clone())?);
     let admin = match &config.admin {
         Some(admin) => Some(
             start_admin(admin, connection_limits(&config.gateway), &gateway, shutdown.clone())
@@ -161,20 +161,21 @@ fn connection_limits(gateway: &toolgate_config::GatewayConfig) -> ConnectionLimi
     }
 }
 
-/// SIGINT or SIGTERM starts a graceful shutdown.
-async fn cancel_on_signal(shutdown: CancellationToken) {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending().await,
+/// SIGINT or SIGTERM starts a graceful shutdown. The handlers are in place when this returns
+/// (before `serve` says it is serving), not when the returned future first runs: a signal that
+/// came in between would otherwise end the process at once, without the shutdown.
+fn cancel_on_signal(
+    shutdown: CancellationToken,
+) -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch for SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
-    tracing::info!("shutting down");
-    shutdown.cancel();
+        tracing::info!("shutting down");
+        shutdown.cancel();
+    })
 }

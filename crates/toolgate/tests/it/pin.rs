@@ -33,7 +33,7 @@ async fn pin_then_check_and_diff_catch_each_change_of_a_rug_pull() {
     write_config(dir.path(), Some(0));
     let (code, out, err) = pin(dir.path(), &[]).await;
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("fx: pinned 43 tools") && out.contains("(first pin)"), "{out}");
+    assert!(out.contains("fx: pinned 44 tools") && out.contains("(first pin)"), "{out}");
     let lock = std::fs::read_to_string(dir.path().join("toolgate.lock")).expect("lock written");
     assert!(lock.contains("\"weather\"") && lock.contains("Get the weather forecast"), "{lock}");
 

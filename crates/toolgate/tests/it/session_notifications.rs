@@ -209,14 +209,17 @@ async fn redacted_everywhere(client: &RecordingClient, notes: &mut Notes) {
         .await_response()
         .await
         .expect("fx__notes");
-    let progress = notes
-        .next_matching(|note| match note {
-            Note::Progress(progress) => progress.message.clone(),
-            _ => None,
-        })
-        .await;
-    assert_eq!(progress, "key [REDACTED:aws_access_key]");
-    assert_eq!(next_log(notes).await, "key [REDACTED:aws_access_key]");
+    // The two may come in either order: rmcp handles each notification in a task of its own.
+    let (mut progress, mut log) = (None, None);
+    while progress.is_none() || log.is_none() {
+        match notes.next_matching(|note| Some(note.clone())).await {
+            Note::Progress(said) => progress = said.message,
+            Note::Log(said) => log = Some(said.data),
+            _ => {}
+        }
+    }
+    assert_eq!(progress.as_deref(), Some("key [REDACTED:aws_access_key]"));
+    assert_eq!(log, Some(Value::from("key [REDACTED:aws_access_key]")));
 
     let prompt = client
         .get_prompt(
@@ -257,4 +260,50 @@ async fn redact_sees_logs_progress_prompts_and_completions_over_http() {
     redacted_everywhere(&client, &mut notes).await;
     client.cancel().await.expect("close");
     assert!(gateway.terminate().await.success());
+}
+
+/// A policy that cuts a server off from the client cuts off its log messages and progress
+/// too: `fx` may be called, but nothing it says on the side reaches the client; `other`'s
+/// does.
+#[tokio::test]
+async fn a_policy_rule_stops_a_servers_log_messages_and_progress() {
+    let config = ConfigDir::new(&format!(
+        "{}\n{}\n[[pipeline]]\nkind = \"policy\"\n\
+         rules = [{{ servers = [\"fx\"], events = [\"notifications/*\"], decision = \"deny\", \
+         reason = \"fx keeps quiet\" }}]\n",
+        fixture_server("fx", "stdio", None),
+        fixture_server("other", "stdio", None),
+    ));
+    let (client, mut notes, _pid) = recording_stdio_client(&config.path()).await;
+    let notes_of = |server: &str| {
+        CallToolRequest::new(
+            CallToolRequestParams::new(format!("{server}__notes"))
+                .with_arguments(object(json!({ "text": format!("from {server}") }))),
+        )
+    };
+    for server in ["fx", "other"] {
+        client
+            .peer()
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(notes_of(server)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .expect("send")
+            .await_response()
+            .await
+            .expect("notes answers: the call itself is allowed");
+    }
+    // What fx said would have come before what other said.
+    let said = notes
+        .next_matching(|note| match note {
+            Note::Log(log) => Some(("log", log.data.clone())),
+            Note::Progress(progress) => {
+                progress.message.clone().map(|message| ("progress", Value::from(message)))
+            }
+            _ => None,
+        })
+        .await;
+    assert_eq!(said.1, "from other", "fx's {} reached the client", said.0);
+    client.cancel().await.expect("close");
 }
