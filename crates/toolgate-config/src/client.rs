@@ -112,7 +112,10 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
     let env = optional(field("env", stdio), |v| cx.env_vars(v, &at("env")));
     let cwd = optional(field("cwd", stdio), |v| cx.cwd(v, &at("cwd")));
     let url = field("url", true).map(|v| cx.url(v, &at("url")));
-    let headers = optional(field("headers", http), |v| cx.headers(v, &at("headers")));
+    // A server's credentials are a secret of toolgate's toward that server: no other (stdio)
+    // server inherits the variables they come from unless it names them exactly.
+    let headers =
+        optional(field("headers", http), |v| cx.secret(|cx| cx.headers(v, &at("headers"))));
     let disabled = optional(field("disabled", true), |v| cx.boolean(v, &at("disabled")));
     let timeout = optional(field("timeout", true), |v| timeout(cx, v, &at("timeout")));
     let deny = optional(field("disabledTools", true), |v| {

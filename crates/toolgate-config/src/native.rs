@@ -416,7 +416,10 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     let cwd = optional(field("cwd", stdio), |v| cx.cwd(v, &at("cwd")).map(Some));
     let url = field("url", true).map(|v| cx.url(v, &at("url")));
     let transport = optional(field("transport", http), |v| transport(cx, v, &at("transport")));
-    let headers = optional(field("headers", http), |v| cx.headers(v, &at("headers")));
+    // A server's credentials are a secret of toolgate's toward that server: no other (stdio)
+    // server inherits the variables they come from unless it names them exactly.
+    let headers =
+        optional(field("headers", http), |v| cx.secret(|cx| cx.headers(v, &at("headers"))));
     let pool = optional(field("pool", http), |v| cx.boolean(v, &at("pool")));
     let prefix = match fields.get("prefix") {
         Some(value) => cx.prefix(value, &at("prefix")),
