@@ -17,7 +17,7 @@ use toolgate_audit::EventBus;
 use crate::calls::ToolAccess;
 use crate::compile::{self, CompileError, Diagnostic};
 use crate::meta::ScriptMeta;
-use crate::sandbox::{self, Failure, Json, Limits};
+use crate::sandbox::{self, Failure, Limits};
 use crate::tools::ScriptTool;
 
 /// Why the engine could not be set up (Rune refused a module: a bug, reported as it is).
@@ -200,20 +200,7 @@ impl Compiled {
         access: Option<ToolAccess>,
     ) -> Result<serde_json::Value, Failure> {
         let (runtime, unit) = (self.runtime.clone(), self.unit.clone());
-        let mut args = args.into_iter().map(Json);
-        let invocation = async {
-            match (args.next(), args.next(), args.next()) {
-                (None, _, _) => sandbox::invoke(runtime, unit, function, (), limits).await,
-                (Some(a), None, _) => sandbox::invoke(runtime, unit, function, (a,), limits).await,
-                (Some(a), Some(b), None) => {
-                    sandbox::invoke(runtime, unit, function, (a, b), limits).await
-                }
-                (Some(a), Some(b), Some(c)) => {
-                    sandbox::invoke(runtime, unit, function, (a, b, c), limits).await
-                }
-            }
-        };
-        crate::calls::within(access, invocation).await
+        sandbox::invoke(runtime, unit, function.to_owned(), args, limits, access).await
     }
 }
 
