@@ -393,7 +393,13 @@ pub fn reference() -> String {
          toolgate-scripts` rewrites it). How scripts are written, what their hooks take and \
          return, and how they are contained: README, \"Scripts\".\n\n\
          Functions that can fail return a `Result`: `?` passes the error on (the hook then \
-         fails, as its `fail_open` says).\n",
+         fails, as its `fail_open` says).\n\n\
+         Every function that takes text is charged for it before it works: one instruction of \
+         the invocation's budget per 4 bytes. Text over 4 MiB is refused, and so is a \
+         `regex::replace_all` result over 4 MiB and a `rate::hit` key over 1 KiB; what a \
+         function builds (parsed JSON, a list of matches, the tokenizer's work) counts against \
+         the invocation's memory limit. A function refused this way ends the invocation (a \
+         script cannot catch it), as its limits would.\n",
     );
     let mut module = "";
     for item in API {
