@@ -5,15 +5,19 @@
 //! `rune-modules`, not used here) and toolgate's own (`module.rs`), and output to stdout is
 //! switched off, because on stdio that is the MCP channel.
 //!
-//! An invocation runs on the script threads (`pool.rs`), never on a worker of the gateway's
-//! runtime, and in slices: the VM runs at most [`SLICE`] instructions, then the sandbox
-//! (outside the VM, where the script cannot skip it) looks at the clock, stops the
+//! A script's own tool runs on the script threads (`pool.rs`), never on a worker of the
+//! gateway's runtime, and in slices: the VM runs at most [`SLICE`] instructions, then the
+//! sandbox (outside the VM, where the script cannot skip it) looks at the clock, stops the
 //! invocation past its deadline or when the budget is spent, and otherwise lets the other
-//! invocations of the thread run before resuming it. The `toolgate` module's native
-//! functions are charged to the same budget by the size of their input, and the memory they
-//! use in Rust to the memory limit (`meter.rs`), so no single call of one can stall a thread
-//! either. The wall-clock timeout also covers the time spent waiting (a native future),
-//! which no budget counts.
+//! invocations of the thread run before resuming it. A hook, on the path of every call, runs
+//! on the caller's thread in one go when its budget is at most [`INLINE_BUDGET`] (the default):
+//! the budget, which the VM counts and cannot skip, then bounds how long it keeps the thread
+//! to milliseconds, without the cost of handing it to another thread (about 50 µs here); a
+//! hook given a larger budget runs on the script threads like a tool. The `toolgate` module's
+//! native functions are charged by the size of their input, and the memory they use in Rust
+//! counts against the memory limit (`meter.rs`), so no single call of one can stall a thread
+//! either. The wall-clock timeout also covers the time spent waiting (a native future), which
+//! no budget counts.
 
 mod meter;
 mod pool;
@@ -22,6 +26,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use rune::alloc::limit;
 use rune::runtime::{GeneratorState, RuntimeContext, RuntimeError, ToValue, VmError, budget};
 use rune::{Unit, Value, Vm};
@@ -100,9 +105,26 @@ impl ToValue for Json {
     }
 }
 
-/// Calls `function` of `unit` with `args` (at most three) under `limits`, on the script
-/// threads; its value as JSON. `toolgate::call` goes through `access` (none: it is an
-/// error), the call itself running on the caller's runtime.
+/// The largest instruction budget an invocation may run on the caller's thread with (see
+/// [`Placement::Bounded`]): with native functions charged by the size of their input, this
+/// many instructions take tens of milliseconds at most.
+pub const INLINE_BUDGET: usize = 1_000_000;
+
+/// Where an invocation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// On the script threads, in slices, the deadline checked between them: for a script's
+    /// own tools, which may run for as long as their `tool_timeout`.
+    Pool,
+    /// On the caller's thread when the budget bounds how long it can keep it (at most
+    /// [`INLINE_BUDGET`] instructions; a hook, on the path of every call, then costs no
+    /// hand-over to another thread), and on the script threads otherwise.
+    Bounded,
+}
+
+/// Calls `function` of `unit` with `args` (at most three) under `limits`, where `placement`
+/// says; its value as JSON. `toolgate::call` goes through `access` (none: it is an error),
+/// the call itself running on the caller's runtime.
 pub(crate) async fn invoke(
     runtime: Arc<RuntimeContext>,
     unit: Arc<Unit>,
@@ -110,8 +132,12 @@ pub(crate) async fn invoke(
     args: Vec<serde_json::Value>,
     limits: Limits,
     access: Option<ToolAccess>,
+    placement: Placement,
 ) -> Result<serde_json::Value, Failure> {
     let home = tokio::runtime::Handle::current();
+    if placement == Placement::Bounded && limits.instructions <= INLINE_BUDGET {
+        return inline(runtime, unit, &function, args, limits, access, home).await;
+    }
     let invocation = move || async move {
         let deadline = Instant::now() + limits.timeout;
         let mut vm = Vm::new(runtime, unit);
@@ -149,6 +175,47 @@ pub(crate) async fn invoke(
         Err(pool::Lost::NoThread) => {
             Err(Failure::Error("no script thread could be started to run it".to_owned()))
         }
+    }
+}
+
+/// [`invoke`] on this thread, the whole budget at once: the VM stops when it is spent, a
+/// native function when its allowance is or the deadline has passed, and awaits give the
+/// thread up as any task's do.
+async fn inline(
+    runtime: Arc<RuntimeContext>,
+    unit: Arc<Unit>,
+    function: &str,
+    args: Vec<serde_json::Value>,
+    limits: Limits,
+    access: Option<ToolAccess>,
+    home: tokio::runtime::Handle,
+) -> Result<serde_json::Value, Failure> {
+    let deadline = Instant::now() + limits.timeout;
+    let vm = Vm::new(runtime, unit);
+    let mut args = args.into_iter().map(Json);
+    let execution = match (args.next(), args.next(), args.next()) {
+        (None, _, _) => vm.send_execute([function], ()),
+        (Some(a), None, _) => vm.send_execute([function], (a,)),
+        (Some(a), Some(b), None) => vm.send_execute([function], (a, b)),
+        (Some(a), Some(b), Some(c)) => vm.send_execute([function], (a, b, c)),
+    }
+    .map_err(|e| classify(&e, limits))?;
+    let completed =
+        budget::with(limits.instructions, limit::with(limits.memory, execution.async_complete()));
+    // Native functions cannot draw on the VM's budget while it runs: they have an allowance
+    // of the same size.
+    let metered = Metered::new(Meter::new(limits.instructions, deadline), completed);
+    let caught = AssertUnwindSafe(calls::within(access, home, metered)).catch_unwind();
+    let (result, meter) = match tokio::time::timeout_at(deadline, caught).await {
+        Err(_) => return Err(Failure::Timeout(limits.timeout)),
+        Ok(Err(panic)) => return Err(Failure::Panic(panic_message(&*panic))),
+        Ok(Ok(ended)) => ended,
+    };
+    let value = result.into_result().map(GeneratorState::Complete);
+    match ended(value, meter.stopped, limits)? {
+        Some(value) => to_json(&value),
+        // It ran out of its whole budget.
+        None => Err(Failure::Budget(limits.instructions)),
     }
 }
 

@@ -101,11 +101,11 @@ pub(crate) fn charge(bytes: usize) -> VmResult<()> {
         let mut meter = cell.get()?;
         let stop = if Instant::now() >= meter.deadline {
             Some(Stop::Deadline)
-        } else if cost > meter.instructions {
-            Some(Stop::Budget)
-        } else {
+        } else if cost <= meter.instructions {
             meter.instructions -= cost;
             None
+        } else {
+            Some(Stop::Budget)
         };
         meter.stopped = meter.stopped.or(stop);
         cell.set(Some(meter));
