@@ -16,6 +16,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use tokio::runtime::Handle;
 use toolgate_core::mcp;
 
 /// The `_meta` key under which the gateway tells a script's server who called it
@@ -93,24 +94,27 @@ pub struct ToolAccess {
 }
 
 tokio::task_local! {
-    /// The access of the tool whose invocation is being polled; `None` for a hook.
-    static ACCESS: Option<ToolAccess>;
+    /// The access of the tool whose invocation is being polled (`None` for a hook), and the
+    /// runtime its calls run on.
+    static ACCESS: (Option<ToolAccess>, Handle);
 }
 
-/// Runs `invocation` with `access` (none: `toolgate::call` is an error in it).
-pub(crate) async fn within<F: Future>(access: Option<ToolAccess>, invocation: F) -> F::Output {
-    let inside_a_tool = ACCESS.try_with(Option::is_some).unwrap_or(false);
-    if access.is_none() && !inside_a_tool {
-        // Nothing to set or to hide: the common case of a hook, without the scope's cost.
-        return invocation.await;
-    }
-    ACCESS.scope(access, invocation).await
+/// Runs `invocation` (on a script thread) with `access` (none: `toolgate::call` is an error
+/// in it); the calls it makes run on `home`, the runtime of the gateway that called it, not
+/// on the script thread.
+pub(crate) async fn within<F: Future>(
+    access: Option<ToolAccess>,
+    home: Handle,
+    invocation: F,
+) -> F::Output {
+    ACCESS.scope((access, home), invocation).await
 }
 
 /// `toolgate::call`: the tool's result as JSON, or why there is none (refused, failed, or a
 /// result marked as an error, with its text).
 pub(crate) async fn call(name: String, arguments: Value) -> Result<Value, String> {
-    let access = ACCESS.try_with(Clone::clone).ok().flatten().ok_or_else(|| {
+    let tool = ACCESS.try_with(|(access, home)| Some((access.clone()?, home.clone())));
+    let (access, home) = tool.ok().flatten().ok_or_else(|| {
         "toolgate::call needs the gateway: it works in a script's own tools (call_<name>) as \
          toolgate serves them, not in hooks (nor under `toolgate script test`)"
             .to_owned()
@@ -130,12 +134,32 @@ pub(crate) async fn call(name: String, arguments: Value) -> Result<Value, String
         }
     };
     let origin = Origin { depth, ..access.origin };
-    let result = access.caller.call(origin, name.clone(), arguments, access.progress).await?;
+    let calling = access.caller.call(origin, name.clone(), arguments, access.progress);
+    let result = on(&home, calling).await.map_err(|e| format!("calling {name}: {e}"))??;
     if result.is_error == Some(true) {
         let text = crate::tools::text_of(&result);
         return Err(format!("{name} answered with an error: {text}"));
     }
     serde_json::to_value(result).map_err(|e| e.to_string())
+}
+
+/// Runs `future` on `home`; its output, or why it has none. Dropping the returned future
+/// aborts it there.
+async fn on<T: Send + 'static>(
+    home: &Handle,
+    future: impl Future<Output = T> + Send + 'static,
+) -> Result<T, String> {
+    struct AbortOnDrop(tokio::task::AbortHandle);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let task = home.spawn(future);
+    let _abort = AbortOnDrop(task.abort_handle());
+    task.await.map_err(|e| {
+        if e.is_panic() { "it panicked".to_owned() } else { "it was cancelled".to_owned() }
+    })
 }
 
 #[cfg(test)]

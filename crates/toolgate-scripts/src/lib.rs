@@ -25,9 +25,11 @@ pub mod watch;
 
 pub use compile::{CompileError, Diagnostic};
 pub use meta::ScriptMeta;
-pub use module::{API, ApiItem, reference};
+pub use module::{API, ApiItem, MAX_RATE_KEY, reference};
 pub use registry::{LoadError, Scripts, discover};
-pub use sandbox::{Failure, Limits};
+pub use sandbox::{
+    BYTES_PER_INSTRUCTION, Failure, INLINE_BUDGET, Limits, MAX_INPUT, MAX_WORKERS, SLICE,
+};
 pub use script::{Compiled, Engine, EngineError, Script};
 
 /// The functions a script may define that make it an interceptor.

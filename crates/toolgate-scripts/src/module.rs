@@ -6,8 +6,11 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use rune::{ContextError, Module, Value};
+use rune::runtime::{VmError, VmResult};
+use rune::{ContextError, Module, Value, vm_try};
 use toolgate_audit::{Event, EventBus};
+
+use crate::sandbox::{MAX_INPUT, charge, out_of_memory, reserve};
 
 /// One item of the `toolgate` module.
 #[derive(Debug, Clone, Copy)]
@@ -99,11 +102,21 @@ pub const API: &[ApiItem] = &[
     },
 ];
 
+/// The longest key `rate::hit` takes, in bytes (it remembers [`MOST_KEYS`] of them).
+pub const MAX_RATE_KEY: usize = 1024;
+
 /// The `toolgate` module and its submodules, publishing to `events`.
+///
+/// Every function that takes text is charged for it before it works (`sandbox::charge`: by
+/// its size, against the instruction budget, refused over `MAX_INPUT`), and what it builds
+/// in Rust is held against the memory limit, so no call of one can run long or grow large
+/// outside the sandbox's limits.
 pub(crate) fn modules(events: Option<EventBus>) -> Result<Vec<Module>, ContextError> {
     let mut root = Module::with_crate("toolgate")?;
-    root.function("publish", move |kind: &str, fields: Value| {
-        publish(events.as_ref(), kind, fields)
+    root.function("publish", move |kind: &str, fields: Value| -> VmResult<()> {
+        vm_try!(charge(kind.len()));
+        publish(events.as_ref(), kind, fields);
+        VmResult::Ok(())
     })
     .build()?;
     // `&str`, not `String`: a `String` argument would be moved out of the script's value (a
@@ -117,46 +130,85 @@ pub(crate) fn modules(events: Option<EventBus>) -> Result<Vec<Module>, ContextEr
         }
     })
     .build()?;
-    root.function("text", |result: Value| -> Result<String, String> {
-        let result = serde_json::to_value(&result).map_err(|e| e.to_string())?;
-        let result: toolgate_core::mcp::CallToolResult =
-            serde_json::from_value(result).map_err(|e| format!("not a CallToolResult: {e}"))?;
-        Ok(crate::tools::text_of(&result))
+    root.function("text", |result: Value| -> VmResult<Result<String, String>> {
+        let text = serde_json::to_value(&result)
+            .map_err(|e| e.to_string())
+            .and_then(|result| {
+                serde_json::from_value::<toolgate_core::mcp::CallToolResult>(result)
+                    .map_err(|e| format!("not a CallToolResult: {e}"))
+            })
+            .map(|result| crate::tools::text_of(&result));
+        if let Ok(text) = &text {
+            vm_try!(charge(text.len()));
+        }
+        VmResult::Ok(text)
     })
     .build()?;
-    root.function("tokens", |text: &str| {
-        i64::try_from(toolgate_llm::tokens::Encoding::O200kBase.count(text)).unwrap_or(i64::MAX)
+    root.function("tokens", |text: &str| -> VmResult<i64> {
+        vm_try!(charge(text.len()));
+        // The encoder's pieces and ranks take about as much again as the text.
+        let _held = vm_try!(reserve(text.len() * 2));
+        let count = toolgate_llm::tokens::Encoding::O200kBase.count(text);
+        VmResult::Ok(i64::try_from(count).unwrap_or(i64::MAX))
     })
     .build()?;
 
     let mut json = Module::with_crate_item("toolgate", ["json"])?;
-    json.function("parse", |text: &str| -> Result<Value, String> {
-        serde_json::from_str(text).map_err(|e| e.to_string())
+    json.function("parse", |text: &str| -> VmResult<Result<Value, String>> {
+        vm_try!(charge(text.len()));
+        // The value is built in the VM's memory, under its limit; serde_json's own buffers
+        // hold at most a string of the text at a time.
+        let _held = vm_try!(reserve(text.len()));
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => VmResult::Ok(Ok(value)),
+            Err(error) if is_allocation_failure(&error.to_string()) => out_of_memory(),
+            Err(error) => VmResult::Ok(Err(error.to_string())),
+        }
     })
     .build()?;
-    json.function("stringify", |value: Value| -> Result<String, String> {
-        serde_json::to_string(&value).map_err(|e| e.to_string())
+    json.function("stringify", |value: Value| -> VmResult<Result<String, String>> {
+        let text = match serde_json::to_string(&value) {
+            Ok(text) => text,
+            Err(error) => return VmResult::Ok(Err(error.to_string())),
+        };
+        vm_try!(charge(text.len()));
+        VmResult::Ok(Ok(text))
     })
     .build()?;
 
     let mut regex = Module::with_crate_item("toolgate", ["regex"])?;
     regex
-        .function("is_match", |pattern: &str, text: &str| -> Result<bool, String> {
-            with_regex(pattern, |re| re.is_match(text))
+        .function("is_match", |pattern: &str, text: &str| -> VmResult<Result<bool, String>> {
+            vm_try!(charge(pattern.len() + text.len()));
+            VmResult::Ok(with_regex(pattern, |re| re.is_match(text)))
         })
         .build()?;
     regex
         .function(
             "replace_all",
-            |pattern: &str, text: &str, with: &str| -> Result<String, String> {
-                with_regex(pattern, |re| re.replace_all(text, with).into_owned())
+            |pattern: &str, text: &str, with: &str| -> VmResult<Result<String, String>> {
+                vm_try!(charge(pattern.len() + text.len() + with.len()));
+                let replaced = match with_regex(pattern, |re| replace_all(re, text, with)) {
+                    Ok(replaced) => replaced,
+                    Err(error) => return VmResult::Ok(Err(error)),
+                };
+                let replaced = vm_try!(replaced);
+                vm_try!(charge(replaced.len()));
+                VmResult::Ok(Ok(replaced))
             },
         )
         .build()?;
     regex
-        .function("find_all", |pattern: &str, text: &str| -> Result<Vec<String>, String> {
-            with_regex(pattern, |re| re.find_iter(text).map(|m| m.as_str().to_owned()).collect())
-        })
+        .function(
+            "find_all",
+            |pattern: &str, text: &str| -> VmResult<Result<Vec<String>, String>> {
+                vm_try!(charge(pattern.len() + text.len()));
+                match with_regex(pattern, |re| find_all(re, text)) {
+                    Ok(found) => VmResult::Ok(Ok(vm_try!(found))),
+                    Err(error) => VmResult::Ok(Err(error)),
+                }
+            },
+        )
         .build()?;
 
     let mut time = Module::with_crate_item("toolgate", ["time"])?;
@@ -172,15 +224,91 @@ pub(crate) fn modules(events: Option<EventBus>) -> Result<Vec<Module>, ContextEr
     .build()?;
 
     let mut log = Module::with_crate_item("toolgate", ["log"])?;
-    log.function("info", |message: &str| tracing::info!(target: "toolgate::script", "{message}"))
-        .build()?;
-    log.function("warn", |message: &str| tracing::warn!(target: "toolgate::script", "{message}"))
-        .build()?;
-    log.function("debug", |message: &str| tracing::debug!(target: "toolgate::script", "{message}"))
-        .build()?;
+    log.function("info", |message: &str| -> VmResult<()> {
+        vm_try!(charge(message.len()));
+        tracing::info!(target: "toolgate::script", "{message}");
+        VmResult::Ok(())
+    })
+    .build()?;
+    log.function("warn", |message: &str| -> VmResult<()> {
+        vm_try!(charge(message.len()));
+        tracing::warn!(target: "toolgate::script", "{message}");
+        VmResult::Ok(())
+    })
+    .build()?;
+    log.function("debug", |message: &str| -> VmResult<()> {
+        vm_try!(charge(message.len()));
+        tracing::debug!(target: "toolgate::script", "{message}");
+        VmResult::Ok(())
+    })
+    .build()?;
     let mut rate = Module::with_crate_item("toolgate", ["rate"])?;
-    rate.function("hit", |key: &str, window_ms: i64| hit(key, window_ms)).build()?;
+    rate.function("hit", |key: &str, window_ms: i64| -> VmResult<i64> {
+        if key.len() > MAX_RATE_KEY {
+            return VmResult::err(VmError::panic(format!(
+                "rate::hit: a key of {} bytes is longer than {MAX_RATE_KEY}",
+                key.len()
+            )));
+        }
+        vm_try!(charge(key.len()));
+        VmResult::Ok(hit(key, window_ms))
+    })
+    .build()?;
     Ok(vec![root, json, regex, time, log, rate])
+}
+
+/// Whether an error's message says an allocation failed (Rune's allocator refusing past the
+/// memory limit).
+fn is_allocation_failure(message: &str) -> bool {
+    message.contains("allocat") || message.contains("out of memory")
+}
+
+/// `text` with every match of `re` replaced by `with` (groups expanded), refused once it
+/// grows past what a toolgate function may return (an empty pattern and a long replacement
+/// would otherwise multiply the text).
+fn replace_all(re: &regex::Regex, text: &str, with: &str) -> VmResult<String> {
+    let mut out = String::new();
+    let mut last = 0;
+    for captures in re.captures_iter(text) {
+        let Some(found) = captures.get(0) else { continue };
+        out.push_str(&text[last..found.start()]);
+        captures.expand(with, &mut out);
+        last = found.end();
+        if out.len() > MAX_INPUT {
+            return too_long("replace_all", out.len());
+        }
+    }
+    out.push_str(&text[last..]);
+    if out.len() > MAX_INPUT {
+        return too_long("replace_all", out.len());
+    }
+    VmResult::Ok(out)
+}
+
+/// Every match of `re` in `text`; the list is held against the memory limit as it grows
+/// (each match is a string of its own, so a pattern matching everywhere lists far more bytes
+/// than the text has).
+fn find_all(re: &regex::Regex, text: &str) -> VmResult<Vec<String>> {
+    const STRING: usize = std::mem::size_of::<String>();
+    let mut found = Vec::new();
+    let mut bytes = 0usize;
+    for m in re.find_iter(text) {
+        bytes += STRING + m.len();
+        if found.len() % 1024 == 0 && bytes > rune::alloc::limit::get() {
+            return out_of_memory();
+        }
+        found.push(m.as_str().to_owned());
+    }
+    if bytes > rune::alloc::limit::get() {
+        return out_of_memory();
+    }
+    VmResult::Ok(found)
+}
+
+fn too_long<T>(function: &str, bytes: usize) -> VmResult<T> {
+    VmResult::err(VmError::panic(format!(
+        "regex::{function}: its result would be more than {MAX_INPUT} bytes (at least {bytes})"
+    )))
 }
 
 fn publish(events: Option<&EventBus>, kind: &str, fields: Value) {
@@ -197,6 +325,10 @@ fn publish(events: Option<&EventBus>, kind: &str, fields: Value) {
 /// Patterns compiled so far (at most [`MOST_PATTERNS`]; then the cache starts again).
 const MOST_PATTERNS: usize = 256;
 
+/// The longest pattern kept compiled (a longer one is compiled for each call), so that the
+/// cache holds at most [`MOST_PATTERNS`] times this.
+const MOST_CACHED_PATTERN: usize = 1024;
+
 fn with_regex<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T, String> {
     static CACHE: OnceLock<Mutex<HashMap<String, regex::Regex>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Mutex::default);
@@ -208,6 +340,9 @@ fn with_regex<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T,
                 .size_limit(1 << 20)
                 .build()
                 .map_err(|e| e.to_string())?;
+            if pattern.len() > MOST_CACHED_PATTERN {
+                return Ok(f(&regex));
+            }
             let mut cache = cache.lock().expect("regex cache lock");
             if cache.len() >= MOST_PATTERNS {
                 cache.clear();
@@ -258,7 +393,13 @@ pub fn reference() -> String {
          toolgate-scripts` rewrites it). How scripts are written, what their hooks take and \
          return, and how they are contained: README, \"Scripts\".\n\n\
          Functions that can fail return a `Result`: `?` passes the error on (the hook then \
-         fails, as its `fail_open` says).\n",
+         fails, as its `fail_open` says).\n\n\
+         Every function that takes text is charged for it before it works: one instruction of \
+         the invocation's budget per 4 bytes. Text over 4 MiB is refused, and so is a \
+         `regex::replace_all` result over 4 MiB and a `rate::hit` key over 1 KiB; what a \
+         function builds (parsed JSON, a list of matches, the tokenizer's work) counts against \
+         the invocation's memory limit. A function refused this way ends the invocation (a \
+         script cannot catch it), as its limits would.\n",
     );
     let mut module = "";
     for item in API {

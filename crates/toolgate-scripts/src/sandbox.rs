@@ -5,10 +5,22 @@
 //! `rune-modules`, not used here) and toolgate's own (`module.rs`), and output to stdout is
 //! switched off, because on stdio that is the MCP channel.
 //!
-//! The instruction budget is what stops a loop: the VM counts instructions and halts when the
-//! budget is spent, so a busy script occupies its thread for at most that many instructions.
-//! The wall-clock timeout covers time spent waiting (a native future), which the budget does
-//! not count.
+//! A script's own tool runs on the script threads (`pool.rs`), never on a worker of the
+//! gateway's runtime, and in slices: the VM runs at most [`SLICE`] instructions, then the
+//! sandbox (outside the VM, where the script cannot skip it) looks at the clock, stops the
+//! invocation past its deadline or when the budget is spent, and otherwise lets the other
+//! invocations of the thread run before resuming it. A hook, on the path of every call, runs
+//! on the caller's thread in one go when its budget is at most [`INLINE_BUDGET`] (the default):
+//! the budget, which the VM counts and cannot skip, then bounds how long it keeps the thread
+//! to milliseconds, without the cost of handing it to another thread (about 50 µs here); a
+//! hook given a larger budget runs on the script threads like a tool. The `toolgate` module's
+//! native functions are charged by the size of their input, and the memory they use in Rust
+//! counts against the memory limit (`meter.rs`), so no single call of one can stall a thread
+//! either. The wall-clock timeout also covers the time spent waiting (a native future), which
+//! no budget counts.
+
+mod meter;
+mod pool;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -16,8 +28,19 @@ use std::time::Duration;
 
 use futures::FutureExt as _;
 use rune::alloc::limit;
-use rune::runtime::{Args, RuntimeContext, RuntimeError, ToValue, budget};
+use rune::runtime::{GeneratorState, RuntimeContext, RuntimeError, ToValue, VmError, budget};
 use rune::{Unit, Value, Vm};
+use tokio::time::Instant;
+
+use crate::calls::{self, ToolAccess};
+pub use meter::{BYTES_PER_INSTRUCTION, MAX_INPUT};
+use meter::{Meter, Metered, Stop};
+pub(crate) use meter::{charge, out_of_memory, reserve};
+pub use pool::MAX_WORKERS;
+
+/// The instructions a VM runs before the sandbox looks at the clock and lets the other
+/// invocations of its thread run.
+pub const SLICE: usize = 10_000;
 
 /// The limits of one invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,45 +105,192 @@ impl ToValue for Json {
     }
 }
 
-/// Calls `function` of `unit` with `args` under `limits`; its value as JSON.
+/// The largest instruction budget an invocation may run on the caller's thread with (see
+/// [`Placement::Bounded`]): with native functions charged by the size of their input, this
+/// many instructions take tens of milliseconds at most.
+pub const INLINE_BUDGET: usize = 1_000_000;
+
+/// Where an invocation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// On the script threads, in slices, the deadline checked between them: for a script's
+    /// own tools, which may run for as long as their `tool_timeout`.
+    Pool,
+    /// On the caller's thread when the budget bounds how long it can keep it (at most
+    /// [`INLINE_BUDGET`] instructions; a hook, on the path of every call, then costs no
+    /// hand-over to another thread), and on the script threads otherwise.
+    Bounded,
+}
+
+/// Calls `function` of `unit` with `args` (at most three) under `limits`, where `placement`
+/// says; its value as JSON. `toolgate::call` goes through `access` (none: it is an error),
+/// the call itself running on the caller's runtime.
 pub(crate) async fn invoke(
     runtime: Arc<RuntimeContext>,
     unit: Arc<Unit>,
-    function: &str,
-    args: impl Args + Send,
+    function: String,
+    args: Vec<serde_json::Value>,
     limits: Limits,
+    access: Option<ToolAccess>,
+    placement: Placement,
 ) -> Result<serde_json::Value, Failure> {
-    let vm = Vm::new(runtime, unit);
-    let execution =
-        vm.send_execute([function], args).map_err(|e| classify(&e.to_string(), limits))?;
-    let running =
-        budget::with(limits.instructions, limit::with(limits.memory, execution.async_complete()));
-    let caught = AssertUnwindSafe(running).catch_unwind();
-    let value = match tokio::time::timeout(limits.timeout, caught).await {
-        Err(_) => return Err(Failure::Timeout(limits.timeout)),
-        Ok(Err(panic)) => return Err(Failure::Panic(panic_message(&*panic))),
-        Ok(Ok(result)) => result.into_result().map_err(|e| classify(&e.to_string(), limits))?,
+    let home = tokio::runtime::Handle::current();
+    if placement == Placement::Bounded && limits.instructions <= INLINE_BUDGET {
+        return inline(runtime, unit, &function, args, limits, access, home).await;
+    }
+    let invocation = move || async move {
+        let deadline = Instant::now() + limits.timeout;
+        let mut vm = Vm::new(runtime, unit);
+        let mut args = args.into_iter().map(Json);
+        let name = [function.as_str()];
+        let execution = match (args.next(), args.next(), args.next()) {
+            (None, _, _) => vm.execute(name, ()),
+            (Some(a), None, _) => vm.execute(name, (a,)),
+            (Some(a), Some(b), None) => vm.execute(name, (a, b)),
+            (Some(a), Some(b), Some(c)) => vm.execute(name, (a, b, c)),
+        };
+        let mut execution = execution.map_err(|e| classify(&e, limits))?;
+        let stepped = async {
+            let mut left = limits.instructions;
+            loop {
+                let slice = next_slice(&mut left, deadline, limits)?;
+                let meter = Meter::new(left, deadline);
+                let resumed = budget::with(slice, execution.async_resume());
+                let (result, meter) = Metered::new(meter, resumed).await;
+                left = meter.instructions;
+                match ended(result.into_result(), meter.stopped, limits)? {
+                    Some(value) => return to_json(&value),
+                    None => tokio::task::yield_now().await,
+                }
+            }
+        };
+        let running = calls::within(access, home, limit::with(limits.memory, stepped));
+        tokio::time::timeout_at(deadline, running)
+            .await
+            .unwrap_or(Err(Failure::Timeout(limits.timeout)))
     };
-    to_json(&value)
+    match pool::run(invocation).await {
+        Ok(outcome) => outcome,
+        Err(pool::Lost::Panicked(message)) => Err(Failure::Panic(message)),
+        Err(pool::Lost::NoThread) => {
+            Err(Failure::Error("no script thread could be started to run it".to_owned()))
+        }
+    }
 }
 
-/// Calls `function` of `unit` synchronously (for `meta()`, at compile time).
+/// [`invoke`] on this thread, the whole budget at once: the VM stops when it is spent, a
+/// native function when its allowance is or the deadline has passed, and awaits give the
+/// thread up as any task's do.
+async fn inline(
+    runtime: Arc<RuntimeContext>,
+    unit: Arc<Unit>,
+    function: &str,
+    args: Vec<serde_json::Value>,
+    limits: Limits,
+    access: Option<ToolAccess>,
+    home: tokio::runtime::Handle,
+) -> Result<serde_json::Value, Failure> {
+    let deadline = Instant::now() + limits.timeout;
+    let vm = Vm::new(runtime, unit);
+    let mut args = args.into_iter().map(Json);
+    let execution = match (args.next(), args.next(), args.next()) {
+        (None, _, _) => vm.send_execute([function], ()),
+        (Some(a), None, _) => vm.send_execute([function], (a,)),
+        (Some(a), Some(b), None) => vm.send_execute([function], (a, b)),
+        (Some(a), Some(b), Some(c)) => vm.send_execute([function], (a, b, c)),
+    }
+    .map_err(|e| classify(&e, limits))?;
+    let completed =
+        budget::with(limits.instructions, limit::with(limits.memory, execution.async_complete()));
+    // Native functions cannot draw on the VM's budget while it runs: they have an allowance
+    // of the same size.
+    let metered = Metered::new(Meter::new(limits.instructions, deadline), completed);
+    let caught = AssertUnwindSafe(calls::within(access, home, metered)).catch_unwind();
+    let (result, meter) = match tokio::time::timeout_at(deadline, caught).await {
+        Err(_) => return Err(Failure::Timeout(limits.timeout)),
+        Ok(Err(panic)) => return Err(Failure::Panic(panic_message(&*panic))),
+        Ok(Ok(ended)) => ended,
+    };
+    let value = result.into_result().map(GeneratorState::Complete);
+    match ended(value, meter.stopped, limits)? {
+        Some(value) => to_json(&value),
+        // It ran out of its whole budget.
+        None => Err(Failure::Budget(limits.instructions)),
+    }
+}
+
+/// Calls `function` of `unit` on this thread (for `meta()` and `tools()`, at compile time),
+/// in slices as [`invoke`] does; it cannot await.
 pub(crate) fn invoke_sync(
     runtime: Arc<RuntimeContext>,
     unit: Arc<Unit>,
     function: &str,
     limits: Limits,
 ) -> Result<serde_json::Value, Failure> {
+    let deadline = Instant::now() + limits.timeout;
     let mut vm = Vm::new(runtime, unit);
-    let call = || vm.call([function], ());
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        budget::with(limits.instructions, limit::with(limits.memory, call)).call()
-    }));
-    match result {
-        Err(panic) => Err(Failure::Panic(panic_message(&*panic))),
-        Ok(Err(error)) => Err(classify(&error.to_string(), limits)),
-        Ok(Ok(value)) => to_json(&value),
+    let mut execution = vm.execute([function], ()).map_err(|e| classify(&e, limits))?;
+    let stepped = || {
+        let mut left = limits.instructions;
+        loop {
+            let slice = next_slice(&mut left, deadline, limits)?;
+            let (result, meter) = meter::with(Meter::new(left, deadline), || {
+                budget::with(slice, || execution.resume()).call()
+            });
+            left = meter.instructions;
+            if let Some(value) = ended(result.into_result(), meter.stopped, limits)? {
+                return to_json(&value);
+            }
+        }
+    };
+    std::panic::catch_unwind(AssertUnwindSafe(|| limit::with(limits.memory, stepped).call()))
+        .unwrap_or_else(|panic| Err(Failure::Panic(panic_message(&*panic))))
+}
+
+/// The instructions of the next slice, taken from `left`; the failure when the deadline has
+/// passed or nothing is left.
+fn next_slice(left: &mut usize, deadline: Instant, limits: Limits) -> Result<usize, Failure> {
+    if Instant::now() >= deadline {
+        return Err(Failure::Timeout(limits.timeout));
     }
+    if *left == 0 {
+        return Err(Failure::Budget(limits.instructions));
+    }
+    let slice = (*left).min(SLICE);
+    *left -= slice;
+    Ok(slice)
+}
+
+/// What a slice ended with: the value, `None` to run another slice (it used its budget up),
+/// or the failure (a native function's charge that stopped it says why).
+fn ended(
+    result: Result<GeneratorState, VmError>,
+    stopped: Option<Stop>,
+    limits: Limits,
+) -> Result<Option<Value>, Failure> {
+    if let Some(stop) = stopped {
+        return Err(match stop {
+            Stop::Budget => Failure::Budget(limits.instructions),
+            Stop::Memory => Failure::Memory(limits.memory),
+            Stop::Deadline => Failure::Timeout(limits.timeout),
+        });
+    }
+    match result {
+        Ok(GeneratorState::Complete(value)) => Ok(Some(value)),
+        Ok(GeneratorState::Yielded(_)) => Err(Failure::Error(
+            "it yielded, as a generator does; a hook or tool returns".to_owned(),
+        )),
+        // The slice's budget is spent: the VM stopped before its next instruction, and resumes
+        // there.
+        Err(error) if is_limited(&error) => Ok(None),
+        Err(error) => Err(classify(&error, limits)),
+    }
+}
+
+/// Whether the VM stopped because its budget was spent (the VM's error kinds are private to
+/// Rune; their messages are not).
+fn is_limited(error: &VmError) -> bool {
+    error.to_string().contains("`limited`")
 }
 
 /// `value` as JSON; a `Result` is unwrapped: `Ok(v)` is `v`, `Err(e)` is [`Failure::Returned`].
@@ -140,22 +310,26 @@ fn to_json(value: &Value) -> Result<serde_json::Value, Failure> {
 
 /// What a VM error says, as a [`Failure`] (the VM's error kinds are private to Rune; their
 /// messages are not).
-fn classify(message: &str, limits: Limits) -> Failure {
-    if message.contains("`limited`") {
+fn classify(error: &VmError, limits: Limits) -> Failure {
+    let message = error.to_string();
+    if is_limited(error) {
         Failure::Budget(limits.instructions)
     } else if message.contains("allocat") || message.contains("out of memory") {
         Failure::Memory(limits.memory)
     } else if let Some(reason) = message.strip_prefix("Panicked: ") {
         Failure::Panic(reason.to_owned())
     } else {
-        Failure::Error(message.to_owned())
+        Failure::Error(message)
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".to_owned())
 }
+
+#[cfg(test)]
+mod tests;

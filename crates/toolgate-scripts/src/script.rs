@@ -17,7 +17,7 @@ use toolgate_audit::EventBus;
 use crate::calls::ToolAccess;
 use crate::compile::{self, CompileError, Diagnostic};
 use crate::meta::ScriptMeta;
-use crate::sandbox::{self, Failure, Json, Limits};
+use crate::sandbox::{self, Failure, Limits, Placement};
 use crate::tools::ScriptTool;
 
 /// Why the engine could not be set up (Rune refused a module: a bug, reported as it is).
@@ -180,18 +180,22 @@ impl Compiled {
         self.tools.iter().find(|t| t.tool.name == name)
     }
 
-    /// Calls `function` with `args` (at most three) under `limits`; `toolgate::call` is an
-    /// error in it.
+    /// Calls `function` with `args` (at most three) under `limits`, as a hook: on the caller's
+    /// thread when its budget bounds how long it may take, on the script threads otherwise;
+    /// `toolgate::call` is an error in it.
     pub async fn call(
         &self,
         function: &str,
         args: Vec<serde_json::Value>,
         limits: Limits,
     ) -> Result<serde_json::Value, Failure> {
-        self.call_with(function, args, limits, None).await
+        let (runtime, unit) = (self.runtime.clone(), self.unit.clone());
+        let function = function.to_owned();
+        sandbox::invoke(runtime, unit, function, args, limits, None, Placement::Bounded).await
     }
 
-    /// [`Compiled::call`] for a tool's function: `toolgate::call` goes through `access`.
+    /// [`Compiled::call`] for a tool's function, always on the script threads (a tool may run
+    /// for as long as its `tool_timeout`): `toolgate::call` goes through `access`.
     pub async fn call_with(
         &self,
         function: &str,
@@ -200,20 +204,8 @@ impl Compiled {
         access: Option<ToolAccess>,
     ) -> Result<serde_json::Value, Failure> {
         let (runtime, unit) = (self.runtime.clone(), self.unit.clone());
-        let mut args = args.into_iter().map(Json);
-        let invocation = async {
-            match (args.next(), args.next(), args.next()) {
-                (None, _, _) => sandbox::invoke(runtime, unit, function, (), limits).await,
-                (Some(a), None, _) => sandbox::invoke(runtime, unit, function, (a,), limits).await,
-                (Some(a), Some(b), None) => {
-                    sandbox::invoke(runtime, unit, function, (a, b), limits).await
-                }
-                (Some(a), Some(b), Some(c)) => {
-                    sandbox::invoke(runtime, unit, function, (a, b, c), limits).await
-                }
-            }
-        };
-        crate::calls::within(access, invocation).await
+        let function = function.to_owned();
+        sandbox::invoke(runtime, unit, function, args, limits, access, Placement::Pool).await
     }
 }
 

@@ -33,7 +33,7 @@ pub fn is_script(path: &Path) -> bool {
 /// runtime.
 pub fn watch(
     folders: &[PathBuf],
-    changed: impl Fn(BTreeSet<PathBuf>) + Send + 'static,
+    changed: impl Fn(BTreeSet<PathBuf>) + Send + Sync + 'static,
 ) -> notify::Result<Watcher> {
     let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
     let mut inner = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -48,6 +48,15 @@ pub fn watch(
     for folder in folders.iter().filter(|f| f.is_dir()) {
         inner.watch(folder, RecursiveMode::NonRecursive)?;
     }
+    // A change compiles the script and runs its `meta()` and `tools()`, which may take up to
+    // the invocation timeout: on a blocking thread, not one of the runtime's workers.
+    let changed = std::sync::Arc::new(changed);
+    let apply = move |burst: BTreeSet<PathBuf>| {
+        let changed = changed.clone();
+        async move {
+            let _ = tokio::task::spawn_blocking(move || changed(burst)).await;
+        }
+    };
     tokio::spawn(async move {
         while let Some(first) = rx.recv().await {
             let mut burst = BTreeSet::from([first]);
@@ -56,11 +65,11 @@ pub fn watch(
                     Ok(Some(path)) => {
                         burst.insert(path);
                     }
-                    Ok(None) => return changed(burst),
+                    Ok(None) => return apply(burst).await,
                     Err(_) => break,
                 }
             }
-            changed(burst);
+            apply(burst).await;
         }
     });
     Ok(Watcher { _inner: inner })

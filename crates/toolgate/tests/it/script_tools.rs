@@ -175,6 +175,109 @@ async fn a_script_tool_that_times_out_cancels_the_call_it_was_waiting_for() {
     assert!(gateway.terminate().await.success());
 }
 
+/// Burns the CPU in a native function until something stops it: its budget is far more
+/// than it can spend before its deadline.
+const BURN: &str = r#"
+pub fn tools() { [#{ name: "spin", input_schema: #{ properties: #{ n: #{ type: "integer" } } } }] }
+pub async fn call_spin(args, ctx) {
+    let text = "many words ";
+    for _ in 0..16 { text = text + text; }
+    toolgate::log::info(`spin ${args.n} started`);
+    loop { toolgate::tokens(text); }
+}
+"#;
+
+const BURNING: &str =
+    "[scripts]\ninstructions = 1000000000000\ntimeout = \"1s\"\ntool_timeout = \"2s\"\n";
+
+/// Two script calls that burn the CPU until their `tool_timeout` while another call is
+/// made: the scripts hold no worker of the gateway, so the other call answers at once, and
+/// both scripts end as errors at their deadline. `started` is when both scripts run.
+async fn burning_scripts_hold_nothing_else_up(
+    spin: [rmcp::Peer<RoleClient>; 2],
+    other: rmcp::Peer<RoleClient>,
+    started: impl std::future::Future<Output = ()>,
+) {
+    let began = std::time::Instant::now();
+    let [first, second] = spin;
+    let burning = [(first, 1), (second, 2)].map(|(peer, n)| {
+        tokio::spawn(async move {
+            let params =
+                CallToolRequestParams::new("burn__spin").with_arguments(object(json!({"n": n})));
+            (peer.call_tool(params).await.expect("answered"), began.elapsed())
+        })
+    });
+    started.await;
+    let asked = std::time::Instant::now();
+    let params = CallToolRequestParams::new("fx__echo")
+        .with_arguments(object(json!({"text": "still here"})));
+    let echoed = other.call_tool(params).await.expect("answered");
+    let took = asked.elapsed();
+    assert_eq!(texts(&echoed), ["still here"]);
+    assert!(burning.iter().all(|b| !b.is_finished()), "the scripts ended before the other call");
+    // Milliseconds when nothing holds it up (it took 12.8 s with the scripts on the gateway's
+    // workers); the bound leaves room for a loaded machine.
+    assert!(took < std::time::Duration::from_millis(1500), "the other call took {took:?}");
+    for task in burning {
+        let (answer, ended) = task.await.expect("the call ran");
+        assert_eq!(answer.is_error, Some(true), "{answer:?}");
+        assert!(texts(&answer)[0].contains("did not finish within 2s"), "{answer:?}");
+        // At the 2 s tool_timeout, give or take a loaded machine's scheduling (it ran 13 s
+        // before the deadline could stop it).
+        assert!(ended < std::time::Duration::from_secs(6), "a script ran {ended:?}");
+    }
+}
+
+#[tokio::test]
+async fn scripts_burning_the_cpu_hold_up_no_other_session_over_http() {
+    let folder = ScriptFolder::new(BURNING);
+    folder.save("burn.rn", BURN);
+    let gateway = HttpGateway::start(&folder.config()).await;
+    let clients = [
+        http_client(&gateway.url).await,
+        http_client(&gateway.url).await,
+        http_client(&gateway.url).await,
+    ];
+    let started = async {
+        gateway.wait_for_log(&["spin 1 started"]).await;
+        gateway.wait_for_log(&["spin 2 started"]).await;
+    };
+    let [a, b, c] = clients.each_ref().map(|client| client.peer().clone());
+    burning_scripts_hold_nothing_else_up([a, b], c, started).await;
+    assert_http_healthy(&gateway.url).await;
+    for client in clients {
+        client.cancel().await.expect("close");
+    }
+    assert!(gateway.terminate().await.success());
+}
+
+#[tokio::test]
+async fn scripts_burning_the_cpu_hold_up_no_other_call_over_stdio() {
+    let folder = ScriptFolder::new(BURNING);
+    folder.save("burn.rn", BURN);
+    let mut command = tokio::process::Command::new(toolgate_bin());
+    command.args(["serve", "--stdio", "--config"]).arg(folder.config());
+    command.env("TOOLGATE_LOG", "info");
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn toolgate --stdio");
+    let client = ().serve(transport).await.expect("client connects over stdio");
+    let mut log =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr.expect("stderr")));
+    // One session, three calls at once.
+    let peer = client.peer().clone();
+    let started = async {
+        let mut seen = 0;
+        while seen < 2 {
+            let line = log.next_line().await.expect("read").expect("the gateway runs");
+            seen += usize::from(line.contains("started") && line.contains("spin "));
+        }
+    };
+    burning_scripts_hold_nothing_else_up([peer.clone(), peer.clone()], peer, started).await;
+    client.cancel().await.expect("close");
+}
+
 #[tokio::test]
 async fn config_check_warns_about_scripts_whose_tools_cannot_be_served() {
     let folder = folder();
