@@ -194,8 +194,8 @@ impl Gateway {
     }
 
     /// Starts `server`, a server inside the process, as an upstream named as `config` says,
-    /// and waits for its first connection; its offer joins the inventory (with `list_changed`
-    /// to the sessions). Refused when an upstream of that name exists.
+    /// and waits for its first connection; its offer is in the inventory when this returns
+    /// (with `list_changed` to the sessions). Refused when an upstream of that name exists.
     pub async fn add_in_process(
         &self,
         config: ServerConfig,
@@ -219,8 +219,17 @@ impl Gateway {
             upstream
         };
         let ready = upstream.ready().await;
-        if ready.is_err() {
-            self.remove_upstream(&name).await;
+        match &ready {
+            // In the inventory before this returns (the event of its connection rebuilds it
+            // too, later, and then finds nothing changed), so that whoever added it may call
+            // its tools at once.
+            Ok(()) => {
+                let every = crate::session::Changed { tools: true, prompts: true, resources: true };
+                self.rebuild(every).await;
+            }
+            Err(_) => {
+                self.remove_upstream(&name).await;
+            }
         }
         ready
     }

@@ -278,8 +278,9 @@ impl Upstream {
     /// Sends one request on behalf of `options.caller`, with the server's timeout (reset by
     /// progress, capped at [`HARD_TIMEOUT_FACTOR`] × timeout), forwarding cancellation. A
     /// request that could not even be written to a stdio server (its process had died, and the
-    /// supervisor had not noticed yet) waits for the restart and is sent once more: the server
-    /// never saw it, so sending it again cannot do anything twice.
+    /// supervisor had not noticed yet) waits for the restart and is sent again, as often as
+    /// that happens (a server killed twice in a row), each wait at most its `restart_wait`:
+    /// the server never saw it, so sending it again cannot do anything twice.
     async fn send(
         &self,
         request: mcp::ClientRequest,
@@ -304,18 +305,19 @@ impl Upstream {
             Some(link) => link,
             None => self.link_back(None, operation, target, options).await?,
         };
-        let mut resent = false;
         loop {
             match self.send_on(&link, request.clone(), operation, target, options, raw).await {
                 Ok(result) => return Ok(result),
                 Err(Attempt::Failed(error)) => return Err(error),
-                Err(Attempt::Unwritten(source)) if resent || link.info.transport != "stdio" => {
+                Err(Attempt::Unwritten(source)) if link.info.transport != "stdio" => {
                     return Err(self.failed(&link, operation, source));
                 }
+                // Each time on a new process (`link_back` waits for one other than this), so
+                // this ends when one takes the request, the restart takes too long, or the
+                // caller gives up.
                 Err(Attempt::Unwritten(_)) => {
                     link.reset.cancel();
                     link = self.link_back(Some(&link), operation, target, options).await?;
-                    resent = true;
                 }
             }
         }
