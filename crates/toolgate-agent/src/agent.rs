@@ -13,7 +13,9 @@
 //! already answered.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::StreamExt as _;
 use tokio_util::sync::CancellationToken;

@@ -21,6 +21,7 @@ use futures::StreamExt as _;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use toolgate_core::mcp;
+use toolgate_intercept::approval_handoff::{ApprovalAnswer, ApprovalAsk};
 use toolgate_intercept::{CallContext, Elicitor, Principal};
 use toolgate_llm::chat::{ChatRequest, Message, Part};
 use toolgate_llm::provider::{Provider, StreamEvent};
@@ -30,9 +31,6 @@ use toolgate_upstream::{CallOptions, Caller, UpstreamError};
 use crate::host::{
     ApprovalChoice, ApprovalQuestion, Frontend, HostCall, Interaction, ToolHost, ToolOutcome,
 };
-
-/// The `_meta` key of the `approval` interceptor's questions.
-const APPROVAL_META: &str = "io.toolgate/approval";
 
 /// The agent's principal: `agent:<user>`.
 pub fn agent_principal() -> Principal {
@@ -200,15 +198,16 @@ impl Elicitor for ApprovalAsker {
         let gateway = self.gateway.clone();
         Box::pin(async move {
             let text = serde_json::to_value(&params).map_err(|e| e.to_string())?;
-            let Some(marker) = text.get("_meta").and_then(|meta| meta.get(APPROVAL_META)) else {
+            let ask = text.get("_meta").and_then(Value::as_object).and_then(ApprovalAsk::from_meta);
+            let Some(ask) = ask else {
                 // Another interceptor's question: the form as it is.
                 return Ok(interaction.elicit(String::new(), params).await);
             };
             let question = ApprovalQuestion {
-                server: string_at(marker, "server"),
-                tool: string_at(marker, "tool"),
-                arguments: marker.get("arguments").cloned().unwrap_or(Value::Null),
-                reason: string_at(marker, "reason"),
+                server: ask.server.clone(),
+                tool: ask.tool.clone(),
+                arguments: ask.arguments.clone(),
+                reason: ask.reason.clone(),
                 annotations: None,
             };
             let annotations = gateway
@@ -218,12 +217,6 @@ impl Elicitor for ApprovalAsker {
                 .find(|tool| *tool.name == *question.tool)
                 .and_then(|tool| tool.annotations.clone());
             let question = ApprovalQuestion { annotations, ..question };
-            let choice = |key: &str| {
-                marker
-                    .pointer(&format!("/choices/{key}"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            };
             let exact = (question.tool.clone(), canonical(&question.arguments));
             let remembered = {
                 let grants = grants.lock().unwrap_or_else(PoisonError::into_inner);
@@ -234,37 +227,30 @@ impl Elicitor for ApprovalAsker {
             } else {
                 interaction.approve(question.clone()).await
             };
-            let accept = |decision: Option<String>, reason: Option<String>| {
-                let mut content = json!({ "decision": decision.unwrap_or_default() });
-                if let Some(reason) = reason {
-                    content["reason"] = Value::String(reason);
-                }
+            let accept = |decision: &str, reason: Option<String>| {
+                let answer = ApprovalAnswer { decision: decision.to_owned(), reason };
                 let mut result = mcp::ElicitResult::new(mcp::ElicitationAction::Accept);
-                result.content = Some(content);
+                result.content = Some(answer.to_content());
                 Ok(result)
             };
             match answer {
-                ApprovalChoice::Once => accept(choice("once"), None),
+                ApprovalChoice::Once => accept(&ask.choices.once, None),
                 ApprovalChoice::AlwaysTool => {
                     grants
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .tools
                         .insert(question.tool);
-                    accept(choice("once"), None)
+                    accept(&ask.choices.once, None)
                 }
                 ApprovalChoice::AlwaysExactCall => {
                     grants.lock().unwrap_or_else(PoisonError::into_inner).exact.insert(exact);
-                    accept(choice("once"), None)
+                    accept(&ask.choices.once, None)
                 }
-                ApprovalChoice::Deny(reason) => accept(choice("deny"), reason),
+                ApprovalChoice::Deny(reason) => accept(&ask.choices.deny, reason),
             }
         })
     }
-}
-
-fn string_at(value: &Value, key: &str) -> String {
-    value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
 fn canonical(value: &Value) -> String {

@@ -18,7 +18,9 @@ pub(crate) mod mcp_http;
 pub(crate) mod report;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use anyhow::{Context as _, bail};
 use serde::Serialize;

@@ -20,7 +20,7 @@ mod setups;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -134,7 +134,11 @@ pub(crate) async fn run(args: TokensArgs) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.write {
         report::write_doc(path, &report)?;
-        println!("rewrote the generated part of {}", path.display());
+        // Relative to where it ran: the output is kept in bench/results, with no machine's
+        // paths in it.
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let shown = path.strip_prefix(&cwd).unwrap_or(path);
+        println!("rewrote the generated part of {}", shown.display());
     }
     Ok(())
 }

@@ -47,7 +47,7 @@ impl Discovered {
     }
 }
 
-/// Finds the config file. See [`crate::discover`].
+/// Finds the config file. See [`crate::discover()`].
 pub(crate) fn discover(
     explicit: Option<&Path>,
     env: &dyn Environment,

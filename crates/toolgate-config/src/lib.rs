@@ -93,13 +93,13 @@ pub struct Loaded {
     pub config: Config,
 }
 
-/// Finds and loads the configuration of this process: see [`discover`] for where it looks, with
+/// Finds and loads the configuration of this process: see [`discover()`] for where it looks, with
 /// the real environment. `Ok(None)` when there is no configuration file anywhere.
 pub fn load(explicit: Option<&Path>) -> Result<Option<Loaded>, ConfigErrors> {
     load_with(explicit, &SystemEnvironment)
 }
 
-/// [`load`] in a given environment.
+/// [`load()`] in a given environment.
 pub fn load_with(
     explicit: Option<&Path>,
     env: &dyn Environment,
@@ -125,7 +125,7 @@ pub fn discover(
     discover::discover(explicit, env)
 }
 
-/// [`discover`], saying where the file was found: a `toolgate.toml` in the current directory
+/// [`discover()`], saying where the file was found: a `toolgate.toml` in the current directory
 /// that is not the user's own config file ([`Discovered::needs_trust`]) was chosen by whoever
 /// wrote the directory, not by the user.
 pub fn discover_file(
@@ -135,7 +135,7 @@ pub fn discover_file(
     discover::discover_file(explicit, env)
 }
 
-/// Where the user's own config file is looked for (step 4 of [`discover`]):
+/// Where the user's own config file is looked for (step 4 of [`discover()`]):
 /// `toolgate/toolgate.toml` in `$XDG_CONFIG_HOME` (when absolute), else in `~/.config`.
 /// `None` when neither is known.
 pub fn user_config_file(env: &dyn Environment) -> Option<PathBuf> {

@@ -46,7 +46,7 @@ pub struct Config {
     /// The names of the variables toolgate's own secrets come from: what `[admin] tokens`,
     /// `[audit] hash_key` and the webhooks' headers interpolate, `[agent] api_key_env`, every
     /// `api_key_env` of a `[[pipeline]]` entry, and the providers' usual key variables
-    /// ([`PROVIDER_KEY_VARS`]). Every stdio server's [`StdioConfig::withheld`] is this set: no
+    /// ([`PROVIDER_KEY_VARS`](crate::agent::PROVIDER_KEY_VARS)). Every stdio server's [`StdioConfig::withheld`] is this set: no
     /// child inherits them unless its `env_pass` names one exactly.
     pub secret_env: BTreeSet<String>,
 }

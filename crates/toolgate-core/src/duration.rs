@@ -7,7 +7,7 @@
 //! file and counted in characters from 1. A bare number of seconds is an integer value, which
 //! callers that accept one read themselves (`timeout = 30` in TOML).
 //!
-//! [`format`] writes the shortest exact form that [`parse`] reads back.
+//! [`format()`] writes the shortest exact form that [`parse`] reads back.
 
 use std::fmt::Write as _;
 use std::time::Duration;

@@ -10,6 +10,7 @@ pub mod canonical;
 pub mod duration;
 pub mod error;
 pub mod hash;
+pub mod log_level;
 pub mod mode;
 pub mod name;
 pub mod result_format;

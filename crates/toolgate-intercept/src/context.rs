@@ -6,7 +6,9 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use toolgate_core::mcp;
 

@@ -10,6 +10,7 @@
 //!
 //! This crate knows nothing about transports or about any particular interceptor.
 
+pub mod approval_handoff;
 mod context;
 mod descriptor;
 mod digest;

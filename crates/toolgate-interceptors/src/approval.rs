@@ -60,12 +60,13 @@ use toolgate_config::InterceptorConfig;
 use toolgate_core::{duration, mcp};
 #[cfg(doc)]
 use toolgate_intercept::CallerKey;
+use toolgate_intercept::approval_handoff::{ApprovalAnswer, ApprovalAsk, ApprovalChoices};
 use toolgate_intercept::{
     ApprovalRequired, Approved, CallContext, Descriptor, Hook, InterceptError, InterceptionEvent,
     Interceptor, InterceptorType, Message, Mode, Outcome, Phase, Refusal, call_digest,
 };
 
-use crate::options::{OptionError, Options};
+use crate::options::{ABOVE_ZERO, OptionError, Options};
 
 mod desk;
 
@@ -132,17 +133,9 @@ impl Approval {
             let path = options.at("fallback");
             options.error(&path, "only means something with via = \"elicit\"");
         }
-        let expires = read_duration(&mut options, "expires").unwrap_or(DEFAULT_EXPIRY);
-        let remember = read_duration(&mut options, "remember").unwrap_or(DEFAULT_REMEMBER);
-        let separate_duties = match options.get("separate_duties") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                let path = options.at("separate_duties");
-                options.error(&path, format!("expected a boolean, found {other}"));
-                false
-            }
-        };
+        let expires = options.duration("expires", ABOVE_ZERO).unwrap_or(DEFAULT_EXPIRY);
+        let remember = options.duration("remember", ABOVE_ZERO).unwrap_or(DEFAULT_REMEMBER);
+        let separate_duties = options.boolean("separate_duties", false);
         if separate_duties && via == Via::Elicit && fallback != Via::External {
             let path = options.at("separate_duties");
             options.error(
@@ -393,14 +386,18 @@ impl Approval {
         });
         // What a client that knows toolgate (its own agent) needs to ask in its own way; any
         // other client shows the form.
-        let marker = json!({
-            "server": server,
-            "tool": exposed,
-            "arguments": call.arguments,
-            "reason": required.reason,
-            "choices": { "once": "allow once", "again": again, "deny": "deny" },
-        });
-        let params = match elicitation_params(message, schema, marker) {
+        let ask = ApprovalAsk {
+            server: server.to_string(),
+            tool: exposed.to_string(),
+            arguments: serde_json::to_value(&call.arguments).unwrap_or_default(),
+            reason: required.reason.clone(),
+            choices: ApprovalChoices {
+                once: "allow once".to_owned(),
+                again: again.clone(),
+                deny: "deny".to_owned(),
+            },
+        };
+        let params = match elicitation_params(message, schema, &ask) {
             Ok(params) => params,
             Err(error) => {
                 tracing::warn!(%error, "cannot build the approval question");
@@ -417,10 +414,9 @@ impl Approval {
             }
             Ok(Ok(result)) => result,
         };
-        let content = result.content.clone().unwrap_or(Value::Null);
-        let decision = content.get("decision").and_then(Value::as_str).unwrap_or("");
-        let reason = content.get("reason").and_then(Value::as_str).map(str::to_owned);
-        let answer = match (result.action, decision) {
+        let ApprovalAnswer { decision, reason } =
+            ApprovalAnswer::from_content(result.content.as_ref());
+        let answer = match (result.action, decision.as_str()) {
             (mcp::ElicitationAction::Accept, "allow once") => Ruling::Allow { remember: None },
             (mcp::ElicitationAction::Accept, d) if d == again => {
                 Ruling::Allow { remember: Some(self.remember) }
@@ -435,19 +431,16 @@ impl Approval {
     }
 }
 
-/// The `_meta` key under which an approval question carries what it is about (server, tool,
-/// arguments, reason) and the `decision` value of each choice (`once`, `again`, `deny`).
-pub const APPROVAL_META: &str = "io.toolgate/approval";
-
+/// The question, with what it is about in its `_meta` (the approval hand-off).
 fn elicitation_params(
     message: String,
     schema: Value,
-    marker: Value,
+    ask: &ApprovalAsk,
 ) -> Result<mcp::ElicitRequestParams, String> {
     let params = json!({
         "message": message,
         "requestedSchema": schema,
-        "_meta": { APPROVAL_META: marker },
+        "_meta": ask.to_meta(),
     });
     serde_json::from_value(params).map_err(|e| e.to_string())
 }
@@ -472,23 +465,6 @@ fn read_via(options: &mut Options<'_>, key: &str, allowed: &[Via]) -> Option<Via
         options.error(&path, format!("expected one of {}, found {text:?}", names.join(", ")));
     }
     via
-}
-
-fn read_duration(options: &mut Options<'_>, key: &str) -> Option<Duration> {
-    let text = options.string(key)?;
-    match toolgate_core::duration::parse(text) {
-        Ok(duration) if !duration.is_zero() => Some(duration),
-        Ok(_) => {
-            let path = options.at(key);
-            options.error(&path, "must be greater than zero");
-            None
-        }
-        Err(error) => {
-            let path = options.at(key);
-            options.error(&path, format!("invalid duration {text:?}: {error}"));
-            None
-        }
-    }
 }
 
 impl Interceptor for Approval {

@@ -125,7 +125,7 @@ use toolgate_intercept::{
 };
 
 use crate::Services;
-use crate::options::{OptionError, Options};
+use crate::options::{ABOVE_ZERO, OptionError, Options};
 
 pub use hook::HookStats;
 
@@ -237,7 +237,7 @@ impl Emit {
             },
         };
         let command_timeout =
-            read_duration(&mut options, "command_timeout").unwrap_or(DEFAULT_COMMAND_TIMEOUT);
+            options.duration("command_timeout", ABOVE_ZERO).unwrap_or(DEFAULT_COMMAND_TIMEOUT);
         let hooks = vec![
             toolgate_intercept::Hook::new(["tools/call"], Phase::Response)
                 .expect("a literal event"),
@@ -442,23 +442,6 @@ fn read_command(options: &mut Options<'_>) -> Option<Vec<String>> {
                      found {value}"
                 ),
             );
-            None
-        }
-    }
-}
-
-fn read_duration(options: &mut Options<'_>, key: &str) -> Option<Duration> {
-    let text = options.string(key)?;
-    match toolgate_core::duration::parse(text) {
-        Ok(duration) if !duration.is_zero() => Some(duration),
-        Ok(_) => {
-            let path = options.at(key);
-            options.error(&path, "must be greater than zero");
-            None
-        }
-        Err(error) => {
-            let path = options.at(key);
-            options.error(&path, format!("invalid duration {text:?}: {error}"));
             None
         }
     }

@@ -67,7 +67,7 @@
 //! ```text
 //! pipeline[2]: sets no limits (expected `server` or `tool`)
 //! pipeline[2].server.github: sets no limit (expected timeout, concurrency or rate)
-//! pipeline[2].server.github.timeout: expected a duration such as "30s", found "soon" (expected a number at character 1)
+//! pipeline[2].server.github.timeout: invalid duration "soon": expected a number at character 1
 //! pipeline[2].server.github.concurrency: expected an integer of at least 1, found 0
 //! pipeline[2].tool.github__*.rate: expected a rate such as "10/min" (N/s, N/sec, N/min or N/hour, with N from 1 to 1000000), found "10 per minute"
 //! pipeline[2].tool.github__*.burst: needs a `rate`
@@ -90,7 +90,7 @@ use toolgate_intercept::{
     Message, Mode, Outcome, Phase, Refusal, UpstreamTimeout,
 };
 
-use crate::options::{OptionError, Options};
+use crate::options::{ABOVE_ZERO, OptionError, Options};
 
 /// The config `kind`.
 pub const KIND: &str = "limits";
@@ -434,15 +434,7 @@ fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Sp
     if !["timeout", "concurrency", "rate"].iter().any(|k| table.contains_key(*k)) {
         limits.error(path, "sets no limit (expected timeout, concurrency or rate)");
     }
-    let timeout = limits.string("timeout").and_then(|text| match positive_duration(text) {
-        Ok(timeout) => Some(timeout),
-        Err(why) => {
-            let at = limits.at("timeout");
-            limits
-                .error(&at, format!("expected a duration such as \"30s\", found {text:?} ({why})"));
-            None
-        }
-    });
+    let timeout = limits.duration("timeout", ABOVE_ZERO);
     let concurrency = positive(&mut limits, "concurrency");
     let rate = limits.string("rate").and_then(|text| match parse_rate(text) {
         Some(rate) => Some(rate),
@@ -497,15 +489,6 @@ fn parse_rate(text: &str) -> Option<(u32, Per)> {
         _ => return None,
     };
     Some((calls, per))
-}
-
-/// A duration as the rest of the config writes them, above zero.
-fn positive_duration(text: &str) -> Result<Duration, String> {
-    match toolgate_core::duration::parse(text) {
-        Ok(duration) if duration.is_zero() => Err("it must be more than 0".into()),
-        Ok(duration) => Ok(duration),
-        Err(error) => Err(error.to_string()),
-    }
 }
 
 impl Interceptor for Limits {

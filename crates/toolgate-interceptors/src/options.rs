@@ -1,5 +1,7 @@
 //! Reading a kind's options from its `[[pipeline]]` table, with errors that name the field.
 
+use std::time::Duration;
+
 use serde_json::{Map, Value};
 use toolgate_config::InterceptorConfig;
 use toolgate_intercept::Descriptor;
@@ -96,6 +98,34 @@ impl<'a> Options<'a> {
         }
     }
 
+    /// A `true`/`false` option; `default` when absent (and, recorded as an error, when it is
+    /// something else).
+    pub(crate) fn boolean(&mut self, key: &str, default: bool) -> bool {
+        match self.get(key) {
+            None => default,
+            Some(Value::Bool(value)) => *value,
+            Some(other) => {
+                let path = self.at(key);
+                self.error(&path, format!("expected true or false, found {other}"));
+                default
+            }
+        }
+    }
+
+    /// A duration option (`"30s"`, `"5m"`, ...) of at least `least`; `None` when absent or
+    /// wrong (recorded as an error).
+    pub(crate) fn duration(&mut self, key: &str, least: Duration) -> Option<Duration> {
+        let text = self.string(key)?;
+        match positive_duration(text, least) {
+            Ok(duration) => Some(duration),
+            Err(problem) => {
+                let path = self.at(key);
+                self.error(&path, problem);
+                None
+            }
+        }
+    }
+
     pub(crate) fn table(&mut self, key: &str) -> Option<&'a Map<String, Value>> {
         let value = self.get(key)?;
         let table = value.as_object();
@@ -104,5 +134,19 @@ impl<'a> Options<'a> {
             self.error(&path, format!("expected a table, found {value}"));
         }
         table
+    }
+}
+
+/// The smallest duration most options take: anything above zero.
+pub(crate) const ABOVE_ZERO: Duration = Duration::from_nanos(1);
+
+/// `text` as a duration of at least `least`, or what is wrong with it in the one wording
+/// every option uses (the config's own, `toolgate-config`'s).
+pub(crate) fn positive_duration(text: &str, least: Duration) -> Result<Duration, String> {
+    match toolgate_core::duration::parse(text) {
+        Ok(duration) if duration >= least => Ok(duration),
+        Ok(_) if least <= ABOVE_ZERO => Err("must be greater than zero".to_owned()),
+        Ok(_) => Err(format!("must be at least {}", toolgate_core::duration::format(least))),
+        Err(error) => Err(format!("invalid duration {text:?}: {error}")),
     }
 }

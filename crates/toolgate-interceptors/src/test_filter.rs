@@ -310,8 +310,8 @@ impl TestFilter {
                 }
             }
         }
-        settings.keep_passed_names = boolean(&mut options, "keep_passed_names");
-        settings.keep_output = boolean(&mut options, "keep_output");
+        settings.keep_passed_names = options.boolean("keep_passed_names", false);
+        settings.keep_output = options.boolean("keep_output", false);
         if options.get("runners").is_some() {
             let runners = options.strings("runners");
             for (n, runner) in runners.iter().enumerate() {
@@ -389,19 +389,6 @@ impl TestFilter {
             }
         }
         Some((shortened, runs))
-    }
-}
-
-/// A boolean option, `false` when absent.
-fn boolean(options: &mut Options<'_>, key: &str) -> bool {
-    match options.get(key) {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            let path = options.at(key);
-            options.error(&path, format!("expected true or false, found {other}"));
-            false
-        }
     }
 }
 

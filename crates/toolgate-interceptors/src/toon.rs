@@ -229,8 +229,8 @@ impl Toon {
                 })
             }
         };
-        let note = read_bool(&mut options, "note");
-        let compact = read_bool(&mut options, "compact");
+        let note = options.boolean("note", true);
+        let compact = options.boolean("compact", true);
         let descriptor = transform::descriptor(KIND, &[InterceptionEvent::ToolsCall]);
         let descriptor = options.configure(descriptor, entry);
         options.finish(descriptor, |descriptor| Toon {
@@ -364,19 +364,6 @@ impl Settings {
         rewritten.is_error = result.is_error;
         rewritten.meta = result.meta.clone();
         Rewritten { result: rewritten, toon_blocks, compact_blocks, tokens_before, tokens_after }
-    }
-}
-
-/// A `true` / `false` option, `true` when absent.
-fn read_bool(options: &mut Options<'_>, key: &str) -> bool {
-    match options.get(key) {
-        None => true,
-        Some(Value::Bool(value)) => *value,
-        Some(other) => {
-            let path = options.at(key);
-            options.error(&path, format!("expected true or false, found {other}"));
-            true
-        }
     }
 }
 

@@ -81,6 +81,7 @@
 pub mod json;
 mod meter;
 pub mod read;
+mod settings;
 pub mod spill;
 
 use std::sync::Arc;
@@ -95,33 +96,18 @@ use toolgate_intercept::{
     CallContext, Descriptor, InterceptError, InterceptionEvent, Interceptor, Message, OWN_SERVER,
     Outcome, Phase,
 };
-use toolgate_llm::tokens::Encoding;
 
 use crate::options::{OptionError, Options};
 use crate::transform::{self, Applied};
 pub use meter::{Budget, Meter};
-use spill::{Document, SpillLimits, SpillStore, SpillStores};
+use settings::{Media, Settings, Structured};
+use spill::{Document, SpillStore, SpillStores};
 
 /// The config `kind`.
 pub const KIND: &str = "truncate";
 
 /// The `_meta` key of a cut result.
 pub const META_KEY: &str = "io.toolgate/truncated";
-
-/// What happens to `structuredContent` when a result is cut.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Structured {
-    Shorten,
-    Keep,
-    Drop,
-}
-
-/// What happens to images and audio.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Media {
-    Keep,
-    Note,
-}
 
 /// The interceptor.
 pub struct Truncate {
@@ -148,24 +134,6 @@ impl std::fmt::Debug for Truncate {
 /// What the notes cost at most, kept out of the budget of the parts.
 const NOTE_RESERVE_TOKENS: usize = 160;
 const NOTE_RESERVE_BYTES: usize = 640;
-const LEAST_TOKENS: usize = 500;
-const LEAST_BYTES: usize = 2000;
-
-const KEYS: &[&str] = &[
-    "max_tokens",
-    "max_bytes",
-    "encoding",
-    "head",
-    "structured",
-    "media",
-    "spill",
-    "spill_ttl",
-    "spill_max_bytes",
-    "spill_caller_bytes",
-    "page_tokens",
-    "page_bytes",
-];
-
 impl Truncate {
     /// Builds it from its `[[pipeline]]` entry; its store joins `services.spill`.
     pub fn from_config(
@@ -173,115 +141,9 @@ impl Truncate {
         services: &crate::Services,
     ) -> Result<Truncate, Vec<OptionError>> {
         let mut options = Options::new(entry.path.clone(), &entry.options);
-        options.only(KEYS);
-        let encoding = match options.string("encoding") {
-            Some(name) => match name.parse::<Encoding>() {
-                Ok(encoding) => encoding,
-                Err(e) => {
-                    let path = options.at("encoding");
-                    options.error(&path, e.to_string());
-                    Encoding::default()
-                }
-            },
-            None => Encoding::default(),
-        };
-        let tokens = whole(&mut options, "max_tokens", LEAST_TOKENS);
-        let bytes = whole(&mut options, "max_bytes", LEAST_BYTES);
-        let budget = match (tokens, bytes) {
-            (Some(_), Some(_)) => {
-                let path = options.at("max_bytes");
-                options.error(&path, "give either max_tokens or max_bytes, not both");
-                Budget::Tokens(8000, encoding)
-            }
-            (_, Some(n)) => Budget::Bytes(n),
-            (Some(n), None) => Budget::Tokens(n, encoding),
-            (None, None) => Budget::Tokens(8000, encoding),
-        };
-        if matches!(budget, Budget::Bytes(_)) && options.get("encoding").is_some() {
-            let path = options.at("encoding");
-            options.error(&path, "counts tokens, but the budget is max_bytes");
-        }
+        let Settings { budget, page, head, structured, media, spill, limits } =
+            settings::read(&mut options);
         let meter = Meter::new(budget);
-        let page_tokens = whole(&mut options, "page_tokens", 100);
-        let page_bytes = whole(&mut options, "page_bytes", 400);
-        let page = match (budget, page_tokens, page_bytes) {
-            (Budget::Tokens(..), Some(n), None) => meter.with_limit(n),
-            (Budget::Bytes(_), None, Some(n)) => meter.with_limit(n),
-            (_, None, None) => meter,
-            (Budget::Tokens(..), _, Some(_)) => {
-                let path = options.at("page_bytes");
-                options.error(&path, "the budget is in tokens: use page_tokens");
-                meter
-            }
-            (Budget::Bytes(_), Some(_), _) => {
-                let path = options.at("page_tokens");
-                options.error(&path, "the budget is in bytes: use page_bytes");
-                meter
-            }
-        };
-        let head = match options.get("head") {
-            None => 0.7,
-            Some(value) => match value.as_f64().filter(|h| *h > 0.0 && *h < 1.0) {
-                Some(h) => h,
-                None => {
-                    let path = options.at("head");
-                    options
-                        .error(&path, format!("expected a number between 0 and 1, found {value}"));
-                    0.7
-                }
-            },
-        };
-        let structured = match options.string("structured") {
-            None | Some("shorten") => Structured::Shorten,
-            Some("keep") => Structured::Keep,
-            Some("drop") => Structured::Drop,
-            Some(other) => {
-                let path = options.at("structured");
-                options.error(
-                    &path,
-                    format!("expected \"shorten\", \"keep\" or \"drop\", found {other:?}"),
-                );
-                Structured::Shorten
-            }
-        };
-        let media = match options.string("media") {
-            None | Some("keep") => Media::Keep,
-            Some("note") => Media::Note,
-            Some(other) => {
-                let path = options.at("media");
-                options.error(&path, format!("expected \"keep\" or \"note\", found {other:?}"));
-                Media::Keep
-            }
-        };
-        let spill = match options.get("spill") {
-            None => true,
-            Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                let path = options.at("spill");
-                options.error(&path, format!("expected true or false, found {other}"));
-                true
-            }
-        };
-        let mut limits = SpillLimits::default();
-        if let Some(text) = options.string("spill_ttl") {
-            match duration::parse(text) {
-                Ok(ttl) if ttl >= Duration::from_secs(1) => limits.ttl = ttl,
-                Ok(_) => {
-                    let path = options.at("spill_ttl");
-                    options.error(&path, "must be at least 1s");
-                }
-                Err(e) => {
-                    let path = options.at("spill_ttl");
-                    options.error(&path, e.to_string());
-                }
-            }
-        }
-        if let Some(n) = whole(&mut options, "spill_max_bytes", 1) {
-            limits.max_bytes = n;
-        }
-        if let Some(n) = whole(&mut options, "spill_caller_bytes", 1) {
-            limits.caller_bytes = n;
-        }
         let descriptor = transform::descriptor(KIND, &[InterceptionEvent::ToolsCall]);
         let descriptor = options.configure(descriptor, entry);
         options.finish(descriptor, |descriptor| {
@@ -297,7 +159,7 @@ impl Truncate {
             Truncate {
                 descriptor,
                 meter,
-                page,
+                page: page.map_or(meter, |limit| meter.with_limit(limit)),
                 head,
                 structured,
                 media,
@@ -799,22 +661,6 @@ fn matches_schema(schema: &mcp::JsonObject, value: &Value) -> bool {
     match jsonschema::options().should_validate_formats(false).build(&schema) {
         Ok(validator) => validator.is_valid(value),
         Err(_) => true,
-    }
-}
-
-/// A whole number option of at least `least`.
-fn whole(options: &mut Options<'_>, key: &str, least: usize) -> Option<usize> {
-    let value = options.get(key)?;
-    match value.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|n| *n >= least) {
-        Some(n) => Some(n),
-        None => {
-            let path = options.at(key);
-            options.error(
-                &path,
-                format!("expected a whole number of at least {least}, found {value}"),
-            );
-            None
-        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! What toolgate knows about LLMs: how many tokens a text costs a model ([`tokens`]), how an
-//! MCP tool result is handed to each provider's API ([`format`]), a conversation in no
+//! MCP tool result is handed to each provider's API ([`format`](mod@format)), a conversation in no
 //! provider's words ([`chat`]), and the providers themselves ([`provider`]: OpenAI Chat
 //! Completions and Responses, Anthropic Messages, OpenAI-compatible servers; streaming), with
 //! tool names and schemas adapted to each ([`tool_names`], [`schema`]), and where an API key

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use toolgate_core::log_level::severity;
 use toolgate_core::mcp;
 
 use crate::error::GatewayError;
@@ -109,20 +110,6 @@ impl Session {
 
     fn is_closed(&self) -> bool {
         self.link.is_closed()
-    }
-}
-
-/// RFC 5424 order, least severe first.
-pub(crate) fn severity(level: mcp::LoggingLevel) -> u8 {
-    match level {
-        mcp::LoggingLevel::Debug => 0,
-        mcp::LoggingLevel::Info => 1,
-        mcp::LoggingLevel::Notice => 2,
-        mcp::LoggingLevel::Warning => 3,
-        mcp::LoggingLevel::Error => 4,
-        mcp::LoggingLevel::Critical => 5,
-        mcp::LoggingLevel::Alert => 6,
-        mcp::LoggingLevel::Emergency => 7,
     }
 }
 

@@ -17,6 +17,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use toolgate_core::log_level::severity;
+
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model as mcp;
@@ -640,20 +642,6 @@ fn string_arg<'a>(args: &'a mcp::JsonObject, name: &str) -> Result<&'a str, McpE
     args.get(name)
         .and_then(|value| value.as_str())
         .ok_or_else(|| McpError::invalid_params(format!("missing string argument {name}"), None))
-}
-
-/// RFC 5424 order, least severe first.
-fn severity(level: mcp::LoggingLevel) -> u8 {
-    match level {
-        mcp::LoggingLevel::Debug => 0,
-        mcp::LoggingLevel::Info => 1,
-        mcp::LoggingLevel::Notice => 2,
-        mcp::LoggingLevel::Warning => 3,
-        mcp::LoggingLevel::Error => 4,
-        mcp::LoggingLevel::Critical => 5,
-        mcp::LoggingLevel::Alert => 6,
-        mcp::LoggingLevel::Emergency => 7,
-    }
 }
 
 #[cfg(test)]

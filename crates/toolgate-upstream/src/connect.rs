@@ -2,7 +2,9 @@
 //! protocol eras; streamable HTTP falling back to legacy SSE), and the first listing.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use http::{HeaderName, HeaderValue};
 use rmcp::model::ProtocolVersion;

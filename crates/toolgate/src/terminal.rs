@@ -67,7 +67,7 @@ fn is_unsafe(c: char) -> bool {
 
 /// Where the questions of [`form`] and [`approval`] read their answers from.
 ///
-/// [`Reader`] reads lines from any [`BufRead`](io::BufRead) (stdin, or a byte string in tests); the REPL
+/// `Reader` (in tests) reads lines from any [`BufRead`](io::BufRead); the REPL
 /// can implement it over its line editor (mapping its Ctrl-C to `Ok(None)`, which cancels).
 pub(crate) trait LineInput {
     /// Shows `prompt` (on `out`, or however the editor shows prompts) and reads one line,

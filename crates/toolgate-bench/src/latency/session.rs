@@ -1,7 +1,9 @@
 //! One MCP client session (toolgate's own rmcp client) and the tool calls it times.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use anyhow::{Context as _, bail};
 use rmcp::RoleClient;

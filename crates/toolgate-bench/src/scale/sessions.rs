@@ -17,7 +17,9 @@
 //! files are reported to show it. The bench still raises its own soft limit of open files
 //! (inherited by the servers it starts) when it is below what the largest count could need.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use anyhow::Context as _;
 use nix::sys::resource::{Resource, getrlimit, setrlimit};

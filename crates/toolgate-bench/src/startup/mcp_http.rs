@@ -6,7 +6,9 @@
 //! thousand rmcp clients with their tasks, and so that a request's time ends at the last byte
 //! of its answer, before the answer is parsed.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt as _;

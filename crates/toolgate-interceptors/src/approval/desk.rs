@@ -337,11 +337,12 @@ impl Ruling {
         };
         let remember = match body.get("remember") {
             None | Some(Value::Null) => None,
-            Some(Value::String(text)) => match toolgate_core::duration::parse(text) {
-                Ok(d) if !d.is_zero() => Some(d),
-                Ok(_) => return Err("`remember` must be greater than zero".to_owned()),
-                Err(e) => return Err(format!("`remember`: invalid duration {text:?}: {e}")),
-            },
+            Some(Value::String(text)) => {
+                match crate::options::positive_duration(text, crate::options::ABOVE_ZERO) {
+                    Ok(duration) => Some(duration),
+                    Err(problem) => return Err(format!("`remember`: {problem}")),
+                }
+            }
             Some(other) => {
                 return Err(format!(
                     "`remember` must be a duration such as \"10m\", found {other}"

@@ -255,7 +255,8 @@ impl Elicitor for Answers {
         self.asked.fetch_add(1, Ordering::SeqCst);
         let text = serde_json::to_value(&params).unwrap();
         *self.last_message.lock().unwrap() = text["message"].as_str().unwrap_or("").to_owned();
-        *self.last_marker.lock().unwrap() = text["_meta"][super::APPROVAL_META].clone();
+        *self.last_marker.lock().unwrap() =
+            text["_meta"][toolgate_intercept::approval_handoff::APPROVAL_META].clone();
         let schema = &text["requestedSchema"]["properties"]["decision"]["enum"];
         assert_eq!(schema[0], "allow once", "{text}");
         let result = json!({ "action": match self.action {
@@ -399,7 +400,7 @@ fn options_are_checked_with_their_paths() {
         "pipeline[1].color: unknown option",
         "pipeline[1].via: expected one of elicit, external, deny, found \"phone\"",
         "pipeline[1].expires: invalid duration \"soon\"",
-        "pipeline[1].separate_duties: expected a boolean",
+        "pipeline[1].separate_duties: expected true or false",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
@@ -522,7 +523,7 @@ fn durations_of_zero_are_refused() {
     let parse = |v: Value| Ruling::from_body(v.as_object().unwrap());
     assert_eq!(
         parse(json!({"decision": "allow", "remember": "0s"})),
-        Err("`remember` must be greater than zero".to_owned())
+        Err("`remember`: must be greater than zero".to_owned())
     );
 }
 

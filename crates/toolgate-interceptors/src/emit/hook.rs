@@ -241,7 +241,7 @@ mod tests {
         let pid_file = dir.path().join("pid");
         // The grandchild keeps stderr open: the command is not over until it is gone.
         let script = format!("sleep 300 & echo $! > '{}'; wait", pid_file.display());
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         // Long enough for the shell to start its grandchild and write its pid first, even on
         // a loaded machine.
         let ended = run_one(&sh(&script), Vec::new(), Duration::from_secs(2)).await;

@@ -8,7 +8,7 @@ use toolgate_config::InterceptorConfig;
 use toolgate_llm::tokens::Encoding;
 use url::Url;
 
-use crate::options::Options;
+use crate::options::{ABOVE_ZERO, Options};
 
 /// Every option `enrich` reads.
 pub(super) const KEYS: &[&str] = &[
@@ -411,23 +411,10 @@ fn api_key(
 
 /// `request_timeout`, or its default.
 fn request_timeout(options: &mut Options<'_>) -> Option<Duration> {
-    let Some(text) = options.string("request_timeout") else {
-        return options.get("request_timeout").is_none().then_some(DEFAULT_REQUEST_TIMEOUT);
-    };
-    match toolgate_core::duration::parse(text) {
-        Ok(duration) if !duration.is_zero() => Some(duration),
-        Ok(_) => {
-            let path = options.at("request_timeout");
-            options.error(&path, "must be more than 0");
-            None
-        }
-        Err(e) => {
-            let path = options.at("request_timeout");
-            options
-                .error(&path, format!("expected a duration such as \"20s\", found {text:?} ({e})"));
-            None
-        }
+    if options.get("request_timeout").is_none() {
+        return Some(DEFAULT_REQUEST_TIMEOUT);
     }
+    options.duration("request_timeout", ABOVE_ZERO)
 }
 
 /// An integer option of at least `least`.

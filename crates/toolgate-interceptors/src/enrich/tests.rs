@@ -202,11 +202,11 @@ fn option_errors_name_the_option() {
         ),
         (
             with(base.clone(), json!({"request_timeout": "soon"})),
-            "pipeline[0].request_timeout: expected a duration such as \"20s\", found \"soon\" (expected a number at character 1)",
+            "pipeline[0].request_timeout: invalid duration \"soon\": expected a number at character 1",
         ),
         (
             with(base.clone(), json!({"request_timeout": "0s"})),
-            "pipeline[0].request_timeout: must be more than 0",
+            "pipeline[0].request_timeout: must be greater than zero",
         ),
         (
             with(base.clone(), json!({"max_tokens": 0})),

@@ -270,14 +270,14 @@ fn option_errors_name_the_field() {
     for expected in [
         "pipeline[2].servers: unknown option (expected one of: server, tool)",
         "pipeline[2].server.github: sets no limit (expected timeout, concurrency or rate)",
-        "pipeline[2].server.files.timeout: expected a duration such as \"30s\", found \"soon\" (expected a number at character 1)",
+        "pipeline[2].server.files.timeout: invalid duration \"soon\": expected a number at character 1",
         "pipeline[2].server.files.concurrency: expected an integer of at least 1, found 0",
         "pipeline[2].server.files.colour: unknown option (expected one of: timeout, concurrency, rate, burst)",
         "pipeline[2].server.slack.rate: expected a rate such as \"10/min\"",
         "pipeline[2].server.slack.burst: expected an integer of at least 1, found 0",
         "pipeline[2].server.jira.concurrency: expected an integer of at least 1, found \"4\"",
         "pipeline[2].server.mail: expected a table such as { rate = \"10/min\" }, found 5",
-        "pipeline[2].tool.github__*.timeout: expected a duration such as \"30s\", found \"30\" (missing unit after 30 (for example 30s))",
+        "pipeline[2].tool.github__*.timeout: invalid duration \"30\": missing unit after 30 (for example 30s)",
         "pipeline[2].tool.github__*.burst: needs a `rate`",
         "pipeline[2].tool.files__[x: invalid glob \"files__[x\"",
         "pipeline[2].tool.big.rate: expected a rate",
@@ -300,12 +300,13 @@ fn rates_and_durations_parse() {
     for bad in ["", "10", "0/s", "-1/s", "1.5/s", "10/day", "10/ms", "ten/min", "/min"] {
         assert_eq!(parse_rate(bad), None, "{bad:?}");
     }
-    assert_eq!(positive_duration("30s"), Ok(Duration::from_secs(30)));
-    assert_eq!(positive_duration("1m30s"), Ok(Duration::from_secs(90)));
-    assert_eq!(positive_duration("1h 2m"), Ok(Duration::from_secs(3720)));
-    assert_eq!(positive_duration("250ms"), Ok(Duration::from_millis(250)));
+    let positive = |text| crate::options::positive_duration(text, crate::options::ABOVE_ZERO);
+    assert_eq!(positive("30s"), Ok(Duration::from_secs(30)));
+    assert_eq!(positive("1m30s"), Ok(Duration::from_secs(90)));
+    assert_eq!(positive("1h 2m"), Ok(Duration::from_secs(3720)));
+    assert_eq!(positive("250ms"), Ok(Duration::from_millis(250)));
     for bad in ["", "0s", "30", "s", "3 fortnights", "-1s"] {
-        assert!(positive_duration(bad).is_err(), "{bad:?}");
+        assert!(positive(bad).is_err(), "{bad:?}");
     }
 }
 

@@ -39,8 +39,8 @@ pub(super) fn read(options: &mut Options<'_>) -> Settings {
             options.error(&path, error.to_string());
         }
     }
-    let results = flag(options, "results", true);
-    let arguments = flag(options, "arguments", false);
+    let results = options.boolean("results", true);
+    let arguments = options.boolean("arguments", false);
     if !results && !arguments {
         let path = options.at("results");
         options.error(&path, "with `arguments = false` too, this entry redacts nothing");
@@ -124,17 +124,4 @@ fn customs(options: &mut Options<'_>) -> Vec<(String, Custom)> {
         }
     }
     out
-}
-
-/// A `true`/`false` option.
-fn flag(options: &mut Options<'_>, key: &str, default: bool) -> bool {
-    match options.get(key) {
-        None => default,
-        Some(Value::Bool(value)) => *value,
-        Some(other) => {
-            let path = options.at(key);
-            options.error(&path, format!("expected true or false, found {other}"));
-            default
-        }
-    }
 }

@@ -1,6 +1,8 @@
 //! Scripts compiled, called, contained and reloaded.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde_json::json;
 

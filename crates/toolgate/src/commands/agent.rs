@@ -19,6 +19,10 @@ use crate::GlobalArgs;
 use crate::setup::{self, ConfigSource, Running};
 
 /// Flags of the agent commands.
+#[allow(
+    rustdoc::broken_intra_doc_links,
+    reason = "clap help text: [agent] is a table of toolgate.toml, not a link"
+)]
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct AgentArgs {
     /// The provider: openai, openai-responses, anthropic, deepseek or compatible (default:

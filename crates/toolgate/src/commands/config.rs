@@ -17,6 +17,10 @@ use crate::GlobalArgs;
 use crate::events::{self, AuditPlan};
 use crate::setup;
 
+#[allow(
+    rustdoc::broken_intra_doc_links,
+    reason = "clap help text: [audit] is a table of toolgate.toml, not a link"
+)]
 #[derive(Debug, Subcommand)]
 pub(crate) enum ConfigCommand {
     /// Check the config as `serve` would (the file, every pipeline entry and its options,

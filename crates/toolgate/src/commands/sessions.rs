@@ -23,6 +23,10 @@ pub(crate) enum SessionsCommand {
     Delete(ShowArgs),
 }
 
+#[allow(
+    rustdoc::broken_intra_doc_links,
+    reason = "clap help text: [agent] is a table of toolgate.toml, not a link"
+)]
 #[derive(Debug, Args)]
 pub(crate) struct StoreArgs {
     /// The sessions database (default: [agent] sessions, else the user's data folder).

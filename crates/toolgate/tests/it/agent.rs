@@ -547,7 +547,7 @@ async fn a_rate_limit_is_retried_after_the_wait_the_provider_asks_for() {
         Turn::text("Answered after the wait."),
     ])
     .await;
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let output = agent.run("openai", &["--no-save", "hello"], None).await;
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After: 1 was honoured");

@@ -14,7 +14,9 @@
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::StreamExt as _;
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};

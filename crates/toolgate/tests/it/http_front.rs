@@ -408,7 +408,7 @@ async fn loopback_is_one_client_streams_age_and_idle_sessions_make_room() {
     let gateway = HttpGateway::start(&config.path()).await;
     let first = RawSession::open(&gateway.url).await;
     let second = RawSession::open(&gateway.url).await;
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let streams = [first.watch().await, second.watch().await];
     let elsewhere = reqwest::Client::builder()
         .local_address("127.0.0.2".parse::<std::net::IpAddr>().expect("an address"))

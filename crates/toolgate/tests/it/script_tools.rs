@@ -198,7 +198,7 @@ async fn burning_scripts_hold_nothing_else_up(
     other: rmcp::Peer<RoleClient>,
     started: impl std::future::Future<Output = ()>,
 ) {
-    let began = std::time::Instant::now();
+    let began = tokio::time::Instant::now();
     let [first, second] = spin;
     let burning = [(first, 1), (second, 2)].map(|(peer, n)| {
         tokio::spawn(async move {
@@ -208,7 +208,7 @@ async fn burning_scripts_hold_nothing_else_up(
         })
     });
     started.await;
-    let asked = std::time::Instant::now();
+    let asked = tokio::time::Instant::now();
     let params = CallToolRequestParams::new("fx__echo")
         .with_arguments(object(json!({"text": "still here"})));
     let echoed = other.call_tool(params).await.expect("answered");

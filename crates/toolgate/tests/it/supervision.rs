@@ -287,7 +287,7 @@ async fn progress_cannot_keep_a_call_alive_past_the_hard_maximum() {
     let gateway = HttpGateway::start(&config.path()).await;
     let (client, _notes) = recording_http_client(&gateway.url).await;
     // Progress every 100ms for 60s: only the hard maximum (10 x 300ms) ends it.
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let result = client
         .call_tool(call("fx__slow", json!({"steps": 600, "step_ms": 100})))
         .await

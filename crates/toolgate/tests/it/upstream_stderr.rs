@@ -2,7 +2,9 @@
 //! gateway, and bytes that are not UTF-8 do not stop the reading (a child whose stderr pipe
 //! is not read blocks on its next write and stops answering).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
