@@ -305,17 +305,20 @@ impl Gateway {
     ) -> Result<mcp::GetPromptResult, GatewayError> {
         let _in_flight = self.in_flight();
         let route = prompt_route(&self.inventory(), &params.name)?;
-        ctx.target = Some(target_of(&route, &params.name));
-        let options = self.relayed(options, ctx);
-        let outcome =
-            through_pipeline::<GetPrompt>(&self.pipeline, params, ctx, async |params, _| {
+        let exposed = params.name.to_string();
+        self.routed::<GetPrompt>(
+            &route,
+            &exposed,
+            params,
+            options,
+            ctx,
+            async |params, upstream, options| {
                 let mut params = params;
                 params.name = route.original.clone();
-                Ok(self.upstream(&route.upstream)?.get_prompt(params, &options).await?)
-            })
-            .await;
-        self.recorder.request_ended(ctx, GetPrompt::EVENT, &outcome);
-        outcome
+                Ok(upstream.get_prompt(params, options).await?)
+            },
+        )
+        .await
     }
 
     /// `resources/read` by exposed URI, through the pipeline. The contents keep the URI the
@@ -332,24 +335,25 @@ impl Gateway {
             .inventory()
             .resource_route(&asked)
             .ok_or_else(|| GatewayError::UnknownResource(asked.clone()))?;
-        ctx.target = Some(target_of(&route, &asked));
-        let options = self.relayed(options, ctx);
-        let outcome =
-            through_pipeline::<ReadResource>(&self.pipeline, params, ctx, async |params, _| {
+        self.routed::<ReadResource>(
+            &route,
+            &asked,
+            params,
+            options,
+            ctx,
+            async |params, upstream, options| {
                 let mut params = params;
                 params.uri = route.original.clone();
-                let upstream = self.upstream(&route.upstream)?;
-                let mut result = upstream.read_resource(params, &options).await?;
+                let mut result = upstream.read_resource(params, options).await?;
                 if asked != route.original {
                     for contents in &mut result.contents {
                         restore_uri(contents, &route.original, &asked);
                     }
                 }
                 Ok(result)
-            })
-            .await;
-        self.recorder.request_ended(ctx, ReadResource::EVENT, &outcome);
-        outcome
+            },
+        )
+        .await
     }
 
     /// `completion/complete`: routed by the prompt name or resource URI it refers to, through
@@ -375,20 +379,45 @@ impl Gateway {
             mcp::Reference::Resource(resource) => resource.uri.clone(),
             _ => String::new(),
         };
-        ctx.target = Some(target_of(&route, &exposed));
-        let options = self.relayed(options, ctx);
-        let outcome =
-            through_pipeline::<Complete>(&self.pipeline, params, ctx, async |params, _| {
+        self.routed::<Complete>(
+            &route,
+            &exposed,
+            params,
+            options,
+            ctx,
+            async |params, upstream, options| {
                 let mut params = params;
                 match &mut params.r#ref {
                     mcp::Reference::Prompt(prompt) => prompt.name = route.original.clone(),
                     mcp::Reference::Resource(resource) => resource.uri = route.original.clone(),
                     _ => {}
                 }
-                Ok(self.upstream(&route.upstream)?.complete(params, &options).await?)
-            })
-            .await;
-        self.recorder.request_ended(ctx, Complete::EVENT, &outcome);
+                Ok(upstream.complete(params, options).await?)
+            },
+        )
+        .await
+    }
+
+    /// The tail every request routed to one upstream by name or URI shares: its target is the
+    /// route's, it passes the pipeline, `send` takes it to the route's upstream (with the
+    /// caller's relays), and its end is recorded.
+    async fn routed<E: Exchange>(
+        &self,
+        route: &Route,
+        exposed: &str,
+        params: E::Params,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+        send: impl AsyncFnOnce(E::Params, &Upstream, &CallOptions) -> Result<E::Output, GatewayError>,
+    ) -> Result<E::Output, GatewayError> {
+        ctx.target = Some(target_of(route, exposed));
+        let options = self.relayed(options, ctx);
+        let outcome = through_pipeline::<E>(&self.pipeline, params, ctx, async |params, _| {
+            let upstream = self.upstream(&route.upstream)?;
+            send(params, &upstream, &options).await
+        })
+        .await;
+        self.recorder.request_ended(ctx, E::EVENT, &outcome);
         outcome
     }
 
