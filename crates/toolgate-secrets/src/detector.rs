@@ -479,14 +479,6 @@ impl Detector {
             }
         }
     }
-
-    /// Redacts every string in `value`, object keys included (see the crate docs), and says
-    /// how many of each kind it replaced.
-    pub fn redact_json(&self, value: &mut serde_json::Value) -> Counts {
-        let mut counts = Counts::default();
-        crate::json::redact(self, value, &mut counts);
-        counts
-    }
 }
 
 /// `text` with `findings` (in order, not overlapping) replaced by their markers.

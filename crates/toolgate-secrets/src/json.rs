@@ -17,6 +17,16 @@ use crate::detector::{Counts, Detector};
 /// How many distinct clean keys one walk remembers (arrays of records repeat the same few).
 const CLEAN_KEYS: usize = 1024;
 
+impl Detector {
+    /// Redacts every string in `value`, object keys included (see the crate docs), and says
+    /// how many of each kind it replaced.
+    pub fn redact_json(&self, value: &mut Value) -> Counts {
+        let mut counts = Counts::default();
+        redact(self, value, &mut counts);
+        counts
+    }
+}
+
 pub(crate) fn redact(detector: &Detector, value: &mut Value, counts: &mut Counts) {
     walk(detector, value, counts, &mut HashSet::new());
 }

@@ -25,6 +25,7 @@ mod client;
 mod guard;
 mod headers;
 mod listen;
+mod outbox;
 mod post;
 mod reply;
 mod session;

@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 
+use super::outbox::Sent;
 use super::session::HttpSession;
 use super::sse::{EventBody, EventStream, Offered, Queue, Urgency, event};
 use crate::protocol::Answer;
@@ -30,35 +31,6 @@ pub(crate) type Served = Result<Answer, mcp::ErrorData>;
 
 /// Serving a request, as a future that can move to another task.
 pub(crate) type Serving = Pin<Box<dyn Future<Output = Served> + Send + 'static>>;
-
-/// A message a request sends before its answer, already written as JSON, and whether it may
-/// be dropped for a client that reads too slowly.
-pub(crate) type Sent = (Bytes, Urgency);
-
-/// The messages a request sends before its answer. Unbounded, but never full: whoever
-/// receives them (this task, then the request's own) takes each as it comes and puts it in
-/// the request's stream, which is bounded.
-#[derive(Clone, Debug)]
-pub(crate) struct Outbox(mpsc::UnboundedSender<Sent>);
-
-impl Outbox {
-    /// An outbox and what it delivers.
-    pub(crate) fn new() -> (Outbox, mpsc::UnboundedReceiver<Sent>) {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        (Outbox(sender), receiver)
-    }
-
-    /// Sends `message` ahead of the answer (dropped when nobody reads the request's stream
-    /// any more and it keeps none).
-    pub(crate) fn send(&self, message: &mcp::ServerJsonRpcMessage) {
-        match serde_json::to_vec(message) {
-            Ok(json) => {
-                let _ = self.0.send((json.into(), Urgency::of(message)));
-            }
-            Err(error) => tracing::warn!(%error, "a message to the client could not be written"),
-        }
-    }
-}
 
 /// Where the answer goes besides its body.
 pub(crate) struct Answering {

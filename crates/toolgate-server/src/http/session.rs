@@ -291,7 +291,7 @@ impl Drop for Busy {
 /// session's requests, their answers arriving by POST.
 pub(crate) struct SessionRequest {
     pub(crate) session: Arc<HttpSession>,
-    pub(crate) outbox: super::reply::Outbox,
+    pub(crate) outbox: super::outbox::Outbox,
 }
 
 impl RequestLink for SessionRequest {
@@ -375,7 +375,7 @@ mod tests {
     #[tokio::test]
     async fn a_question_is_answered_by_its_id_and_forgotten_when_nobody_waits() {
         let session = session();
-        let (outbox, mut sent) = super::super::reply::Outbox::new();
+        let (outbox, mut sent) = super::super::outbox::Outbox::new();
         let link = SessionRequest { session: session.clone(), outbox };
         let answer =
             link.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use rmcp::model::GetMeta as _;
 use toolgate_core::mcp;
 
-use super::reply::Outbox;
+use super::outbox::Outbox;
 use crate::link::{Answer, RequestLink};
 
 /// A request without a session.
