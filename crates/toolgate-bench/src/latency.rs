@@ -24,8 +24,7 @@
 //! Besides the CPU of everything serving a path (`srv µs`), each gateway path reports the CPU
 //! of the gateway's own process without its descendants (`gw µs`: toolgate or the peer, not
 //! the upstream fixture it started), read at the same moments. `--pin` runs the load
-//! generator on one CPU and everything it starts on the others ([`pin`]); `--ab-front` adds
-//! `toolgate-http-stdio-default` once more, served by the rmcp-based HTTP front.
+//! generator on one CPU and everything it starts on the others ([`pin`]).
 
 pub(crate) mod machine;
 mod pin;
@@ -50,7 +49,7 @@ use crate::latency::pin::Pinning;
 use crate::latency::report::{PathRecord, PeerRecord, PinRecord, Report, Row, Settings};
 use crate::latency::session::{Call, Era, Payload};
 use crate::latency::stats::{Samples, Shuffler};
-use crate::latency::target::{HttpFront, PathSpec, Setup, Target, Via};
+use crate::latency::target::{PathSpec, Setup, Target, Via};
 use crate::portable::portable;
 use crate::proc_stats;
 
@@ -79,8 +78,7 @@ pub(crate) struct LatencyArgs {
     /// Only the paths whose name contains this text or matches this glob (`*`, `?`);
     /// comma-separated or repeated. Names: direct-stdio, direct-http,
     /// toolgate-<front>-<upstream>-<bare|default|full> (front and upstream: stdio or http),
-    /// mcp-proxy-rs-http-stdio, mcp-proxy-py-http-stdio, supergateway-http-stdio, and with
-    /// --ab-front toolgate-http-stdio-default-rmcpfront
+    /// mcp-proxy-rs-http-stdio, mcp-proxy-py-http-stdio, supergateway-http-stdio
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
     only: Vec<String>,
     /// Leave out the peer gateways
@@ -119,10 +117,6 @@ pub(crate) struct LatencyArgs {
     /// and the report says why
     #[arg(long)]
     pin: bool,
-    /// Also measure toolgate-http-stdio-default served by the rmcp-based HTTP front
-    /// (`[gateway] http_front = "rmcp"`), as toolgate-http-stdio-default-rmcpfront
-    #[arg(long)]
-    ab_front: bool,
     /// Whether toolgate keeps its connections to HTTP upstreams alive (`pool`, its default);
     /// `false` writes `pool = false` in its configs (a connection per request)
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
@@ -181,18 +175,7 @@ impl Plan {
         let binaries = args.binaries.resolve()?;
         let peers = args.peers.unwrap_or_else(default_peers);
         let mut notes = Vec::new();
-        let mut all = PathSpec::all();
-        if args.ab_front {
-            // Right after the path it is the other half of.
-            let default = PathSpec { http_front: HttpFront::Default, ..PathSpec::rmcp_front() };
-            let at = all.iter().position(|spec| *spec == default).map_or(all.len(), |i| i + 1);
-            all.insert(at, PathSpec::rmcp_front());
-            notes.push(format!(
-                "{}: {} served by the rmcp-based HTTP front (`[gateway] http_front = \"rmcp\"`)",
-                PathSpec::rmcp_front().name(),
-                default.name()
-            ));
-        }
+        let all = PathSpec::all();
         let mut paths: Vec<PathSpec> =
             all.into_iter().filter(|spec| selected(&spec.name(), &args.only)).collect();
         if args.skip_peers || quick {
@@ -574,7 +557,6 @@ fn records(targets: &[Target]) -> Vec<PathRecord> {
         .iter()
         .map(|target| {
             let spec = target.spec;
-            let http_front = (spec.http_front != HttpFront::Default).then_some(spec.http_front);
             let (via, pipeline, peer) = match spec.via {
                 Via::Direct => ("direct", None, None),
                 Via::Toolgate(pipeline) => ("toolgate", Some(pipeline.name()), None),
@@ -588,7 +570,6 @@ fn records(targets: &[Target]) -> Vec<PathRecord> {
                 pipeline,
                 peer,
                 front: spec.front,
-                http_front,
                 upstream: spec.upstream,
                 command: portable(&target.command),
                 front_processes: target.front_processes(),
@@ -717,8 +698,5 @@ mod tests {
         assert_eq!(names.len(), count);
         assert!(names.contains(&"toolgate-http-stdio-default".to_owned()));
         assert!(names.contains(&"mcp-proxy-rs-http-stdio".to_owned()));
-        let rmcp_front = PathSpec::rmcp_front().name();
-        assert_eq!(rmcp_front, "toolgate-http-stdio-default-rmcpfront");
-        assert!(!names.contains(&rmcp_front), "only --ab-front adds it");
     }
 }

@@ -182,8 +182,6 @@ pub struct GatewayConfig {
     /// How long an HTTP session may go without a request before it is closed (`None`: the
     /// server's default, 5 minutes).
     pub session_idle: Option<Duration>,
-    /// Which implementation serves `/mcp`.
-    pub http_front: HttpFront,
     /// How many connections each listener (`/mcp`, the admin API) keeps open at once (`None`:
     /// the server's default, 512); one more is closed at once.
     pub max_connections: Option<usize>,
@@ -209,18 +207,6 @@ pub struct GatewayConfig {
     pub stream_max_age: Option<Duration>,
 }
 
-/// Which implementation serves `/mcp` (`[gateway] http_front`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum HttpFront {
-    /// toolgate's own (`"toolgate"`, the default).
-    #[default]
-    Toolgate,
-    /// rmcp's streamable HTTP service (`"rmcp"`), the front before toolgate had its own, kept
-    /// for one release to compare the two.
-    Rmcp,
-}
-
 impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
@@ -231,7 +217,6 @@ impl Default for GatewayConfig {
             max_sessions: None,
             max_sessions_per_client: None,
             session_idle: None,
-            http_front: HttpFront::default(),
             max_connections: None,
             header_timeout: None,
             body_timeout: None,

@@ -6,8 +6,8 @@ use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::error::{index_path, key_path};
 use crate::model::{
     AdminConfig, AuditConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT,
-    GatewayConfig, HttpConfig, HttpFront, HttpTransport, InterceptorConfig, Mode, ServerConfig,
-    StdioConfig, ToolFilter, TransportConfig,
+    GatewayConfig, HttpConfig, HttpTransport, InterceptorConfig, Mode, ServerConfig, StdioConfig,
+    ToolFilter, TransportConfig,
 };
 use crate::value::Value;
 
@@ -233,20 +233,23 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         fields.get("max_sessions_per_client").copied(),
         "gateway.max_sessions_per_client",
     );
-    let http_front = match fields.get("http_front") {
-        None => Some(HttpFront::default()),
-        Some(value) => match cx.string(value, "gateway.http_front")? {
-            "toolgate" => Some(HttpFront::Toolgate),
-            "rmcp" => Some(HttpFront::Rmcp),
-            other => {
-                cx.error(
-                    "gateway.http_front",
-                    format!("unknown front {other:?} (expected \"toolgate\" or \"rmcp\")"),
-                );
-                None
-            }
-        },
-    };
+    // `http_front` chose between toolgate's own HTTP front and rmcp's; only the first is left.
+    // "toolgate" is still accepted so that configs that named it keep working.
+    if let Some(value) = fields.get("http_front")
+        && let Some(front) = cx.string(value, "gateway.http_front")
+        && front != "toolgate"
+    {
+        let why = if front == "rmcp" {
+            "\"rmcp\" is no longer available: toolgate serves /mcp with its own front (remove \
+             the key)"
+                .to_owned()
+        } else {
+            format!(
+                "unknown front {front:?} (the only one is \"toolgate\"; the key can be removed)"
+            )
+        };
+        cx.error("gateway.http_front", why);
+    }
     let session_idle =
         optional_duration(cx, fields.get("session_idle").copied(), "gateway.session_idle");
     let count = |cx: &mut Checker<'_>, key: &str| {
@@ -276,7 +279,6 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         max_sessions: max_sessions?,
         max_sessions_per_client: max_sessions_per_client?,
         session_idle: session_idle?,
-        http_front: http_front?,
         max_connections: max_connections?,
         header_timeout: header_timeout?,
         body_timeout: body_timeout?,

@@ -125,7 +125,6 @@ fn dump(config: &Config) -> String {
         max_sessions,
         max_sessions_per_client,
         session_idle,
-        http_front,
         max_connections,
         header_timeout,
         body_timeout,
@@ -154,9 +153,6 @@ fn dump(config: &Config) -> String {
     }
     if let Some(session_idle) = session_idle {
         line(w, 1, "session_idle", format!("{session_idle:?}"));
-    }
-    if *http_front != toolgate_config::HttpFront::default() {
-        line(w, 1, "http_front", format!("{http_front:?}"));
     }
     let counts = [
         ("max_connections", max_connections),

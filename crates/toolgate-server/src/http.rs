@@ -14,9 +14,6 @@
 //! making room), listen streams (in all and per client), what each stream holds for a slow
 //! reader, and how long a standing stream lasts (see README, "Security defaults"). The
 //! connections themselves are bounded in `crate::connections`.
-//!
-//! (rmcp's `StreamableHttpService`, which served `/mcp` before, remains for one release behind
-//! `[gateway] http_front = "rmcp"`, for comparison: `crate::serve`.)
 
 // A refusal is the HTTP response that says so, built on a cold path and returned as it is.
 #![allow(clippy::result_large_err)]

@@ -6,7 +6,6 @@
 
 #![allow(deprecated)] // legacy-era request types are still served
 
-use axum::response::IntoResponse;
 use serde_json::{Value, json};
 use toolgate_core::mcp;
 
@@ -89,47 +88,6 @@ pub(crate) fn parse_message(bytes: &[u8]) -> Result<mcp::ClientJsonRpcMessage, R
             }
         }
     }
-}
-
-/// Over HTTP: a JSON body POSTed to the MCP endpoint is read (up to `limit` bytes) and
-/// checked before rmcp sees it; what is not a message gets its JSON-RPC error with status 400,
-/// a body over the limit 413. Other requests pass untouched (rmcp answers a wrong content
-/// type, a bad `Host` or `Origin`, or an unknown session itself).
-pub(crate) async fn check_posted_message(
-    limit: usize,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let is_json = request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/json"));
-    if request.method() != http::Method::POST || !is_json {
-        return next.run(request).await;
-    }
-    let (parts, body) = request.into_parts();
-    let bytes =
-        match http_body_util::BodyExt::collect(http_body_util::Limited::new(body, limit)).await {
-            Ok(collected) => collected.to_bytes(),
-            Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-                return refused(http::StatusCode::PAYLOAD_TOO_LARGE, &Rejection::too_large(limit));
-            }
-            Err(error) => {
-                // The client went away or sent a broken body: nobody is left to read an answer.
-                tracing::debug!(%error, "reading a request body failed");
-                return http::StatusCode::BAD_REQUEST.into_response();
-            }
-        };
-    if let Err(rejection) = parse_message(&bytes) {
-        tracing::debug!(code = rejection.code.0, message = %rejection.message, "refused client input");
-        return refused(http::StatusCode::BAD_REQUEST, &rejection);
-    }
-    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await
-}
-
-fn refused(status: http::StatusCode, rejection: &Rejection) -> axum::response::Response {
-    (status, axum::Json(rejection.to_json())).into_response()
 }
 
 /// The answer to a request rmcp did not recognise: `-32602` when it is a method the gateway

@@ -12,8 +12,6 @@ mod error;
 mod gateway;
 mod handler;
 mod http;
-mod http_sessions;
-mod json_answer;
 mod jsonrpc;
 mod line_transport;
 mod link;
@@ -42,8 +40,8 @@ pub use jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 pub use record::Recorder;
 pub use script_tools::{GatewayCaller, ScriptTools};
 pub use serve::{
-    DEFAULT_GRACE, HttpFront, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router,
-    serve_http, serve_stdio,
+    DEFAULT_GRACE, HttpOptions, MCP_PATH, RESPONSE_FLUSH, ServeError, http_router, serve_http,
+    serve_stdio,
 };
 pub use session::{MOST_SUBSCRIBED_BYTES, MOST_SUBSCRIPTIONS, Session, Sessions};
 pub use toolgate_upstream::StartupWait;

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -19,9 +18,7 @@ use crate::http::{
     DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, DEFAULT_STREAM_MAX_AGE,
     DEFAULT_STREAM_QUEUE,
 };
-use crate::http_sessions;
-use crate::json_answer;
-use crate::jsonrpc::{self, DEFAULT_MAX_MESSAGE_BYTES};
+use crate::jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::line_transport::LineTransport;
 use crate::stdio;
 
@@ -65,8 +62,6 @@ pub struct HttpOptions {
     /// How long a session may go without a request before it is closed
     /// ([`DEFAULT_SESSION_IDLE`]).
     pub session_idle: std::time::Duration,
-    /// Which implementation serves `/mcp`.
-    pub front: HttpFront,
     /// Connections at once, and how long a client has to send a request.
     pub connections: ConnectionLimits,
     /// How many `subscriptions/listen` streams may be open at once
@@ -82,20 +77,6 @@ pub struct HttpOptions {
     /// How long a GET or `subscriptions/listen` stream lasts before it ends
     /// ([`DEFAULT_STREAM_MAX_AGE`]); clients open another.
     pub stream_max_age: std::time::Duration,
-}
-
-/// Which implementation serves `/mcp`: toolgate's own (the default), or rmcp's
-/// `StreamableHttpService`, kept for one release to compare the two (`[gateway] http_front`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum HttpFront {
-    /// toolgate's own front (`crate::http`).
-    #[default]
-    Toolgate,
-    /// rmcp's streamable HTTP service, with toolgate's middleware around it. Its sessions are
-    /// bounded in number and idle time, not per client; its listen streams by what each may
-    /// follow, not in number; its connections as toolgate's own front's are.
-    Rmcp,
 }
 
 /// Serves one MCP session on stdin/stdout until the client closes stdin or `shutdown` fires.
@@ -128,82 +109,38 @@ pub fn http_router(
         .map(|o| o.to_string())
         .chain(options.allowed_origins.clone())
         .collect();
-    let mcp = match options.front {
-        HttpFront::Toolgate => {
-            let guard = http::Guard::new(
-                hosts.iter().map(String::as_str),
-                origins.iter().map(String::as_str),
-            );
-            let bounds = http::Bounds {
-                most: options.max_sessions,
-                most_per_client: options.max_sessions_per_client,
-                idle: options.session_idle,
-                queue: options.stream_queue,
-            };
-            let listen = http::ListenBounds {
-                most: options.max_listen_streams,
-                most_per_client: options.max_listen_streams_per_client,
-            };
-            let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
-            let front = http::Front::new(
-                gateway,
-                guard,
-                bounds,
-                listen,
-                options.stream_max_age,
-                limit,
-                shutdown,
-            );
-            front.keep_tidy();
-            axum::Router::new()
-                .route("/", axum::routing::any(http::endpoint))
-                .with_state(front)
-                .layer(cors::layer(origins))
-        }
-        HttpFront::Rmcp => rmcp_front(gateway, options, hosts, origins, shutdown),
+    let mcp = {
+        let guard =
+            http::Guard::new(hosts.iter().map(String::as_str), origins.iter().map(String::as_str));
+        let bounds = http::Bounds {
+            most: options.max_sessions,
+            most_per_client: options.max_sessions_per_client,
+            idle: options.session_idle,
+            queue: options.stream_queue,
+        };
+        let listen = http::ListenBounds {
+            most: options.max_listen_streams,
+            most_per_client: options.max_listen_streams_per_client,
+        };
+        let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+        let front = http::Front::new(
+            gateway,
+            guard,
+            bounds,
+            listen,
+            options.stream_max_age,
+            limit,
+            shutdown,
+        );
+        front.keep_tidy();
+        axum::Router::new()
+            .route("/", axum::routing::any(http::endpoint))
+            .with_state(front)
+            .layer(cors::layer(origins))
     };
     axum::Router::new()
         .nest_service(MCP_PATH, mcp)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
-}
-
-/// rmcp's `StreamableHttpService` with toolgate's middleware: the front before toolgate had its
-/// own, for one release.
-fn rmcp_front(
-    gateway: Arc<Gateway>,
-    options: &HttpOptions,
-    hosts: Vec<String>,
-    origins: Vec<String>,
-    shutdown: CancellationToken,
-) -> axum::Router {
-    let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins.clone())
-        .enforce_origin_validation()
-        .with_cancellation_token(shutdown);
-    let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
-    config = config.with_max_request_body_bytes(limit);
-    let sessions = http_sessions::manager(options.session_idle);
-    let service = StreamableHttpService::new(
-        move || Ok(GatewayHandler::new(gateway.clone(), Principal::anonymous())),
-        sessions.clone(),
-        config,
-    );
-    let most = options.max_sessions;
-    let deleting = sessions.clone();
-    axum::Router::new()
-        .fallback_service(service)
-        .layer(axum::middleware::from_fn(move |request, next| {
-            http_sessions::refuse_past(most, sessions.clone(), request, next)
-        }))
-        .layer(axum::middleware::from_fn(move |request, next| {
-            http_sessions::delete_session(deleting.clone(), request, next)
-        }))
-        .layer(axum::middleware::from_fn(json_answer::prefer_json))
-        .layer(axum::middleware::from_fn(move |request, next| {
-            jsonrpc::check_posted_message(limit, request, next)
-        }))
-        .layer(cors::layer(origins))
 }
 
 impl Default for HttpOptions {
@@ -216,7 +153,6 @@ impl Default for HttpOptions {
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_client: DEFAULT_MAX_SESSIONS_PER_CLIENT,
             session_idle: DEFAULT_SESSION_IDLE,
-            front: HttpFront::default(),
             connections: ConnectionLimits::default(),
             max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
             max_listen_streams_per_client: DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,

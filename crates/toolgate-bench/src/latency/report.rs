@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::latency::machine::Machine;
 use crate::latency::pin::{self, Pinning};
 use crate::latency::stats::Summary;
-use crate::latency::target::{HttpFront, Peer, Target, Transport, Via};
+use crate::latency::target::{Peer, Target, Transport, Via};
 
 /// The target for the gateway's own CPU per call: at most this × the Rust mcp-proxy's, HTTP
 /// front → stdio upstream, default pipeline, small payload.
@@ -102,9 +102,6 @@ pub(crate) struct PathRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) peer: Option<PeerRecord>,
     pub(crate) front: Transport,
-    /// toolgate's HTTP front when it is not the default one (`--ab-front`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) http_front: Option<HttpFront>,
     pub(crate) upstream: Transport,
     pub(crate) command: String,
     /// Processes the client talks to: one, or one per session on stdio.

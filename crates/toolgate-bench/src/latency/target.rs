@@ -145,28 +145,6 @@ impl Peer {
     }
 }
 
-/// Which of toolgate's HTTP fronts serves a path: `[gateway] http_front` in its config.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum HttpFront {
-    /// Whatever toolgate serves by default: no `http_front` in the config.
-    #[default]
-    Default,
-    /// `http_front = "rmcp"`: the front built on rmcp's streamable HTTP server, kept for one
-    /// release beside its replacement for A/B runs (`latency --ab-front`).
-    Rmcp,
-}
-
-impl HttpFront {
-    /// The value of `[gateway] http_front`, when the config names one.
-    fn config_value(self) -> Option<&'static str> {
-        match self {
-            HttpFront::Default => None,
-            HttpFront::Rmcp => Some("rmcp"),
-        }
-    }
-}
-
 /// Who sits between the client and the fixture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Via {
@@ -183,23 +161,11 @@ pub(crate) struct PathSpec {
     pub(crate) front: Transport,
     /// What the fixture speaks (the same as `front` for direct paths).
     pub(crate) upstream: Transport,
-    /// toolgate's HTTP front (the default one, except on the `--ab-front` path).
-    pub(crate) http_front: HttpFront,
 }
 
 impl PathSpec {
     fn new(via: Via, front: Transport, upstream: Transport) -> PathSpec {
-        PathSpec { via, front, upstream, http_front: HttpFront::Default }
-    }
-
-    /// The second half of the A/B of toolgate's HTTP fronts (`--ab-front`):
-    /// `toolgate-http-stdio-default` served by the rmcp-based front
-    /// (`toolgate-http-stdio-default-rmcpfront`). Not among [`PathSpec::all`].
-    pub(crate) fn rmcp_front() -> PathSpec {
-        PathSpec {
-            http_front: HttpFront::Rmcp,
-            ..PathSpec::new(Via::Toolgate(Pipeline::Default), Transport::Http, Transport::Stdio)
-        }
+        PathSpec { via, front, upstream }
     }
 
     /// Every path, in table order: direct, toolgate by front and upstream, peers.
@@ -218,17 +184,12 @@ impl PathSpec {
         out
     }
 
-    /// `direct-stdio`, `toolgate-http-stdio-default`, `mcp-proxy-rs-http-stdio`,
-    /// `toolgate-http-stdio-default-rmcpfront`, ...
+    /// `direct-stdio`, `toolgate-http-stdio-default`, `mcp-proxy-rs-http-stdio`, ...
     pub(crate) fn name(&self) -> String {
         match self.via {
             Via::Direct => format!("direct-{}", self.upstream),
             Via::Toolgate(pipeline) => {
-                let front = match self.http_front {
-                    HttpFront::Default => "",
-                    HttpFront::Rmcp => "-rmcpfront",
-                };
-                format!("toolgate-{}-{}-{}{front}", self.front, self.upstream, pipeline.name())
+                format!("toolgate-{}-{}-{}", self.front, self.upstream, pipeline.name())
             }
             Via::Peer(peer) => format!("{}-{}-{}", peer.name(), self.front, self.upstream),
         }
@@ -324,8 +285,7 @@ impl Target {
                 (None, Some(fixture.url.clone()), command)
             }
             (Via::Toolgate(pipeline), Transport::Http) => {
-                let config =
-                    write_config(&name, None, pipeline, spec.upstream, spec.http_front, setup)?;
+                let config = write_config(&name, None, pipeline, spec.upstream, setup)?;
                 let mut command = Command::new(&setup.toolgate);
                 command.args(["serve", "--listen", "127.0.0.1:0", "--log", SERVE_LOG, "--config"]);
                 command.arg(&config).env_remove("TOOLGATE_CONFIG");
@@ -477,14 +437,7 @@ fn stdio_command(
     match spec.via {
         Via::Direct => Ok((command, setup.fixture.display().to_string())),
         Via::Toolgate(pipeline) => {
-            let config = write_config(
-                &spec.name(),
-                Some(index),
-                pipeline,
-                spec.upstream,
-                spec.http_front,
-                setup,
-            )?;
+            let config = write_config(&spec.name(), Some(index), pipeline, spec.upstream, setup)?;
             command.args(["serve", "--stdio", "--config"]).arg(&config);
             let described = format!(
                 "{} serve --stdio --config {} (one process per session)",
@@ -504,7 +457,6 @@ fn write_config(
     session: Option<usize>,
     pipeline: Pipeline,
     upstream: Transport,
-    http_front: HttpFront,
     setup: &Setup,
 ) -> anyhow::Result<PathBuf> {
     let mut dir = setup.scratch.join(name);
@@ -537,14 +489,7 @@ fn write_config(
         }
         None => pipeline.fragment().to_owned(),
     };
-    // `[gateway] http_front` arrives with toolgate's own HTTP front (beside rmcp's, for one
-    // release). Until then toolgate refuses it as an unknown key and this path, which only
-    // `--ab-front` adds, fails to start.
-    let gateway = match http_front.config_value() {
-        Some(front) => format!("[gateway]\nhttp_front = {}\n\n", toml_string(front)),
-        None => String::new(),
-    };
-    let text = format!("{gateway}{server}\n{fragment}");
+    let text = format!("{server}\n{fragment}");
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }
@@ -634,20 +579,19 @@ mod tests {
         let Via::Toolgate(pipeline) = spec.via else { panic!("a toolgate path") };
         let setup = setup(scratch);
         let path =
-            write_config(&spec.name(), None, pipeline, spec.upstream, spec.http_front, &setup)
-                .expect("written");
+            write_config(&spec.name(), None, pipeline, spec.upstream, &setup).expect("written");
         std::fs::read_to_string(path).expect("read").parse().expect("valid TOML")
     }
 
     #[test]
-    fn only_the_ab_path_names_a_front() {
+    fn a_path_s_config_names_its_upstream_and_pipeline() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let rmcp = config(PathSpec::rmcp_front(), dir.path());
-        assert_eq!(rmcp["gateway"]["http_front"].as_str(), Some("rmcp"));
-        assert_eq!(rmcp["servers"]["fx"]["command"].as_str(), Some("toolgate-fixture"));
-        assert!(rmcp["pipeline"].as_array().is_some_and(|p| p.len() == 2), "default pipeline");
-        let default = PathSpec { http_front: HttpFront::Default, ..PathSpec::rmcp_front() };
-        assert_eq!(default.name(), "toolgate-http-stdio-default");
-        assert!(config(default, dir.path()).get("gateway").is_none());
+        let spec =
+            PathSpec::new(Via::Toolgate(Pipeline::Default), Transport::Http, Transport::Stdio);
+        assert_eq!(spec.name(), "toolgate-http-stdio-default");
+        let config = config(spec, dir.path());
+        assert_eq!(config["servers"]["fx"]["command"].as_str(), Some("toolgate-fixture"));
+        assert!(config["pipeline"].as_array().is_some_and(|p| p.len() == 2), "default pipeline");
+        assert!(config.get("gateway").is_none());
     }
 }

@@ -7,8 +7,7 @@ use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 use toolgate_server::{
-    ConnectionLimits, DEFAULT_GRACE, HttpFront, HttpOptions, MCP_PATH, StartupWait,
-    SubscriptionBounds,
+    ConnectionLimits, DEFAULT_GRACE, HttpOptions, MCP_PATH, StartupWait, SubscriptionBounds,
 };
 
 use crate::GlobalArgs;
@@ -95,10 +94,6 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
                 .max_sessions_per_client
                 .unwrap_or(defaults.max_sessions_per_client),
             session_idle: config.gateway.session_idle.unwrap_or(defaults.session_idle),
-            front: match config.gateway.http_front {
-                toolgate_config::HttpFront::Rmcp => HttpFront::Rmcp,
-                _ => HttpFront::Toolgate,
-            },
             connections: connection_limits(&config.gateway),
             max_listen_streams: config
                 .gateway
