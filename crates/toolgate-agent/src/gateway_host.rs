@@ -21,12 +21,12 @@ use futures::StreamExt as _;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use toolgate_core::mcp;
+use toolgate_gateway::{Gateway, GatewayError};
 use toolgate_intercept::approval_handoff::{ApprovalAnswer, ApprovalAsk};
 use toolgate_intercept::{CallContext, Elicitor, Principal};
 use toolgate_llm::chat::{ChatRequest, Message, Part};
 use toolgate_llm::provider::{Provider, StreamEvent};
-use toolgate_server::{Gateway, GatewayError};
-use toolgate_upstream::{CallOptions, Caller, UpstreamError};
+use toolgate_upstream::{CallOptions, Caller};
 
 use crate::host::{
     ApprovalChoice, ApprovalQuestion, Frontend, HostCall, Interaction, ToolHost, ToolOutcome,
@@ -165,10 +165,8 @@ fn outcome_of(error: GatewayError) -> ToolOutcome {
     match error {
         GatewayError::Refused(refusal) => ToolOutcome::Refused(refusal.to_string()),
         GatewayError::UnknownTool(name) => ToolOutcome::Unknown(name),
-        GatewayError::Upstream(UpstreamError::Cancelled { .. }) => ToolOutcome::Cancelled,
-        GatewayError::Upstream(error @ UpstreamError::Timeout { .. }) => {
-            ToolOutcome::TimedOut(error.to_string())
-        }
+        cancelled if cancelled.is_cancelled() => ToolOutcome::Cancelled,
+        timeout if timeout.is_timeout() => ToolOutcome::TimedOut(timeout.to_string()),
         other => ToolOutcome::Failed(other.to_string()),
     }
 }

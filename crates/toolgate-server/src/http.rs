@@ -37,7 +37,7 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use tokio_util::sync::CancellationToken;
 
-use crate::gateway::Gateway;
+use toolgate_gateway::{Dispatcher, Gateway};
 
 pub use listen::{DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT};
 pub use sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE};
@@ -55,7 +55,8 @@ pub const DEFAULT_STREAM_MAX_AGE: std::time::Duration = std::time::Duration::fro
 /// Everything the front's handlers share.
 #[derive(Debug)]
 pub(crate) struct Front {
-    pub(crate) gateway: Arc<Gateway>,
+    /// The one dispatcher (this front's: its rounds and written tool lists are its own).
+    dispatcher: Arc<Dispatcher>,
     sessions: sessions::HttpSessions,
     guard: Guard,
     /// The largest body read.
@@ -71,9 +72,9 @@ pub(crate) struct Front {
 }
 
 impl Front {
-    /// A front over `gateway`.
+    /// A front over `dispatcher`.
     pub(crate) fn new(
-        gateway: Arc<Gateway>,
+        dispatcher: Arc<Dispatcher>,
         guard: Guard,
         bounds: Bounds,
         listen: ListenBounds,
@@ -82,7 +83,7 @@ impl Front {
         shutdown: CancellationToken,
     ) -> Arc<Front> {
         Arc::new(Front {
-            gateway,
+            dispatcher,
             sessions: sessions::HttpSessions::new(bounds),
             guard,
             body_limit,
@@ -91,6 +92,11 @@ impl Front {
             stream_max_age,
             shutdown,
         })
+    }
+
+    /// The gateway.
+    pub(crate) fn gateway(&self) -> &Arc<Gateway> {
+        self.dispatcher.gateway()
     }
 
     /// Closes idle sessions now and then, until shutdown; then closes every session.

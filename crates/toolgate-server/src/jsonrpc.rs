@@ -8,6 +8,7 @@
 
 use serde_json::{Value, json};
 use toolgate_core::mcp;
+use toolgate_gateway::unrecognised::params_problem;
 
 /// The largest message accepted, on stdio and (unless configured) over HTTP: rmcp's default.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
@@ -87,76 +88,6 @@ pub(crate) fn parse_message(bytes: &[u8]) -> Result<mcp::ClientJsonRpcMessage, R
                 (id, _) => Err(invalid(id.unwrap_or(Value::Null), &error.to_string())),
             }
         }
-    }
-}
-
-/// The answer to a request rmcp did not recognise: `-32602` when it is a method the gateway
-/// serves whose parameters did not fit (rmcp passes those on as custom requests), else
-/// `-32601`.
-///
-/// `protocol` is the version the request's `_meta` names (requests of 2026-07-28 name theirs).
-pub(crate) fn unrecognised_request(
-    method: &str,
-    params: Option<&Value>,
-    protocol: Option<&str>,
-) -> mcp::ErrorData {
-    if REMOVED_IN_2026.contains(&method) && protocol.is_some_and(|v| v >= "2026-07-28") {
-        // Not a request of this era at all (rmcp answers -32601 over HTTP with 404).
-        return mcp::ErrorData::new(
-            mcp::ErrorCode::METHOD_NOT_FOUND,
-            format!("Method not found: {method} (removed in protocol 2026-07-28)"),
-            Some(json!({ "method": method })),
-        );
-    }
-    match params_problem(method, params) {
-        Some(problem) => mcp::ErrorData::invalid_params(
-            format!("Invalid params for `{method}`: {problem}"),
-            None,
-        ),
-        None => mcp::ErrorData::new(
-            mcp::ErrorCode::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
-            Some(json!({ "method": method })),
-        ),
-    }
-}
-
-/// Methods of the handshake era that protocol 2026-07-28 removed: on a request of that era
-/// they are unknown methods, not methods with bad parameters.
-const REMOVED_IN_2026: [&str; 4] =
-    ["initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
-
-/// Why `params` do not fit `method`, for the methods the gateway serves; `None` for others.
-fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
-    let request = json!({ "method": method, "params": params.cloned().unwrap_or(json!({})) });
-    macro_rules! check {
-        ($($method:literal => $request:ty),* $(,)?) => {
-            match method {
-                $($method => Some(
-                    serde_json::from_value::<$request>(request)
-                        .err()
-                        .map_or_else(|| "parameters of the wrong shape".to_owned(), |e| e.to_string()),
-                ),)*
-                _ => None,
-            }
-        };
-    }
-    check! {
-        "initialize" => mcp::InitializeRequest,
-        "server/discover" => mcp::DiscoverRequest,
-        "ping" => mcp::PingRequest,
-        "completion/complete" => mcp::CompleteRequest,
-        "logging/setLevel" => mcp::SetLevelRequest,
-        "prompts/get" => mcp::GetPromptRequest,
-        "prompts/list" => mcp::ListPromptsRequest,
-        "resources/list" => mcp::ListResourcesRequest,
-        "resources/templates/list" => mcp::ListResourceTemplatesRequest,
-        "resources/read" => mcp::ReadResourceRequest,
-        "resources/subscribe" => mcp::SubscribeRequest,
-        "resources/unsubscribe" => mcp::UnsubscribeRequest,
-        "subscriptions/listen" => mcp::SubscriptionsListenRequest,
-        "tools/call" => mcp::CallToolRequest,
-        "tools/list" => mcp::ListToolsRequest,
     }
 }
 

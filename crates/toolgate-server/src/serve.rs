@@ -3,23 +3,19 @@
 
 use std::sync::Arc;
 
-use rmcp::ServiceExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::connections::{self, ConnectionLimits};
 use crate::cors;
-use crate::gateway::Gateway;
-use toolgate_intercept::Principal;
+use toolgate_gateway::{Dispatcher, Gateway};
 
-use crate::handler::GatewayHandler;
 use crate::http::{
     self, DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, DEFAULT_STREAM_MAX_AGE,
     DEFAULT_STREAM_QUEUE,
 };
 use crate::jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
-use crate::line_transport::LineTransport;
 use crate::stdio;
 
 /// Path of the MCP endpoint.
@@ -34,9 +30,9 @@ const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
-    /// The stdio session could not start (the client never sent a valid handshake).
-    #[error("stdio session failed to start")]
-    Stdio(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Writing to stdout failed at the end (what was written could not be flushed).
+    #[error("the stdio front failed")]
+    Stdio(#[source] std::io::Error),
     /// The HTTP server failed.
     #[error("HTTP server failed")]
     Http(#[source] std::io::Error),
@@ -79,20 +75,24 @@ pub struct HttpOptions {
     pub stream_max_age: std::time::Duration,
 }
 
-/// Serves one MCP session on stdin/stdout until the client closes stdin or `shutdown` fires.
+/// Serves one MCP client on stdin/stdout until the client closes stdin (requests still
+/// running then get [`DEFAULT_GRACE`] to finish) or `shutdown` fires (those still running are
+/// cancelled).
 pub async fn serve_stdio(
     gateway: Arc<Gateway>,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    let running = GatewayHandler::new(gateway, Principal::local())
-        .serve_with_ct(
-            LineTransport::new(stdio::stdin(), stdio::stdout(), DEFAULT_MAX_MESSAGE_BYTES),
-            shutdown,
-        )
-        .await
-        .map_err(|e| ServeError::Stdio(Box::new(e)))?;
-    running.waiting().await.map_err(|e| ServeError::Stdio(Box::new(e)))?;
-    Ok(())
+    let dispatcher = Arc::new(Dispatcher::new(gateway));
+    stdio::serve(
+        dispatcher,
+        stdio::streams::stdin(),
+        stdio::streams::stdout(),
+        DEFAULT_MAX_MESSAGE_BYTES,
+        DEFAULT_GRACE,
+        shutdown,
+    )
+    .await
+    .map_err(ServeError::Stdio)
 }
 
 /// The HTTP application: the MCP endpoint at [`MCP_PATH`] and `/healthz`. `shutdown` ends every
@@ -124,7 +124,7 @@ pub fn http_router(
         };
         let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
         let front = http::Front::new(
-            gateway,
+            Arc::new(Dispatcher::new(gateway)),
             guard,
             bounds,
             listen,
@@ -205,4 +205,27 @@ pub async fn serve_http(
     });
     connections::serve(listener, app, options.connections, shutdown, kill).await;
     Ok(())
+}
+
+/// Serves `router` on `listener` (another listener of the process, such as the admin API), its
+/// connections bounded by `limits`, until `shutdown` fires; the connections still open `grace`
+/// later (a stream, a client that sent half a request) are closed then.
+pub async fn serve_router(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: ConnectionLimits,
+    grace: std::time::Duration,
+    shutdown: CancellationToken,
+) {
+    let kill = CancellationToken::new();
+    let deadline = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(grace).await;
+        kill.cancel();
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        () = connections::serve(listener, router, limits, shutdown.clone(), kill.clone()) => {}
+        () = deadline => {}
+    }
 }

@@ -1,225 +1,534 @@
-//! The process's stdin and stdout as async byte streams that the runtime polls itself.
+//! The stdio front: one client on stdin and stdout, one JSON-RPC message per line
+//! (`lines`), over streams the runtime polls itself when they are pipes or sockets
+//! (`streams`).
 //!
-//! tokio's `stdin()` and `stdout()` hand every read and every write to a blocking-pool thread,
-//! which costs two thread hand-offs per message (a profile of the stdio front showed a fifth of
-//! the gateway's CPU in those threads and most of the rest in waking them). MCP clients start
-//! their servers with pipes (or, from Node, socket pairs), and both can be polled like sockets:
-//! so when stdin or stdout is one, it is put in non-blocking mode and polled directly. Anything
-//! else (a file, a terminal) keeps tokio's blocking-pool streams.
+//! Every request goes to the one [`Dispatcher`], in a task of its own, so a slow call holds up
+//! nothing else; the front keeps only what needs a connection:
+//! - `initialize` opens the connection's session (handshake era); before it, `ping`,
+//!   `server/discover` and requests that carry the 2026-07-28 metadata in their own `_meta`
+//!   are served, any other request is refused with the metadata it lacks;
+//! - `subscriptions/listen` (2026-07-28) streams its notifications on stdout, tagged with its
+//!   id, until the client cancels it;
+//! - `notifications/cancelled` cancels the request (or listen stream) it names;
+//! - the client's answers to the questions an upstream asked through toolgate (a request of a
+//!   2026-07-28 client is asked in `input_required` rounds instead) are routed by their id.
 //!
-//! Non-blocking mode is a property of the open file, which other processes may share: stdout
-//! stays on the blocking pool when it is the same file as stderr (the log would see `EAGAIN`),
-//! and each stream puts its file back in blocking mode when dropped.
+//! What the client can make it hold is bounded: [`MOST_RUNNING`] requests at once (one more is
+//! refused with an error) and [`MOST_LISTENING`] listen streams. When stdin ends, the requests
+//! still running get [`crate::DEFAULT_GRACE`] to finish and write their answers (a scripted
+//! session piped in gets every answer), questions to the client fail at once (nobody can answer
+//! them), and everything written is flushed before [`serve`] returns.
 
-use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::pin::Pin;
-use std::task::{Context, Poll};
+#![allow(deprecated)] // the session era's requests are legacy in 2026-07-28 but still spoken
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::UnixStream;
-use tokio::net::unix::pipe;
+mod lines;
+pub(crate) mod streams;
 
-/// What kind of file a standard stream is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Fifo,
-    Socket,
-    Other,
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rmcp::model::GetMeta as _;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use toolgate_core::mcp;
+use toolgate_gateway::Dispatcher;
+use toolgate_gateway::link::{self, Closed, Listener, Notify, RequestLink};
+use toolgate_gateway::listen::Subscription;
+use toolgate_gateway::protocol::{self, Client, Era};
+use toolgate_gateway::session::Session;
+use toolgate_intercept::Principal;
+
+use lines::{Lines, Output};
+
+/// How many of the client's requests may run at once; one more is refused.
+pub const MOST_RUNNING: usize = 1_024;
+
+/// How many `subscriptions/listen` streams the client may hold open at once.
+pub const MOST_LISTENING: usize = 32;
+
+/// A client's answer to a question, or the error it sent instead.
+type Answered = Result<mcp::ClientResult, mcp::ErrorData>;
+
+/// Serves one client on `read` and `write` until its input ends or `shutdown` fires, then
+/// flushes what was written. On shutdown, requests still running are cancelled (whoever
+/// fires it lets them finish first, see `toolgate serve`); at the end of the input they get
+/// `grace` to finish.
+pub(crate) async fn serve<R, W>(
+    dispatcher: Arc<Dispatcher>,
+    read: R,
+    write: W,
+    max_message: usize,
+    grace: Duration,
+    shutdown: CancellationToken,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let mut lines = Lines::new(read, write, max_message);
+    let connection = Arc::new(Connection {
+        output: lines.output(),
+        state: Mutex::default(),
+        closed: CancellationToken::new(),
+    });
+    let mut tasks = JoinSet::new();
+    let front = Front { dispatcher, connection: connection.clone() };
+    loop {
+        let message = tokio::select! {
+            message = lines.receive() => message,
+            () = shutdown.cancelled() => break,
+            // Finished tasks are reaped as they end, so the set holds only running ones.
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+        };
+        let Some(message) = message else {
+            // The input ended: what runs gets the grace to finish, nobody can answer questions.
+            connection.close();
+            let finished = async { while tasks.join_next().await.is_some() {} };
+            tokio::select! {
+                () = finished => {}
+                () = tokio::time::sleep(grace) => {}
+                () = shutdown.cancelled() => {}
+            }
+            break;
+        };
+        front.receive(message, &mut tasks);
+    }
+    connection.close();
+    tasks.shutdown().await;
+    front.end_session();
+    drop(front);
+    drop(connection);
+    lines.close().await
 }
 
-/// The kind of `fd`, and its identity (device, inode).
-fn describe(fd: impl AsFd) -> io::Result<(Kind, (u64, u64))> {
-    let file = std::fs::File::from(fd.as_fd().try_clone_to_owned()?);
-    let meta = file.metadata()?;
-    let kind = match meta.file_type() {
-        t if t.is_fifo() => Kind::Fifo,
-        t if t.is_socket() => Kind::Socket,
-        _ => Kind::Other,
+/// The front of one connection.
+struct Front {
+    dispatcher: Arc<Dispatcher>,
+    connection: Arc<Connection>,
+}
+
+impl Front {
+    /// Handles one message from the client.
+    fn receive(&self, message: mcp::ClientJsonRpcMessage, tasks: &mut JoinSet<()>) {
+        match message {
+            mcp::ClientJsonRpcMessage::Request(request) => {
+                self.request(request.id, request.request, tasks);
+            }
+            mcp::ClientJsonRpcMessage::Notification(notification) => {
+                if let mcp::ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.connection.cancel(id);
+                }
+                // `notifications/initialized`, `roots/list_changed` and the others need nothing.
+            }
+            mcp::ClientJsonRpcMessage::Response(response) => {
+                self.connection.answered(&response.id, Ok(response.result));
+            }
+            mcp::ClientJsonRpcMessage::Error(error) => {
+                if let Some(id) = error.id {
+                    self.connection.answered(&id, Err(error.error));
+                }
+            }
+        }
+    }
+
+    fn request(&self, id: mcp::RequestId, request: mcp::ClientRequest, tasks: &mut JoinSet<()>) {
+        let output = &self.connection.output;
+        if let mcp::ClientRequest::InitializeRequest(initialize) = &request {
+            output.send(&self.initialize(id, &initialize.params));
+            return;
+        }
+        let opened = self.connection.opened();
+        let client = Client {
+            principal: Principal::local(),
+            session: opened.as_ref().map(|opened| opened.session.clone()),
+            session_id: None,
+            address: None,
+            negotiated: opened.as_ref().map(|opened| opened.version.clone()),
+        };
+        let era = match protocol::era_of(&request, &client) {
+            Ok(era) => era,
+            Err(error) => {
+                output.send(&mcp::ServerJsonRpcMessage::error(error, Some(id)));
+                return;
+            }
+        };
+        if opened.is_none() && !era.modern && !before_initialize(&request) {
+            // Neither a session nor the metadata that makes a request stand on its own.
+            let missing =
+                request.get_meta().missing_required_keys(&mcp::ProtocolVersion::V_2026_07_28);
+            let error = protocol::malformed_meta(&missing);
+            output.send(&mcp::ServerJsonRpcMessage::error(error, Some(id)));
+            return;
+        }
+        let Some(cancel) = self.connection.started(&id) else {
+            let error = mcp::ErrorData::new(
+                mcp::ErrorCode(-32000),
+                format!(
+                    "{MOST_RUNNING} requests of this client are running, the most toolgate runs \
+                     at once; send this one again when one has been answered"
+                ),
+                None,
+            );
+            output.send(&mcp::ServerJsonRpcMessage::error(error, Some(id)));
+            return;
+        };
+        let running = Running { connection: self.connection.clone(), id: id.clone() };
+        if let mcp::ClientRequest::SubscriptionsListenRequest(listen) = request {
+            let gateway = self.dispatcher.gateway().clone();
+            let connection = self.connection.clone();
+            tasks.spawn(async move {
+                let _running = running;
+                listen_until_cancelled(gateway, connection, client, era, id, listen.params, cancel)
+                    .await;
+            });
+            return;
+        }
+        let capabilities = match &opened {
+            Some(opened) if !era.modern => opened.capabilities.clone(),
+            _ => request.get_meta().client_capabilities().unwrap_or_default(),
+        };
+        let link = Arc::new(StdioRequest {
+            connection: self.connection.clone(),
+            capabilities,
+            modern: era.modern,
+        });
+        let dispatcher = self.dispatcher.clone();
+        let output = output.clone();
+        tasks.spawn(async move {
+            let _running = running;
+            let request = protocol::Request { id: id.clone(), request, link, cancel };
+            let answered = dispatcher.answer(&client, &era, request).await;
+            output.send_json(protocol::written_message(id, answered));
+        });
+    }
+
+    /// `initialize`: the connection's session, once.
+    fn initialize(
+        &self,
+        id: mcp::RequestId,
+        params: &mcp::InitializeRequestParams,
+    ) -> mcp::ServerJsonRpcMessage {
+        let version = protocol::negotiate(&params.protocol_version);
+        let session = Arc::new(Session::new(self.connection.clone()));
+        let opened =
+            Opened { version, capabilities: params.capabilities.clone(), session: session.clone() };
+        if !self.connection.open(opened) {
+            let error =
+                mcp::ErrorData::invalid_request("this session is already initialized", None);
+            return mcp::ServerJsonRpcMessage::error(error, Some(id));
+        }
+        self.dispatcher.gateway().sessions().add(session);
+        let result = protocol::initialize(self.dispatcher.gateway(), &params.protocol_version);
+        mcp::ServerJsonRpcMessage::response(mcp::ServerResult::InitializeResult(result), id)
+    }
+
+    /// The session (if one was opened) ends with the connection: it gets no more
+    /// notifications, and what it followed is released as the gateway tidies its sessions.
+    fn end_session(&self) {
+        self.connection.state().opened = None;
+    }
+}
+
+/// Whether `request` may come before `initialize` without the 2026-07-28 metadata: the
+/// specification allows `ping`, and `server/discover` is how a client finds the era to speak.
+fn before_initialize(request: &mcp::ClientRequest) -> bool {
+    matches!(request, mcp::ClientRequest::PingRequest(_) | mcp::ClientRequest::DiscoverRequest(_))
+}
+
+/// Serves a `subscriptions/listen` request: its acknowledgment, its notifications, until the
+/// client cancels it or the connection ends (then its result).
+async fn listen_until_cancelled(
+    gateway: Arc<toolgate_gateway::Gateway>,
+    connection: Arc<Connection>,
+    client: Client,
+    era: Era,
+    id: mcp::RequestId,
+    params: mcp::SubscriptionsListenRequestParams,
+    cancel: CancellationToken,
+) {
+    let output = &connection.output;
+    if !era.modern {
+        // The handshake era follows changes in its session instead.
+        let error = mcp::ErrorData::new(
+            mcp::ErrorCode::METHOD_NOT_FOUND,
+            "Method not found: subscriptions/listen (a method of protocol 2026-07-28; a session \
+             gets its notifications without it)",
+            None,
+        );
+        output.send(&mcp::ServerJsonRpcMessage::error(error, Some(id)));
+        return;
+    }
+    let Some(_place) = connection.listening() else {
+        let error = mcp::ErrorData::new(
+            mcp::ErrorCode(-32000),
+            format!(
+                "this client already has {MOST_LISTENING} open subscriptions/listen streams, the \
+                 most it may hold; cancel one before opening another"
+            ),
+            None,
+        );
+        output.send(&mcp::ServerJsonRpcMessage::error(error, Some(id)));
+        return;
     };
-    Ok((kind, (meta.dev(), meta.ino())))
-}
-
-/// The process's stdin.
-#[derive(Debug)]
-pub(crate) enum Stdin {
-    Pipe(Option<pipe::Receiver>),
-    Socket(Option<UnixStream>),
-    Blocking(tokio::io::Stdin),
-}
-
-/// The process's stdout.
-#[derive(Debug)]
-pub(crate) enum Stdout {
-    Pipe(Option<pipe::Sender>),
-    Socket(Option<UnixStream>),
-    Blocking(tokio::io::Stdout),
-}
-
-/// Stdin, polled directly when it is a pipe or a socket. Must run inside a tokio runtime.
-pub(crate) fn stdin() -> Stdin {
-    let fd = || io::stdin().as_fd().try_clone_to_owned();
-    polled_or(
-        "stdin",
-        || tokio::io::stdin().into(),
-        || {
-            Ok(match describe(io::stdin())?.0 {
-                Kind::Fifo => Some(Stdin::Pipe(Some(pipe::Receiver::from_owned_fd(fd()?)?))),
-                Kind::Socket => Some(Stdin::Socket(Some(socket(fd()?)?))),
-                Kind::Other => None,
-            })
-        },
-    )
-}
-
-/// Stdout, polled directly when it is a pipe or a socket that is not also stderr. Must run
-/// inside a tokio runtime.
-pub(crate) fn stdout() -> Stdout {
-    let fd = || io::stdout().as_fd().try_clone_to_owned();
-    polled_or(
-        "stdout",
-        || tokio::io::stdout().into(),
-        || {
-            let (kind, id) = describe(io::stdout())?;
-            let shared_with_stderr = describe(io::stderr()).is_ok_and(|(_, stderr)| stderr == id);
-            Ok(match kind {
-                _ if shared_with_stderr => None,
-                Kind::Fifo => Some(Stdout::Pipe(Some(pipe::Sender::from_owned_fd(fd()?)?))),
-                Kind::Socket => Some(Stdout::Socket(Some(socket(fd()?)?))),
-                Kind::Other => None,
-            })
-        },
-    )
-}
-
-/// The polled stream `attempt` makes, else (it declined or failed) the blocking one.
-fn polled_or<T>(
-    name: &str,
-    blocking: impl FnOnce() -> T,
-    attempt: impl FnOnce() -> io::Result<Option<T>>,
-) -> T {
-    match attempt() {
-        Ok(Some(stream)) => stream,
-        Ok(None) => blocking(),
+    let subscription = match Subscription::open(&gateway, &client, id.clone(), params).await {
+        Ok(subscription) => Arc::new(subscription),
         Err(error) => {
-            tracing::debug!(%error, "{name} stays on the blocking pool");
-            blocking()
+            output.send(&mcp::ServerJsonRpcMessage::error(error, Some(id)));
+            return;
+        }
+    };
+    output.send(&subscription.acknowledgment());
+    let listener: Arc<dyn Listener> =
+        Arc::new(StdioListener { subscription: subscription.clone(), output: output.clone() });
+    gateway.sessions().add_listener(listener.clone());
+    // The request's token is a child of the connection's: when both have fired, the
+    // connection ended, and the stream ends with its result.
+    tokio::select! {
+        biased;
+        () = connection.closed.cancelled() => {
+            output.send(&subscription.ending());
+        }
+        () = cancel.cancelled() => {}
+    }
+    gateway.sessions().remove_listener(&listener);
+    subscription.close(&gateway).await;
+}
+
+/// What `initialize` opened.
+#[derive(Debug, Clone)]
+struct Opened {
+    /// The version negotiated.
+    version: mcp::ProtocolVersion,
+    /// What the client declared it can answer.
+    capabilities: mcp::ClientCapabilities,
+    /// The gateway's view of it: log level, subscriptions, where notifications go.
+    session: Arc<Session>,
+}
+
+/// The one connection: where lines go, the requests running, the questions asked.
+#[derive(Debug)]
+struct Connection {
+    output: Output,
+    state: Mutex<State>,
+    /// Fired when the input ends or the front stops: questions fail, listen streams end.
+    closed: CancellationToken,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Set by `initialize`.
+    opened: Option<Opened>,
+    /// The client's requests being served, by their id.
+    running: HashMap<mcp::RequestId, CancellationToken>,
+    /// Questions sent to the client and not answered yet, by the id toolgate gave them.
+    asked: HashMap<mcp::RequestId, oneshot::Sender<Answered>>,
+    /// The id of the next question.
+    next_question: i64,
+    /// `subscriptions/listen` streams open.
+    listening: usize,
+}
+
+impl Connection {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("stdio connection lock must not be poisoned")
+    }
+
+    fn opened(&self) -> Option<Opened> {
+        self.state().opened.clone()
+    }
+
+    /// Records what `initialize` opened; `false` when it had been opened before.
+    fn open(&self, opened: Opened) -> bool {
+        let mut state = self.state();
+        if state.opened.is_some() {
+            return false;
+        }
+        state.opened = Some(opened);
+        true
+    }
+
+    /// Registers request `id` as running: its cancellation, or `None` when the client has
+    /// as many running as it may (or one with this id already runs, cancelled then).
+    fn started(&self, id: &mcp::RequestId) -> Option<CancellationToken> {
+        let mut state = self.state();
+        if state.running.len() >= MOST_RUNNING {
+            return None;
+        }
+        let token = self.closed.child_token();
+        if let Some(earlier) = state.running.insert(id.clone(), token.clone()) {
+            // The client reused an id still running: the earlier request is not one it can
+            // name any more.
+            earlier.cancel();
+        }
+        Some(token)
+    }
+
+    /// `notifications/cancelled` for request `id`.
+    fn cancel(&self, id: &mcp::RequestId) {
+        if let Some(running) = self.state().running.remove(id) {
+            running.cancel();
         }
     }
-}
 
-fn socket(fd: OwnedFd) -> io::Result<UnixStream> {
-    let socket = std::os::unix::net::UnixStream::from(fd);
-    socket.set_nonblocking(true)?;
-    UnixStream::from_std(socket)
-}
-
-/// Puts a socket taken out of a stream back in blocking mode.
-fn release_socket(socket: Option<UnixStream>) {
-    if let Some(socket) = socket {
-        let _ = socket.into_std().and_then(|s| s.set_nonblocking(false));
-    }
-}
-
-const GONE: &str = "standard stream already released";
-
-impl From<tokio::io::Stdin> for Stdin {
-    fn from(stdin: tokio::io::Stdin) -> Stdin {
-        Stdin::Blocking(stdin)
-    }
-}
-
-impl From<tokio::io::Stdout> for Stdout {
-    fn from(stdout: tokio::io::Stdout) -> Stdout {
-        Stdout::Blocking(stdout)
-    }
-}
-
-impl AsyncRead for Stdin {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stdin::Pipe(Some(pipe)) => Pin::new(pipe).poll_read(cx, buf),
-            Stdin::Socket(Some(socket)) => Pin::new(socket).poll_read(cx, buf),
-            Stdin::Blocking(stdin) => Pin::new(stdin).poll_read(cx, buf),
-            Stdin::Pipe(None) | Stdin::Socket(None) => Poll::Ready(Err(io::Error::other(GONE))),
+    /// A place for one more listen stream, held until dropped.
+    fn listening(self: &Arc<Self>) -> Option<ListenPlace> {
+        let mut state = self.state();
+        if state.listening >= MOST_LISTENING {
+            return None;
         }
+        state.listening += 1;
+        Some(ListenPlace(self.clone()))
     }
-}
 
-impl AsyncWrite for Stdout {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stdout::Pipe(Some(pipe)) => Pin::new(pipe).poll_write(cx, buf),
-            Stdout::Socket(Some(socket)) => Pin::new(socket).poll_write(cx, buf),
-            Stdout::Blocking(stdout) => Pin::new(stdout).poll_write(cx, buf),
-            Stdout::Pipe(None) | Stdout::Socket(None) => Poll::Ready(Err(io::Error::other(GONE))),
+    /// The client's answer to question `id`.
+    fn answered(&self, id: &mcp::RequestId, answer: Answered) {
+        match self.state().asked.remove(id) {
+            Some(waiting) => {
+                let _ = waiting.send(answer);
+            }
+            None => tracing::debug!(%id, "an answer to no open question"),
         }
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stdout::Pipe(Some(pipe)) => Pin::new(pipe).poll_flush(cx),
-            Stdout::Socket(Some(socket)) => Pin::new(socket).poll_flush(cx),
-            Stdout::Blocking(stdout) => Pin::new(stdout).poll_flush(cx),
-            Stdout::Pipe(None) | Stdout::Socket(None) => Poll::Ready(Ok(())),
+    /// A new question's id, and where its answer will arrive; `None` once the connection is
+    /// closed.
+    fn ask(&self) -> Option<(mcp::RequestId, oneshot::Receiver<Answered>)> {
+        if self.closed.is_cancelled() {
+            return None;
         }
+        let (sender, receiver) = oneshot::channel();
+        let mut state = self.state();
+        let id = mcp::RequestId::Number(state.next_question);
+        state.next_question += 1;
+        state.asked.insert(id.clone(), sender);
+        Some((id, receiver))
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Closing our copy of a descriptor would not close stdout; flushing is all there is.
-        self.poll_flush(cx)
+    /// Nobody waits for the answer to question `id` any more.
+    fn forget(&self, id: &mcp::RequestId) {
+        self.state().asked.remove(id);
+    }
+
+    /// Nothing more can be answered: questions fail, listen streams end.
+    fn close(&self) {
+        self.closed.cancel();
+        self.state().asked.clear();
     }
 }
 
-impl Drop for Stdin {
+impl Notify for Connection {
+    fn notify(&self, notification: mcp::ServerNotification) -> BoxFuture<'static, ()> {
+        if !self.closed.is_cancelled() {
+            self.output.send(&mcp::ServerJsonRpcMessage::notification(notification));
+        }
+        Box::pin(async {})
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+}
+
+/// A running request; it is forgotten when it ends, however it ends.
+struct Running {
+    connection: Arc<Connection>,
+    id: mcp::RequestId,
+}
+
+impl Drop for Running {
     fn drop(&mut self) {
-        match self {
-            Stdin::Pipe(pipe) => drop(pipe.take().map(pipe::Receiver::into_blocking_fd)),
-            Stdin::Socket(socket) => release_socket(socket.take()),
-            Stdin::Blocking(_) => {}
+        self.connection.state().running.remove(&self.id);
+    }
+}
+
+/// One of the client's listen streams, counted while it lives.
+struct ListenPlace(Arc<Connection>);
+
+impl Drop for ListenPlace {
+    fn drop(&mut self) {
+        self.0.state().listening -= 1;
+    }
+}
+
+/// One request's way back to the client: its progress and, in the handshake era, the
+/// questions an upstream asks while serving it (a 2026-07-28 request's are asked in
+/// `input_required` rounds by the dispatcher).
+struct StdioRequest {
+    connection: Arc<Connection>,
+    /// What the client declared at `initialize`, or in this request's `_meta`.
+    capabilities: mcp::ClientCapabilities,
+    modern: bool,
+}
+
+impl RequestLink for StdioRequest {
+    fn capabilities(&self) -> mcp::ClientCapabilities {
+        self.capabilities.clone()
+    }
+
+    fn notify(&self, notification: mcp::ServerNotification) -> BoxFuture<'static, ()> {
+        self.connection.output.send(&mcp::ServerJsonRpcMessage::notification(notification));
+        Box::pin(async {})
+    }
+
+    fn ask(&self, request: mcp::ServerRequest) -> link::Answer {
+        if self.modern {
+            let refused = link::not_asked_in_2026(&request);
+            return Box::pin(async { Err(refused) });
+        }
+        let Some((id, answer)) = self.connection.ask() else {
+            return Box::pin(async { Err(link::unanswered("the client's input has ended")) });
+        };
+        self.connection.output.send(&mcp::ServerJsonRpcMessage::request(request, id.clone()));
+        let forget = Forget { connection: self.connection.clone(), id: Some(id) };
+        Box::pin(async move {
+            let mut forget = forget;
+            let answered = answer.await;
+            forget.id = None;
+            answered.unwrap_or_else(|_| Err(link::unanswered("the client's input has ended")))
+        })
+    }
+}
+
+/// Forgets a question whose answer nobody waits for any more.
+struct Forget {
+    connection: Arc<Connection>,
+    id: Option<mcp::RequestId>,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            self.connection.forget(id);
         }
     }
 }
 
-impl Drop for Stdout {
-    fn drop(&mut self) {
-        match self {
-            Stdout::Pipe(pipe) => drop(pipe.take().map(pipe::Sender::into_blocking_fd)),
-            Stdout::Socket(socket) => release_socket(socket.take()),
-            Stdout::Blocking(_) => {}
-        }
+/// A listen stream, as the gateway's sessions see it.
+#[derive(Debug)]
+struct StdioListener {
+    subscription: Arc<Subscription>,
+    output: Output,
+}
+
+impl Listener for StdioListener {
+    fn offer(
+        &self,
+        notification: mcp::ServerNotification,
+    ) -> BoxFuture<'static, Result<(), Closed>> {
+        let sent = match self.subscription.message(notification) {
+            Some(message) if !self.output.send(&message) => Err(Closed),
+            _ => Ok(()),
+        };
+        Box::pin(async move { sent })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_pipe_and_a_socket_are_told_apart_from_a_file() {
-        let (read, _write) = std::io::pipe().unwrap();
-        assert_eq!(describe(&read).unwrap().0, Kind::Fifo);
-        let (socket, _other) = std::os::unix::net::UnixStream::pair().unwrap();
-        assert_eq!(describe(&socket).unwrap().0, Kind::Socket);
-        let file = std::fs::File::open("Cargo.toml").unwrap();
-        assert_eq!(describe(&file).unwrap().0, Kind::Other);
-    }
-
-    #[test]
-    fn two_handles_on_one_pipe_have_one_identity() {
-        let (_read, write) = std::io::pipe().unwrap();
-        let copy = write.try_clone().unwrap();
-        assert_eq!(describe(&write).unwrap().1, describe(&copy).unwrap().1);
-        let (_read2, other) = std::io::pipe().unwrap();
-        assert_ne!(describe(&write).unwrap().1, describe(&other).unwrap().1);
-    }
-}
+mod tests;

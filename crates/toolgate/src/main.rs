@@ -1,6 +1,7 @@
 //! The `toolgate` command line (see ARCHITECTURE.md, `toolgate`): parse arguments, load the
 //! config, build, run. Each subcommand lives in its own module under `commands/`.
 
+mod admin;
 mod commands;
 mod console;
 mod events;

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use toolgate_audit::EventBus;
 use toolgate_config::{Config, ServerConfig, StdioConfig, TransportConfig};
+use toolgate_gateway::{Gateway, Recorder, ScriptTools, StartupWait};
 use toolgate_interceptors::{ApprovalDesk, Services};
-use toolgate_server::{Gateway, Recorder, ScriptTools, StartupWait};
 use tracing_subscriber::EnvFilter;
 
 use crate::GlobalArgs;
@@ -214,7 +214,7 @@ fn script_tool_timeout(config: &Config) -> Duration {
 pub(crate) fn script_servers(
     config: &Config,
     config_dir: Option<&Path>,
-) -> Vec<toolgate_server::InProcess> {
+) -> Vec<toolgate_gateway::InProcess> {
     scripts_alone(config, config_dir).initial()
 }
 

@@ -34,7 +34,7 @@ pub(crate) fn protocol_version(headers: &HeaderMap) -> Result<Option<&str>, &'st
 
 /// Whether toolgate speaks `version`.
 pub(crate) fn is_known(version: &str) -> bool {
-    crate::protocol::supported_versions().iter().any(|known| known.as_str() == version)
+    toolgate_gateway::protocol::supported_versions().iter().any(|known| known.as_str() == version)
 }
 
 /// A request that names its version in `_meta` must name the same one in the header; a
@@ -55,7 +55,7 @@ pub(crate) fn check_meta_version(
                 header.is_some_and(|v| v >= mcp::ProtocolVersion::V_2026_07_28.as_str());
             if discover || modern_header {
                 let missing = meta.missing_required_keys(&mcp::ProtocolVersion::V_2026_07_28);
-                return Err(crate::protocol::malformed_meta(&missing));
+                return Err(toolgate_gateway::protocol::malformed_meta(&missing));
             }
             Ok(())
         }

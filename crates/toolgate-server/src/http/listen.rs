@@ -19,7 +19,6 @@ use axum::body::Body;
 use axum::response::Response;
 use futures::future::BoxFuture;
 use http::StatusCode;
-use rmcp::model::GetMeta as _;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 
@@ -27,8 +26,9 @@ use super::Front;
 use super::client::ClientKey;
 use super::reply::{event_stream, json_message};
 use super::sse::{EventBody, Offered, Queue, Urgency, event};
-use crate::link::{Closed, Listener};
-use crate::protocol::{self, Client, Era};
+use toolgate_gateway::link::{Closed, Listener};
+use toolgate_gateway::listen::Subscription;
+use toolgate_gateway::protocol::{Client, Era};
 
 /// How many listen streams may be open at once by default.
 pub const DEFAULT_MAX_LISTEN_STREAMS: usize = 256;
@@ -153,10 +153,9 @@ pub(crate) async fn listen(
         Ok(place) => place,
         Err(refused) => return refused,
     };
-    let requested = params.notifications;
-    let mut accepted = requested.intersection(&requested.supported_by(&protocol::capabilities()));
-    let followed = match protocol::listen(&front.gateway, &client, &id, accepted.clone()).await {
-        Ok(followed) => followed,
+    let gateway = front.gateway().clone();
+    let subscription = match Subscription::open(&gateway, &client, id.clone(), params).await {
+        Ok(subscription) => subscription,
         Err(error) => {
             return json_message(
                 StatusCode::OK,
@@ -164,17 +163,12 @@ pub(crate) async fn listen(
             );
         }
     };
-    if accepted.resource_subscriptions.is_some() {
-        // Only what is followed: the resources an upstream offers.
-        accepted.resource_subscriptions = Some(followed.clone());
-    }
     let (queue, receiver) = Queue::new(front.stream_queue, 0);
     let ended = CancellationToken::new();
-    let listener =
-        Arc::new(StreamListener { id: id.clone(), accepted, queue, ended: ended.clone() });
+    let listener = Arc::new(StreamListener { subscription, queue, ended: ended.clone() });
     listener.acknowledge();
     let registered: Arc<dyn Listener> = listener.clone();
-    front.gateway.sessions().add_listener(registered.clone());
+    gateway.sessions().add_listener(registered.clone());
     let gone = CancellationToken::new();
     // The body ends when the task below lets go of the last sender.
     let body = EventBody::new(Some(receiver), CancellationToken::new()).on_drop(gone.clone());
@@ -188,8 +182,8 @@ pub(crate) async fn listen(
             () = front.shutdown.cancelled() => listener.finish(),
             () = tokio::time::sleep(max_age) => listener.finish(),
         }
-        front.gateway.sessions().remove_listener(&registered);
-        front.gateway.release_listened(&followed).await;
+        gateway.sessions().remove_listener(&registered);
+        listener.subscription.close(&gateway).await;
     });
     event_stream(Body::from_stream(body))
 }
@@ -197,10 +191,8 @@ pub(crate) async fn listen(
 /// One listen stream, as the gateway's sessions see it.
 #[derive(Debug)]
 struct StreamListener {
-    /// The `subscriptions/listen` request's id: the `subscriptionId` of every notification.
-    id: mcp::RequestId,
-    /// What toolgate accepted of what the client asked for.
-    accepted: mcp::SubscriptionFilter,
+    /// What it follows, and how its messages are written.
+    subscription: Subscription,
     queue: Queue,
     /// Fired when its reader falls too far behind.
     ended: CancellationToken,
@@ -215,7 +207,8 @@ impl StreamListener {
         match self.queue.offer(event(None, &json), Urgency::of(message)) {
             Offered::Queued | Offered::Dropped => Ok(()),
             Offered::Full => {
-                tracing::debug!(id = %self.id, "a listen stream's client reads too slowly; it ends");
+                let id = self.subscription.id();
+                tracing::debug!(%id, "a listen stream's client reads too slowly; it ends");
                 self.ended.cancel();
                 Err(Closed)
             }
@@ -225,46 +218,12 @@ impl StreamListener {
 
     /// `notifications/subscriptions/acknowledged`, with what was accepted.
     fn acknowledge(&self) {
-        let mut acknowledgment = mcp::SubscriptionsAcknowledgedNotification::new(
-            mcp::SubscriptionsAcknowledgedNotificationParams::new(self.accepted.clone()),
-        );
-        let mut meta = mcp::NotificationMetaObject::new();
-        meta.set_subscription_id(self.id.clone());
-        acknowledgment.extensions.insert(meta);
-        let _ = self.send(&mcp::ServerJsonRpcMessage::notification(
-            mcp::ServerNotification::SubscriptionsAcknowledgedNotification(acknowledgment),
-        ));
+        let _ = self.send(&self.subscription.acknowledgment());
     }
 
     /// The result that ends the stream (at shutdown, or when it has lasted long enough).
     fn finish(&self) {
-        let mut result = mcp::SubscriptionsListenResult::complete(self.id.clone());
-        result.meta.set_server_info(protocol::implementation());
-        let _ = self.send(&mcp::ServerJsonRpcMessage::response(
-            mcp::ServerResult::SubscriptionsListenResult(result),
-            self.id.clone(),
-        ));
-    }
-
-    /// Whether the client asked for (and toolgate accepted) `notification`.
-    fn accepts(&self, notification: &mcp::ServerNotification) -> bool {
-        let accepted = &self.accepted;
-        match notification {
-            mcp::ServerNotification::ToolListChangedNotification(_) => {
-                accepted.tools_list_changed == Some(true)
-            }
-            mcp::ServerNotification::PromptListChangedNotification(_) => {
-                accepted.prompts_list_changed == Some(true)
-            }
-            mcp::ServerNotification::ResourceListChangedNotification(_) => {
-                accepted.resources_list_changed == Some(true)
-            }
-            mcp::ServerNotification::ResourceUpdatedNotification(updated) => accepted
-                .resource_subscriptions
-                .as_ref()
-                .is_some_and(|uris| uris.contains(&updated.params.uri)),
-            _ => false,
-        }
+        let _ = self.send(&self.subscription.ending());
     }
 }
 
@@ -275,12 +234,11 @@ impl Listener for StreamListener {
     ) -> BoxFuture<'static, Result<(), Closed>> {
         let sent = if self.queue.is_closed() || self.ended.is_cancelled() {
             Err(Closed)
-        } else if self.accepts(&notification) {
-            let mut notification = notification;
-            notification.get_meta_mut().set_subscription_id(self.id.clone());
-            self.send(&mcp::ServerJsonRpcMessage::notification(notification))
         } else {
-            Ok(())
+            match self.subscription.message(notification) {
+                Some(message) => self.send(&message),
+                None => Ok(()),
+            }
         };
         Box::pin(async move { sent })
     }

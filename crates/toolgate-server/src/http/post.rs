@@ -37,8 +37,8 @@ use super::reply::{self, Answering, json_message};
 use super::session::{HttpSession, SessionRequest};
 use super::stateless::StatelessRequest;
 use crate::jsonrpc::{self, Rejection};
-use crate::link::RequestLink;
-use crate::protocol::{self, Client, Era};
+use toolgate_gateway::link::RequestLink;
+use toolgate_gateway::protocol::{self, Client, Era};
 
 /// `Mcp-Session-Id`.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
@@ -132,7 +132,10 @@ impl Front {
         };
         let standard =
             headers::check_standard_headers(&parts.headers, header_version, &request, |name| {
-                self.gateway.inventory().tool_definition(name).map(|tool| tool.input_schema.clone())
+                self.gateway()
+                    .inventory()
+                    .tool_definition(name)
+                    .map(|tool| tool.input_schema.clone())
             });
         if let Err(error) = standard {
             return refuse(error);
@@ -205,12 +208,12 @@ impl Front {
                 (Arc::new(StatelessRequest::new(&request, outbox)), CancellationToken::new(), None)
             }
         };
-        let gateway = self.gateway.clone();
+        let dispatcher = self.dispatcher.clone();
         let to_serve = protocol::Request { id: id.clone(), request, link, cancel: cancel.clone() };
         let modern = era.modern;
         let serving = Box::pin(async move {
             let _running = running;
-            protocol::answer(&gateway, &client, &era, to_serve).await
+            dispatcher.answer(&client, &era, to_serve).await
         });
         let answering = Answering {
             id,
@@ -242,8 +245,8 @@ impl Front {
                 return json_message(status, &mcp::ServerJsonRpcMessage::error(error, Some(id)));
             }
         };
-        self.gateway.sessions().add(session.gateway_session.clone());
-        let result = protocol::initialize(&self.gateway, &params.protocol_version);
+        self.gateway().sessions().add(session.gateway_session.clone());
+        let result = protocol::initialize(self.gateway(), &params.protocol_version);
         let mut response = json_message(
             StatusCode::OK,
             &mcp::ServerJsonRpcMessage::response(mcp::ServerResult::InitializeResult(result), id),

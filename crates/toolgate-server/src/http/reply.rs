@@ -24,7 +24,7 @@ use toolgate_core::mcp;
 use super::outbox::Sent;
 use super::session::HttpSession;
 use super::sse::{EventBody, EventStream, Offered, Queue, Urgency, event};
-use crate::protocol::Answer;
+use toolgate_gateway::protocol::Answer;
 
 /// What serving a request comes to.
 pub(crate) type Served = Result<Answer, mcp::ErrorData>;

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 
 use super::sse::{EventStream, Urgency};
-use crate::link::{Answer, Notify, RequestLink, unanswered};
-use crate::session::Session;
+use toolgate_gateway::link::{Answer, Notify, RequestLink, unanswered};
+use toolgate_gateway::session::Session;
 
 /// A client's answer to a question, or the error it sent instead.
 type Answered = Result<mcp::ClientResult, mcp::ErrorData>;

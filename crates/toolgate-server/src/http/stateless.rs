@@ -1,7 +1,7 @@
 //! A 2026-07-28 request's way back to its client: there is no session, so what the client can
 //! answer is what this request's `_meta` declares, its progress goes on its own answer stream,
 //! and the questions an upstream asks while serving it cannot be sent as requests (that era has
-//! none from server to client): they become `input_required` rounds (`crate::mrtr`).
+//! none from server to client): they become `input_required` rounds (the dispatcher's).
 
 #![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
@@ -10,7 +10,7 @@ use rmcp::model::GetMeta as _;
 use toolgate_core::mcp;
 
 use super::outbox::Outbox;
-use crate::link::{Answer, RequestLink};
+use toolgate_gateway::link::{Answer, RequestLink, not_asked_in_2026};
 
 /// A request without a session.
 pub(crate) struct StatelessRequest {
@@ -37,20 +37,7 @@ impl RequestLink for StatelessRequest {
     }
 
     fn ask(&self, request: mcp::ServerRequest) -> Answer {
-        let method = match request {
-            mcp::ServerRequest::CreateMessageRequest(_) => "sampling/createMessage",
-            mcp::ServerRequest::ElicitRequest(_) => "elicitation/create",
-            mcp::ServerRequest::ListRootsRequest(_) => "roots/list",
-            _ => "a request",
-        };
-        Box::pin(async move {
-            Err(mcp::ErrorData::invalid_request(
-                format!(
-                    "{method}: the client's request is of protocol 2026-07-28, whose clients are \
-                     asked through input_required results, not requests"
-                ),
-                None,
-            ))
-        })
+        let refused = not_asked_in_2026(&request);
+        Box::pin(async move { Err(refused) })
     }
 }

@@ -48,31 +48,3 @@ fn well_formed_messages_pass() {
         assert!(parse_message(text.as_bytes()).is_ok(), "{text}");
     }
 }
-
-#[test]
-fn known_methods_with_bad_params_are_invalid_params_and_others_not_found() {
-    let error = unrecognised_request("tools/call", Some(&json!({"name": 5})), None);
-    assert_eq!(error.code, mcp::ErrorCode::INVALID_PARAMS);
-    assert!(error.message.contains("invalid type"), "{}", error.message);
-    let error = unrecognised_request("resources/read", None, None);
-    assert_eq!(error.code, mcp::ErrorCode::INVALID_PARAMS);
-    assert!(error.message.contains("uri"), "{}", error.message);
-    let error = unrecognised_request("nope/nope", Some(&json!({})), None);
-    assert_eq!(error.code, mcp::ErrorCode::METHOD_NOT_FOUND);
-    assert_eq!(error.message, "Method not found: nope/nope");
-}
-
-#[test]
-fn a_method_2026_07_28_removed_is_unknown_on_a_request_of_that_era() {
-    for method in ["initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"]
-    {
-        let error = unrecognised_request(method, Some(&json!({})), Some("2026-07-28"));
-        assert_eq!(error.code, mcp::ErrorCode::METHOD_NOT_FOUND, "{method}: {error:?}");
-        assert!(error.message.contains("removed in protocol 2026-07-28"), "{error:?}");
-    }
-    // Of the era before, the same shape of parameters is a request that does not fit.
-    let error = unrecognised_request("resources/subscribe", Some(&json!({})), Some("2025-11-25"));
-    assert_eq!(error.code, mcp::ErrorCode::INVALID_PARAMS, "{error:?}");
-    let error = unrecognised_request("resources/subscribe", None, None);
-    assert_eq!(error.code, mcp::ErrorCode::INVALID_PARAMS, "{error:?}");
-}

@@ -12,8 +12,8 @@ use toolgate_agent::host::Interaction;
 use toolgate_agent::settings::{self, Overrides, Resolved};
 use toolgate_agent::store::{NewSession, Store};
 use toolgate_config::{Config, InterceptorConfig, SystemEnvironment};
+use toolgate_gateway::StartupWait;
 use toolgate_llm::chat::{Message, Usage};
-use toolgate_server::StartupWait;
 
 use crate::GlobalArgs;
 use crate::setup::{self, ConfigSource, Running};

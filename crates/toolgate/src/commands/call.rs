@@ -8,8 +8,8 @@ use clap::Args;
 use serde_json::{Map, Value};
 use toolgate_config::Config;
 use toolgate_core::{ResultFormat, mcp};
+use toolgate_gateway::{GatewayError, StartupWait};
 use toolgate_llm::format::{self, ToolCall};
-use toolgate_server::{GatewayError, StartupWait};
 use toolgate_upstream::inventory::Inventory;
 
 use crate::GlobalArgs;

@@ -29,7 +29,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: InterceptorsArgs) -> anyhow::
         .map_err(setup::InvalidPipeline)?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &toolgate_server::interceptors_list(&pipeline))?;
+        serde_json::to_writer_pretty(&mut out, &toolgate_gateway::interceptors_list(&pipeline))?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use toolgate_config::ServerConfig;
+use toolgate_gateway::InProcess;
 use toolgate_integrity::Contract;
-use toolgate_server::InProcess;
 use toolgate_upstream::{StartupWait, Upstream};
 
 /// Each server that connected, with its contracts; each that did not, with why.

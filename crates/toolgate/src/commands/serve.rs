@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
-use toolgate_server::{
-    ConnectionLimits, DEFAULT_GRACE, HttpOptions, MCP_PATH, StartupWait, SubscriptionBounds,
-};
+use toolgate_gateway::{StartupWait, SubscriptionBounds};
+use toolgate_server::{ConnectionLimits, DEFAULT_GRACE, HttpOptions, MCP_PATH};
 
 use crate::GlobalArgs;
 use crate::setup;
@@ -130,10 +129,10 @@ async fn start_admin(
         .await
         .with_context(|| format!("cannot listen on {} ([admin] listen)", config.listen))?;
     let bound = listener.local_addr().context("cannot read the admin API's bound address")?;
-    let tokens = toolgate_server::AdminTokens::new(
+    let tokens = crate::admin::AdminTokens::new(
         config.tokens.iter().map(|(name, token)| (name.clone(), token.expose().to_owned())),
     );
-    let router = toolgate_server::admin_router(
+    let router = crate::admin::admin_router(
         running.gateway.clone(),
         running.approvals.clone(),
         running.integrity_locks.clone(),
@@ -142,7 +141,7 @@ async fn start_admin(
     tracing::info!("admin API at http://{bound} (approvals, events, interceptors, integrity)");
     running.approvals.set_attended(true);
     Ok(tokio::spawn(async move {
-        toolgate_server::serve_admin(listener, router, limits, DEFAULT_GRACE, shutdown).await;
+        crate::admin::serve_admin(listener, router, limits, DEFAULT_GRACE, shutdown).await;
     }))
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use toolgate_config::{ServerConfig, TransportConfig};
-use toolgate_server::StartupWait;
+use toolgate_gateway::StartupWait;
 
 use crate::GlobalArgs;
 use crate::setup;

@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use toolgate_server::StartupWait;
+use toolgate_gateway::StartupWait;
 
 use crate::GlobalArgs;
 use crate::setup;

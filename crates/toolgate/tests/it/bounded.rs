@@ -237,7 +237,7 @@ async fn listen_streams_past_their_bounds_leave_memory_flat() {
     let http = reqwest::Client::new();
     let most = toolgate_server::DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT;
     // As many URIs as the bytes allow.
-    let fits = toolgate_server::MOST_SUBSCRIBED_BYTES / long_uris(0, 1)[0].len();
+    let fits = toolgate_gateway::MOST_SUBSCRIBED_BYTES / long_uris(0, 1)[0].len();
     let before = rss_kib(pid);
     let mut held = Vec::new();
     for stream in 0..most - 1 {

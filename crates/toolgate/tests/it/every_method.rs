@@ -1,5 +1,5 @@
 //! Every intercepted request method and notification, end to end over stdio and HTTP, walking
-//! the method table (`toolgate_server::methods`): a policy rule about each event refuses it
+//! the method table (`toolgate_gateway::methods`): a policy rule about each event refuses it
 //! before it reaches the upstream (or, for what an upstream asks or says, before it reaches the
 //! client), and the same rule in audit mode lets it through and records what it would have
 //! done.
@@ -24,7 +24,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ClientServiceExt, ErrorData, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 use tokio::process::Command;
-use toolgate_server::methods::{Handling, METHODS, Sender};
+use toolgate_gateway::methods::{Handling, METHODS, Sender};
 
 use crate::support::{
     ConfigDir, FixtureUpstream, HttpGateway, fixture_server, object, toml_str, toolgate_bin,

@@ -58,7 +58,7 @@ fn the_meta_version_and_the_header_must_agree() {
 fn a_2026_header_without_2026_metadata_is_malformed() {
     let bare = request(json!({"method": "tools/list"}));
     let error = check_meta_version(V, &bare).unwrap_err();
-    assert!(crate::protocol::is_malformed_meta(&error), "{error:?}");
+    assert!(toolgate_gateway::protocol::is_malformed_meta(&error), "{error:?}");
     assert!(check_meta_version(Some("2025-11-25"), &bare).is_ok(), "a session's request");
     assert!(check_meta_version(None, &bare).is_ok());
 }

@@ -28,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 use toolgate_upstream::RoundRefused;
 
+use crate::answer::Answer as Reply;
 use crate::link::{Answer, RequestLink, unanswered};
-use crate::protocol::Answer as Reply;
 
 /// How many calls may wait for their clients' answers at once.
 pub(crate) const MOST_PARKED: usize = 1_000;
@@ -38,7 +38,7 @@ pub(crate) const MOST_PARKED: usize = 1_000;
 pub(crate) const PARKED_FOR: Duration = Duration::from_secs(600);
 
 /// What serving a request comes to.
-pub(crate) type Served = Result<crate::protocol::Answer, mcp::ErrorData>;
+pub(crate) type Served = Result<crate::answer::Answer, mcp::ErrorData>;
 
 /// The answers to a round, or why there are none.
 type Answers = Result<mcp::InputResponses, mcp::ErrorData>;

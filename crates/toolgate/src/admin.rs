@@ -31,17 +31,17 @@ use toolgate_audit::{EventPattern, SINK_CAPACITY};
 use toolgate_interceptors::integrity::{self, ApproveError, IntegrityLocks};
 use toolgate_interceptors::{ApprovalDesk, DecideError};
 
-use crate::connections::{self, ConnectionLimits};
-use crate::gateway::Gateway;
-use crate::handler::interceptors_list;
+use toolgate_gateway::Gateway;
+use toolgate_gateway::interceptors_list;
+use toolgate_server::ConnectionLimits;
 
 /// Who may use the admin API: bearer tokens by the name of who holds them.
 #[derive(Clone)]
-pub struct AdminTokens(Vec<(String, String)>);
+pub(crate) struct AdminTokens(Vec<(String, String)>);
 
 impl AdminTokens {
     /// Tokens as (name, token) pairs.
-    pub fn new(tokens: impl IntoIterator<Item = (String, String)>) -> AdminTokens {
+    pub(crate) fn new(tokens: impl IntoIterator<Item = (String, String)>) -> AdminTokens {
         AdminTokens(tokens.into_iter().collect())
     }
 
@@ -80,7 +80,7 @@ struct Admin {
 }
 
 /// The admin application.
-pub fn admin_router(
+pub(crate) fn admin_router(
     gateway: Arc<Gateway>,
     approvals: Arc<ApprovalDesk>,
     integrity: Arc<IntegrityLocks>,
@@ -100,24 +100,14 @@ pub fn admin_router(
 /// Serves the admin API on `listener`, its connections bounded by `limits`, until `shutdown`
 /// fires; the connections still open `grace` later (an `/events` stream, a client that sent
 /// half a request) are closed then.
-pub async fn serve_admin(
+pub(crate) async fn serve_admin(
     listener: TcpListener,
     router: axum::Router,
     limits: ConnectionLimits,
     grace: std::time::Duration,
     shutdown: CancellationToken,
 ) {
-    let kill = CancellationToken::new();
-    let deadline = async {
-        shutdown.cancelled().await;
-        tokio::time::sleep(grace).await;
-        kill.cancel();
-        std::future::pending::<()>().await;
-    };
-    tokio::select! {
-        () = connections::serve(listener, router, limits, shutdown.clone(), kill.clone()) => {}
-        () = deadline => {}
-    }
+    toolgate_server::serve_router(listener, router, limits, grace, shutdown).await;
 }
 
 /// An error answer: a status and `{"error": message}`.

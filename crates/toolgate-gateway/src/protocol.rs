@@ -26,16 +26,20 @@ use toolgate_upstream::{CallOptions, RawToolResult, ToolAnswer};
 use crate::caller::DownstreamCaller;
 use crate::error::{ErrorReply, reply, to_mcp_error};
 use crate::gateway::Gateway;
+use crate::gateway::tool_json::ToolJson;
 use crate::link::RequestLink;
+use crate::mrtr::Rounds;
+
+pub use crate::answer::{Answer, written_message};
 use crate::session::Session;
 
 /// The protocol versions toolgate serves: every version rmcp knows, both eras.
-pub(crate) fn supported_versions() -> &'static [mcp::ProtocolVersion] {
+pub fn supported_versions() -> &'static [mcp::ProtocolVersion] {
     mcp::ProtocolVersion::KNOWN_VERSIONS
 }
 
 /// What toolgate offers: everything an upstream may offer, and notifications of every change.
-pub(crate) fn capabilities() -> mcp::ServerCapabilities {
+pub fn capabilities() -> mcp::ServerCapabilities {
     mcp::ServerCapabilities::builder()
         .enable_tools()
         .enable_tool_list_changed()
@@ -50,12 +54,12 @@ pub(crate) fn capabilities() -> mcp::ServerCapabilities {
 }
 
 /// Who toolgate says it is.
-pub(crate) fn implementation() -> mcp::Implementation {
+pub fn implementation() -> mcp::Implementation {
     mcp::Implementation::new("toolgate", env!("CARGO_PKG_VERSION"))
 }
 
 /// What toolgate tells clients about itself: the upstreams' own instructions, by server.
-pub(crate) fn instructions(gateway: &Gateway) -> String {
+pub fn instructions(gateway: &Gateway) -> String {
     let mut text = String::from(
         "toolgate: tools, prompts and resources of several MCP servers. \
          Tool and prompt names are <server>__<name>.",
@@ -70,10 +74,7 @@ pub(crate) fn instructions(gateway: &Gateway) -> String {
 
 /// The answer to `initialize`: the version the client asked for when toolgate speaks it over
 /// the handshake, else the newest one that has a handshake.
-pub(crate) fn initialize(
-    gateway: &Gateway,
-    requested: &mcp::ProtocolVersion,
-) -> mcp::InitializeResult {
+pub fn initialize(gateway: &Gateway, requested: &mcp::ProtocolVersion) -> mcp::InitializeResult {
     mcp::InitializeResult::new(capabilities())
         .with_server_info(implementation())
         .with_instructions(instructions(gateway))
@@ -81,7 +82,7 @@ pub(crate) fn initialize(
 }
 
 /// The version an `initialize` that asked for `requested` gets.
-pub(crate) fn negotiate(requested: &mcp::ProtocolVersion) -> mcp::ProtocolVersion {
+pub fn negotiate(requested: &mcp::ProtocolVersion) -> mcp::ProtocolVersion {
     if requested.has_initialize() && supported_versions().contains(requested) {
         return requested.clone();
     }
@@ -98,29 +99,29 @@ fn discover(gateway: &Gateway) -> mcp::DiscoverResult {
 
 /// What a front knows of the client that sent a request.
 #[derive(Debug, Clone)]
-pub(crate) struct Client {
+pub struct Client {
     /// Who it is, for the pipeline.
-    pub(crate) principal: Principal,
+    pub principal: Principal,
     /// Its handshake-era session (log level, subscriptions); `None` for a 2026-07-28 request.
-    pub(crate) session: Option<Arc<Session>>,
+    pub session: Option<Arc<Session>>,
     /// The session's id as the front names it (`Mcp-Session-Id`), for events and for what
     /// the pipeline keeps per caller.
-    pub(crate) session_id: Option<String>,
+    pub session_id: Option<String>,
     /// The address it connected from, if it came over the network: with no session, all that
     /// tells one anonymous client from another (`CallContext::client_address`).
-    pub(crate) address: Option<std::net::IpAddr>,
+    pub address: Option<std::net::IpAddr>,
     /// The version negotiated at `initialize`, if there was one.
-    pub(crate) negotiated: Option<mcp::ProtocolVersion>,
+    pub negotiated: Option<mcp::ProtocolVersion>,
 }
 
 /// How a request is served: its era, from the request's own `_meta` and the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Era {
+pub struct Era {
     /// The version the request is served under.
-    pub(crate) version: Option<mcp::ProtocolVersion>,
+    pub version: Option<mcp::ProtocolVersion>,
     /// A 2026-07-28 request: self-contained metadata, no session methods, results with
     /// `resultType` and caching hints, questions as `input_required` rounds.
-    pub(crate) modern: bool,
+    pub modern: bool,
 }
 
 /// Checks `request` against the era it claims, as the specification asks of a server: a
@@ -128,7 +129,7 @@ pub(crate) struct Era {
 /// (`server/discover`, or any request naming 2026-07-28 or later) the metadata that lifecycle
 /// requires (`-32602`). The error says which; [`malformed_meta`] tells the HTTP front that it
 /// is answered with status 400.
-pub(crate) fn era_of(request: &mcp::ClientRequest, client: &Client) -> Result<Era, mcp::ErrorData> {
+pub fn era_of(request: &mcp::ClientRequest, client: &Client) -> Result<Era, mcp::ErrorData> {
     let meta = request.get_meta();
     let requested = meta.protocol_version();
     if !matches!(request, mcp::ClientRequest::InitializeRequest(_))
@@ -154,7 +155,7 @@ pub(crate) fn era_of(request: &mcp::ClientRequest, client: &Client) -> Result<Er
 }
 
 /// The error for a request whose `_meta` lacks what its lifecycle requires.
-pub(crate) fn malformed_meta(missing: &[&str]) -> mcp::ErrorData {
+pub fn malformed_meta(missing: &[&str]) -> mcp::ErrorData {
     mcp::ErrorData::invalid_params(
         format!(
             "request _meta is missing or has malformed required fields: {}",
@@ -166,71 +167,84 @@ pub(crate) fn malformed_meta(missing: &[&str]) -> mcp::ErrorData {
 
 /// Whether `error` is [`era_of`]'s complaint about a request's `_meta` (the HTTP front answers
 /// it with 400, unlike other `-32602` errors).
-pub(crate) fn is_malformed_meta(error: &mcp::ErrorData) -> bool {
+pub fn is_malformed_meta(error: &mcp::ErrorData) -> bool {
     error.code == mcp::ErrorCode::INVALID_PARAMS
         && error.message.starts_with("request _meta is missing or has malformed required fields")
 }
 
 /// One request to serve.
-pub(crate) struct Request {
+pub struct Request {
     /// Its JSON-RPC id.
-    pub(crate) id: mcp::RequestId,
+    pub id: mcp::RequestId,
     /// The request, its `_meta` in its extensions.
-    pub(crate) request: mcp::ClientRequest,
+    pub request: mcp::ClientRequest,
     /// The way back to the client, for progress and questions.
-    pub(crate) link: Arc<dyn RequestLink>,
+    pub link: Arc<dyn RequestLink>,
     /// Cancelled when the client gives up on the request.
-    pub(crate) cancel: CancellationToken,
+    pub cancel: CancellationToken,
 }
 
-/// What a request is answered with.
+/// The one dispatcher: every front hands it the requests it parsed. It holds what answering
+/// needs beyond the gateway: the calls of 2026-07-28 clients parked between `input_required`
+/// rounds, and the tools of the inventory written as JSON once. A front makes one and keeps it
+/// (the state is the front's, not the gateway's).
 #[derive(Debug)]
-// The result is the common case: boxing it would cost an allocation per request to save
-// moving a few hundred bytes twice.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Answer {
-    /// A result.
-    Result(mcp::ServerResult),
-    /// A result already written as JSON (a `tools/list` result, from what is kept of each
-    /// tool).
-    Written(Vec<u8>),
-    /// A tool's result as the upstream wrote it, shaped for the request's era.
-    Raw(RawToolResult),
+pub struct Dispatcher {
+    gateway: Arc<Gateway>,
+    /// Calls of 2026-07-28 clients waiting for their answers to `input_required` rounds.
+    rounds: Rounds,
+    /// The tools of the inventory, written as JSON once.
+    tool_json: ToolJson,
 }
 
-/// Serves `request` from `client` under `era` (see [`era_of`]), and shapes the result for
-/// that era.
-pub(crate) async fn answer(
-    gateway: &Arc<Gateway>,
-    client: &Client,
-    era: &Era,
-    request: Request,
-) -> Result<Answer, mcp::ErrorData> {
-    if let mcp::ClientRequest::ListToolsRequest(_) = &request.request {
-        let mut ctx = context(client, &request.id, &request.link);
-        let tools = gateway.list_tools_json(&mut ctx).await.map_err(to_mcp_error)?;
-        return Ok(Answer::Written(tools_result(&tools, era.modern)));
+impl Dispatcher {
+    /// A dispatcher over `gateway`.
+    pub fn new(gateway: Arc<Gateway>) -> Dispatcher {
+        Dispatcher { gateway, rounds: Rounds::default(), tool_json: ToolJson::default() }
     }
-    let served = serve(gateway, client, era, request).await;
-    match served {
-        Ok(Answer::Raw(raw)) => Ok(shape_raw(raw, era.modern)),
-        Ok(Answer::Result(mut result)) => {
-            shape(&mut result, era.modern);
-            Ok(Answer::Result(result))
+
+    /// The gateway it dispatches to.
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gateway
+    }
+
+    /// Serves `request` from `client` under `era` (see [`era_of`]), and shapes the result for
+    /// that era.
+    pub async fn answer(
+        &self,
+        client: &Client,
+        era: &Era,
+        request: Request,
+    ) -> Result<Answer, mcp::ErrorData> {
+        let gateway = &self.gateway;
+        if let mcp::ClientRequest::ListToolsRequest(_) = &request.request {
+            let mut ctx = context(client, &request.id, &request.link);
+            let tools =
+                gateway.list_tools_json(&self.tool_json, &mut ctx).await.map_err(to_mcp_error)?;
+            return Ok(Answer::Written(tools_result(&tools, era.modern)));
         }
-        Ok(written @ Answer::Written(_)) => Ok(written),
-        Err(mut error) => {
-            // 2026-07-28 folds "resource not found" into invalid parameters.
-            if era.modern && error.code == mcp::ErrorCode::RESOURCE_NOT_FOUND {
-                error.code = mcp::ErrorCode::INVALID_PARAMS;
+        let served = serve(gateway, &self.rounds, client, era, request).await;
+        match served {
+            Ok(Answer::Raw(raw)) => Ok(shape_raw(raw, era.modern)),
+            Ok(Answer::Result(mut result)) => {
+                shape(&mut result, era.modern);
+                Ok(Answer::Result(result))
             }
-            Err(error)
+            Ok(written @ Answer::Written(_)) => Ok(written),
+            Err(mut error) => {
+                // 2026-07-28 folds "resource not found" into invalid parameters.
+                if era.modern && error.code == mcp::ErrorCode::RESOURCE_NOT_FOUND {
+                    error.code = mcp::ErrorCode::INVALID_PARAMS;
+                }
+                Err(error)
+            }
         }
     }
 }
 
 async fn serve(
     gateway: &Arc<Gateway>,
+    rounds: &Rounds,
     client: &Client,
     era: &Era,
     request: Request,
@@ -244,7 +258,6 @@ async fn serve(
             let call = call.with(meta, gateway.clone(), client.clone(), id, cancel.clone());
             if era.modern {
                 let retry = call.retry();
-                let rounds = gateway.rounds();
                 return rounds.serve(retry, link, cancel, move |link| call.serve(link)).await;
             }
             return call.serve(link).await;
@@ -337,12 +350,12 @@ async fn serve_other(
             Err(not_in_this_era("subscriptions/listen"))
         }
         mcp::ClientRequest::CustomRequest(request) => {
-            if request.method == crate::handler::INTERCEPTORS_LIST {
+            if request.method == crate::gateway::INTERCEPTORS_LIST {
                 let list = gateway.interceptors_list(&mut ctx).await.map_err(to_mcp_error)?;
                 return Ok(mcp::ServerResult::CustomResult(mcp::CustomResult::new(list)));
             }
             let version = era.version.as_ref().map(|v| v.to_string());
-            Err(crate::jsonrpc::unrecognised_request(
+            Err(crate::unrecognised::unrecognised_request(
                 &request.method,
                 request.params.as_ref(),
                 version.as_deref(),
@@ -497,21 +510,6 @@ impl Serving {
     }
 }
 
-/// Opens a `subscriptions/listen` stream's subscriptions, through the pipeline: the resource
-/// URIs it follows, to release when it closes.
-pub(crate) async fn listen(
-    gateway: &Gateway,
-    client: &Client,
-    id: &mcp::RequestId,
-    filter: mcp::SubscriptionFilter,
-) -> Result<Vec<String>, mcp::ErrorData> {
-    let mut ctx = CallContext::new(client.principal.clone());
-    ctx.request_id = Some(id.to_string());
-    ctx.session = client.session_id.clone();
-    ctx.client_address = client.address;
-    gateway.listen(filter, &mut ctx).await.map_err(to_mcp_error)
-}
-
 /// A method that exists, but not in the era of the request that named it.
 fn not_in_this_era(method: &str) -> mcp::ErrorData {
     mcp::ErrorData::new(
@@ -613,7 +611,7 @@ fn mark_complete(result: &mut mcp::ServerResult) {
 
 /// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
 /// protocol's own `io.modelcontextprotocol/*` keys), to pass on untouched.
-pub(crate) fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObject> {
+pub fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObject> {
     let mut object = meta.0.0.clone();
     object.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
     (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use axum::body::Bytes;
+use bytes::Bytes;
 use toolgate_core::mcp;
 use toolgate_upstream::Inventory;
 

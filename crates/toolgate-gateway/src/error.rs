@@ -68,6 +68,18 @@ pub enum GatewayError {
     },
 }
 
+impl GatewayError {
+    /// Whether the caller gave up on the request before it was answered (it was cancelled).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, GatewayError::Upstream(UpstreamError::Cancelled { .. }))
+    }
+
+    /// Whether the upstream did not answer in time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, GatewayError::Upstream(UpstreamError::Timeout { .. }))
+    }
+}
+
 fn phase_noun(phase: Phase) -> &'static str {
     match phase {
         Phase::Request => "request",

@@ -16,6 +16,7 @@ use super::exchange::{
     ListResources, ListTools, Listen, ReadResource, Requested, request_phase, response_phase,
     through_pipeline,
 };
+use super::tool_json::ToolJson;
 use super::{Gateway, relay};
 use crate::error::GatewayError;
 
@@ -62,17 +63,19 @@ impl Gateway {
     }
 
     /// `tools/list` as `ctx`'s caller sees it, written as a JSON array: each tool the
-    /// pipeline left as the inventory has it is written once per inventory (`tool_json`).
+    /// pipeline left as the inventory has it is written once per inventory, in `written`
+    /// (the dispatcher's).
     pub(crate) async fn list_tools_json(
         &self,
+        written: &ToolJson,
         ctx: &mut CallContext,
-    ) -> Result<axum::body::Bytes, GatewayError> {
+    ) -> Result<bytes::Bytes, GatewayError> {
         let inventory = self.inventory();
         if self.pipeline.is_empty() {
-            return Ok(self.tool_json.whole(&inventory));
+            return Ok(written.whole(&inventory));
         }
         let tools = self.list_tools(ctx).await?;
-        Ok(self.tool_json.array(&inventory, &tools))
+        Ok(written.array(&inventory, &tools))
     }
 
     /// `prompts/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
@@ -468,7 +471,7 @@ impl Gateway {
         &self,
         ctx: &mut CallContext,
     ) -> Result<serde_json::Value, GatewayError> {
-        let list = crate::handler::interceptors_list(&self.pipeline);
+        let list = interceptors_list(&self.pipeline);
         let outcome =
             through_pipeline::<ListInterceptors>(&self.pipeline, (), ctx, async |(), _| Ok(list))
                 .await;
@@ -561,7 +564,7 @@ impl Gateway {
         params: &mut mcp::CallToolRequestParams,
         upstream: &Upstream,
         ctx: &CallContext,
-    ) -> Option<crate::script_tools::Lent<'_>> {
+    ) -> Option<crate::askers::Lent<'_>> {
         use toolgate_scripts::calls::{CALLER_META, Origin, PrincipalName};
         if let Some(meta) = &mut params.meta {
             meta.0.0.remove(CALLER_META);
@@ -582,4 +585,19 @@ impl Gateway {
         params.meta.get_or_insert_default().0.0.insert(CALLER_META.to_owned(), origin.to_meta());
         lent
     }
+}
+
+/// The custom method that returns the pipeline as SEP-2624 descriptors.
+pub const INTERCEPTORS_LIST: &str = "interceptors/list";
+
+/// `interceptors/list`: the chain in config order, and the order each phase runs in.
+pub fn interceptors_list(pipeline: &toolgate_intercept::Pipeline) -> serde_json::Value {
+    use toolgate_intercept::Phase;
+    let names = |phase: Phase| -> Vec<String> {
+        pipeline.run_order(phase).into_iter().map(|d| d.name.clone()).collect()
+    };
+    serde_json::json!({
+        "interceptors": pipeline.descriptors().iter().map(|d| d.to_json()).collect::<Vec<_>>(),
+        "runOrder": { "request": names(Phase::Request), "response": names(Phase::Response) },
+    })
 }

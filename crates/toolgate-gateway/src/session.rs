@@ -10,7 +10,6 @@ use toolgate_core::log_level::severity;
 use toolgate_core::mcp;
 
 use crate::error::GatewayError;
-use crate::gateway::SubscriptionBounds;
 use crate::link::{Closed, Listener, Notify};
 
 /// The most resources one session (or one `subscriptions/listen` stream) may follow by
@@ -22,6 +21,35 @@ pub const MOST_SUBSCRIPTIONS: usize = 1_000;
 /// max_subscription_bytes`): a URI can be as long as a request body, so counting them is not
 /// enough.
 pub const MOST_SUBSCRIBED_BYTES: usize = 64 * 1024;
+
+/// How much one session or `subscriptions/listen` stream may follow (`[gateway]
+/// max_subscriptions` and `max_subscription_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubscriptionBounds {
+    /// Resources.
+    pub most: usize,
+    /// Bytes of their URIs, in all.
+    pub most_bytes: usize,
+}
+
+impl Default for SubscriptionBounds {
+    fn default() -> Self {
+        SubscriptionBounds { most: MOST_SUBSCRIPTIONS, most_bytes: MOST_SUBSCRIBED_BYTES }
+    }
+}
+
+impl SubscriptionBounds {
+    /// Whether `count` resources whose URIs take `bytes` in all may be followed.
+    pub(crate) fn check(self, count: usize, bytes: usize) -> Result<(), GatewayError> {
+        if count > self.most {
+            return Err(GatewayError::TooManySubscriptions { most: self.most });
+        }
+        if bytes > self.most_bytes {
+            return Err(GatewayError::SubscriptionsTooLong { most_bytes: self.most_bytes });
+        }
+        Ok(())
+    }
+}
 
 /// One downstream session of the handshake era (stdio, or HTTP with `Mcp-Session-Id`).
 #[derive(Debug)]
@@ -42,7 +70,7 @@ struct SessionState {
 }
 
 impl Session {
-    pub(crate) fn new(link: Arc<dyn Notify>) -> Self {
+    pub fn new(link: Arc<dyn Notify>) -> Self {
         Session { link, state: Mutex::default() }
     }
 
@@ -116,9 +144,9 @@ impl Session {
 /// Which lists changed, for `*/list_changed`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Changed {
-    pub(crate) tools: bool,
-    pub(crate) prompts: bool,
-    pub(crate) resources: bool,
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
 }
 
 impl Changed {
@@ -154,7 +182,7 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub(crate) fn add(&self, session: Arc<Session>) {
+    pub fn add(&self, session: Arc<Session>) {
         self.live().push(session);
     }
 
@@ -185,12 +213,12 @@ impl Sessions {
     }
 
     /// Adds a `subscriptions/listen` stream; it is dropped when a send finds it closed.
-    pub(crate) fn add_listener(&self, listener: Arc<dyn Listener>) {
+    pub fn add_listener(&self, listener: Arc<dyn Listener>) {
         self.listeners.lock().expect("listeners lock must not be poisoned").push(listener);
     }
 
     /// Forgets a `subscriptions/listen` stream (it has ended).
-    pub(crate) fn remove_listener(&self, listener: &Arc<dyn Listener>) {
+    pub fn remove_listener(&self, listener: &Arc<dyn Listener>) {
         self.drop_closed_listeners(std::slice::from_ref(listener));
     }
 

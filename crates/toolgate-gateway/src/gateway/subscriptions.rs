@@ -13,36 +13,7 @@ use toolgate_upstream::{Route, Upstream};
 use super::exchange::{Exchange, Subscribe, Unsubscribe, through_pipeline};
 use super::{Gateway, supports_subscriptions};
 use crate::error::GatewayError;
-use crate::session::{MOST_SUBSCRIBED_BYTES, MOST_SUBSCRIPTIONS, Session};
-
-/// How much one session or `subscriptions/listen` stream may follow (`[gateway]
-/// max_subscriptions` and `max_subscription_bytes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SubscriptionBounds {
-    /// Resources.
-    pub most: usize,
-    /// Bytes of their URIs, in all.
-    pub most_bytes: usize,
-}
-
-impl Default for SubscriptionBounds {
-    fn default() -> Self {
-        SubscriptionBounds { most: MOST_SUBSCRIPTIONS, most_bytes: MOST_SUBSCRIBED_BYTES }
-    }
-}
-
-impl SubscriptionBounds {
-    /// Whether `count` resources whose URIs take `bytes` in all may be followed.
-    pub(crate) fn check(self, count: usize, bytes: usize) -> Result<(), GatewayError> {
-        if count > self.most {
-            return Err(GatewayError::TooManySubscriptions { most: self.most });
-        }
-        if bytes > self.most_bytes {
-            return Err(GatewayError::SubscriptionsTooLong { most_bytes: self.most_bytes });
-        }
-        Ok(())
-    }
-}
+use crate::session::{Session, SubscriptionBounds};
 
 /// How many followers each upstream resource has.
 #[derive(Debug, Default)]

@@ -4,13 +4,10 @@
 //! limit, whose rest is skipped up to the next newline.
 //!
 //! A reader task turns lines into messages and a writer task owns the output, so receiving is
-//! cancel-safe and answers to bad input interleave with the server's own whole lines.
+//! cancel-safe and answers to bad input interleave with the front's own whole lines.
 
-use std::future::Future;
 use std::io;
 
-use rmcp::RoleServer;
-use rmcp::transport::Transport;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -18,21 +15,61 @@ use toolgate_core::mcp;
 
 use crate::jsonrpc::{Rejection, parse_message};
 
-/// Messages read ahead of the server.
+/// Messages read ahead of the front.
 const READ_AHEAD: usize = 64;
 
 /// The stdio transport over any reader and writer.
 #[derive(Debug)]
-pub(crate) struct LineTransport {
+pub(crate) struct Lines {
     incoming: mpsc::Receiver<mcp::ClientJsonRpcMessage>,
-    outgoing: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    output: Option<Output>,
     reader: JoinHandle<()>,
     writer: Option<JoinHandle<()>>,
 }
 
-impl LineTransport {
+/// Where lines to the client go: one message per line, written in the order sent. Cloned by
+/// whoever sends.
+#[derive(Debug, Clone)]
+pub(crate) struct Output(mpsc::UnboundedSender<Vec<u8>>);
+
+impl Output {
+    /// An output onto `lines` (for tests).
+    #[cfg(test)]
+    pub(crate) fn for_test(lines: mpsc::UnboundedSender<Vec<u8>>) -> Output {
+        Output(lines)
+    }
+
+    /// Sends one message, already written as JSON; `false` once the output is closed. A raw
+    /// result from an upstream may hold line breaks between its tokens (never inside a JSON
+    /// string, where they are escaped): they are written as spaces, so a message stays one
+    /// line.
+    pub(crate) fn send_json(&self, mut json: Vec<u8>) -> bool {
+        if memchr::memchr2(b'\n', b'\r', &json).is_some() {
+            for byte in &mut json {
+                if matches!(*byte, b'\n' | b'\r') {
+                    *byte = b' ';
+                }
+            }
+        }
+        self.0.send(json).is_ok()
+    }
+
+    /// Sends `message`; `false` once the output is closed.
+    pub(crate) fn send(&self, message: &mcp::ServerJsonRpcMessage) -> bool {
+        match serde_json::to_vec(message) {
+            Ok(json) => self.0.send(json).is_ok(),
+            Err(error) => {
+                // Messages are plain data; this does not happen.
+                tracing::warn!(%error, "a message to the client could not be written");
+                true
+            }
+        }
+    }
+}
+
+impl Lines {
     /// Reads messages of at most `max_message` bytes from `read`, writes to `write`.
-    pub(crate) fn new<R, W>(read: R, write: W, max_message: usize) -> LineTransport
+    pub(crate) fn new<R, W>(read: R, write: W, max_message: usize) -> Lines
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -46,38 +83,35 @@ impl LineTransport {
             outgoing.clone(),
         ));
         let writer = tokio::spawn(write_lines(write, outgoing_rx));
-        LineTransport { incoming, outgoing: Some(outgoing), reader, writer: Some(writer) }
-    }
-}
-
-impl Transport<RoleServer> for LineTransport {
-    type Error = io::Error;
-
-    fn send(
-        &mut self,
-        item: mcp::ServerJsonRpcMessage,
-    ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
-        let sent = match (&self.outgoing, serde_json::to_vec(&item)) {
-            (Some(outgoing), Ok(line)) => outgoing
-                .send(line)
-                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed")),
-            (None, _) => {
-                Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed"))
-            }
-            (_, Err(error)) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
-        };
-        std::future::ready(sent)
+        Lines { incoming, output: Some(Output(outgoing)), reader, writer: Some(writer) }
     }
 
-    async fn receive(&mut self) -> Option<mcp::ClientJsonRpcMessage> {
+    /// Where lines to the client go.
+    pub(crate) fn output(&self) -> Output {
+        self.output.clone().expect("the output is open until close()")
+    }
+
+    /// Sends `message` (for tests: the front sends through [`Lines::output`]).
+    #[cfg(test)]
+    pub(crate) async fn send(&mut self, message: mcp::ServerJsonRpcMessage) -> io::Result<()> {
+        match &self.output {
+            Some(output) if output.send(&message) => Ok(()),
+            Some(_) => Err(io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed")),
+            None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+        }
+    }
+
+    /// The next message from the client; `None` once its input has ended.
+    pub(crate) async fn receive(&mut self) -> Option<mcp::ClientJsonRpcMessage> {
         self.incoming.recv().await
     }
 
-    /// Stops reading and waits until everything sent has been written.
-    async fn close(&mut self) -> Result<(), io::Error> {
+    /// Stops reading and waits until everything sent has been written (by this and every
+    /// clone of its output: those must have been dropped).
+    pub(crate) async fn close(&mut self) -> io::Result<()> {
         self.reader.abort();
         let _ = (&mut self.reader).await;
-        self.outgoing = None;
+        self.output = None;
         if let Some(writer) = self.writer.take() {
             writer.await.map_err(io::Error::other)?;
         }
@@ -85,7 +119,7 @@ impl Transport<RoleServer> for LineTransport {
     }
 }
 
-impl Drop for LineTransport {
+impl Drop for Lines {
     fn drop(&mut self) {
         self.reader.abort();
     }

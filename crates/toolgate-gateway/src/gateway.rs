@@ -30,10 +30,11 @@ mod log_level;
 mod notification;
 mod relay;
 mod subscriptions;
-mod tool_json;
+pub(crate) mod tool_json;
 
+pub use crate::session::SubscriptionBounds;
+pub use dispatch::{INTERCEPTORS_LIST, interceptors_list};
 use subscriptions::ResourceSubscriptions;
-pub use subscriptions::SubscriptionBounds;
 
 /// A server whose first connection attempt failed (it keeps retrying in the background).
 #[derive(Debug, Clone)]
@@ -83,12 +84,8 @@ pub struct Gateway {
     upstream_log_level: Mutex<Option<mcp::LoggingLevel>>,
     /// Requests being relayed now, for a graceful shutdown.
     in_flight: tokio::sync::watch::Sender<usize>,
-    /// Calls of 2026-07-28 clients waiting for their answers to `input_required` rounds.
-    rounds: crate::mrtr::Rounds,
-    /// The tools of the inventory, written as JSON once.
-    tool_json: tool_json::ToolJson,
     /// The people at the clients of script tool calls now running.
-    askers: crate::script_tools::Askers,
+    askers: crate::askers::Askers,
 }
 
 /// Counts a request as in flight until dropped.
@@ -172,9 +169,7 @@ impl Gateway {
             recorder: Arc::new(recorder),
             upstream_log_level: Mutex::default(),
             in_flight: tokio::sync::watch::Sender::new(0),
-            rounds: crate::mrtr::Rounds::default(),
-            tool_json: tool_json::ToolJson::default(),
-            askers: crate::script_tools::Askers::default(),
+            askers: crate::askers::Askers::default(),
         }
     }
 
@@ -262,8 +257,9 @@ impl Gateway {
         &self.starting
     }
 
-    /// The downstream sessions.
-    pub(crate) fn sessions(&self) -> &Sessions {
+    /// The downstream sessions: a front adds each session it opens, and each
+    /// `subscriptions/listen` stream.
+    pub fn sessions(&self) -> &Sessions {
         &self.sessions
     }
 
@@ -272,13 +268,8 @@ impl Gateway {
         &self.pipeline
     }
 
-    /// Calls waiting for their clients' answers to `input_required` rounds.
-    pub(crate) fn rounds(&self) -> &crate::mrtr::Rounds {
-        &self.rounds
-    }
-
     /// The people at the clients of script tool calls now running.
-    pub(crate) fn askers(&self) -> &crate::script_tools::Askers {
+    pub(crate) fn askers(&self) -> &crate::askers::Askers {
         &self.askers
     }
 

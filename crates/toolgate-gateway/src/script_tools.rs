@@ -10,7 +10,7 @@
 //! `_meta` (`toolgate_scripts::calls::CALLER_META`, see `dispatch.rs`), so a script tool can
 //! reach only what its caller may.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use toolgate_config::{InProcessConfig, ServerConfig, TransportConfig};
 use toolgate_core::mcp;
-use toolgate_intercept::{CallContext, Elicitor, Principal};
+use toolgate_intercept::{CallContext, Principal};
 use toolgate_scripts::calls::{Origin, ProgressSink, ToolCaller};
 use toolgate_scripts::serve::ScriptServer;
 use toolgate_scripts::{Script, Scripts};
@@ -30,44 +30,6 @@ use crate::gateway::{Gateway, InProcess};
 /// the gateway to pass on to script tools.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallDepth(pub(crate) u32);
-
-/// The people at the clients of script tool calls now running, by a random handle the
-/// gateway puts in the call's `_meta` (`Origin::asker`): the calls a script tool makes find
-/// them there, so an `approval` that asks the client asks the person who called the script
-/// tool. A handle is lent for the call and taken back when it ends.
-#[derive(Default)]
-pub(crate) struct Askers(Mutex<HashMap<String, Arc<dyn Elicitor>>>);
-
-impl std::fmt::Debug for Askers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Askers").finish_non_exhaustive()
-    }
-}
-
-impl Askers {
-    /// Lends `elicitor` under a new handle until the guard is dropped.
-    pub(crate) fn lend(&self, elicitor: Arc<dyn Elicitor>) -> Lent<'_> {
-        let handle = uuid::Uuid::new_v4().to_string();
-        self.0.lock().expect("askers lock").insert(handle.clone(), elicitor);
-        Lent { askers: self, handle }
-    }
-
-    fn find(&self, handle: &str) -> Option<Arc<dyn Elicitor>> {
-        self.0.lock().expect("askers lock").get(handle).cloned()
-    }
-}
-
-/// A handle lent by [`Askers::lend`]; taken back when dropped.
-pub(crate) struct Lent<'a> {
-    askers: &'a Askers,
-    pub(crate) handle: String,
-}
-
-impl Drop for Lent<'_> {
-    fn drop(&mut self) {
-        self.askers.0.lock().expect("askers lock").remove(&self.handle);
-    }
-}
 
 /// The scripts' tools of one gateway.
 pub struct ScriptTools {

@@ -35,7 +35,7 @@ async fn lines_up_to_the_limit_are_read_and_longer_ones_skipped_whole() {
 async fn bad_lines_are_answered_and_good_ones_delivered_in_order() {
     let (mut client, server_in) = tokio::io::duplex(1024);
     let (server_out, client_out) = tokio::io::duplex(1024);
-    let mut transport = LineTransport::new(server_in, server_out, 64);
+    let mut transport = Lines::new(server_in, server_out, 64);
     client
         .write_all(
             concat!(
@@ -75,7 +75,7 @@ async fn bad_lines_are_answered_and_good_ones_delivered_in_order() {
 async fn everything_sent_is_written_before_close_returns() {
     let (_client, server_in) = tokio::io::duplex(64);
     let (server_out, client_out) = tokio::io::duplex(1 << 20);
-    let mut transport = LineTransport::new(server_in, server_out, 1024);
+    let mut transport = Lines::new(server_in, server_out, 1024);
     for id in 0..100 {
         let message = mcp::ServerJsonRpcMessage::response(
             mcp::ServerResult::empty(()),
