@@ -74,6 +74,7 @@ where
         output: lines.output(),
         state: Mutex::default(),
         closed: CancellationToken::new(),
+        ending: CancellationToken::new(),
     });
     let mut tasks = JoinSet::new();
     let front = Front { dispatcher, connection: connection.clone() };
@@ -98,6 +99,7 @@ where
         front.receive(message, &mut tasks);
     }
     connection.close();
+    connection.ending.cancel();
     tasks.shutdown().await;
     front.end_session();
     drop(front);
@@ -288,8 +290,7 @@ async fn listen_until_cancelled(
     let listener: Arc<dyn Listener> =
         Arc::new(StdioListener { subscription: subscription.clone(), output: output.clone() });
     gateway.sessions().add_listener(listener.clone());
-    // The request's token is a child of the connection's: when both have fired, the
-    // connection ended, and the stream ends with its result.
+    // When both have fired, the connection ended, and the stream ends with its result.
     tokio::select! {
         biased;
         () = connection.closed.cancelled() => {
@@ -319,6 +320,9 @@ struct Connection {
     state: Mutex<State>,
     /// Fired when the input ends or the front stops: questions fail, listen streams end.
     closed: CancellationToken,
+    /// Fired when the front stops: the requests still running are cancelled (after the grace
+    /// the end of the input gives them).
+    ending: CancellationToken,
 }
 
 #[derive(Debug, Default)]
@@ -361,7 +365,7 @@ impl Connection {
         if state.running.len() >= MOST_RUNNING {
             return None;
         }
-        let token = self.closed.child_token();
+        let token = self.ending.child_token();
         if let Some(earlier) = state.running.insert(id.clone(), token.clone()) {
             // The client reused an id still running: the earlier request is not one it can
             // name any more.

@@ -11,6 +11,7 @@ use std::io;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 
 use crate::jsonrpc::{Rejection, parse_message};
@@ -25,6 +26,8 @@ pub(crate) struct Lines {
     output: Option<Output>,
     reader: JoinHandle<()>,
     writer: Option<JoinHandle<()>>,
+    /// Tells the writer to write what is queued and stop.
+    closing: CancellationToken,
 }
 
 /// Where lines to the client go: one message per line, written in the order sent. Cloned by
@@ -82,8 +85,9 @@ impl Lines {
             incoming_tx,
             outgoing.clone(),
         ));
-        let writer = tokio::spawn(write_lines(write, outgoing_rx));
-        Lines { incoming, output: Some(Output(outgoing)), reader, writer: Some(writer) }
+        let closing = CancellationToken::new();
+        let writer = tokio::spawn(write_lines(write, outgoing_rx, closing.clone()));
+        Lines { incoming, output: Some(Output(outgoing)), reader, writer: Some(writer), closing }
     }
 
     /// Where lines to the client go.
@@ -106,12 +110,13 @@ impl Lines {
         self.incoming.recv().await
     }
 
-    /// Stops reading and waits until everything sent has been written (by this and every
-    /// clone of its output: those must have been dropped).
+    /// Stops reading and waits until everything sent so far has been written; what is sent
+    /// later (through a clone of the output) is dropped.
     pub(crate) async fn close(&mut self) -> io::Result<()> {
         self.reader.abort();
         let _ = (&mut self.reader).await;
         self.output = None;
+        self.closing.cancel();
         if let Some(writer) = self.writer.take() {
             writer.await.map_err(io::Error::other)?;
         }
@@ -207,11 +212,21 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Writes every line sent until `closing` fires (then what is queued, and no more) or every
+/// sender is gone. `closing` is needed because senders live on in places that outlast the
+/// front (the gateway's session of the connection holds one until it is swept).
 async fn write_lines<W: AsyncWrite + Unpin>(
     mut write: W,
     mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    closing: CancellationToken,
 ) {
-    while let Some(mut line) = lines.recv().await {
+    loop {
+        let line = tokio::select! {
+            biased;
+            line = lines.recv() => line,
+            () = closing.cancelled() => lines.try_recv().ok(),
+        };
+        let Some(mut line) = line else { break };
         line.push(b'\n');
         if let Err(error) = write.write_all(&line).await {
             tracing::debug!(%error, "the client's output closed");

@@ -315,28 +315,28 @@ async fn python_sdk_client_answers_questions_in_a_2025_11_25_session() {
 
 /// A 2026-07-28 client declares its capabilities in each request's `_meta` and can only be
 /// asked through an `input_required` result (MRTR): there is no session to send it a request
-/// on. toolgate does neither toward its own clients yet: it reads capabilities from the
-/// handshake only, so an upstream's question is refused as if the client had not declared
-/// them, and the client is never asked. This pins that gap down (see the issue notes); once
-/// toolgate asks such clients, this test should expect the answers the 2025-11-25 one does.
+/// on. Over the stdio front, whose requests go to the one dispatcher, it is asked that way and
+/// answers as the 2025-11-25 client does. (Before the stdio front was toolgate's own, rmcp's
+/// read capabilities from the handshake only, and such a client was never asked.)
 #[tokio::test]
-async fn python_sdk_2026_07_28_client_is_not_asked_yet() {
+async fn python_sdk_client_answers_questions_in_2026_07_28_rounds() {
     let report = python_client_asked("auto").await;
     assert_eq!(report["protocolVersion"], "2026-07-28", "{report}");
-    for (step, (what, capability)) in
-        [("sampling", "sampling"), ("elicitation", "elicitation"), ("roots/list", "roots")]
-            .into_iter()
-            .enumerate()
-    {
+    let answered = |step| {
         let (failed, text) = python_step(&report, step);
-        assert!(failed, "step {step}: {report}");
-        assert_eq!(
-            text,
-            format!(
-                "{what} failed: Mcp error: -32600: the client that made this call did not \
-                 declare the `{capability}` capability"
-            )
-        );
-    }
-    assert_eq!(report["asked"], json!([]), "{report}");
+        assert!(!failed, "step {step}: {report}");
+        text
+    };
+    assert_eq!(answered(0), "LLM response: the model says \"two plus two\"");
+    assert_eq!(
+        answered(1),
+        r#"User response: action=accept, content={"username":"ada","email":"ada@example.com"}"#
+    );
+    let roots: Value = serde_json::from_str(&answered(2)).expect("JSON roots");
+    assert_eq!(roots, json!({"roots": [{"uri": ROOT_URI, "name": "project"}]}));
+    assert_eq!(
+        report["asked"],
+        json!(["sampling: two plus two", "elicitation: Who are you?", "roots"]),
+        "{report}"
+    );
 }
