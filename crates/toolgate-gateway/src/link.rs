@@ -8,9 +8,12 @@
 
 #![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use tokio::sync::oneshot;
 use toolgate_core::mcp;
 
 /// A client's answer to a question, or why there is none.
@@ -93,4 +96,100 @@ pub fn not_asked_in_2026(request: &mcp::ServerRequest) -> mcp::ErrorData {
         ),
         None,
     )
+}
+
+/// A client's answer to a question, or the error it sent instead.
+type Answered = Result<mcp::ClientResult, mcp::ErrorData>;
+
+/// The questions a front has put to one client (a session, a stdio connection) and not had
+/// answered yet, by the id it gave them: the client's answer, or the error it sent, is routed
+/// back by that id. A question whose asker stops waiting is forgotten; once closed, nothing
+/// more is asked and what waits gets an error.
+#[derive(Debug, Default)]
+pub struct Questions {
+    state: Mutex<QuestionsState>,
+}
+
+#[derive(Debug, Default)]
+struct QuestionsState {
+    asked: HashMap<mcp::RequestId, oneshot::Sender<Answered>>,
+    /// The id of the next question.
+    next: i64,
+    /// Why nothing more can be asked, once closed.
+    closed: Option<&'static str>,
+}
+
+impl Questions {
+    fn state(&self) -> std::sync::MutexGuard<'_, QuestionsState> {
+        self.state.lock().expect("questions lock must not be poisoned")
+    }
+
+    /// Puts `request` to the client under a new id, `send` writing the message; the answer.
+    pub fn ask(
+        self: &Arc<Self>,
+        request: mcp::ServerRequest,
+        send: impl FnOnce(mcp::ServerJsonRpcMessage),
+    ) -> Answer {
+        let (sender, answer) = oneshot::channel();
+        let id = {
+            let mut state = self.state();
+            if let Some(why) = state.closed {
+                return Box::pin(async move { Err(unanswered(why)) });
+            }
+            let id = mcp::RequestId::Number(state.next);
+            state.next += 1;
+            state.asked.insert(id.clone(), sender);
+            id
+        };
+        send(mcp::ServerJsonRpcMessage::request(request, id.clone()));
+        let forget = Forget { questions: self.clone(), id: Some(id) };
+        let questions = self.clone();
+        Box::pin(async move {
+            let mut forget = forget;
+            let answered = answer.await;
+            forget.id = None;
+            answered.unwrap_or_else(|_| {
+                Err(unanswered(questions.state().closed.unwrap_or("the client went away")))
+            })
+        })
+    }
+
+    /// The client's answer to question `id` (a response, or an error it sent); `false` when no
+    /// such question waits.
+    pub fn answered(&self, id: &mcp::RequestId, answer: Answered) -> bool {
+        match self.state().asked.remove(id) {
+            Some(waiting) => {
+                let _ = waiting.send(answer);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Nothing more can be answered, because of `why`: what waits gets an error saying so, and
+    /// so does whatever is asked later.
+    pub fn close(&self, why: &'static str) {
+        let mut state = self.state();
+        state.closed.get_or_insert(why);
+        state.asked.clear();
+    }
+
+    /// Whether no question waits for its answer.
+    pub fn is_empty(&self) -> bool {
+        self.state().asked.is_empty()
+    }
+}
+
+/// Forgets a question whose answer nobody waits for any more.
+struct Forget {
+    questions: Arc<Questions>,
+    id: Option<mcp::RequestId>,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            self.questions.state().asked.remove(id);
+        }
+    }
 }

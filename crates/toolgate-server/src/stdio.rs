@@ -31,12 +31,11 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rmcp::model::GetMeta as _;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 use toolgate_gateway::Dispatcher;
-use toolgate_gateway::link::{self, Closed, Listener, Notify, RequestLink};
+use toolgate_gateway::link::{self, Closed, Listener, Notify, Questions, RequestLink};
 use toolgate_gateway::listen::Subscription;
 use toolgate_gateway::protocol::{self, Client, Era};
 use toolgate_gateway::session::Session;
@@ -49,9 +48,6 @@ pub const MOST_RUNNING: usize = 1_024;
 
 /// How many `subscriptions/listen` streams the client may hold open at once.
 pub const MOST_LISTENING: usize = 32;
-
-/// A client's answer to a question, or the error it sent instead.
-type Answered = Result<mcp::ClientResult, mcp::ErrorData>;
 
 /// Serves one client on `read` and `write` until its input ends or `shutdown` fires, then
 /// flushes what was written. On shutdown, requests still running are cancelled (whoever
@@ -72,6 +68,7 @@ where
     let mut lines = Lines::new(read, write, max_message);
     let connection = Arc::new(Connection {
         output: lines.output(),
+        questions: Arc::default(),
         state: Mutex::default(),
         closed: CancellationToken::new(),
         ending: CancellationToken::new(),
@@ -317,6 +314,8 @@ struct Opened {
 #[derive(Debug)]
 struct Connection {
     output: Output,
+    /// The questions put to the client and not answered yet.
+    questions: Arc<Questions>,
     state: Mutex<State>,
     /// Fired when the input ends or the front stops: questions fail, listen streams end.
     closed: CancellationToken,
@@ -331,10 +330,6 @@ struct State {
     opened: Option<Opened>,
     /// The client's requests being served, by their id.
     running: HashMap<mcp::RequestId, CancellationToken>,
-    /// Questions sent to the client and not answered yet, by the id toolgate gave them.
-    asked: HashMap<mcp::RequestId, oneshot::Sender<Answered>>,
-    /// The id of the next question.
-    next_question: i64,
     /// `subscriptions/listen` streams open.
     listening: usize,
 }
@@ -392,38 +387,16 @@ impl Connection {
     }
 
     /// The client's answer to question `id`.
-    fn answered(&self, id: &mcp::RequestId, answer: Answered) {
-        match self.state().asked.remove(id) {
-            Some(waiting) => {
-                let _ = waiting.send(answer);
-            }
-            None => tracing::debug!(%id, "an answer to no open question"),
+    fn answered(&self, id: &mcp::RequestId, answer: Result<mcp::ClientResult, mcp::ErrorData>) {
+        if !self.questions.answered(id, answer) {
+            tracing::debug!(%id, "an answer to no open question");
         }
-    }
-
-    /// A new question's id, and where its answer will arrive; `None` once the connection is
-    /// closed.
-    fn ask(&self) -> Option<(mcp::RequestId, oneshot::Receiver<Answered>)> {
-        if self.closed.is_cancelled() {
-            return None;
-        }
-        let (sender, receiver) = oneshot::channel();
-        let mut state = self.state();
-        let id = mcp::RequestId::Number(state.next_question);
-        state.next_question += 1;
-        state.asked.insert(id.clone(), sender);
-        Some((id, receiver))
-    }
-
-    /// Nobody waits for the answer to question `id` any more.
-    fn forget(&self, id: &mcp::RequestId) {
-        self.state().asked.remove(id);
     }
 
     /// Nothing more can be answered: questions fail, listen streams end.
     fn close(&self) {
         self.closed.cancel();
-        self.state().asked.clear();
+        self.questions.close("the client's input has ended");
     }
 }
 
@@ -486,31 +459,10 @@ impl RequestLink for StdioRequest {
             let refused = link::not_asked_in_2026(&request);
             return Box::pin(async { Err(refused) });
         }
-        let Some((id, answer)) = self.connection.ask() else {
-            return Box::pin(async { Err(link::unanswered("the client's input has ended")) });
-        };
-        self.connection.output.send(&mcp::ServerJsonRpcMessage::request(request, id.clone()));
-        let forget = Forget { connection: self.connection.clone(), id: Some(id) };
-        Box::pin(async move {
-            let mut forget = forget;
-            let answered = answer.await;
-            forget.id = None;
-            answered.unwrap_or_else(|_| Err(link::unanswered("the client's input has ended")))
+        let output = &self.connection.output;
+        self.connection.questions.ask(request, |message| {
+            output.send(&message);
         })
-    }
-}
-
-/// Forgets a question whose answer nobody waits for any more.
-struct Forget {
-    connection: Arc<Connection>,
-    id: Option<mcp::RequestId>,
-}
-
-impl Drop for Forget {
-    fn drop(&mut self) {
-        if let Some(id) = &self.id {
-            self.connection.forget(id);
-        }
     }
 }
 

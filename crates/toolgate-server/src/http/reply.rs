@@ -24,7 +24,7 @@ use toolgate_core::mcp;
 use super::outbox::Sent;
 use super::session::HttpSession;
 use super::sse::{EventBody, EventStream, Offered, Queue, Urgency, event};
-use toolgate_gateway::protocol::Answer;
+use toolgate_gateway::protocol::{Answer, written_message as message};
 
 /// What serving a request comes to.
 pub(crate) type Served = Result<Answer, mcp::ErrorData>;
@@ -104,38 +104,6 @@ impl Drop for Running {
             answering.cancel.cancel();
         }
     }
-}
-
-/// The answer as one JSON-RPC message, written.
-fn message(id: mcp::RequestId, served: Served) -> Vec<u8> {
-    let written = match served {
-        Ok(Answer::Result(result)) => {
-            serde_json::to_vec(&mcp::ServerJsonRpcMessage::response(result, id))
-        }
-        Ok(Answer::Written(result)) => response(&id, &result),
-        Ok(Answer::Raw(raw)) => response(&id, raw.json().as_bytes()),
-        Err(error) => serde_json::to_vec(&mcp::ServerJsonRpcMessage::error(error, Some(id))),
-    };
-    written.unwrap_or_else(|error| {
-        // Results are plain data that came as JSON; this does not happen.
-        tracing::warn!(%error, "an answer could not be written");
-        br#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"the answer could not be written"}}"#
-            .to_vec()
-    })
-}
-
-/// `{"jsonrpc":"2.0","id":<id>,"result":<result>}`, as serde writes a response, around a
-/// result already written.
-fn response(id: &mcp::RequestId, result: &[u8]) -> serde_json::Result<Vec<u8>> {
-    serde_json::to_vec(id).map(|id| {
-        let mut out = Vec::with_capacity(result.len() + id.len() + 40);
-        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        out.extend_from_slice(&id);
-        out.extend_from_slice(br#","result":"#);
-        out.extend_from_slice(result);
-        out.push(b'}');
-        out
-    })
 }
 
 /// The answer as an `application/json` body.

@@ -15,16 +15,12 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use futures::future::BoxFuture;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
 
 use super::sse::{EventStream, Urgency};
-use toolgate_gateway::link::{Answer, Notify, RequestLink, unanswered};
+use toolgate_gateway::link::{Answer, Notify, Questions, RequestLink};
 use toolgate_gateway::session::Session;
-
-/// A client's answer to a question, or the error it sent instead.
-type Answered = Result<mcp::ClientResult, mcp::ErrorData>;
 
 /// Answer streams a session keeps for resumption at most (those whose client read them to the
 /// end are not kept at all).
@@ -41,6 +37,8 @@ pub(crate) struct HttpSession {
     pub(crate) version: mcp::ProtocolVersion,
     /// What the client declared it can answer.
     pub(crate) capabilities: mcp::ClientCapabilities,
+    /// The questions put to it and not answered yet.
+    questions: Arc<Questions>,
     /// The gateway's view of it: log level, subscriptions, where notifications go.
     pub(crate) gateway_session: Arc<Session>,
     /// The standalone stream, where notifications and unrelated requests go.
@@ -59,10 +57,6 @@ struct State {
     /// The client's requests being served, by their id: cancelled by `notifications/cancelled`
     /// or when the session ends.
     running: HashMap<mcp::RequestId, CancellationToken>,
-    /// Questions sent to the client and not answered yet, by the id toolgate gave them.
-    asked: HashMap<mcp::RequestId, oneshot::Sender<Answered>>,
-    /// The id of the next question.
-    next_question: i64,
     /// Answers that became event streams, kept for resumption (stream numbers from 1).
     streams: HashMap<u64, Arc<EventStream>>,
     /// The number of the next such stream.
@@ -115,6 +109,7 @@ impl HttpSession {
             client,
             version,
             capabilities: params.capabilities.clone(),
+            questions: Arc::default(),
             gateway_session,
             standalone,
             state: Mutex::new(State { next_stream: 1, ..State::default() }),
@@ -162,6 +157,7 @@ impl HttpSession {
     /// Ends the session: its requests are cancelled, its questions unanswered, its streams
     /// end.
     pub(crate) fn close(&self) {
+        self.questions.close("the session ended");
         self.standalone.closed.cancel();
         self.standalone.stream.end();
         let mut state = self.state();
@@ -169,7 +165,6 @@ impl HttpSession {
         for (_, running) in state.running.drain() {
             running.cancel();
         }
-        state.asked.clear();
         for (_, stream) in state.streams.drain() {
             stream.end();
         }
@@ -201,29 +196,9 @@ impl HttpSession {
         id: &mcp::RequestId,
         answer: Result<mcp::ClientResult, mcp::ErrorData>,
     ) {
-        if let Some(waiting) = self.state().asked.remove(id) {
-            let _ = waiting.send(answer);
-        } else {
+        if !self.questions.answered(id, answer) {
             tracing::debug!(session = %self.id, %id, "an answer to no open question");
         }
-    }
-
-    /// A new question's id, and where its answer will arrive; `None` once the session ended.
-    fn ask(&self) -> Option<(mcp::RequestId, oneshot::Receiver<Answered>)> {
-        let (sender, receiver) = oneshot::channel();
-        let mut state = self.state();
-        if state.closed {
-            return None;
-        }
-        let id = mcp::RequestId::Number(state.next_question);
-        state.next_question += 1;
-        state.asked.insert(id.clone(), sender);
-        Some((id, receiver))
-    }
-
-    /// Forgets question `id` (nobody waits for its answer any more).
-    fn forget(&self, id: &mcp::RequestId) {
-        self.state().asked.remove(id);
     }
 
     /// A new stream for an answer, kept for resumption until the session ends or
@@ -305,32 +280,7 @@ impl RequestLink for SessionRequest {
     }
 
     fn ask(&self, request: mcp::ServerRequest) -> Answer {
-        let Some((id, answer)) = self.session.ask() else {
-            return Box::pin(async { Err(unanswered("the session ended")) });
-        };
-        let message = mcp::ServerJsonRpcMessage::request(request, id.clone());
-        self.outbox.send(&message);
-        let forget = Forget { session: self.session.clone(), id: Some(id) };
-        Box::pin(async move {
-            let mut forget = forget;
-            let answered = answer.await;
-            forget.id = None;
-            answered.unwrap_or_else(|_| Err(unanswered("the session ended")))
-        })
-    }
-}
-
-/// Forgets a question whose answer nobody waits for any more.
-struct Forget {
-    session: Arc<HttpSession>,
-    id: Option<mcp::RequestId>,
-}
-
-impl Drop for Forget {
-    fn drop(&mut self) {
-        if let Some(id) = &self.id {
-            self.session.forget(id);
-        }
+        self.session.questions.ask(request, |message| self.outbox.send(&message))
     }
 }
 
@@ -390,7 +340,7 @@ mod tests {
         let dropped =
             link.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));
         drop(dropped);
-        assert!(session.state().asked.is_empty(), "nobody waits for it any more");
+        assert!(session.questions.is_empty(), "nobody waits for it any more");
         session.close();
         let after =
             link.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));
