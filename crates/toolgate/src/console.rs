@@ -204,7 +204,7 @@ impl Frontend for Console {
 fn line_outcome(outcome: &ToolOutcome) -> LineOutcome {
     match outcome {
         ToolOutcome::Done(result) => {
-            let text = toolgate_agent::content::result_parts(result)
+            let text = toolgate_llm::content::parts(result)
                 .into_iter()
                 .filter_map(|part| match part {
                     toolgate_llm::chat::Part::Text { text } => Some(text),
