@@ -394,7 +394,7 @@ fn api_key(
             options.error(&path, format!("the environment variable {name} is empty"));
         }
         Some(Ok(key)) => {
-            if reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.trim())).is_err() {
+            if http::HeaderValue::from_str(&format!("Bearer {}", key.trim())).is_err() {
                 options.error(
                     &path,
                     format!(
