@@ -3,7 +3,7 @@
 //! ([`Interaction`]).
 //!
 //! The loop knows only these traits; [`crate::gateway_host`] is the host over the gateway
-//! (every call through the pipeline), the binary's terminal is the frontend.
+//! (every call through the pipeline), `toolgate-terminal`'s `Console` the frontend.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,11 +2,9 @@
 //! config, build, run. Each subcommand lives in its own module under `commands/`.
 
 mod commands;
-mod console;
 mod events;
 mod scrub;
 mod setup;
-mod terminal;
 mod trust;
 
 use std::path::PathBuf;
