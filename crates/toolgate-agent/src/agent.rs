@@ -24,7 +24,6 @@ use toolgate_llm::chat::{ChatRequest, Message, StopReason, ToolCall, ToolResult,
 use toolgate_llm::provider::{Dialect, Provider, ProviderError, StreamEvent};
 use toolgate_llm::tool_names::ToolNames;
 
-use crate::content::outcome_parts;
 use crate::host::{Frontend, HostCall, ToolHost, ToolOutcome};
 
 /// The default number of model turns per prompt.
@@ -187,7 +186,7 @@ impl Agent {
                 let result = ToolResult {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
-                    content: outcome_parts(&outcome),
+                    content: outcome.parts(),
                     is_error: outcome.is_error(),
                 };
                 self.push(Message::ToolResult(result), None)?;

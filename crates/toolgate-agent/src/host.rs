@@ -3,7 +3,7 @@
 //! ([`Interaction`]).
 //!
 //! The loop knows only these traits; [`crate::gateway_host`] is the host over the gateway
-//! (every call through the pipeline), the binary's terminal is the frontend.
+//! (every call through the pipeline), `toolgate-terminal`'s `Console` the frontend.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
+use toolgate_llm::chat::Part;
 
 /// One tool call the agent makes.
 pub struct HostCall {
@@ -55,6 +56,15 @@ impl ToolOutcome {
         match self {
             ToolOutcome::Done(result) => result.is_error == Some(true),
             _ => true,
+        }
+    }
+
+    /// What the model reads of it: a result's content as [`toolgate_llm::content::parts`]
+    /// reads it, any other outcome as its [`ToolOutcome::explanation`].
+    pub fn parts(&self) -> Vec<Part> {
+        match self {
+            ToolOutcome::Done(result) => toolgate_llm::content::parts(result),
+            other => vec![Part::text(other.explanation().unwrap_or_default())],
         }
     }
 
@@ -209,5 +219,29 @@ impl Interaction for NobodyToAsk {
 
     fn allow_sampling(&self, _server: String, _summary: String) -> BoxFuture<'static, bool> {
         Box::pin(async { false })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn result(value: serde_json::Value) -> mcp::CallToolResult {
+        serde_json::from_value(value).expect("a CallToolResult")
+    }
+
+    #[test]
+    fn outcomes_that_are_not_results_are_explained() {
+        let parts = ToolOutcome::Unknown("fs__nope".into()).parts();
+        assert_eq!(
+            parts,
+            vec![Part::text(
+                "There is no tool named fs__nope. Use one of the tools you were given."
+            )]
+        );
+        assert!(ToolOutcome::Cancelled.is_error());
+        assert!(!ToolOutcome::Done(result(json!({"content": []}))).is_error());
     }
 }

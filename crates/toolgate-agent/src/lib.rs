@@ -8,7 +8,6 @@
 //! - [`gateway_host`]: the gateway in the same process as the host, so every call passes the
 //!   pipeline with the agent as its principal; the agent as an MCP client (sampling,
 //!   elicitation, roots, progress);
-//! - [`content`]: what the model reads of a tool's outcome;
 //! - [`settings`]: which provider and model, from config, environment and flags;
 //! - [`store`]: conversations in SQLite (messages, tool calls and results, usage), resumable.
 //! - [`trim`]: a long conversation fitted to the model's context, oldest tool results first.
@@ -18,7 +17,6 @@
 #![allow(deprecated)]
 
 pub mod agent;
-pub mod content;
 pub mod gateway_host;
 pub mod host;
 pub mod settings;

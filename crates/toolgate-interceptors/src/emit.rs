@@ -224,18 +224,7 @@ impl Emit {
             }
         };
         let command = read_command(&mut options);
-        let concurrency = match options.get("concurrency") {
-            None => DEFAULT_CONCURRENCY,
-            Some(value) => match value.as_u64().and_then(|n| usize::try_from(n).ok()) {
-                Some(n) if n >= 1 => n,
-                _ => {
-                    let path = options.at("concurrency");
-                    options
-                        .error(&path, format!("expected an integer of at least 1, found {value}"));
-                    DEFAULT_CONCURRENCY
-                }
-            },
-        };
+        let concurrency = options.integer("concurrency", 1).unwrap_or(DEFAULT_CONCURRENCY);
         let command_timeout =
             options.duration("command_timeout", ABOVE_ZERO).unwrap_or(DEFAULT_COMMAND_TIMEOUT);
         let hooks = vec![

@@ -25,10 +25,12 @@
 //!   reads them) is more than `min_tokens` tokens; error results (`isError`) only with
 //!   `on_error = true`.
 //! - **The request**: `POST <base_url>/chat/completions` with `model`, one `user` message
-//!   (the prompt with its placeholders filled in) and `max_tokens`; not streamed;
-//!   `Authorization: Bearer <key>` when `api_key_env` is set. Redirects are not followed (they
-//!   would carry the key elsewhere). A result longer than `max_input_tokens` is cut there
-//!   before it goes into the prompt, and the prompt says so.
+//!   (the prompt with its placeholders filled in) and `max_tokens`, made by `toolgate-llm`'s
+//!   provider client (the agent's); streamed, and an endpoint that answers with one
+//!   `chat.completion` body instead is read too; not retried; `Authorization: Bearer <key>`
+//!   when `api_key_env` is set. Redirects are not followed (they would carry the key
+//!   elsewhere). A result longer than `max_input_tokens` is cut there before it goes into the
+//!   prompt, and the prompt says so.
 //! - **The key**: read from the environment variable `api_key_env` names when the pipeline is
 //!   built; a variable that is not set or empty is a config error (`toolgate config check`
 //!   reports it too, so run it with the same environment as `serve`). Leave `api_key_env`
@@ -81,9 +83,9 @@
 //! | `cache_size` | integer ≥ 0 | 256 | summaries kept (0: no cache) |
 //! | `encoding` | `"o200k_base"`, `"cl100k_base"` | `"o200k_base"` | how tokens are counted |
 //!
-//! `max_tokens` is the parameter every OpenAI-compatible server knows; OpenAI's reasoning
-//! models (o1, o3, ...) want `max_completion_tokens` instead and answer `400`: use another
-//! model for summaries.
+//! `max_tokens` is the parameter every OpenAI-compatible server knows; to OpenAI itself
+//! (`api.openai.com`) it is sent as `max_completion_tokens`, which its reasoning models (o1,
+//! o3, ...) want instead.
 //!
 //! # Option errors
 //!

@@ -435,7 +435,7 @@ fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Sp
         limits.error(path, "sets no limit (expected timeout, concurrency or rate)");
     }
     let timeout = limits.duration("timeout", ABOVE_ZERO);
-    let concurrency = positive(&mut limits, "concurrency");
+    let concurrency = limits.integer("concurrency", 1u32);
     let rate = limits.string("rate").and_then(|text| match parse_rate(text) {
         Some(rate) => Some(rate),
         None => {
@@ -450,7 +450,7 @@ fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Sp
             None
         }
     });
-    let burst = positive(&mut limits, "burst");
+    let burst = limits.integer("burst", 1u32);
     if burst.is_some() && !table.contains_key("rate") {
         let at = limits.at("burst");
         limits.error(&at, "needs a `rate`");
@@ -463,19 +463,6 @@ fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Sp
     let ok = limits.errors.is_empty();
     options.errors.append(&mut limits.errors);
     ok.then_some(Spec { timeout, concurrency, rate })
-}
-
-/// An integer option of at least 1.
-fn positive(options: &mut Options<'_>, key: &str) -> Option<u32> {
-    let value = options.get(key)?;
-    match value.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|n| *n >= 1) {
-        Some(n) => Some(n),
-        None => {
-            let at = options.at(key);
-            options.error(&at, format!("expected an integer of at least 1, found {value}"));
-            None
-        }
-    }
 }
 
 /// `N/unit`.

@@ -1,5 +1,6 @@
 //! Reading a kind's options from its `[[pipeline]]` table, with errors that name the field.
 
+use std::fmt;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -108,6 +109,27 @@ impl<'a> Options<'a> {
                 let path = self.at(key);
                 self.error(&path, format!("expected true or false, found {other}"));
                 default
+            }
+        }
+    }
+
+    /// An integer option of at least `least` (and at most what `N` holds); `None` when absent
+    /// or wrong (recorded as an error: `expected an integer of at least 1, found 0`, in the
+    /// config's own word for it).
+    pub(crate) fn integer<N>(&mut self, key: &str, least: N) -> Option<N>
+    where
+        N: TryFrom<u64> + PartialOrd + fmt::Display + Copy,
+    {
+        let value = self.get(key)?;
+        match value.as_u64().and_then(|n| N::try_from(n).ok()).filter(|n| *n >= least) {
+            Some(n) => Some(n),
+            None => {
+                let path = self.at(key);
+                self.error(
+                    &path,
+                    format!("expected an integer of at least {least}, found {value}"),
+                );
+                None
             }
         }
     }

@@ -73,7 +73,7 @@
 //! # Option errors
 //!
 //! ```text
-//! pipeline[0].max_lines_per_failure: expected a whole number of at least 1, found 0
+//! pipeline[0].max_lines_per_failure: expected an integer of at least 1, found 0
 //! pipeline[0].keep_output: expected true or false, found "yes"
 //! pipeline[0].runners[1]: unknown runner "mocha" (known: cargo, pytest, jest, vitest, go)
 //! pipeline[0].encoding: unknown encoding "p50k_base" (known: o200k_base, cl100k_base)
@@ -298,17 +298,8 @@ impl TestFilter {
             "encoding",
         ]);
         let mut settings = Settings::default();
-        if let Some(value) = options.get("max_lines_per_failure") {
-            match value.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|n| *n >= 1) {
-                Some(n) => settings.max_lines_per_failure = n,
-                None => {
-                    let path = options.at("max_lines_per_failure");
-                    options.error(
-                        &path,
-                        format!("expected a whole number of at least 1, found {value}"),
-                    );
-                }
-            }
+        if let Some(n) = options.integer("max_lines_per_failure", 1) {
+            settings.max_lines_per_failure = n;
         }
         settings.keep_passed_names = options.boolean("keep_passed_names", false);
         settings.keep_output = options.boolean("keep_output", false);

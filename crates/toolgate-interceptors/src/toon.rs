@@ -218,17 +218,7 @@ impl Toon {
                 })
             }
         };
-        let min_tokens = match options.get("min_tokens") {
-            None => DEFAULT_MIN_TOKENS,
-            Some(value) => {
-                value.as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or_else(|| {
-                    let path = options.at("min_tokens");
-                    options
-                        .error(&path, format!("expected an integer of at least 0, found {value}"));
-                    DEFAULT_MIN_TOKENS
-                })
-            }
-        };
+        let min_tokens = options.integer("min_tokens", 0).unwrap_or(DEFAULT_MIN_TOKENS);
         let note = options.boolean("note", true);
         let compact = options.boolean("compact", true);
         let descriptor = transform::descriptor(KIND, &[InterceptionEvent::ToolsCall]);

@@ -96,6 +96,7 @@ use toolgate_intercept::{
     CallContext, Descriptor, InterceptError, InterceptionEvent, Interceptor, Message, OWN_SERVER,
     Outcome, Phase,
 };
+use toolgate_llm::content::size_in_words;
 
 use crate::options::{OptionError, Options};
 use crate::transform::{self, Applied};
@@ -644,14 +645,6 @@ fn describe_cuts(cuts: &[json::Omission]) -> String {
         words.push(format!("and {} more cuts", cuts.len() - 5));
     }
     if words.is_empty() { "nothing cut".to_owned() } else { words.join(", ") }
-}
-
-fn size_in_words(bytes: usize) -> String {
-    match bytes {
-        0..1024 => format!("{bytes} bytes"),
-        1024..1_048_576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
-        _ => format!("{:.1} MiB", bytes as f64 / 1_048_576.0),
-    }
 }
 
 /// Whether `value` matches `schema` (a schema that does not compile counts as a match: the

@@ -94,7 +94,6 @@
 
 mod anthropic;
 mod builtin;
-mod content;
 mod gemini;
 mod openai;
 

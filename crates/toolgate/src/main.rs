@@ -3,11 +3,9 @@
 
 mod admin;
 mod commands;
-mod console;
 mod events;
 mod scrub;
 mod setup;
-mod terminal;
 mod trust;
 
 use std::path::PathBuf;

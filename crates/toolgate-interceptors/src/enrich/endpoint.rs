@@ -1,21 +1,23 @@
-//! The OpenAI-compatible Chat Completions endpoint `enrich` asks for summaries: one
-//! non-streaming `POST <base_url>/chat/completions` per summary, under `request_timeout`.
+//! The OpenAI-compatible Chat Completions endpoint `enrich` asks for summaries, through
+//! `toolgate-llm`'s provider client ([`toolgate_llm::provider`], the Chat Completions dialect):
+//! one request per summary, not retried, under `request_timeout`. An endpoint may stream its
+//! answer or send it whole.
 //!
 //! What may be said about a failure: the endpoint's `host[:port]`, the HTTP status, and the
 //! error's `code` or `type` from the provider's error body when it is a short identifier. Never
 //! the URL's path, the key, the prompt, the result or the provider's error message (which may
 //! quote any of them).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use reqwest::header::{AUTHORIZATION, HeaderValue};
-use serde_json::{Value, json};
+use futures::StreamExt as _;
+use toolgate_llm::chat::{ChatRequest, Message, StopReason};
+use toolgate_llm::provider::{
+    self, ConnectError, Dialect, Finished, Provider, ProviderConfig, ProviderError, StreamEvent,
+};
 
-use super::settings::{ApiKey, Settings};
-
-/// The largest answer read.
-const BODY_LIMIT: usize = 1024 * 1024;
+use super::settings::Settings;
 
 /// Why no summary came back.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,15 +80,14 @@ pub struct Completion {
 
 /// One endpoint, model and key.
 pub(super) struct Endpoint {
-    url: reqwest::Url,
+    config: ProviderConfig,
     endpoint: String,
     model: String,
-    api_key: Option<ApiKey>,
-    max_tokens: u64,
+    max_tokens: u32,
     timeout: Duration,
-    /// Built at the first request, so that building the pipeline (and `config check`) reads
+    /// Made at the first request, so that building the pipeline (and `config check`) reads
     /// no certificates.
-    client: OnceLock<Result<reqwest::Client, String>>,
+    provider: OnceLock<Result<Arc<dyn Provider>, String>>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -94,7 +95,7 @@ impl std::fmt::Debug for Endpoint {
         f.debug_struct("Endpoint")
             .field("endpoint", &self.endpoint)
             .field("model", &self.model)
-            .field("api_key", &self.api_key)
+            .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
@@ -103,92 +104,88 @@ impl Endpoint {
     /// The endpoint `settings` describe.
     pub(super) fn new(settings: &Settings) -> Endpoint {
         Endpoint {
-            url: settings.chat_url(),
+            config: ProviderConfig {
+                dialect: Dialect::OpenaiChat,
+                base_url: settings.base_url.to_string(),
+                api_key: settings.api_key.as_ref().map(|key| key.expose().to_owned()),
+                // One request per summary: a failure is the pipeline's to let through.
+                max_retries: 0,
+                idle_timeout: settings.request_timeout,
+            },
             endpoint: settings.endpoint.clone(),
             model: settings.model.clone(),
-            api_key: settings.api_key.clone(),
-            max_tokens: settings.max_tokens,
+            max_tokens: u32::try_from(settings.max_tokens).unwrap_or(u32::MAX),
             timeout: settings.request_timeout,
-            client: OnceLock::new(),
+            provider: OnceLock::new(),
         }
     }
 
     /// Asks the model to answer `prompt`.
     pub(super) async fn complete(&self, prompt: &str) -> Result<Completion, EndpointError> {
-        let client = self.client()?;
-        let body = json!({
-            "model": self.model,
-            "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": self.max_tokens,
-        });
-        let mut request = client.post(self.url.clone()).json(&body);
-        if let Some(key) = &self.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .expect("checked when the settings were read");
-            value.set_sensitive(true);
-            request = request.header(AUTHORIZATION, value);
-        }
-        match tokio::time::timeout(self.timeout, self.exchange(request)).await {
-            Ok(answer) => answer,
-            Err(_) => Err(EndpointError::Timeout {
-                endpoint: self.endpoint.clone(),
-                timeout: toolgate_core::duration::format(self.timeout),
-            }),
-        }
+        let provider = self.provider()?;
+        let request = ChatRequest {
+            model: self.model.clone(),
+            messages: vec![Message::user_text(prompt)],
+            max_tokens: Some(self.max_tokens),
+            ..ChatRequest::default()
+        };
+        let finished = match tokio::time::timeout(self.timeout, finished(provider, request)).await {
+            Ok(finished) => finished.map_err(|error| self.failure(error))?,
+            Err(_) => return Err(self.timed_out()),
+        };
+        completion(finished).map_err(|why| self.malformed(why.to_owned()))
     }
 
-    fn client(&self) -> Result<&reqwest::Client, EndpointError> {
-        let built = self.client.get_or_init(|| {
-            reqwest::Client::builder()
-                .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))
-                // A redirect would carry the key elsewhere, and a POST may become a GET.
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| innermost(&e))
+    fn provider(&self) -> Result<&Arc<dyn Provider>, EndpointError> {
+        let made = self.provider.get_or_init(|| {
+            provider::connect(self.config.clone()).map_err(|error| match error {
+                ConnectError::Client { cause, .. } => cause,
+                other => other.to_string(),
+            })
         });
-        built.as_ref().map_err(|cause| EndpointError::Client {
+        made.as_ref().map_err(|cause| EndpointError::Client {
             endpoint: self.endpoint.clone(),
             cause: cause.clone(),
         })
     }
 
-    /// Sends `request` and reads the answer.
-    async fn exchange(
-        &self,
-        request: reqwest::RequestBuilder,
-    ) -> Result<Completion, EndpointError> {
-        let unreachable = |e: reqwest::Error| EndpointError::Unreachable {
-            endpoint: self.endpoint.clone(),
-            cause: innermost(&e),
-        };
-        let mut response = request.send().await.map_err(unreachable)?;
-        let status = response.status();
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-            if body.len() + chunk.len() > BODY_LIMIT {
-                if !status.is_success() {
-                    break;
-                }
-                return Err(self.malformed(format!("a body larger than {} KiB", BODY_LIMIT / 1024)));
+    /// What `error` is said to be: only the host, the status and a short error code.
+    fn failure(&self, error: ProviderError) -> EndpointError {
+        let endpoint = self.endpoint.clone();
+        match error {
+            ProviderError::Status { status, code, .. } => EndpointError::Status {
+                endpoint,
+                status: http::StatusCode::from_u16(status)
+                    .map_or_else(|_| status.to_string(), |status| status.to_string()),
+                code: code
+                    .as_deref()
+                    .and_then(identifier)
+                    .map(|code| format!(" ({code})"))
+                    .unwrap_or_default(),
+            },
+            ProviderError::Network { message, .. } => {
+                EndpointError::Unreachable { endpoint, cause: message }
             }
-            body.extend_from_slice(&chunk);
+            ProviderError::Idle { .. } => self.timed_out(),
+            ProviderError::Protocol { message, .. } => self.malformed(message),
+            ProviderError::InStream { code, .. } => self.malformed(format!(
+                "an error in its stream{}",
+                code.as_deref()
+                    .and_then(identifier)
+                    .map(|code| format!(" ({code})"))
+                    .unwrap_or_default()
+            )),
+            ProviderError::Truncated { .. } => {
+                self.malformed("a stream that ended before the summary was complete".to_owned())
+            }
         }
-        if !status.is_success() {
-            let code = error_code(&body).map(|code| format!(" ({code})")).unwrap_or_default();
-            return Err(EndpointError::Status {
-                endpoint: self.endpoint.clone(),
-                status: status.to_string(),
-                code,
-            });
+    }
+
+    fn timed_out(&self) -> EndpointError {
+        EndpointError::Timeout {
+            endpoint: self.endpoint.clone(),
+            timeout: toolgate_core::duration::format(self.timeout),
         }
-        let body: Value = serde_json::from_slice(&body).map_err(|e| {
-            self.malformed(format!(
-                "a body that is not JSON (line {}, column {})",
-                e.line(),
-                e.column()
-            ))
-        })?;
-        completion(&body).map_err(|why| self.malformed(why.to_owned()))
     }
 
     fn malformed(&self, why: String) -> EndpointError {
@@ -196,74 +193,73 @@ impl Endpoint {
     }
 }
 
-/// The summary in a `chat.completion` body, or what is wrong with the body.
-fn completion(body: &Value) -> Result<Completion, &'static str> {
-    let choice = body
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|choices| choices.first())
-        .ok_or("a body that is not a chat completion (no choices)")?;
-    let message = choice.get("message").ok_or("a choice without a message")?;
-    let text = match message.get("content") {
-        Some(Value::String(text)) => text.trim(),
-        _ if message.get("refusal").is_some_and(Value::is_string) => {
-            return Err("a refusal instead of a summary");
+/// The end of the provider's stream for `request`: the whole turn, or the error that ended it.
+async fn finished(
+    provider: &Arc<dyn Provider>,
+    request: ChatRequest,
+) -> Result<Finished, ProviderError> {
+    let mut stream = provider.stream(request);
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::Finished(finished) = event? {
+            return Ok(finished);
         }
-        _ => return Err("a message without text content"),
-    };
-    if text.is_empty() {
-        return Err("an empty summary");
     }
-    let usage = |key: &str| body.get("usage").and_then(|u| u.get(key)).and_then(Value::as_u64);
+    Err(ProviderError::Truncated { provider: String::new() })
+}
+
+/// The summary in a finished turn, or what is wrong with it.
+fn completion(finished: Finished) -> Result<Completion, &'static str> {
+    let text = finished.turn.text.trim();
+    if text.is_empty() {
+        return Err(match finished.stop {
+            StopReason::ContentFilter => "a refusal instead of a summary",
+            _ if !finished.turn.tool_calls.is_empty() => "a message without text content",
+            _ => "an empty summary",
+        });
+    }
+    let finish_reason = match &finished.stop {
+        StopReason::End => "stop",
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens => "length",
+        StopReason::ContentFilter => "content_filter",
+        StopReason::Other(other) => other.as_str(),
+    };
     Ok(Completion {
         text: text.to_owned(),
-        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
-        prompt_tokens: usage("prompt_tokens"),
-        completion_tokens: usage("completion_tokens"),
+        finish_reason: Some(finish_reason.to_owned()),
+        prompt_tokens: finished.usage.map(|usage| usage.input_tokens),
+        completion_tokens: finished.usage.map(|usage| usage.output_tokens),
     })
 }
 
-/// `error.code`, else `error.type`, of an OpenAI-style error body, when it is a short
-/// identifier (so that nothing the provider quoted can pass).
-fn error_code(body: &[u8]) -> Option<String> {
-    let body: Value = serde_json::from_slice(body).ok()?;
-    let error = body.get("error")?;
-    fn identifier(value: Option<&Value>) -> Option<&str> {
-        value.and_then(Value::as_str).filter(|text| {
-            !text.is_empty()
-                && text.len() <= 64
-                && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
-        })
-    }
-    identifier(error.get("code")).or_else(|| identifier(error.get("type"))).map(str::to_owned)
-}
-
-/// The message of the innermost error in `error`'s chain: the cause in words, without the
-/// URL reqwest's own message holds.
-fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut current = error;
-    while let Some(source) = current.source() {
-        current = source;
-    }
-    if std::ptr::addr_eq(current, error) {
-        // No source: say what kind of failure it is, not reqwest's message with the URL.
-        return "the request failed".to_owned();
-    }
-    current.to_string()
+/// `code` when it is a short identifier (so that nothing the provider quoted can pass).
+fn identifier(code: &str) -> Option<&str> {
+    (!code.is_empty()
+        && code.len() <= 64
+        && code.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)))
+    .then_some(code)
 }
 
 #[cfg(test)]
 mod tests {
+    use toolgate_llm::chat::{AssistantTurn, ToolCall, Usage};
+
     use super::*;
+
+    fn turn(text: &str, stop: StopReason) -> Finished {
+        Finished {
+            turn: AssistantTurn { text: text.to_owned(), ..AssistantTurn::default() },
+            usage: None,
+            stop,
+        }
+    }
 
     #[test]
     fn a_completion_body_gives_its_text_reason_and_usage() {
-        let body = json!({
-            "choices": [{"message": {"role": "assistant", "content": "  short  "}, "finish_reason": "length"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 2},
-        });
+        let mut finished = turn("  short  ", StopReason::MaxTokens);
+        finished.usage = Some(Usage { input_tokens: 10, output_tokens: 2, ..Usage::default() });
         assert_eq!(
-            completion(&body),
+            completion(finished),
             Ok(Completion {
                 text: "short".into(),
                 finish_reason: Some("length".into()),
@@ -273,40 +269,29 @@ mod tests {
         );
     }
 
+    /// What is wrong with a body that is not a chat completion at all is the provider's to say
+    /// (`toolgate_llm`'s Chat Completions decoder: no choices, a choice without a message).
     #[test]
     fn bodies_without_a_summary_say_what_is_missing() {
+        let mut calls_only = turn("", StopReason::ToolUse);
+        calls_only.turn.tool_calls =
+            vec![ToolCall { id: "c".into(), name: "f".into(), arguments: "{}".into() }];
         let cases = [
-            (json!({}), "a body that is not a chat completion (no choices)"),
-            (json!({"choices": []}), "a body that is not a chat completion (no choices)"),
-            (json!({"choices": [{}]}), "a choice without a message"),
-            (
-                json!({"choices": [{"message": {"content": null}}]}),
-                "a message without text content",
-            ),
-            (
-                json!({"choices": [{"message": {"content": null, "refusal": "no"}}]}),
-                "a refusal instead of a summary",
-            ),
-            (json!({"choices": [{"message": {"content": " \n"}}]}), "an empty summary"),
+            (calls_only, "a message without text content"),
+            (turn("", StopReason::ContentFilter), "a refusal instead of a summary"),
+            (turn(" \n", StopReason::End), "an empty summary"),
         ];
-        for (body, why) in cases {
-            assert_eq!(completion(&body), Err(why), "{body}");
+        for (finished, why) in cases {
+            assert_eq!(completion(finished.clone()), Err(why), "{finished:?}");
         }
     }
 
     #[test]
     fn only_short_identifiers_of_an_error_body_are_repeated() {
-        let code = |body: Value| error_code(body.to_string().as_bytes());
-        assert_eq!(
-            code(json!({"error": {"code": "rate_limit_exceeded", "type": "requests"}})).as_deref(),
-            Some("rate_limit_exceeded")
-        );
-        assert_eq!(
-            code(json!({"error": {"code": null, "type": "server_error"}})).as_deref(),
-            Some("server_error")
-        );
-        assert_eq!(code(json!({"error": {"code": "Incorrect API key sk-123 provided"}})), None);
-        assert_eq!(code(json!({"error": "overloaded"})), None);
-        assert_eq!(error_code(b"<html>"), None);
+        assert_eq!(identifier("rate_limit_exceeded"), Some("rate_limit_exceeded"));
+        assert_eq!(identifier("server_error"), Some("server_error"));
+        assert_eq!(identifier("Incorrect API key sk-123 provided"), None);
+        assert_eq!(identifier(""), None);
+        assert_eq!(identifier(&"x".repeat(65)), None);
     }
 }

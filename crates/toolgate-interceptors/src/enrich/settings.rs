@@ -246,10 +246,10 @@ impl Settings {
                 ),
             );
         }
-        let max_tokens = whole(options, "max_tokens", 1).map_or(DEFAULT_MAX_TOKENS, |n| n as u64);
-        let min_tokens = whole(options, "min_tokens", 0).unwrap_or(DEFAULT_MIN_TOKENS);
+        let max_tokens = options.integer("max_tokens", 1).unwrap_or(DEFAULT_MAX_TOKENS);
+        let min_tokens = options.integer("min_tokens", 0).unwrap_or(DEFAULT_MIN_TOKENS);
         let max_input_tokens =
-            whole(options, "max_input_tokens", 1).unwrap_or(DEFAULT_MAX_INPUT_TOKENS);
+            options.integer("max_input_tokens", 1).unwrap_or(DEFAULT_MAX_INPUT_TOKENS);
         let on_error = match options.get("on_error") {
             None => false,
             Some(value) => value.as_bool().unwrap_or_else(|| {
@@ -258,7 +258,7 @@ impl Settings {
                 false
             }),
         };
-        let cache_size = whole(options, "cache_size", 0).unwrap_or(DEFAULT_CACHE_SIZE);
+        let cache_size = options.integer("cache_size", 0).unwrap_or(DEFAULT_CACHE_SIZE);
         let encoding = match options.string("encoding") {
             None => Encoding::default(),
             Some(name) => name.parse::<Encoding>().unwrap_or_else(|e| {
@@ -394,7 +394,7 @@ fn api_key(
             options.error(&path, format!("the environment variable {name} is empty"));
         }
         Some(Ok(key)) => {
-            if reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.trim())).is_err() {
+            if http::HeaderValue::from_str(&format!("Bearer {}", key.trim())).is_err() {
                 options.error(
                     &path,
                     format!(
@@ -415,17 +415,4 @@ fn request_timeout(options: &mut Options<'_>) -> Option<Duration> {
         return Some(DEFAULT_REQUEST_TIMEOUT);
     }
     options.duration("request_timeout", ABOVE_ZERO)
-}
-
-/// An integer option of at least `least`.
-fn whole(options: &mut Options<'_>, key: &str, least: usize) -> Option<usize> {
-    let value = options.get(key)?;
-    match value.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|n| *n >= least) {
-        Some(n) => Some(n),
-        None => {
-            let path = options.at(key);
-            options.error(&path, format!("expected an integer of at least {least}, found {value}"));
-            None
-        }
-    }
 }

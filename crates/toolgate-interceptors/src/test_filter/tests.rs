@@ -395,7 +395,7 @@ fn errors(options: serde_json::Value) -> Vec<String> {
 fn bad_options_are_each_named() {
     assert_eq!(
         errors(json!({ "max_lines_per_failure": 0 })),
-        vec!["pipeline[0].max_lines_per_failure: expected a whole number of at least 1, found 0"]
+        vec!["pipeline[0].max_lines_per_failure: expected an integer of at least 1, found 0"]
     );
     assert_eq!(
         errors(json!({ "keep_output": "yes" })),

@@ -75,8 +75,8 @@ pub(super) fn read(options: &mut Options<'_>) -> Settings {
         },
         None => Encoding::default(),
     };
-    let tokens = whole(options, "max_tokens", LEAST_TOKENS);
-    let bytes = whole(options, "max_bytes", LEAST_BYTES);
+    let tokens = options.integer("max_tokens", LEAST_TOKENS);
+    let bytes = options.integer("max_bytes", LEAST_BYTES);
     let budget = match (tokens, bytes) {
         (Some(_), Some(_)) => {
             let path = options.at("max_bytes");
@@ -91,8 +91,8 @@ pub(super) fn read(options: &mut Options<'_>) -> Settings {
         let path = options.at("encoding");
         options.error(&path, "counts tokens, but the budget is max_bytes");
     }
-    let page_tokens = whole(options, "page_tokens", 100);
-    let page_bytes = whole(options, "page_bytes", 400);
+    let page_tokens = options.integer("page_tokens", 100);
+    let page_bytes = options.integer("page_bytes", 400);
     let page = match (budget, page_tokens, page_bytes) {
         (Budget::Tokens(..), Some(n), None) => Some(n),
         (Budget::Bytes(_), None, Some(n)) => Some(n),
@@ -146,27 +146,11 @@ pub(super) fn read(options: &mut Options<'_>) -> Settings {
     if let Some(ttl) = options.duration("spill_ttl", Duration::from_secs(1)) {
         limits.ttl = ttl;
     }
-    if let Some(n) = whole(options, "spill_max_bytes", 1) {
+    if let Some(n) = options.integer("spill_max_bytes", 1) {
         limits.max_bytes = n;
     }
-    if let Some(n) = whole(options, "spill_caller_bytes", 1) {
+    if let Some(n) = options.integer("spill_caller_bytes", 1) {
         limits.caller_bytes = n;
     }
     Settings { budget, page, head, structured, media, spill, limits }
-}
-
-/// A whole number option of at least `least`.
-fn whole(options: &mut Options<'_>, key: &str, least: usize) -> Option<usize> {
-    let value = options.get(key)?;
-    match value.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|n| *n >= least) {
-        Some(n) => Some(n),
-        None => {
-            let path = options.at(key);
-            options.error(
-                &path,
-                format!("expected a whole number of at least {least}, found {value}"),
-            );
-            None
-        }
-    }
 }

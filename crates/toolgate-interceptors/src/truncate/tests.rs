@@ -436,7 +436,7 @@ fn documents_split_long_lines_and_find_lines_by_offset() {
 fn options_are_checked_with_their_paths() {
     assert_eq!(
         errors(json!({"max_tokens": 10})),
-        ["pipeline[0].max_tokens: expected a whole number of at least 500, found 10"]
+        ["pipeline[0].max_tokens: expected an integer of at least 500, found 10"]
     );
     assert_eq!(
         errors(json!({"max_tokens": 1000, "max_bytes": 4000})),

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use toolgate_core::mcp;
 
 use super::ToolCall;
-use super::content::{self, MediaKind, Piece};
+use crate::content::{self, MediaKind, Piece};
 
 /// Image types an `image` block takes.
 const IMAGES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use toolgate_core::mcp;
 
 use super::ToolCall;
-use super::content::{self, Piece};
+use crate::content::{self, Piece};
 
 fn status(result: &mcp::CallToolResult) -> &'static str {
     if result.is_error == Some(true) { "failed" } else { "completed" }

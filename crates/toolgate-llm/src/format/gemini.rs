@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 use toolgate_core::mcp;
 
 use super::ToolCall;
-use super::content::{self, MediaKind, Piece};
+use crate::content::{self, MediaKind, Piece};
 
 /// Types a function response's `parts` take inline (images and PDF documents).
 const INLINE: &[&str] = &["image/png", "image/jpeg", "image/webp", "application/pdf"];

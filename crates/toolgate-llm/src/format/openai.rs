@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use toolgate_core::mcp;
 
 use super::ToolCall;
-use super::content::{self, Piece};
+use crate::content::{self, Piece};
 
 /// Image types an `input_image` takes.
 const RESPONSES_IMAGES: &[&str] = &["image/png", "image/jpeg", "image/webp", "image/gif"];

@@ -55,6 +55,13 @@ pub(super) trait Decoder: Send + Sync + 'static {
 
     /// The stream ended without the event that completes a response.
     fn end(&mut self) -> Result<Finished, Fault>;
+
+    /// Reads a whole response sent as one JSON body instead of a stream (a server that does
+    /// not stream), appending what it says to `out`. Dialects that always stream refuse it.
+    fn whole(&mut self, body: &Value, out: &mut Vec<StreamEvent>) -> Result<Finished, Fault> {
+        let _ = (body, out);
+        Err(Fault::Protocol("a JSON body where an event stream was asked for".to_owned()))
+    }
 }
 
 /// The code (or type) and message of a provider's error object, in any of the shapes the

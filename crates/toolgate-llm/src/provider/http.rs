@@ -2,6 +2,10 @@
 //! headers, the retries, the idle timeout, and the loop that feeds server-sent events to a
 //! dialect's [`Decoder`].
 //!
+//! An answer whose `Content-Type` is `application/json` is a whole response at once (a server
+//! that does not stream, though asked to): it is read whole (at most 1 MiB) and handed to the
+//! decoder's [`Decoder::whole`], and its events come out as if streamed.
+//!
 //! Retried, as [`ProviderConfig::max_retries`] says, and only before the stream has produced
 //! anything: 408, 409, 429 and 5xx answers, and failures to send the request or to read the
 //! start of the answer. The wait is the provider's `retry-after-ms` (OpenAI), else its
@@ -40,6 +44,8 @@ const BACKOFF_BASE: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// The most of an error body read.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// The largest answer read when it comes as one JSON body rather than a stream.
+const WHOLE_BODY_LIMIT: usize = 1024 * 1024;
 
 /// Why no provider could be made from a [`ProviderConfig`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -262,6 +268,13 @@ impl<D: Decoder> Driver<D> {
                     self.state = State::Send { failures };
                 }
                 State::Send { failures } => match self.send().await {
+                    Ok(response) if is_json(&response) => {
+                        // The whole answer at once: nothing is retried after this.
+                        self.produced = true;
+                        if let Err(error) = self.whole(response).await {
+                            self.error = Some(error);
+                        }
+                    }
                     Ok(response) => {
                         let reader = SseReader::default();
                         self.state = State::Read { response, reader, failures };
@@ -334,6 +347,37 @@ impl<D: Decoder> Driver<D> {
         Ok(false)
     }
 
+    /// Reads an answer sent as one JSON body (a server that does not stream) and queues what
+    /// the decoder makes of it.
+    async fn whole(&mut self, mut response: reqwest::Response) -> Result<(), ProviderError> {
+        let (host, idle) = (self.endpoint.host.clone(), self.endpoint.idle_timeout);
+        let protocol =
+            |message: String| ProviderError::Protocol { provider: host.clone(), message };
+        let mut body = Vec::new();
+        loop {
+            let chunk = match tokio::time::timeout(idle, response.chunk()).await {
+                Err(_) => return Err(ProviderError::Idle { provider: host.clone(), after: idle }),
+                Ok(chunk) => chunk.map_err(|e| self.network(&e))?,
+            };
+            let Some(chunk) = chunk else { break };
+            if body.len() + chunk.len() > WHOLE_BODY_LIMIT {
+                return Err(protocol(format!(
+                    "a body larger than {} KiB",
+                    WHOLE_BODY_LIMIT / 1024
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let body: Value = serde_json::from_slice(&body).map_err(|e| {
+            protocol(format!("a body that is not JSON (line {}, column {})", e.line(), e.column()))
+        })?;
+        let mut out = Vec::new();
+        let finished = self.decoder.whole(&body, &mut out).map_err(|fault| fault.error(&host))?;
+        self.queue.extend(out);
+        self.queue.push_back(StreamEvent::Finished(finished));
+        Ok(())
+    }
+
     fn retry_or_fail(
         &mut self,
         failures: u32,
@@ -396,6 +440,16 @@ impl<D: Decoder> Driver<D> {
         };
         Err(Failure { error, retry: retryable.then_some(asked) })
     }
+}
+
+/// Whether `response` is one JSON body rather than an event stream.
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// The first [`ERROR_BODY_LIMIT`] bytes of an answer (fewer if the connection breaks).

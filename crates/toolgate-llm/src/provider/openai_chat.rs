@@ -24,7 +24,9 @@
 //! (joined as text: each chunk is whole JSON, so only the text is split) or as a JSON object;
 //! usage in a last chunk with no choices (or beside the finish reason); `data: [DONE]`; an
 //! `error` object in a chunk; a stream that ends without `[DONE]` is complete if a finish reason
-//! came, truncated otherwise. Finish reasons: `stop` is the end (a tool use if the turn called
+//! came, truncated otherwise. A server that answers with one `chat.completion` body instead of
+//! a stream is read the same way, its first choice's `message` as one delta (a `refusal` in
+//! place of the content is `content_filter`). Finish reasons: `stop` is the end (a tool use if the turn called
 //! tools: Ollama says `stop` then), `tool_calls` / `function_call` a tool use, `length` the
 //! token limit, `content_filter` filtered.
 
@@ -338,6 +340,34 @@ impl DecoderTrait for Decoder {
         if self.finish.is_none() {
             return Err(Fault::Truncated);
         }
+        Ok(self.finished())
+    }
+
+    /// A `chat.completion` object: its first choice's `message` read as one delta holding it
+    /// all. A `refusal` in place of the content is a [`StopReason::ContentFilter`].
+    fn whole(&mut self, body: &Value, out: &mut Vec<StreamEvent>) -> Result<Finished, Fault> {
+        if body.get("error").is_some_and(|e| !e.is_null()) {
+            self.chunk(body, out)?;
+        }
+        let choice = body
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|choices| choices.first())
+            .ok_or_else(|| {
+                Fault::Protocol("a body that is not a chat completion (no choices)".to_owned())
+            })?;
+        let message = choice
+            .get("message")
+            .ok_or_else(|| Fault::Protocol("a choice without a message".to_owned()))?;
+        let refused = !message.get("content").is_some_and(Value::is_string)
+            && message.get("refusal").is_some_and(Value::is_string);
+        let finish_reason =
+            if refused { json!("content_filter") } else { choice["finish_reason"].clone() };
+        let chunk = json!({
+            "choices": [{"index": 0, "delta": message, "finish_reason": finish_reason}],
+            "usage": body.get("usage"),
+        });
+        self.chunk(&chunk, out)?;
         Ok(self.finished())
     }
 }

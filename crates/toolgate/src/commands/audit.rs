@@ -1,18 +1,16 @@
 //! `toolgate audit`: check the audit log's hash chain (`verify`) and read it (`tail`).
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{self, BufRead as _, BufReader, Seek as _, SeekFrom, Write as _};
-use std::os::unix::fs::{FileExt as _, MetadataExt as _};
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::signal::unix::{SignalKind, signal};
-use toolgate_audit::{AuditError, ChainProblem, EventPattern, VerifyReport};
+use toolgate_audit::{EventPattern, Follower};
 
 use crate::GlobalArgs;
 use crate::commands::tools::shorten;
@@ -154,190 +152,18 @@ fn parse_head(text: &str) -> Result<String, String> {
 async fn verify(path: &Path, args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let file = path.to_path_buf();
     let head = args.head.clone();
-    let result = tokio::task::spawn_blocking(move || match head {
-        Some(head) => toolgate_audit::verify_with_head(&file, &head),
-        None => toolgate_audit::verify(&file),
-    })
-    .await
-    .context("the verification task failed")?;
-    let finding = match result {
-        Ok(report) => {
-            print_intact(path, &report, args.head.is_some(), args.json)?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        Err(error) => match Finding::of(&error) {
-            Some(finding) => finding,
-            None => return Err(error.into()),
-        },
-    };
+    let verdict =
+        tokio::task::spawn_blocking(move || toolgate_audit::verdict::check(&file, head.as_deref()))
+            .await
+            .context("the verification task failed")??;
     let mut out = io::stdout().lock();
     if args.json {
-        let mut report = Map::new();
-        report.insert("ok".into(), json!(false));
-        report.insert("file".into(), json!(path.display().to_string()));
-        report.insert("problem".into(), json!(finding.problem));
-        report.insert("line".into(), json!(finding.line));
-        report.insert("seq".into(), json!(finding.seq));
-        report.insert("message".into(), json!(finding.message));
-        report.extend(finding.details);
-        serde_json::to_writer_pretty(&mut out, &report)?;
+        serde_json::to_writer_pretty(&mut out, &verdict.json(path))?;
         writeln!(out)?;
     } else {
-        let record = finding.seq.map(|seq| format!(", record {seq}")).unwrap_or_default();
-        writeln!(
-            out,
-            "FAILED: {}: line {}{record}: {}: {}",
-            path.display(),
-            finding.line,
-            finding.problem.replace('_', " "),
-            finding.message
-        )?;
+        writeln!(out, "{}", verdict.line(path))?;
     }
-    Ok(ExitCode::FAILURE)
-}
-
-fn print_intact(
-    path: &Path,
-    report: &VerifyReport,
-    head_checked: bool,
-    json: bool,
-) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    if json {
-        let report = json!({
-            "ok": true,
-            "file": path.display().to_string(),
-            "records": report.records,
-            "head": report.head,
-            "head_checked": head_checked,
-        });
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)
-    } else {
-        let records = if report.records == 1 { "record" } else { "records" };
-        writeln!(out, "ok: {} {records}, head {}", report.records, report.head)
-    }
-}
-
-/// What `verify` found wrong, in plain words.
-struct Finding {
-    /// `edited`, `removed`, `inserted`, `reordered`, `malformed`, `bad_genesis`,
-    /// `head_mismatch`, or `broken` for a kind this command does not know yet.
-    problem: &'static str,
-    /// The line (from 1) where it shows.
-    line: u64,
-    /// The `seq` of the record concerned, when known.
-    seq: Option<u64>,
-    message: String,
-    /// The problem's own numbers, for `--json`.
-    details: Map<String, Value>,
-}
-
-impl Finding {
-    /// The finding for a broken chain; `None` for other errors (the file cannot be read).
-    fn of(error: &AuditError) -> Option<Finding> {
-        let finding = |problem, line, seq, message: String, details: Value| Finding {
-            problem,
-            line,
-            seq,
-            message,
-            details: match details {
-                Value::Object(details) => details,
-                _ => Map::new(),
-            },
-        };
-        if let AuditError::HeadMismatch { records, expected, found, expected_at, .. } = error {
-            let why = match expected_at {
-                Some(line) => format!(
-                    "the expected head is record {line}: {} record(s) were added after it",
-                    records - line
-                ),
-                None => {
-                    "records were removed from its end, or its last record was changed".to_owned()
-                }
-            };
-            return Some(finding(
-                "head_mismatch",
-                *records,
-                Some(*records),
-                format!(
-                    "the log ends at record {records} with head {found}, not at the expected \
-                     head {expected}: {why}"
-                ),
-                json!({
-                    "records": records,
-                    "expected_head": expected,
-                    "found_head": found,
-                    "expected_at": expected_at,
-                }),
-            ));
-        }
-        let (line, problem) = error.problem()?;
-        Some(match problem {
-            ChainProblem::Edited => finding(
-                "edited",
-                line,
-                Some(line),
-                format!(
-                    "record {line} was changed after it was written (its hash is not the `prev` \
-                     of the next record, line {})",
-                    line + 1
-                ),
-                json!({}),
-            ),
-            ChainProblem::BadGenesis => finding(
-                "bad_genesis",
-                line,
-                Some(1),
-                "the first record's `prev` is not 64 zeros: it was changed, or the file does \
-                 not start at the beginning of its chain"
-                    .to_owned(),
-                json!({}),
-            ),
-            ChainProblem::Removed { expected, found } => {
-                let missing = if found - expected == 1 {
-                    format!("record {expected} is missing")
-                } else {
-                    format!("records {expected} to {} are missing", found - 1)
-                };
-                finding(
-                    "removed",
-                    line,
-                    Some(*found),
-                    format!("{missing}: this line holds record {found} where {expected} belongs"),
-                    json!({ "expected": expected, "found": found }),
-                )
-            }
-            ChainProblem::Inserted { seq, also_at } => finding(
-                "inserted",
-                line,
-                Some(*seq),
-                format!(
-                    "a record was inserted: this line holds a record {seq}, and line {also_at} \
-                     holds one too"
-                ),
-                json!({ "also_at": also_at }),
-            ),
-            ChainProblem::Reordered { expected, found, expected_at } => finding(
-                "reordered",
-                line,
-                Some(*found),
-                format!(
-                    "records were moved: this line holds record {found} where {expected} \
-                     belongs, and record {expected} is at line {expected_at}"
-                ),
-                json!({ "expected": expected, "found": found, "expected_at": expected_at }),
-            ),
-            ChainProblem::Malformed { reason } => finding(
-                "malformed",
-                line,
-                None,
-                format!("the line is not a valid record: {reason}"),
-                json!({ "reason": reason }),
-            ),
-            other => finding("broken", line, None, other.to_string(), json!({})),
-        })
-    }
+    Ok(if verdict.is_intact() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 // === tail ===
@@ -366,9 +192,7 @@ async fn tail(path: &Path, args: TailArgs) -> anyhow::Result<ExitCode> {
         Err(error) if args.follow && error.kind() == io::ErrorKind::NotFound => {
             eprintln!("toolgate: {} does not exist yet; waiting for it", path.display());
         }
-        Err(error) => {
-            return Err(error).with_context(|| format!("cannot read {}", path.display()));
-        }
+        Err(error) => return Err(error.into()),
     }
     let mut text = String::new();
     for record in &last {
@@ -400,9 +224,7 @@ async fn tail(path: &Path, args: TailArgs) -> anyhow::Result<ExitCode> {
             Ok(None) => {}
             // Gone for now (being replaced, say): look again at the next tick.
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(error) => {
-                return Err(error).with_context(|| format!("cannot read {}", path.display()));
-            }
+            Err(error) => return Err(error.into()),
         }
         write_out(&text)?;
     }
@@ -498,141 +320,10 @@ fn quoted(text: &str) -> String {
     if plain { text.to_owned() } else { Value::String(text.to_owned()).to_string() }
 }
 
-// === impl Follower ===
-
-/// Reads the lines appended to a file since the last look, noticing when the file is replaced,
-/// truncated or rewritten (and then reading it again from the start).
-struct Follower {
-    path: PathBuf,
-    /// Device and inode of the file being read, once it was found.
-    identity: Option<(u64, u64)>,
-    /// Bytes read so far.
-    offset: u64,
-    /// What was read after the last newline: the start of a line still being written.
-    partial: Vec<u8>,
-    /// The last whole line read (without its newline) and where it starts.
-    last_line: Option<(u64, Vec<u8>)>,
-    /// The number of the last whole line read.
-    line_number: u64,
-    /// Size and modification time when last looked at.
-    seen: Option<(u64, Option<SystemTime>)>,
-}
-
-/// Why a [`Follower`] went back to the start of the file.
-#[derive(Debug, Clone, Copy)]
-enum Restart {
-    Replaced,
-    Truncated,
-    Rewritten,
-}
-
-impl std::fmt::Display for Restart {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Restart::Replaced => "was replaced",
-            Restart::Truncated => "was truncated",
-            Restart::Rewritten => "was rewritten",
-        })
-    }
-}
-
-impl Follower {
-    fn new(path: &Path) -> Follower {
-        Follower {
-            path: path.to_path_buf(),
-            identity: None,
-            offset: 0,
-            partial: Vec::new(),
-            last_line: None,
-            line_number: 0,
-            seen: None,
-        }
-    }
-
-    /// Calls `on_line` with each whole line added since the last call (its number from 1, and
-    /// its bytes without the newline). Says so when it had to start over. `NotFound` when the
-    /// file does not exist (it is read from the start once it does).
-    fn poll(&mut self, on_line: &mut dyn FnMut(u64, &[u8])) -> io::Result<Option<Restart>> {
-        let file = match File::open(&self.path) {
-            Ok(file) => file,
-            Err(error) => {
-                if error.kind() == io::ErrorKind::NotFound {
-                    self.start_over();
-                    self.identity = None;
-                }
-                return Err(error);
-            }
-        };
-        let metadata = file.metadata()?;
-        let identity = (metadata.dev(), metadata.ino());
-        let seen = (metadata.len(), metadata.modified().ok());
-        let restart = if self.identity.is_some_and(|known| known != identity) {
-            Some(Restart::Replaced)
-        } else if metadata.len() < self.offset {
-            Some(Restart::Truncated)
-        } else if self.seen.is_some_and(|known| known != seen) && !self.last_line_intact(&file) {
-            Some(Restart::Rewritten)
-        } else {
-            None
-        };
-        if restart.is_some() {
-            self.start_over();
-        }
-        self.identity = Some(identity);
-        self.seen = Some(seen);
-        if metadata.len() > self.offset {
-            self.read_lines(file, on_line)?;
-        }
-        Ok(restart)
-    }
-
-    fn read_lines(&mut self, file: File, on_line: &mut dyn FnMut(u64, &[u8])) -> io::Result<()> {
-        let mut reader = BufReader::new(file);
-        reader.seek(SeekFrom::Start(self.offset))?;
-        let mut line = std::mem::take(&mut self.partial);
-        let mut last = Vec::new();
-        let mut last_start = None;
-        loop {
-            let read = reader.read_until(b'\n', &mut line)?;
-            self.offset += read as u64;
-            if line.last() != Some(&b'\n') {
-                // The end of the file, maybe in the middle of a line.
-                break;
-            }
-            line.pop();
-            self.line_number += 1;
-            on_line(self.line_number, &line);
-            last_start = Some(self.offset - line.len() as u64 - 1);
-            std::mem::swap(&mut line, &mut last);
-            line.clear();
-        }
-        self.partial = line;
-        if let Some(start) = last_start {
-            self.last_line = Some((start, last));
-        }
-        Ok(())
-    }
-
-    /// Whether the last line read is still where it was, as it was.
-    fn last_line_intact(&self, file: &File) -> bool {
-        let Some((start, line)) = &self.last_line else { return true };
-        let mut found = vec![0; line.len() + 1];
-        file.read_exact_at(&mut found, *start).is_ok()
-            && found[..line.len()] == line[..]
-            && found[line.len()] == b'\n'
-    }
-
-    fn start_over(&mut self) {
-        self.offset = 0;
-        self.partial.clear();
-        self.last_line = None;
-        self.line_number = 0;
-        self.seen = None;
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn record(value: Value) -> Map<String, Value> {
@@ -672,43 +363,5 @@ mod tests {
         assert!(parse_head(&"A".repeat(64)).is_ok_and(|head| head == "a".repeat(64)));
         assert!(parse_head("abc").is_err());
         assert!(parse_head(&"g".repeat(64)).is_err());
-    }
-
-    #[test]
-    fn the_follower_reads_whole_lines_and_notices_rewrites() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("log.jsonl");
-        let mut follower = Follower::new(&path);
-        let mut lines = Vec::new();
-        let mut poll = |follower: &mut Follower| {
-            let mut got = Vec::new();
-            let restart = follower
-                .poll(&mut |n, bytes| got.push((n, String::from_utf8_lossy(bytes).into_owned())));
-            lines.push(got);
-            restart
-        };
-        assert!(poll(&mut follower).is_err_and(|e| e.kind() == io::ErrorKind::NotFound));
-
-        std::fs::write(&path, "one\ntw").expect("write");
-        assert!(poll(&mut follower).expect("readable").is_none());
-        let mut file = std::fs::OpenOptions::new().append(true).open(&path).expect("open");
-        file.write_all(b"o\nthree\n").expect("append");
-        assert!(poll(&mut follower).expect("readable").is_none());
-        assert!(poll(&mut follower).expect("readable").is_none());
-
-        // Rewritten in place, longer than before: the old offset means nothing any more.
-        std::fs::write(&path, "uno\ndos\ntres\ncuatro\n").expect("rewrite");
-        assert!(matches!(poll(&mut follower), Ok(Some(Restart::Rewritten))));
-        std::fs::write(&path, "x\n").expect("truncate");
-        assert!(matches!(poll(&mut follower), Ok(Some(Restart::Truncated))));
-
-        let owned = |v: &[(u64, &str)]| -> Vec<(u64, String)> {
-            v.iter().map(|(n, s)| (*n, s.to_string())).collect()
-        };
-        assert_eq!(lines[1], owned(&[(1, "one")]));
-        assert_eq!(lines[2], owned(&[(2, "two"), (3, "three")]));
-        assert_eq!(lines[3], owned(&[]));
-        assert_eq!(lines[4], owned(&[(1, "uno"), (2, "dos"), (3, "tres"), (4, "cuatro")]));
-        assert_eq!(lines[5], owned(&[(1, "x")]));
     }
 }

@@ -1,30 +1,26 @@
 //! `toolgate chat`: the agent's REPL.
 //!
-//! Line editing and history are rustyline's (history in the user's data folder); a line
-//! ending in `\` or Alt-Enter continues on the next line. Ctrl-C while the model answers or
-//! tools run cancels that turn (tools are sent `notifications/cancelled`); Ctrl-C at the
-//! prompt clears the line; Ctrl-D leaves.
+//! Line editing and history are `toolgate_terminal::PromptEditor`'s (history in the user's
+//! data folder); a line ending in `\` or Alt-Enter continues on the next line. Ctrl-C while
+//! the model answers or tools run cancels that turn (tools are sent
+//! `notifications/cancelled`); Ctrl-C at the prompt clears the line; Ctrl-D leaves.
 
-use std::borrow::Cow;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use rustyline::error::ReadlineError;
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Cmd, Completer, Editor, Helper, Highlighter, Hinter, KeyEvent};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use toolgate_agent::agent::AgentError;
 use toolgate_agent::host::ToolHost as _;
 use toolgate_core::mcp;
 use toolgate_llm::chat::{Message, Part};
+use toolgate_terminal::{Console, ConsoleOptions, PromptEditor, ReadLine};
 use toolgate_upstream::CallOptions;
 
 use crate::GlobalArgs;
 use crate::commands::agent::{self, AgentArgs, Discovery, SessionJournal, Started};
-use crate::console::{Console, ConsoleOptions};
 use crate::setup;
 
 #[derive(Debug, Args)]
@@ -68,41 +64,27 @@ pub(crate) async fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<E
     let mut started =
         agent::start(global, &args.agent, Discovery::Background, console.clone(), resume).await?;
     banner(&started, resumed);
-    let mut editor = Some(editor()?);
+    let mut editor = PromptEditor::new()?;
     // From here on Ctrl-C (SIGINT, while no line is being edited) cancels the running turn
     // instead of ending the process; at the prompt, the line editor reads it as a key. After
     // the editor is made: rustyline puts a SIGINT handler of its own in place while an editor
     // lives (saving the one before), and tokio's is installed only once per process.
     let mut interrupts = signal(SignalKind::interrupt())?;
-    let history = history_file();
-    if let (Some(editor), Some(path)) = (editor.as_mut(), &history) {
-        let _ = editor.load_history(path);
-    }
+    editor.load_history();
     loop {
-        let Some(mut taken) = editor.take() else { break };
-        let (taken, line) = tokio::task::spawn_blocking(move || {
-            let line = taken.readline("› ");
-            (taken, line)
-        })
-        .await?;
-        editor = Some(taken);
-        let line = match line {
-            Ok(line) => line,
-            Err(ReadlineError::Interrupted) => {
+        let line = match editor.read_line("› ").await? {
+            ReadLine::Line(line) => line,
+            ReadLine::Interrupted => {
                 eprintln!("(Ctrl-D leaves)");
                 continue;
             }
-            Err(ReadlineError::Eof) => break,
-            Err(error) => return Err(error.into()),
+            ReadLine::Eof => break,
         };
-        let line = joined(&line);
         let text = line.trim();
         if text.is_empty() {
             continue;
         }
-        if let Some(editor) = editor.as_mut() {
-            let _ = editor.add_history_entry(text);
-        }
+        editor.add_history(text);
         let message = if let Some(command) = text.strip_prefix('/') {
             match command_line(&mut started, command).await {
                 Ok(Step::Send(message)) => message,
@@ -126,14 +108,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ChatArgs) -> anyhow::Result<E
         while let Some(Some(())) = futures::FutureExt::now_or_never(interrupts.recv()) {}
         turn(&mut started, &console, &mut interrupts, message).await;
     }
-    if let (Some(editor), Some(path)) = (editor.as_mut(), &history) {
-        if let Some(dir) = path.parent() {
-            // The history holds what was typed: its folder is the user's only, as the
-            // sessions database's (rustyline makes the file itself 0600).
-            let _ = toolgate_agent::store::create_private_dirs(dir);
-        }
-        let _ = editor.save_history(path);
-    }
+    editor.save_history();
     console.finish();
     started.running.shutdown().await;
     Ok(ExitCode::SUCCESS)
@@ -225,7 +200,7 @@ async fn command_line(started: &mut Started, command: &str) -> anyhow::Result<St
             for tool in tools {
                 let description = tool.description.as_deref().unwrap_or_default();
                 let first = description.lines().next().unwrap_or_default();
-                writeln!(out, "{}  {}", tool.name, crate::terminal::sanitize(first))?;
+                writeln!(out, "{}  {}", tool.name, toolgate_terminal::sanitize(first))?;
             }
         }
         "servers" => {
@@ -387,39 +362,4 @@ async fn attach_resources(started: &Started, text: &str) -> anyhow::Result<Messa
         }
     }
     Ok(Message::User { content: parts })
-}
-
-/// The line editor: history, and multi-line input.
-fn editor() -> anyhow::Result<Editor<Multiline, rustyline::history::DefaultHistory>> {
-    let mut editor = Editor::new()?;
-    editor.set_helper(Some(Multiline));
-    editor.bind_sequence(KeyEvent::alt('\r'), Cmd::Newline);
-    Ok(editor)
-}
-
-fn history_file() -> Option<std::path::PathBuf> {
-    dirs::data_dir().map(|dir| dir.join("toolgate").join("chat_history.txt"))
-}
-
-/// A line ending in `\` continues on the next.
-#[derive(Completer, Helper, Highlighter, Hinter)]
-struct Multiline;
-
-impl Validator for Multiline {
-    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
-        Ok(if ctx.input().ends_with('\\') {
-            ValidationResult::Incomplete
-        } else {
-            ValidationResult::Valid(None)
-        })
-    }
-}
-
-/// The text of a multi-line input without its continuation backslashes.
-fn joined(input: &str) -> Cow<'_, str> {
-    if input.contains("\\\n") {
-        Cow::Owned(input.replace("\\\n", "\n"))
-    } else {
-        Cow::Borrowed(input)
-    }
 }

@@ -11,10 +11,10 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use toolgate_agent::agent::AgentError;
 use toolgate_llm::chat::Message;
+use toolgate_terminal::{Console, ConsoleOptions};
 
 use crate::GlobalArgs;
 use crate::commands::agent::{self, AgentArgs, Discovery};
-use crate::console::{Console, ConsoleOptions};
 use crate::setup;
 
 #[derive(Debug, Args)]

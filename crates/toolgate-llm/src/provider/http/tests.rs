@@ -294,6 +294,57 @@ async fn a_stream_broken_before_its_first_event_is_retried() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_answer_in_one_json_body_is_read_whole_and_never_retried() {
+    let json = || vec![("content-type", "application/json".to_owned())];
+    let completion = json!({
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    });
+    let (script, address) = server(vec![
+        Reply::Status(200, json(), completion.to_string()),
+        Reply::Status(200, json(), "{\"choices\": [".into()),
+        Reply::Status(200, json(), "{\"object\": \"list\"}".into()),
+    ])
+    .await;
+    let provider = connect(config(Dialect::OpenaiChat, &address, 3)).expect("provider");
+    let (events, error) = collect(&provider).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(events[0], StreamEvent::Text("Hello".into()));
+    let StreamEvent::Finished(finished) = &events[1] else { panic!("{events:?}") };
+    assert_eq!((finished.turn.text.as_str(), &finished.stop), ("Hello", &StopReason::End));
+    assert_eq!(finished.usage.map(|u| u.output_tokens), Some(1));
+
+    let (events, error) = collect(&provider).await;
+    assert!(events.is_empty());
+    assert_eq!(
+        error.expect("error").to_string(),
+        format!("{address} sent something unexpected: a body that is not JSON (line 1, column 13)")
+    );
+    let (_, error) = collect(&provider).await;
+    assert_eq!(
+        error.expect("error").to_string(),
+        format!(
+            "{address} sent something unexpected: a body that is not a chat completion (no \
+             choices)"
+        )
+    );
+    assert_eq!(script.seen.lock().expect("lock").len(), 3, "none was retried");
+
+    // A dialect that always streams refuses one.
+    let (_, address) = server(vec![Reply::Status(200, json(), completion.to_string())]).await;
+    let provider = connect(config(Dialect::Anthropic, &address, 0)).expect("provider");
+    let (_, error) = collect(&provider).await;
+    assert_eq!(
+        error.expect("error").to_string(),
+        format!(
+            "{address} sent something unexpected: a JSON body where an event stream was asked for"
+        )
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn silence_longer_than_the_idle_timeout_ends_the_stream() {
     let first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
     let (_script, address) =

@@ -430,3 +430,51 @@ fn data_that_is_not_json_is_a_protocol_error() {
         matches!(end, Err(Fault::Protocol(message)) if message.starts_with("an event that is not JSON"))
     );
 }
+
+#[test]
+fn a_whole_chat_completion_is_read_as_one_delta() {
+    let whole = |body: Value| {
+        let mut out = Vec::new();
+        let finished = Decoder::default().whole(&body, &mut out);
+        (out, finished)
+    };
+    let (events, end) = whole(json!({
+        "choices": [{"message": {"role": "assistant", "content": "  short  "}, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2},
+    }));
+    assert_eq!(events, vec![StreamEvent::Text("  short  ".into())]);
+    let end = end.expect("finished");
+    assert_eq!(end.turn.text, "  short  ");
+    assert_eq!(end.stop, StopReason::MaxTokens);
+    let usage = end.usage.expect("usage");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (10, 2));
+
+    let (events, end) = whole(json!({"choices": [{"message": {"content": null, "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+    ]}, "finish_reason": "tool_calls"}]}));
+    assert_eq!(events, vec![started("call_a", "f"), started("call_b", "g")]);
+    let end = end.expect("finished");
+    assert_eq!(
+        end.turn.tool_calls,
+        vec![call("call_a", "f", "{\"x\":1}"), call("call_b", "g", "{}")]
+    );
+    assert_eq!(end.stop, StopReason::ToolUse);
+
+    let (_, end) = whole(json!({"choices": [{"message": {"content": null, "refusal": "no"}}]}));
+    let end = end.expect("finished");
+    assert_eq!((end.turn.text.as_str(), end.stop), ("", StopReason::ContentFilter));
+
+    let cases = [
+        (json!({}), "a body that is not a chat completion (no choices)"),
+        (json!({"choices": []}), "a body that is not a chat completion (no choices)"),
+        (json!({"choices": [{}]}), "a choice without a message"),
+    ];
+    for (body, why) in cases {
+        assert_eq!(whole(body.clone()).1, Err(Fault::Protocol(why.into())), "{body}");
+    }
+    let (_, end) = whole(json!({"error": {"message": "Overloaded", "type": "overloaded_error"}}));
+    assert!(
+        matches!(end, Err(Fault::InStream { code: Some(code), .. }) if code == "overloaded_error")
+    );
+}

@@ -423,7 +423,7 @@ fn number(n: f64) -> String {
 
 /// `1023 B`, `1.2 KiB`, `3.4 MiB`.
 pub(crate) fn size(bytes: usize) -> String {
-    toolgate_agent::content::bytes(bytes)
+    toolgate_llm::content::bytes(bytes)
 }
 
 /// `340 ms`, `1.2 s`, `2m 03s`.

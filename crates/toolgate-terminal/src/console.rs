@@ -20,24 +20,24 @@ use tokio_util::sync::CancellationToken;
 use toolgate_agent::host::{ApprovalChoice, ApprovalQuestion, Frontend, Interaction, ToolOutcome};
 use toolgate_core::mcp;
 
-use crate::terminal::approval;
-use crate::terminal::markdown::{MarkdownStream, Mode};
-use crate::terminal::status::{Board, Outcome as LineOutcome, ToolLine};
-use crate::terminal::{LineInput, Paint};
+use crate::approval;
+use crate::markdown::{MarkdownStream, Mode};
+use crate::status::{Board, Outcome as LineOutcome, ToolLine};
+use crate::{LineInput, Paint};
 
 /// How the console behaves.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ConsoleOptions {
+pub struct ConsoleOptions {
     /// Full arguments and results of tool calls.
-    pub(crate) verbose: bool,
+    pub verbose: bool,
     /// Stream the answer to stdout (not with `run --json`).
-    pub(crate) answer_to_stdout: bool,
+    pub answer_to_stdout: bool,
     /// Let upstreams sample without asking.
-    pub(crate) allow_sampling: bool,
+    pub allow_sampling: bool,
 }
 
 /// The terminal, as the agent's frontend and interaction.
-pub(crate) struct Console {
+pub struct Console {
     options: ConsoleOptions,
     answer: Mutex<Option<MarkdownStream<std::io::Stdout>>>,
     reasoning: Mutex<bool>,
@@ -52,7 +52,8 @@ pub(crate) struct Console {
 }
 
 impl Console {
-    pub(crate) fn new(options: ConsoleOptions) -> Console {
+    /// The console on this process's terminal (stdout for the answer, stderr for the rest).
+    pub fn new(options: ConsoleOptions) -> Console {
         let stdout_tty = std::io::stdout().is_terminal();
         let stderr_tty = std::io::stderr().is_terminal();
         let answer = options
@@ -63,7 +64,7 @@ impl Console {
             answer: Mutex::new(answer),
             reasoning: Mutex::new(false),
             tools: Mutex::default(),
-            paint: Paint::new(crate::terminal::color_enabled(stderr_tty)),
+            paint: Paint::new(crate::color_enabled(stderr_tty)),
             interactive: std::io::stdin().is_terminal() && stderr_tty,
             stderr_tty,
             asking: Arc::default(),
@@ -72,12 +73,12 @@ impl Console {
     }
 
     /// The token of the turn that starts (cancelled by Ctrl-C during a question).
-    pub(crate) fn start_turn(&self, cancel: CancellationToken) {
+    pub fn start_turn(&self, cancel: CancellationToken) {
         *self.turn.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel);
     }
 
     /// Ends what is shown of a turn (the answer's last block, a pending reasoning line).
-    pub(crate) fn end_turn(&self) {
+    pub fn end_turn(&self) {
         self.end_reasoning();
         if let Some(answer) = self.answer.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
             let _ = answer.finish();
@@ -85,24 +86,20 @@ impl Console {
     }
 
     /// The end: as [`Console::end_turn`].
-    pub(crate) fn finish(&self) {
+    pub fn finish(&self) {
         self.end_turn();
     }
 
     /// A dim line on stderr.
-    pub(crate) fn note(&self, text: &str) {
+    pub fn note(&self, text: &str) {
         self.end_reasoning();
-        eprintln!("{}", self.paint.dim(&crate::terminal::sanitize(text)));
+        eprintln!("{}", self.paint.dim(&crate::sanitize(text)));
     }
 
     /// An error line on stderr.
-    pub(crate) fn error(&self, text: &str) {
+    pub fn error(&self, text: &str) {
         self.end_reasoning();
-        eprintln!(
-            "{} {}",
-            self.paint.fg(anstyle::AnsiColor::Red, "error:"),
-            crate::terminal::sanitize(text)
-        );
+        eprintln!("{} {}", self.paint.fg(anstyle::AnsiColor::Red, "error:"), crate::sanitize(text));
     }
 
     fn end_reasoning(&self) {
@@ -154,7 +151,7 @@ impl Frontend for Console {
     fn reasoning(&self, delta: &str) {
         *self.reasoning.lock().unwrap_or_else(PoisonError::into_inner) = true;
         let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{}", crate::terminal::markdown::dim(delta, self.paint.color()));
+        let _ = write!(err, "{}", crate::markdown::dim(delta, self.paint.color()));
         let _ = err.flush();
     }
 
@@ -204,7 +201,7 @@ impl Frontend for Console {
 fn line_outcome(outcome: &ToolOutcome) -> LineOutcome {
     match outcome {
         ToolOutcome::Done(result) => {
-            let text = toolgate_agent::content::result_parts(result)
+            let text = toolgate_llm::content::parts(result)
                 .into_iter()
                 .filter_map(|part| match part {
                     toolgate_llm::chat::Part::Text { text } => Some(text),
@@ -267,7 +264,7 @@ impl Interaction for Console {
         }
         let from = if server.is_empty() { "toolgate".to_owned() } else { server };
         let asked = self.ask(move |input, out, paint| {
-            crate::terminal::form::ask(&from, &params, input, &mut &mut *out, paint)
+            crate::form::ask(&from, &params, input, &mut &mut *out, paint)
         });
         Box::pin(async move {
             asked.await.unwrap_or_else(|| mcp::ElicitResult::new(mcp::ElicitationAction::Cancel))
@@ -286,8 +283,8 @@ impl Interaction for Console {
             writeln!(
                 out,
                 "{} asks to use the model (sampling):\n{}",
-                paint.bold(&crate::terminal::one_line(&server)),
-                crate::terminal::sanitize(&summary)
+                paint.bold(&crate::one_line(&server)),
+                crate::sanitize(&summary)
             )?;
             loop {
                 match input.read_line("allow? [y/n] ", out)? {

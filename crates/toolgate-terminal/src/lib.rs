@@ -1,6 +1,11 @@
-//! The agent's terminal: what `toolgate run` and `toolgate chat` show and ask, kept apart from
-//! the agent loop so that each piece can be tested with in-memory readers and writers.
+//! The agent on a terminal: what `toolgate run` and `toolgate chat` show and ask, behind the
+//! agent's [`Frontend`](toolgate_agent::host::Frontend) and
+//! [`Interaction`](toolgate_agent::host::Interaction), kept apart from the agent loop (and from
+//! the binary, which parses arguments and wires things together) so that each piece can be
+//! tested with in-memory readers and writers.
 //!
+//! - [`Console`]: the frontend and interaction `run` and `chat` hand the agent.
+//! - [`PromptEditor`]: the line `chat` reads prompts with (history, multi-line input).
 //! - [`markdown`]: answers rendered as Markdown while they stream in (plain text when piped),
 //!   and reasoning shown dimmed.
 //! - [`form`]: an MCP elicitation (`elicitation/create`) asked field by field.
@@ -15,9 +20,14 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 pub(crate) mod approval;
+mod console;
 pub(crate) mod form;
 pub(crate) mod markdown;
+mod prompt_editor;
 pub(crate) mod status;
+
+pub use console::{Console, ConsoleOptions};
+pub use prompt_editor::{EditorError, PromptEditor, ReadLine};
 
 /// Whether colours and styles may be written to an output: only to a terminal, and not when
 /// `NO_COLOR` is set to something (<https://no-color.org>) or `TERM` is `dumb`.
@@ -40,7 +50,7 @@ pub(crate) fn terminal_width() -> usize {
 /// `text` with every control character but newline and tab, and every bidirectional
 /// override, written out visibly (`\u{1b}`), so that it is shown as it is and cannot act on
 /// the terminal.
-pub(crate) fn sanitize(text: &str) -> Cow<'_, str> {
+pub fn sanitize(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_unsafe) {
         return Cow::Borrowed(text);
     }

@@ -1,14 +1,32 @@
-//! What every format starts from: an MCP result's content as pieces of text and media, in
-//! order, with what is not for the model taken out.
+//! What a model reads of an MCP tool result, once for every reader: the result formats
+//! ([`crate::format`]) and the agent ([`parts`]).
+//!
+//! A result's content becomes pieces of text and media, in order. Text blocks stay text;
+//! images, audio and blob resources are media (what a reader cannot pass on becomes a note);
+//! an embedded text resource is its text after a `[resource <uri> (<mime>)]` line; a resource
+//! link is a line naming it (and its description); a block of a kind this module does not know
+//! is its JSON. Blocks whose `audience` leaves out the assistant are for the person only and
+//! are left out. When no text block is left for the model, the compact JSON of
+//! `structuredContent` comes first (the MCP spec asks servers to send it as text too, so when
+//! they do, the text blocks stand for it).
+//!
+//! [`parts`] is the agent's reading, as the parts of a [`chat`](crate::chat) tool result.
+//! It still words three things as the agent did before it read results here, differently from
+//! the formats (the tests of each pin their own words): a resource link
+//! (`[resource link <uri>: <description>]`), and the audio and blobs it cannot pass
+//! (`[audio (<mime>) not shown: 3 B]`, `[resource <uri>: 3 B of binary data (<mime>) not
+//! shown]`).
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 use toolgate_core::mcp;
 
+use crate::chat::Part;
+
 /// One piece of a result, as the formats see it.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Piece<'a> {
+pub(crate) enum Piece<'a> {
     /// Text for the model: a text block, the serialized `structuredContent`, a text resource
     /// (after a line naming it), a resource link in words, or a block of an unknown kind.
     Text(Cow<'a, str>),
@@ -18,20 +36,20 @@ pub(super) enum Piece<'a> {
 
 /// Base64 data with its type.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Media<'a> {
+pub(crate) struct Media<'a> {
     /// An image, an audio clip, or a blob resource.
-    pub(super) kind: MediaKind,
+    pub(crate) kind: MediaKind,
     /// Its MIME type (`application/octet-stream` when a resource has none).
-    pub(super) mime: &'a str,
+    pub(crate) mime: &'a str,
     /// The base64 data, as the server sent it.
-    pub(super) data: &'a str,
+    pub(crate) data: &'a str,
     /// The resource's URI (blob resources only).
-    pub(super) uri: Option<&'a str>,
+    pub(crate) uri: Option<&'a str>,
 }
 
 /// Where a [`Media`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum MediaKind {
+pub(crate) enum MediaKind {
     Image,
     Audio,
     Resource,
@@ -42,18 +60,18 @@ const OCTET_STREAM: &str = "application/octet-stream";
 
 impl Media<'_> {
     /// `data:<mime>;base64,<data>`
-    pub(super) fn data_url(&self) -> String {
+    pub(crate) fn data_url(&self) -> String {
         format!("data:{};base64,{}", self.mime, self.data)
     }
 
     /// Whether its type is one of `mimes` (ignoring case and parameters such as `; charset`).
-    pub(super) fn is(&self, mimes: &[&str]) -> bool {
+    pub(crate) fn is(&self, mimes: &[&str]) -> bool {
         let essence = self.mime.split(';').next().unwrap_or_default().trim();
         mimes.iter().any(|mime| mime.eq_ignore_ascii_case(essence))
     }
 
     /// Whether it is an image (an image block, or a resource of an `image/*` type).
-    pub(super) fn is_image(&self) -> bool {
+    pub(crate) fn is_image(&self) -> bool {
         self.kind == MediaKind::Image
             || (self.kind == MediaKind::Resource
                 && self.mime.to_ascii_lowercase().starts_with("image/"))
@@ -61,7 +79,7 @@ impl Media<'_> {
 
     /// What the model is told instead of this, and why: `[left out: image (image/png, 68
     /// bytes); <why>]`.
-    pub(super) fn note(&self, why: &str) -> String {
+    pub(crate) fn note(&self, why: &str) -> String {
         let size = size_in_words(decoded_len(self.data));
         match (self.kind, self.uri) {
             (MediaKind::Image, _) => format!("[left out: image ({}, {size}); {why}]", self.mime),
@@ -75,7 +93,7 @@ impl Media<'_> {
     }
 
     /// The last segment of the resource's URI, for APIs that want a file name.
-    pub(super) fn file_name(&self) -> &str {
+    pub(crate) fn file_name(&self) -> &str {
         let uri = self.uri.unwrap_or_default();
         let path = uri.split(['?', '#']).next().unwrap_or_default();
         match path.rsplit('/').next() {
@@ -93,7 +111,7 @@ fn decoded_len(base64: &str) -> usize {
 }
 
 /// `68 bytes`, `2.0 KiB`, `1.5 MiB`.
-fn size_in_words(bytes: usize) -> String {
+pub fn size_in_words(bytes: usize) -> String {
     const KIB: usize = 1024;
     #[expect(clippy::cast_precision_loss, reason = "a size shown with one decimal")]
     let scaled = |unit: usize| bytes as f64 / unit as f64;
@@ -118,7 +136,7 @@ fn for_the_model(annotations: Option<&mcp::Annotations>) -> bool {
 /// are dropped; when no text block is left and `structuredContent` is there, its compact JSON
 /// comes first (the MCP spec asks servers to send it as text too, so when they do, the text
 /// blocks stand for it).
-pub(super) fn pieces(result: &mcp::CallToolResult) -> Vec<Piece<'_>> {
+pub(crate) fn pieces(result: &mcp::CallToolResult) -> Vec<Piece<'_>> {
     let mut pieces = Vec::with_capacity(result.content.len() + 1);
     pieces.extend(structured_text(result));
     pieces.extend(result.content.iter().filter_map(piece));
@@ -127,7 +145,7 @@ pub(super) fn pieces(result: &mcp::CallToolResult) -> Vec<Piece<'_>> {
 
 /// The compact JSON of `structuredContent` as a piece, when there is no text block for the
 /// model.
-pub(super) fn structured_text(result: &mcp::CallToolResult) -> Option<Piece<'static>> {
+pub(crate) fn structured_text(result: &mcp::CallToolResult) -> Option<Piece<'static>> {
     let has_text = result.content.iter().any(|block| {
         matches!(block, mcp::ContentBlock::Text(text) if for_the_model(text.annotations.as_ref()))
     });
@@ -138,7 +156,7 @@ pub(super) fn structured_text(result: &mcp::CallToolResult) -> Option<Piece<'sta
 }
 
 /// One block as a piece; `None` when it is not meant for the model.
-pub(super) fn piece(block: &mcp::ContentBlock) -> Option<Piece<'_>> {
+pub(crate) fn piece(block: &mcp::ContentBlock) -> Option<Piece<'_>> {
     let (annotations, piece) = match block {
         mcp::ContentBlock::Text(text) => {
             (text.annotations.as_ref(), Piece::Text(Cow::Borrowed(text.text.as_str())))
@@ -173,13 +191,13 @@ pub(super) fn piece(block: &mcp::ContentBlock) -> Option<Piece<'_>> {
 }
 
 /// `structuredContent`, unless absent or `null`.
-pub(super) fn structured(result: &mcp::CallToolResult) -> Option<&Value> {
+pub(crate) fn structured(result: &mcp::CallToolResult) -> Option<&Value> {
     result.structured_content.as_ref().filter(|value| !value.is_null())
 }
 
 /// `structuredContent`, or else the first text block that is a JSON object or array: the data
 /// the built-in Responses items read their fields from.
-pub(super) fn data(result: &mcp::CallToolResult) -> Option<Cow<'_, Value>> {
+pub(crate) fn data(result: &mcp::CallToolResult) -> Option<Cow<'_, Value>> {
     if let Some(structured) = structured(result) {
         return Some(Cow::Borrowed(structured));
     }
@@ -233,7 +251,7 @@ fn compact(value: &impl serde::Serialize) -> String {
 }
 
 /// Each piece as text (media as the note `why` explains), joined by newlines.
-pub(super) fn text_of(pieces: &[Piece<'_>], why: &str) -> String {
+pub(crate) fn text_of(pieces: &[Piece<'_>], why: &str) -> String {
     let texts: Vec<Cow<'_, str>> = pieces
         .iter()
         .map(|piece| match piece {
@@ -246,7 +264,7 @@ pub(super) fn text_of(pieces: &[Piece<'_>], why: &str) -> String {
 
 /// For APIs with no error flag: the first text says that the tool failed (`Error: ...`, unless
 /// it already starts with "error"), or a first text saying so is added.
-pub(super) fn mark_error(pieces: &mut Vec<Piece<'_>>) {
+pub(crate) fn mark_error(pieces: &mut Vec<Piece<'_>>) {
     if let Some(Piece::Text(text)) = pieces.first_mut() {
         let starts_with_error =
             text.get(..5).is_some_and(|head| head.eq_ignore_ascii_case("error"));
@@ -258,8 +276,73 @@ pub(super) fn mark_error(pieces: &mut Vec<Piece<'_>>) {
     pieces.insert(0, Piece::Text(Cow::Borrowed("Error: the tool reported a failure.")));
 }
 
+// === The agent's reading ===
+
+/// What the model reads of `result`, as the parts of a tool result message: the pieces in
+/// order, images (image blocks, and blob resources of an image type) as images, everything else
+/// as text; `(the tool returned nothing)` when nothing is left. The words that differ from the
+/// formats' are in the module doc.
+pub fn parts(result: &mcp::CallToolResult) -> Vec<Part> {
+    let mut parts = Vec::with_capacity(result.content.len() + 1);
+    if let Some(Piece::Text(text)) = structured_text(result) {
+        parts.push(Part::text(text));
+    }
+    for block in &result.content {
+        let part = match (block, piece(block)) {
+            (_, None) => continue,
+            (mcp::ContentBlock::ResourceLink(link), Some(_)) => Part::text(format!(
+                "[resource link {}{}]",
+                link.uri,
+                link.description.as_ref().map(|d| format!(": {d}")).unwrap_or_default()
+            )),
+            (_, Some(Piece::Text(text))) => Part::text(text),
+            (_, Some(Piece::Media(media))) if media.is_image() => {
+                Part::Image { mime_type: media.mime.to_owned(), data: media.data.to_owned() }
+            }
+            (_, Some(Piece::Media(media))) => Part::text(media.not_shown()),
+        };
+        parts.push(part);
+    }
+    if parts.is_empty() {
+        parts.push(Part::text("(the tool returned nothing)"));
+    }
+    parts
+}
+
+impl Media<'_> {
+    /// The agent's note for media it does not pass: `[audio (audio/wav) not shown: 3 B]`,
+    /// `[resource <uri>: 3 B of binary data (<mime>) not shown]`.
+    fn not_shown(&self) -> String {
+        let size = bytes(decoded_len(self.data));
+        match self.uri {
+            Some(uri) => {
+                format!("[resource {uri}: {size} of binary data ({}) not shown]", self.mime)
+            }
+            None => format!("[audio ({}) not shown: {size}]", self.mime),
+        }
+    }
+}
+
+/// The size of `n` bytes in short words (`340 B`, `1.2 KiB`, `3.0 MiB`, `1.5 GiB`).
+pub fn bytes(n: usize) -> String {
+    const KIB: f64 = 1024.0;
+    #[expect(clippy::cast_precision_loss, reason = "a size shown with one decimal")]
+    let b = n as f64;
+    if b < KIB {
+        format!("{n} B")
+    } else if b < KIB * KIB {
+        format!("{:.1} KiB", b / KIB)
+    } else if b < KIB * KIB * KIB {
+        format!("{:.1} MiB", b / KIB / KIB)
+    } else {
+        format!("{:.1} GiB", b / KIB / KIB / KIB)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -299,5 +382,42 @@ mod tests {
         let mut pieces = Vec::new();
         mark_error(&mut pieces);
         assert_eq!(pieces, vec![Piece::Text(Cow::Borrowed("Error: the tool reported a failure."))]);
+    }
+
+    fn result(value: serde_json::Value) -> mcp::CallToolResult {
+        serde_json::from_value(value).expect("a CallToolResult")
+    }
+
+    #[test]
+    fn each_kind_of_block_becomes_something_the_model_can_read() {
+        let parts = parts(&result(json!({"content": [
+            {"type": "text", "text": "hello"},
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "inside"}},
+            {"type": "resource", "resource": {"uri": "file:///a.bin", "blob": "AAAA", "mimeType": "application/octet-stream"}},
+            {"type": "resource_link", "uri": "file:///b.txt", "name": "b", "description": "the other"},
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+        ]})));
+        assert_eq!(
+            parts,
+            vec![
+                Part::text("hello"),
+                Part::Image { mime_type: "image/png".into(), data: "aGk=".into() },
+                Part::text("[resource file:///a.txt]\ninside"),
+                Part::text(
+                    "[resource file:///a.bin: 3 B of binary data (application/octet-stream) not shown]"
+                ),
+                Part::text("[resource link file:///b.txt: the other]"),
+                Part::text("[audio (audio/wav) not shown: 3 B]"),
+            ]
+        );
+    }
+
+    #[test]
+    fn structured_content_alone_is_its_json_and_nothing_is_said_so() {
+        let parts = parts(&result(json!({"content": [], "structuredContent": {"n": 1}})));
+        assert_eq!(parts, vec![Part::text(r#"{"n":1}"#)]);
+        let parts = super::parts(&result(json!({"content": []})));
+        assert_eq!(parts, vec![Part::text("(the tool returned nothing)")]);
     }
 }
