@@ -51,6 +51,15 @@ impl DownstreamCaller {
     fn ask(&self, request: mcp::ServerRequest) -> Answer {
         self.link.ask(request)
     }
+
+    /// A question the client cannot answer, since it did not declare `capability`, refused.
+    fn refused<T: Send + 'static>(
+        &self,
+        capability: &'static str,
+    ) -> BoxFuture<'static, Result<T, mcp::ErrorData>> {
+        let told = self.link.refuse(capability, lacks(capability));
+        Box::pin(async move { Err(told.await) })
+    }
 }
 
 /// The result of a question, if the client answered it with the right kind of result.
@@ -89,6 +98,10 @@ impl Caller for DownstreamCaller {
 
     fn answers_rounds(&self) -> bool {
         self.link.answers_rounds()
+    }
+
+    fn holding(&self) -> bool {
+        self.link.holding()
     }
 
     /// Every question must be one the client declared it can answer.
@@ -150,12 +163,12 @@ impl Caller for DownstreamCaller {
     ) -> BoxFuture<'static, Result<mcp::CreateMessageResult, mcp::ErrorData>> {
         let capabilities = self.capabilities();
         if capabilities.sampling.is_none() {
-            return Box::pin(async { Err(lacks("sampling")) });
+            return self.refused("sampling");
         }
         // What rmcp's `Peer::create_message` checks before it sends.
         let wants_tools = params.tools.is_some() || params.tool_choice.is_some();
         if wants_tools && capabilities.sampling.as_ref().and_then(|s| s.tools.as_ref()).is_none() {
-            return Box::pin(async { Err(lacks("sampling.tools")) });
+            return self.refused("sampling.tools");
         }
         if let Err(problem) = params.validate() {
             return Box::pin(async move { Err(mcp::ErrorData::invalid_params(problem, None)) });
@@ -175,7 +188,7 @@ impl Caller for DownstreamCaller {
         params: mcp::ElicitRequestParams,
     ) -> BoxFuture<'static, Result<mcp::ElicitResult, mcp::ErrorData>> {
         if self.capabilities().elicitation.is_none() {
-            return Box::pin(async { Err(lacks("elicitation")) });
+            return self.refused("elicitation");
         }
         let asked = self.ask(elicit_request(params));
         Box::pin(async move { answer(asked.await, elicited) })
@@ -183,7 +196,7 @@ impl Caller for DownstreamCaller {
 
     fn list_roots(&self) -> BoxFuture<'static, Result<mcp::ListRootsResult, mcp::ErrorData>> {
         if self.capabilities().roots.is_none() {
-            return Box::pin(async { Err(lacks("roots")) });
+            return self.refused("roots");
         }
         let asked =
             self.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));

@@ -38,6 +38,25 @@ pub trait RequestLink: Send + Sync + 'static {
     /// Asks the client `request` on behalf of this request; its answer.
     fn ask(&self, request: mcp::ServerRequest) -> Answer;
 
+    /// Refuses a question the client cannot answer (it did not declare `capability`, such as
+    /// `sampling` or `sampling.tools`): the error the upstream gets, once it should get it.
+    /// At once, unless the request answers in rounds (`crate::mrtr`), where what its client
+    /// is told depends on what else the call asks at the same time.
+    fn refuse(
+        &self,
+        capability: &'static str,
+        error: mcp::ErrorData,
+    ) -> BoxFuture<'static, mcp::ErrorData> {
+        let _ = capability;
+        Box::pin(async move { error })
+    }
+
+    /// Whether the request's questions are waiting with its client as a whole, for a retry
+    /// that may never come (see `toolgate_upstream::Caller::holding`).
+    fn holding(&self) -> bool {
+        false
+    }
+
     /// Whether the client answers an `input_required` round as a whole ([`Self::input_round`]).
     fn answers_rounds(&self) -> bool {
         false

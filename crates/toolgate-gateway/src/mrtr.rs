@@ -14,10 +14,18 @@
 //! started it (method and name): a state that was changed, has expired, or belongs to another
 //! request is refused with an error. At most [`MOST_PARKED`] calls wait at once, each at most
 //! [`PARKED_FOR`]; one that is dropped is cancelled, upstream too.
+//!
+//! What the call asks at once becomes one round, and a question its client did not declare it
+//! can answer is refused to the upstream, or, when it is all the call asks, answered to the
+//! client as a missing capability (`gather`). A parked call is *holding*
+//! ([`RequestLink::holding`]): on stdio nothing says which call an upstream's question is
+//! about, and a question that arrives while this call waits for its client is taken to be
+//! another call's (docs/design.md, "Questions through toolgate").
 
 #![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,6 +38,10 @@ use toolgate_upstream::RoundRefused;
 
 use crate::answer::Answer as Reply;
 use crate::link::{Answer, RequestLink, unanswered};
+
+mod gather;
+
+use gather::{Next, Waiters, gather};
 
 /// How many calls may wait for their clients' answers at once.
 pub(crate) const MOST_PARKED: usize = 1_000;
@@ -45,8 +57,16 @@ type Answers = Result<mcp::InputResponses, mcp::ErrorData>;
 
 /// What a call does next.
 enum Step {
-    /// It asks these questions; the answers go to `answer`.
-    Round { asked: mcp::InputRequests, answer: oneshot::Sender<Answers> },
+    /// It asks these questions; the answers go to `answer`. `single`: one question of a
+    /// handshake-era upstream, which others asked with it may follow.
+    Round { asked: mcp::InputRequests, answer: oneshot::Sender<Answers>, single: bool },
+    /// It asked a question its client cannot answer (it did not declare `capability`); `told`
+    /// gets the refusal, `error`, when the round it was asked in is decided.
+    Refused {
+        capability: &'static str,
+        error: mcp::ErrorData,
+        told: oneshot::Sender<mcp::ErrorData>,
+    },
     /// It is done.
     Done(Box<Served>),
 }
@@ -67,17 +87,22 @@ struct Parked {
     /// Answers already given to some of them.
     given: mcp::InputResponses,
     /// Where the answers go.
-    answer: Option<oneshot::Sender<Answers>>,
+    waiters: Waiters,
     steps: mpsc::UnboundedReceiver<Step>,
     /// Cancels the call when it is dropped unanswered.
     cancel: CancellationToken,
     until: Instant,
+    /// Set while the call waits for its client (see [`RequestLink::holding`]).
+    holding: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Step::Round { asked, .. } => f.debug_struct("Round").field("asked", asked).finish(),
+            Step::Refused { capability, .. } => {
+                f.debug_struct("Refused").field("capability", capability).finish()
+            }
             Step::Done(served) => f.debug_tuple("Done").field(&served.is_ok()).finish(),
         }
     }
@@ -86,6 +111,7 @@ impl std::fmt::Debug for Step {
 impl Drop for Parked {
     fn drop(&mut self) {
         // Unanswered: the call ends (its question gets an error) and the upstream is told.
+        self.holding.store(false, Ordering::SeqCst);
         self.cancel.cancel();
     }
 }
@@ -134,22 +160,27 @@ impl Rounds {
             return Ok(Reply::Result(self.park(parked, missing)));
         }
         let answers = std::mem::take(&mut parked.given);
-        if let Some(answer) = parked.answer.take() {
-            let _ = answer.send(Ok(answers));
-        }
+        parked.holding.store(false, Ordering::SeqCst);
+        std::mem::take(&mut parked.waiters).answer(answers);
         // What the call does next, unless the client gives up on this retry (which drops the
         // parked call and so cancels it).
         let step = tokio::select! {
             step = parked.steps.recv() => step,
             () = cancel.cancelled() => return Err(unanswered("the client went away")),
         };
-        match step {
-            Some(Step::Done(served)) => *served,
-            Some(Step::Round { asked, answer }) => {
-                parked.answer = Some(answer);
-                Ok(Reply::Result(self.park(parked, asked)))
+        let Some(step) = step else {
+            return Err(unanswered("the call ended without an answer"));
+        };
+        match gather(step, &mut parked.steps).await {
+            Next::Done(served) => *served,
+            Next::Lacks(error) => Err(error),
+            Next::Ask(mut gathered) => {
+                let asked = std::mem::take(&mut gathered.asked);
+                parked.waiters = std::mem::take(&mut gathered.waiters);
+                let result = self.park(parked, asked);
+                gathered.tell_refused();
+                Ok(Reply::Result(result))
             }
-            None => Err(unanswered("the call ended without an answer")),
         }
     }
 
@@ -163,15 +194,15 @@ impl Rounds {
         start: impl FnOnce(Arc<dyn RequestLink>) -> BoxFuture<'static, Served>,
     ) -> Served {
         let (steps, mut next) = mpsc::unbounded_channel();
-        let asking = Arc::new(RoundLink { inner: link, steps: steps.clone() });
+        let holding = Arc::new(AtomicBool::new(false));
+        let asking =
+            Arc::new(RoundLink { inner: link, steps: steps.clone(), holding: holding.clone() });
         let mut call = start(asking);
-        let (asked, answer) = tokio::select! {
+        let first = tokio::select! {
             biased;
             served = &mut call => return served,
             step = next.recv() => match step {
-                Some(Step::Round { asked, answer }) => (asked, answer),
-                // Only the call's link sends, and it sends rounds.
-                Some(Step::Done(served)) => return *served,
+                Some(step) => step,
                 None => return Err(unanswered("the call ended without an answer")),
             },
         };
@@ -179,21 +210,34 @@ impl Rounds {
             let served = call.await;
             let _ = steps.send(Step::Done(Box::new(served)));
         });
+        let mut gathered = match gather(first, &mut next).await {
+            Next::Ask(gathered) => gathered,
+            Next::Done(served) => return *served,
+            Next::Lacks(error) => {
+                // Nothing to ask: the call ends, upstream too.
+                cancel.cancel();
+                return Err(error);
+            }
+        };
         let parked = Parked {
             target,
             asked: mcp::InputRequests::new(),
             given: mcp::InputResponses::new(),
-            answer: Some(answer),
+            waiters: std::mem::take(&mut gathered.waiters),
             steps: next,
             cancel,
             until: Instant::now() + PARKED_FOR,
+            holding,
         };
-        Ok(Reply::Result(self.park(parked, asked)))
+        let result = self.park(parked, std::mem::take(&mut gathered.asked));
+        gathered.tell_refused();
+        Ok(Reply::Result(result))
     }
 
     /// Parks `parked` asking `asked`; the `input_required` result that says so.
     fn park(&self, mut parked: Parked, asked: mcp::InputRequests) -> mcp::ServerResult {
         parked.asked = asked.clone();
+        parked.holding.store(true, Ordering::SeqCst);
         let mut table = self.parked.lock().expect("rounds lock must not be poisoned");
         let now = Instant::now();
         table.retain(|_, parked| parked.until > now);
@@ -240,13 +284,16 @@ impl Rounds {
 struct RoundLink {
     inner: Arc<dyn RequestLink>,
     steps: mpsc::UnboundedSender<Step>,
+    /// Whether the call is parked, its questions with its client.
+    holding: Arc<AtomicBool>,
 }
 
 impl RoundLink {
-    /// Puts `asked` to the client as one round; its answers.
-    fn round(&self, asked: mcp::InputRequests) -> BoxFuture<'static, Answers> {
+    /// Puts `asked` to the client in a round (`single`: one question, which others may join);
+    /// its answers.
+    fn round(&self, asked: mcp::InputRequests, single: bool) -> BoxFuture<'static, Answers> {
         let (answer, answered) = oneshot::channel();
-        let sent = self.steps.send(Step::Round { asked, answer });
+        let sent = self.steps.send(Step::Round { asked, answer, single });
         Box::pin(async move {
             if sent.is_err() {
                 return Err(unanswered("the request ended"));
@@ -265,14 +312,14 @@ impl RequestLink for RoundLink {
         self.inner.notify(notification)
     }
 
-    /// One question, as a round of its own.
+    /// One question, in a round with what the call asks with it.
     fn ask(&self, request: mcp::ServerRequest) -> Answer {
         let Some((key, question)) = as_question(request) else {
             return Box::pin(async {
                 Err(mcp::ErrorData::invalid_request("toolgate cannot put that question", None))
             });
         };
-        let round = self.round(std::iter::once((key.to_owned(), question)).collect());
+        let round = self.round(std::iter::once((key.to_owned(), question)).collect(), true);
         Box::pin(async move {
             let mut answers = round.await?;
             let answer = answers.remove(key).ok_or_else(|| unanswered("no answer to it"))?;
@@ -284,12 +331,32 @@ impl RequestLink for RoundLink {
         true
     }
 
+    /// Refused when the round it was asked in is decided (see `gather`).
+    fn refuse(
+        &self,
+        capability: &'static str,
+        error: mcp::ErrorData,
+    ) -> BoxFuture<'static, mcp::ErrorData> {
+        let (told, telling) = oneshot::channel();
+        let sent = self.steps.send(Step::Refused { capability, error: error.clone(), told });
+        Box::pin(async move {
+            if sent.is_err() {
+                return error;
+            }
+            telling.await.unwrap_or(error)
+        })
+    }
+
+    fn holding(&self) -> bool {
+        self.holding.load(Ordering::SeqCst)
+    }
+
     fn input_round(
         &self,
         requests: mcp::InputRequests,
     ) -> BoxFuture<'static, Result<mcp::InputResponses, RoundRefused>> {
         let method = requests.values().next().map_or("input_required", question_method);
-        let round = self.round(requests);
+        let round = self.round(requests, false);
         Box::pin(async move { round.await.map_err(|error| RoundRefused { method, error }) })
     }
 }

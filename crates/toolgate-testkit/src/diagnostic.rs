@@ -84,13 +84,17 @@ fn respond(
 
 #[tool_router(router = diagnostic_router, vis = "pub(crate)")]
 impl Fixture {
-    /// Needs the client's `sampling` capability; without it the call is refused with
-    /// `MissingRequiredClientCapabilityError` (-32021) naming it.
+    /// Needs the client's `sampling` capability: without it the call is refused with
+    /// `MissingRequiredClientCapabilityError` (-32021) naming it; with it, it uses it (one
+    /// question to the client's LLM, a request on a handshake-era connection, a round on a
+    /// 2026-07-28 one).
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn test_missing_capability(
         &self,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
         cx: RequestContext<RoleServer>,
-    ) -> Result<mcp::CallToolResult, McpError> {
+    ) -> Result<mcp::CallToolResponse, McpError> {
         if cx.client_capabilities().and_then(|caps| caps.sampling).is_none() {
             return Err(McpError::new(
                 MISSING_CAPABILITY,
@@ -98,7 +102,11 @@ impl Fixture {
                 Some(serde_json::json!({ "requiredCapabilities": { "sampling": {} } })),
             ));
         }
-        Ok(success("the client declared sampling"))
+        let ask = requests([("answer", sampling("Answer yes or no: can you sample?", 10))]);
+        let retry = Retry { state, responses };
+        let asked =
+            input::ask_many(&self.hub, &cx, retry, "test_missing_capability", ask, false).await?;
+        Ok(respond(asked, |_| "the client declared sampling and sampled".to_owned()))
     }
 
     /// Asks the user to confirm (`elicitation/create`) while the call's response is open;

@@ -115,10 +115,11 @@ pub(crate) async fn roots(
 }
 
 /// Several questions at once, each under its own key: on a handshake-era connection each
-/// becomes a server→client request in turn (the answers keyed like the questions); on a
-/// 2026-07-28 one they go out together as one `InputRequiredResult`, and the retry is
-/// answered once it carries a well-formed response under every key (responses under other
-/// keys are ignored; a missing key asks again).
+/// becomes a server→client request, all sent at once and the answers awaited together (as the
+/// official SDKs' shims serve a handler written in the 2026-07-28 style to an older client),
+/// keyed like the questions; on a 2026-07-28 one they go out together as one
+/// `InputRequiredResult`, and the retry is answered once it carries a well-formed response
+/// under every key (responses under other keys are ignored; a missing key asks again).
 ///
 /// With `sealed`, the round carries a `requestState` bound to `round` (the tool, and where a
 /// tool asks in several rounds, which round) and the questions; a retry must bring it back
@@ -132,21 +133,27 @@ pub(crate) async fn ask_many(
     sealed: bool,
 ) -> Result<Asked<mcp::InputResponses>, McpError> {
     if !is_modern(cx) {
-        let mut answers = mcp::InputResponses::new();
-        for (key, request) in requests {
+        let peer = &cx.peer;
+        let asking = requests.into_iter().map(|(key, request)| async move {
             let answer = match request {
                 mcp::InputRequest::CreateMessage(request) => {
-                    cx.peer.create_message(request.params).await.map(serde_json::to_value)
+                    peer.create_message(request.params).await.map(serde_json::to_value)
                 }
                 mcp::InputRequest::Elicitation(request) => {
-                    cx.peer.create_elicitation(request.params).await.map(serde_json::to_value)
+                    peer.create_elicitation(request.params).await.map(serde_json::to_value)
                 }
                 mcp::InputRequest::ListRoots(_) => {
-                    cx.peer.list_roots().await.map(serde_json::to_value)
+                    peer.list_roots().await.map(serde_json::to_value)
                 }
-                other => {
-                    return Ok(Asked::Failed(format!("{key}: cannot ask {other:?} in a session")));
-                }
+                other => return (key, Err(format!("cannot ask {other:?} in a session"))),
+            };
+            (key, Ok(answer))
+        });
+        let mut answers = mcp::InputResponses::new();
+        for (key, answer) in futures::future::join_all(asking).await {
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(why) => return Ok(Asked::Failed(format!("{key}: {why}"))),
             };
             match answer {
                 Ok(Ok(value)) => {

@@ -82,6 +82,16 @@ pub trait Caller: Send + Sync + 'static {
         })
     }
 
+    /// Whether the call is waiting for its client to answer questions already put to it as a
+    /// whole (a 2026-07-28 client's `input_required` round, between the result that asked and
+    /// the retry that answers, which may never come). A server on stdio or legacy SSE does not
+    /// say which call a question or log message is about; while several calls are in flight,
+    /// one that holds is taken to send nothing until it has its answers, so what arrives
+    /// meanwhile is not its (see [`Caller::party`] for the rest of that rule).
+    fn holding(&self) -> bool {
+        false
+    }
+
     /// Who answers this caller's questions, when callers of different calls answer alike (the
     /// agent: every call it makes is answered by the same person and model). A question that
     /// arrives on stdio while several calls are in flight, which cannot say which call it

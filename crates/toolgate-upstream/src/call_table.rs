@@ -82,8 +82,10 @@ impl CallTable {
         self.only_route_by(|caller| caller.party())
     }
 
-    /// The route of the only request in flight with a caller, or of any of them when they all
-    /// have the same `key` (and it is not `None`).
+    /// The route of the only request in flight with a caller; else of the only one of them
+    /// that is not [holding](Caller::holding) (a call whose questions wait with its client
+    /// asks and logs nothing until it has their answers, so what arrives meanwhile is not
+    /// its); else of any of them when they all have the same `key` (and it is not `None`).
     pub(crate) fn only_route_by(
         &self,
         key: impl Fn(&dyn Caller) -> Option<String>,
@@ -91,6 +93,10 @@ impl CallTable {
         let mut routes = self.by_request.values().flatten();
         let first = routes.next()?;
         let Some(rest) = routes.next() else { return Some(first.clone()) };
+        let mut active = self.routes().filter(|route| !route.caller.holding());
+        if let (Some(only), None) = (active.next(), active.next()) {
+            return Some(only.clone());
+        }
         let first_key = key(first.caller.as_ref())?;
         let same = std::iter::once(rest)
             .chain(routes)
@@ -98,9 +104,19 @@ impl CallTable {
         same.then(|| first.clone())
     }
 
+    /// The routes of the requests in flight that have a caller.
+    fn routes(&self) -> impl Iterator<Item = &Route> {
+        self.by_request.values().flatten()
+    }
+
+    /// How many requests in flight have a caller (toolgate's own have none).
+    pub(crate) fn callers(&self) -> usize {
+        self.routes().count()
+    }
+
     /// Whether any request in flight has a caller.
     pub(crate) fn has_callers(&self) -> bool {
-        self.by_request.values().any(Option::is_some)
+        self.routes().next().is_some()
     }
 
     /// The ids of every request in flight.
@@ -260,6 +276,36 @@ mod tests {
         drop(three);
         let _four = written(&calls, 4, Some(Arc::new(Nobody)));
         assert!(calls.lock().only_caller().is_none(), "a caller without a party is nobody's");
+    }
+
+    /// A call whose questions wait with its client, as a 2026-07-28 client's call does between
+    /// its `input_required` result and the retry.
+    struct Holding(Arc<std::sync::atomic::AtomicBool>);
+    impl Caller for Holding {
+        fn holding(&self) -> bool {
+            self.0.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn a_call_holding_for_its_clients_answers_leaves_the_question_to_the_one_still_working() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let calls = Calls::default();
+        let held = Arc::new(AtomicBool::new(true));
+        let _held = written(&calls, 1, Some(Arc::new(Holding(held.clone()))));
+        assert!(calls.lock().only_caller().is_some(), "alone, it is the held call's own");
+        let working: Arc<dyn Caller> = Arc::new(Nobody);
+        let _working = written(&calls, 2, Some(working.clone()));
+        let found = calls.lock().only_caller().expect("the call still working asked");
+        assert!(Arc::ptr_eq(&found, &working));
+        let found = calls.lock().only_route_by(|caller| caller.hearer()).expect("its log, too");
+        assert!(Arc::ptr_eq(&found.caller, &working));
+        let other = written(&calls, 3, Some(Arc::new(Nobody)));
+        assert!(calls.lock().only_caller().is_none(), "two calls working: nobody can be sure");
+        drop(other);
+        held.store(false, Ordering::SeqCst);
+        assert!(calls.lock().only_caller().is_none(), "answered, the held call works again");
+        assert_eq!(calls.lock().callers(), 2);
     }
 
     #[test]

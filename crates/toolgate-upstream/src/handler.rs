@@ -30,8 +30,10 @@ impl UpstreamHandler {
     }
 
     /// The caller of the call this server→client request belongs to. HTTP upstreams say which
-    /// of our requests' response stream carried it; on stdio the only call in flight is
-    /// assumed, and with several in flight nobody is.
+    /// of our requests' response stream carried it; on stdio (and legacy SSE) nothing does, so
+    /// it is the only call in flight, or the only one not holding for its client's answers, or
+    /// any of them if they all have the same party (see `CallTable::only_route_by`); otherwise
+    /// nobody's, and the upstream is told why rather than a client asked what may not be its.
     fn caller_for(
         &self,
         context: &RequestContext<RoleClient>,
@@ -41,13 +43,7 @@ impl UpstreamHandler {
             Some(InboundStreamOrigin::OutboundRequest(id)) => calls.by_request(id),
             _ => calls.only_caller(),
         };
-        caller.ok_or_else(|| {
-            ErrorData::invalid_request(
-                "toolgate cannot tell which client call this request belongs to \
-                 (it arrived outside any single in-flight call)",
-                None,
-            )
-        })
+        caller.ok_or_else(|| unattributed(&self.shared.name, calls.callers()))
     }
 
     /// Runs this handler over `transport`, entering each request in the call table as it is
@@ -183,5 +179,44 @@ impl ClientHandler for UpstreamHandler {
 
     async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
         self.relist(&context, ChangedLists { resources: true, ..Default::default() }).await;
+    }
+}
+
+/// The refusal of a server→client request that toolgate cannot put to the client whose call
+/// it belongs to: `in_flight` calls of clients were in flight on `upstream`.
+pub(crate) fn unattributed(upstream: &str, in_flight: usize) -> ErrorData {
+    let why = match in_flight {
+        0 => "it arrived while no client call was in flight".to_owned(),
+        n => format!(
+            "{n} client calls were in flight on `{upstream}`, and a request over this transport \
+             does not say which call it is about; it was refused rather than put to a client \
+             whose call it may not be"
+        ),
+    };
+    ErrorData::invalid_request(
+        format!("toolgate cannot tell which client call this request belongs to ({why})"),
+        None,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unattributed_request_is_refused_saying_why() {
+        let refused = unattributed("fx", 2);
+        assert_eq!(refused.code, mcp::ErrorCode::INVALID_REQUEST);
+        assert_eq!(
+            refused.message,
+            "toolgate cannot tell which client call this request belongs to (2 client calls \
+             were in flight on `fx`, and a request over this transport does not say which call \
+             it is about; it was refused rather than put to a client whose call it may not be)"
+        );
+        assert!(
+            unattributed("fx", 0)
+                .message
+                .ends_with("(it arrived while no client call was in flight)")
+        );
     }
 }

@@ -68,8 +68,9 @@ impl ProgressLedger {
 #[derive(Clone)]
 pub(crate) enum LogOwner {
     /// The call it is about: the request whose response stream carried it (streamable HTTP),
-    /// or the only call in flight (stdio, legacy SSE, in-process), or any of the calls in
-    /// flight when they all have the same hearer (the calls of one session).
+    /// or the only call in flight (stdio, legacy SSE, in-process), or the only one not holding
+    /// for its client's answers (`Caller::holding`), or any of the calls in flight when they
+    /// all have the same hearer (the calls of one session).
     Call(Route),
     /// Calls of several clients are in flight and nothing says which one it is about: it
     /// could be any of theirs, so it goes to none.

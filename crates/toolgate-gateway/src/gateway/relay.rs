@@ -108,6 +108,10 @@ impl Caller for Relay {
         self.inner.as_ref().is_some_and(|inner| inner.answers_rounds())
     }
 
+    fn holding(&self) -> bool {
+        self.inner.as_ref().is_some_and(|inner| inner.holding())
+    }
+
     /// Each question of the round passes its request phase; those the interceptors let through
     /// go to the caller together, and each answer passes its response phase. A question refused
     /// (by an interceptor or the caller) ends the round.

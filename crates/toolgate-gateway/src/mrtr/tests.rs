@@ -292,3 +292,159 @@ async fn a_single_question_becomes_a_round_and_its_answer_a_result() {
         .await;
     assert_eq!(text_of(served), "1 roots");
 }
+
+fn sampling(text: &str) -> mcp::ServerRequest {
+    mcp::ServerRequest::CreateMessageRequest(mcp::CreateMessageRequest::new(
+        mcp::CreateMessageRequestParams::new(vec![mcp::SamplingMessage::user_text(text)], 10),
+    ))
+}
+
+fn elicit(message: &str) -> mcp::ServerRequest {
+    let mcp::InputRequest::Elicitation(request) = elicitation(message) else {
+        unreachable!("an elicitation")
+    };
+    mcp::ServerRequest::ElicitRequest(request)
+}
+
+/// What a client answered to one question, in a word.
+fn said(answer: Result<mcp::ClientResult, mcp::ErrorData>) -> String {
+    match answer {
+        Ok(mcp::ClientResult::ElicitResult(result)) => format!("{:?}", result.action),
+        Ok(mcp::ClientResult::CreateMessageResult(result)) => result.model,
+        Ok(mcp::ClientResult::ListRootsResult(result)) => format!("{} roots", result.roots.len()),
+        Ok(other) => format!("{other:?}"),
+        Err(error) => format!("refused: {}", error.message),
+    }
+}
+
+/// A handshake-era upstream asks its questions one request each, all at once (as the SDKs'
+/// shims send a round): the client gets them as one round, under keys saying what each asks,
+/// and each question its own answer.
+#[tokio::test]
+async fn questions_asked_at_once_are_one_round_and_each_gets_its_own_answer() {
+    let rounds = Rounds::default();
+    let target = "tools/call t";
+    let first = rounds
+        .serve(fresh(target), client(), CancellationToken::new(), |link| {
+            Box::pin(async move {
+                let roots = mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default());
+                let answers = futures::future::join_all([
+                    link.ask(elicit("name?")),
+                    link.ask(sampling("greet")),
+                    link.ask(roots),
+                    link.ask(elicit("colour?")),
+                ])
+                .await;
+                done(&answers.into_iter().map(said).collect::<Vec<_>>().join(", "))
+            })
+        })
+        .await;
+    let (questions, state) = round_of(first);
+    assert_eq!(questions, ["elicitation", "elicitation-2", "roots", "sampling"]);
+    let answers = json!({
+        "elicitation": {"action": "accept", "content": {"name": "Ada"}},
+        "elicitation-2": {"action": "decline"},
+        "sampling": {"role": "assistant", "content": {"type": "text", "text": "hi"},
+                     "model": "m1"},
+        "roots": {"roots": [{"uri": "file:///a"}, {"uri": "file:///b"}]},
+    });
+    let served = rounds
+        .serve(retry(target, &state, answers), client(), CancellationToken::new(), |_| {
+            unreachable!("a retry resumes the parked call")
+        })
+        .await;
+    assert_eq!(text_of(served), "Accept, m1, 2 roots, Decline");
+}
+
+/// Between the round and its retry the call holds for its client: on stdio, a question that
+/// arrives meanwhile is not taken to be its (`toolgate_upstream::Caller::holding`).
+#[tokio::test]
+async fn a_parked_call_holds_until_its_answers_come() {
+    let rounds = Rounds::default();
+    let target = "tools/call t";
+    let seen: Arc<Mutex<Option<Arc<dyn RequestLink>>>> = Arc::default();
+    let keep = seen.clone();
+    let (_, state) = round_of(
+        rounds
+            .serve(fresh(target), client(), CancellationToken::new(), move |link| {
+                *keep.lock().unwrap() = Some(link.clone());
+                Box::pin(async move {
+                    let before = link.holding();
+                    let answer = said(link.ask(elicit("go on?")).await);
+                    done(&format!("{before} {answer} {}", link.holding()))
+                })
+            })
+            .await,
+    );
+    let link = seen.lock().unwrap().clone().expect("the call's link");
+    assert!(link.holding(), "parked, its question with the client");
+    let served = rounds
+        .serve(
+            retry(target, &state, json!({"elicitation": {"action": "accept"}})),
+            client(),
+            CancellationToken::new(),
+            |_| unreachable!(),
+        )
+        .await;
+    assert_eq!(text_of(served), "false Accept false", "working before and after");
+    assert!(!link.holding());
+}
+
+/// A question its client did not declare it can answer is refused to the upstream; when it is
+/// all the call asks, the client is told what its request needs (-32021, as a 2026-07-28
+/// server answers) and the call ends, upstream too.
+#[tokio::test]
+async fn a_call_asking_only_what_its_client_cannot_answer_is_refused_for_the_capability() {
+    let rounds = Rounds::default();
+    let cancel = CancellationToken::new();
+    let (tell, mut told) = mpsc::unbounded_channel();
+    let refused = rounds
+        .serve(fresh("tools/call t"), client(), cancel.clone(), move |link| {
+            Box::pin(async move {
+                let error = link
+                    .refuse("sampling.tools", mcp::ErrorData::invalid_request("no tools", None))
+                    .await;
+                let _ = tell.send(error.message.into_owned());
+                std::future::pending::<Served>().await
+            })
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, mcp::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+    assert_eq!(refused.data, Some(json!({"requiredCapabilities": {"sampling": {"tools": {}}}})));
+    assert!(refused.message.contains("sampling.tools capability"), "{}", refused.message);
+    assert!(cancel.is_cancelled(), "the call ends, upstream too");
+    assert_eq!(told.recv().await.as_deref(), Some("no tools"), "the upstream was told");
+    assert!(rounds.parked.lock().unwrap().is_empty());
+}
+
+/// With questions its client can answer asked at the same time, the others are refused to the
+/// upstream and the client is asked the rest.
+#[tokio::test]
+async fn what_the_client_cannot_answer_is_refused_and_the_rest_asked() {
+    let rounds = Rounds::default();
+    let target = "tools/call t";
+    let first = rounds
+        .serve(fresh(target), client(), CancellationToken::new(), |link| {
+            Box::pin(async move {
+                let refused =
+                    link.refuse("elicitation", mcp::ErrorData::invalid_request("no", None));
+                let (refused, sampled) = tokio::join!(refused, link.ask(sampling("greet")));
+                done(&format!("{} / {}", refused.message, said(sampled)))
+            })
+        })
+        .await;
+    let (questions, state) = round_of(first);
+    assert_eq!(questions, ["sampling"]);
+    let answer = json!({"sampling": {"role": "assistant",
+                                     "content": {"type": "text", "text": "hi"}, "model": "m"}});
+    let served = rounds
+        .serve(
+            retry(target, &state, answer),
+            client(),
+            CancellationToken::new(),
+            |_| unreachable!(),
+        )
+        .await;
+    assert_eq!(text_of(served), "no / m");
+}

@@ -2,8 +2,10 @@
 //! `scripts/install-test-deps`, run with Node 22) through toolgate:
 //!
 //! - server mode against `toolgate serve` fronting the fixture upstream in passthrough
-//!   (`prefix = ""`) over stdio, streamable HTTP and legacy SSE, with the checked-in baseline
-//!   `tests/conformance/expected-failures.yml`;
+//!   (`prefix = ""`) over stdio, streamable HTTP and legacy SSE: for each, one gateway runs the
+//!   2026-07-28 requirement set (the suite's 0.2.x line) and then the 2025-11-25 one, with the
+//!   checked-in baselines in `tests/conformance/`; once more, the 2025-11-25 set through a
+//!   realistic pipeline;
 //! - transparency: every check `server-everything` passes directly must also pass through
 //!   toolgate;
 //! - client mode: `toolgate-conformance-client` (toolgate's upstream layer) against the
@@ -356,10 +358,11 @@ fn realistic_pipeline(audit_log: &Path) -> String {
 }
 
 /// toolgate over HTTP with the fixture mounted in passthrough over `transport`, plus the
-/// `extra` config; the suite with the checked-in baseline must pass, and `checks.json` must
-/// show every scenario run and every check passed (the exit code alone would also be 0 if
-/// the suite ran fewer scenarios).
-async fn server_suite_through_toolgate(transport: &str, extra: &str) -> SuiteRun {
+/// `extra` config: the gateway, its config, and the fixture's own process when it has one.
+async fn gateway_to_fixture(
+    transport: &str,
+    extra: &str,
+) -> (HttpGateway, ConfigDir, Option<FixtureUpstream>) {
     let fixture = match transport {
         "stdio" => None,
         other => Some(FixtureUpstream::start(other).await),
@@ -369,16 +372,31 @@ async fn server_suite_through_toolgate(transport: &str, extra: &str) -> SuiteRun
     table.push_str(extra);
     let config = ConfigDir::new(&table);
     let gateway = HttpGateway::start(&config.path()).await;
-    let label = if extra.is_empty() { "" } else { " with a pipeline" };
+    (gateway, config, fixture)
+}
+
+/// The suite's 2025-11-25 set (0.1.x) with the checked-in baseline against the gateway at
+/// `url`: it must pass, and `checks.json` must show every scenario run and every check passed
+/// (the exit code alone would also be 0 if the suite ran fewer scenarios).
+async fn server_suite_2025_11_25(url: &str, label: &str) -> SuiteRun {
     let run = run_suite(
-        &format!("server suite, toolgate{label} -> fixture over {transport}"),
-        &args(&[&"server", &"--url", &gateway.url, &"--expected-failures", &expected_failures()]),
+        &format!("server suite, {label}"),
+        &args(&[&"server", &"--url", &url, &"--expected-failures", &expected_failures()]),
         SERVER_SUITE_TIMEOUT,
     )
     .await;
     assert!(run.status.success(), "{}", run.report());
     assert_all_checks_passed(&run);
     run
+}
+
+/// [`server_suite_2025_11_25`] through a gateway of its own fronting the fixture over
+/// `transport`, with the `extra` config.
+async fn server_suite_through_toolgate(transport: &str, extra: &str) -> SuiteRun {
+    let (gateway, _config, _fixture) = gateway_to_fixture(transport, extra).await;
+    let label = if extra.is_empty() { "" } else { " with a pipeline" };
+    server_suite_2025_11_25(&gateway.url, &format!("toolgate{label} -> fixture over {transport}"))
+        .await
 }
 
 /// Every scenario ran and every check passed, except the ones the suite reports as not
@@ -400,19 +418,42 @@ fn assert_all_checks_passed(run: &SuiteRun) {
     );
 }
 
-#[tokio::test]
-async fn conformance_server_suite_through_toolgate_fixture_over_stdio() {
-    server_suite_through_toolgate("stdio", "").await;
+/// Both requirement sets back to back against one gateway fronting the fixture over
+/// `transport`: the 2026-07-28 set (see [`requirements_2026_07_28`]), then the 2025-11-25 one,
+/// which must pass in full as on a fresh gateway. The first leaves calls behind it on the
+/// upstream (rounds its clients never answer, each holding a call for its retry); over stdio
+/// and legacy SSE, where nothing says which call a question belongs to, those once made every
+/// later question anyone's, and the second set's sampling and elicitation scenarios failed
+/// ("Server did not request sampling from client").
+async fn both_requirement_sets_back_to_back(transport: &str) {
+    let (gateway, _config, _fixture) = gateway_to_fixture(transport, "").await;
+    let label = format!("toolgate -> fixture over {transport}");
+    let (baseline, handshake_era) = match transport {
+        // The two speak 2026-07-28.
+        "http" => (expected_failures_2026(), false),
+        _ => (expected_failures_2026_handshake_upstream(), true),
+    };
+    let run = requirements_2026_07_28(&gateway.url, &label, &baseline).await;
+    if handshake_era {
+        assert_keyed_by_the_upstream(&run);
+    }
+    server_suite_2025_11_25(&gateway.url, &format!("{label}, after the 2026-07-28 set")).await;
 }
 
 #[tokio::test]
-async fn conformance_server_suite_through_toolgate_fixture_over_streamable_http() {
-    server_suite_through_toolgate("http", "").await;
+async fn conformance_both_requirement_sets_back_to_back_through_toolgate_fixture_over_stdio() {
+    both_requirement_sets_back_to_back("stdio").await;
 }
 
 #[tokio::test]
-async fn conformance_server_suite_through_toolgate_fixture_over_legacy_sse() {
-    server_suite_through_toolgate("sse", "").await;
+async fn conformance_both_requirement_sets_back_to_back_through_toolgate_fixture_over_streamable_http()
+ {
+    both_requirement_sets_back_to_back("http").await;
+}
+
+#[tokio::test]
+async fn conformance_both_requirement_sets_back_to_back_through_toolgate_fixture_over_legacy_sse() {
+    both_requirement_sets_back_to_back("sse").await;
 }
 
 /// The pipeline keeps the protocol intact: the same suite, the same counts, with every
@@ -490,32 +531,66 @@ fn baseline_entries(path: &Path) -> Vec<(String, Option<String>)> {
 const PENDING_2026_THAT_MUST_PASS: [&str; 3] =
     ["json-schema-2020-12", "http-header-validation", "http-custom-header-server-validation"];
 
-/// The suite's 2026-07-28 requirement set with its checked-in baseline (empty), through
-/// toolgate fronting the fixture over streamable HTTP, where the two negotiate 2026-07-28: an
-/// upstream of that era asks its questions as `input_required` rounds with keys of its own,
-/// which toolgate hands to the client whole, and learns per request what the client can
-/// answer. (Over a handshake-era upstream, such as the fixture over stdio, a question arrives
-/// as a request without a key, so the keys the suite looks for cannot be kept, and a question
-/// asked while several calls are in flight on that one pipe cannot be told apart.)
+fn expected_failures_2026_handshake_upstream() -> PathBuf {
+    let path =
+        repo_root().join("tests/conformance/expected-failures-2026-07-28-handshake-upstream.yml");
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
+
+/// The checks of the 2026-07-28 set that no gateway can pass through an upstream of the
+/// handshake era, with what the suite says when they fail for that reason and no other
+/// (scenario, check id, part of the message); `expected-failures-2026-07-28-handshake-upstream.yml`
+/// lists them. The suite names the fixture's own keys (`user_name`): over 2026-07-28 the
+/// fixture sends its questions under them, but a question of the handshake era is a request
+/// of its own and has no key, so the round toolgate makes of it is keyed by toolgate.
+const KEYED_BY_THE_UPSTREAM: [(&str, &str, &str); 2] = [
+    (
+        "input-required-result-basic-elicitation",
+        "sep-2322-elicitation-incomplete",
+        "inputRequests missing expected key \"user_name\"",
+    ),
+    (
+        "input-required-result-ignore-extra-params",
+        "sep-2322-ignore-unexpected-params",
+        "Server did not return complete result when valid inputResponses were provided",
+    ),
+];
+
+/// Each check of [`KEYED_BY_THE_UPSTREAM`] fails for the reason it is listed for.
+fn assert_keyed_by_the_upstream(run: &SuiteRun) {
+    let outcomes = outcomes(run);
+    for (scenario, id, part) in KEYED_BY_THE_UPSTREAM {
+        let outcome = outcomes.get(&(scenario.to_owned(), id.to_owned()));
+        assert!(
+            outcome.is_some_and(|(status, message)| is_bad(status) && message.contains(part)),
+            "{scenario}:{id} is expected to fail saying {part:?}, not {outcome:?}\n{}",
+            run.report()
+        );
+    }
+}
+
+/// The suite's 2026-07-28 requirement set with `baseline` against the gateway at `url`.
+///
+/// Over streamable HTTP the gateway and the fixture negotiate 2026-07-28: an upstream of that
+/// era asks its questions as `input_required` rounds with keys of its own, which toolgate hands
+/// to the client whole, and learns per request what the client can answer; the baseline is
+/// empty. Over stdio and legacy SSE the fixture is an upstream of the handshake era, which asks
+/// with requests of its own: toolgate makes rounds of them under its own keys and state, and
+/// holds the upstream's questions until the client's retry; the baseline lists the two checks
+/// that name the fixture's keys ([`KEYED_BY_THE_UPSTREAM`]).
 ///
 /// The suite fails the run for a scored check that fails and is not listed, and for a listed
-/// check that now passes; this test also fails when a listed check is no longer reported at
-/// all, when scenarios go missing, or when a check of [`PENDING_2026_THAT_MUST_PASS`] fails.
-#[tokio::test]
-async fn conformance_2026_07_28_requirements_through_toolgate_fixture_over_streamable_http() {
-    let fixture = FixtureUpstream::start("http").await;
-    let mut table = fixture_server("fixture", "http", Some(&fixture.url));
-    table.push_str("prefix = \"\"\n");
-    let config = ConfigDir::new(&table);
-    let gateway = HttpGateway::start(&config.path()).await;
-    let baseline = expected_failures_2026();
+/// check that now passes; this also fails when a listed check is no longer reported at all,
+/// when scenarios go missing, or when a check of [`PENDING_2026_THAT_MUST_PASS`] fails.
+async fn requirements_2026_07_28(url: &str, label: &str, baseline: &Path) -> SuiteRun {
     let run = run_suite_js(
         &conformance_next_js(),
-        "server suite --requirements 2026-07-28, toolgate -> fixture over streamable HTTP",
+        &format!("server suite --requirements 2026-07-28, {label}"),
         &args(&[
             &"server",
             &"--url",
-            &gateway.url,
+            &url,
             &"--requirements",
             &"2026-07-28",
             &"--expected-failures",
@@ -542,7 +617,7 @@ async fn conformance_2026_07_28_requirements_through_toolgate_fixture_over_strea
     // check vanished (renamed, or its scenario stopped emitting it) would otherwise linger.
     let outcomes = outcomes(&run);
     let mut missing = Vec::new();
-    for (scenario, id) in baseline_entries(&baseline) {
+    for (scenario, id) in baseline_entries(baseline) {
         let failing = match &id {
             Some(id) => outcomes
                 .get(&(scenario.clone(), id.clone()))
@@ -562,6 +637,7 @@ async fn conformance_2026_07_28_requirements_through_toolgate_fixture_over_strea
         missing.join("\n"),
         run.report()
     );
+    run
 }
 
 // === transparency: server-everything directly and through toolgate ===

@@ -6,6 +6,7 @@ mod approvals;
 mod audit_cli;
 mod bad_input;
 mod bounded;
+mod bridge;
 mod browser;
 mod builtins;
 mod child_env;
