@@ -8,7 +8,6 @@
 
 use serde_json::Value;
 use toolgate_audit::{Event, EventBus};
-use toolgate_core::mcp;
 use toolgate_intercept::{
     CallContext, Descriptor, Hook, InterceptionEvent, InterceptorType, Phase,
 };
@@ -27,46 +26,9 @@ pub(crate) fn descriptor(kind: &str, events: &[InterceptionEvent]) -> Descriptor
     descriptor
 }
 
-/// The text a model reads of a tool result: every text block, the text of every embedded
-/// text resource, and `structuredContent` as compact JSON, one per line. Images, audio, blobs
-/// and links are not text and are left out.
-pub fn model_text(result: &mcp::CallToolResult) -> String {
-    let mut text = String::new();
-    let mut push = |part: &str| {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(part);
-    };
-    for block in &result.content {
-        match block {
-            mcp::ContentBlock::Text(t) => push(&t.text),
-            mcp::ContentBlock::Resource(r) => {
-                if let mcp::ResourceContents::TextResourceContents { text, .. } = &r.resource {
-                    push(text);
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some(structured) = &result.structured_content {
-        push(&structured.to_string());
-    }
-    text
-}
-
-/// The text of a `resources/read` result: every text content, one per line.
-pub fn resource_text(result: &mcp::ReadResourceResult) -> String {
-    let texts: Vec<&str> = result
-        .contents
-        .iter()
-        .filter_map(|c| match c {
-            mcp::ResourceContents::TextResourceContents { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n")
-}
+// What a model reads of a result, as the transforms count it, is toolgate-llm's, beside the
+// other readings of a result.
+pub use toolgate_llm::content::{model_text, resource_text};
 
 /// Up to how many bytes (before and after together) `transform/applied` counts tokens on the
 /// call's own task.
@@ -136,20 +98,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn the_model_reads_text_embedded_text_and_structured_content() {
-        let mut result = mcp::CallToolResult::success(vec![
-            mcp::ContentBlock::text("one"),
-            mcp::ContentBlock::image("AAAA", "image/png"),
-            mcp::ContentBlock::Resource(mcp::EmbeddedResource::new(mcp::ResourceContents::text(
-                "two",
-                "file:///x",
-            ))),
-        ]);
-        result.structured_content = Some(json!({"a": [1, 2]}));
-        assert_eq!(model_text(&result), "one\ntwo\n{\"a\":[1,2]}");
-    }
 
     #[tokio::test]
     async fn applied_names_the_tool_and_counts_both_sides() {

@@ -10,6 +10,8 @@
 //! `structuredContent` comes first (the MCP spec asks servers to send it as text too, so when
 //! they do, the text blocks stand for it).
 //!
+//! [`model_text`] is the text alone, as the transforms count it.
+//!
 //! [`parts`] is the agent's reading, as the parts of a [`chat`](crate::chat) tool result.
 //! It still words three things as the agent did before it read results here, differently from
 //! the formats (the tests of each pin their own words): a resource link
@@ -23,6 +25,47 @@ use serde_json::Value;
 use toolgate_core::mcp;
 
 use crate::chat::Part;
+
+/// The text alone a model reads of a tool result, as the transforms count its tokens: every
+/// text block, the text of every embedded text resource, and `structuredContent` as compact
+/// JSON, one per line. Images, audio, blobs and links are not text and are left out.
+pub fn model_text(result: &mcp::CallToolResult) -> String {
+    let mut text = String::new();
+    let mut push = |part: &str| {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(part);
+    };
+    for block in &result.content {
+        match block {
+            mcp::ContentBlock::Text(t) => push(&t.text),
+            mcp::ContentBlock::Resource(r) => {
+                if let mcp::ResourceContents::TextResourceContents { text, .. } = &r.resource {
+                    push(text);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(structured) = &result.structured_content {
+        push(&structured.to_string());
+    }
+    text
+}
+
+/// The text of a `resources/read` result: every text content, one per line.
+pub fn resource_text(result: &mcp::ReadResourceResult) -> String {
+    let texts: Vec<&str> = result
+        .contents
+        .iter()
+        .filter_map(|c| match c {
+            mcp::ResourceContents::TextResourceContents { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
 
 /// One piece of a result, as the formats see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -344,6 +387,20 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_model_reads_text_embedded_text_and_structured_content() {
+        let mut result = mcp::CallToolResult::success(vec![
+            mcp::ContentBlock::text("one"),
+            mcp::ContentBlock::image("AAAA", "image/png"),
+            mcp::ContentBlock::Resource(mcp::EmbeddedResource::new(mcp::ResourceContents::text(
+                "two",
+                "file:///x",
+            ))),
+        ]);
+        result.structured_content = Some(json!({"a": [1, 2]}));
+        assert_eq!(model_text(&result), "one\ntwo\n{\"a\":[1,2]}");
+    }
 
     #[test]
     fn sizes_are_counted_from_the_base64_length() {
