@@ -74,7 +74,9 @@ where
         ending: CancellationToken::new(),
     });
     let mut tasks = JoinSet::new();
-    let front = Front { dispatcher, connection: connection.clone() };
+    // Who the client is, read once: the user who started toolgate.
+    let principal = Principal::local();
+    let front = Front { dispatcher, connection: connection.clone(), principal };
     loop {
         let message = tokio::select! {
             message = lines.receive() => message,
@@ -108,6 +110,8 @@ where
 struct Front {
     dispatcher: Arc<Dispatcher>,
     connection: Arc<Connection>,
+    /// Who the client is, for the pipeline.
+    principal: Principal,
 }
 
 impl Front {
@@ -145,7 +149,7 @@ impl Front {
         }
         let opened = self.connection.opened();
         let client = Client {
-            principal: Principal::local(),
+            principal: self.principal.clone(),
             session: opened.as_ref().map(|opened| opened.session.clone()),
             session_id: None,
             address: None,
@@ -190,8 +194,10 @@ impl Front {
             return;
         }
         let capabilities = match &opened {
-            Some(opened) if !era.modern => opened.capabilities.clone(),
-            _ => request.get_meta().client_capabilities().unwrap_or_default(),
+            Some(opened) if !era.modern => Capabilities::Session(opened.clone()),
+            _ => Capabilities::Own(Box::new(
+                request.get_meta().client_capabilities().unwrap_or_default(),
+            )),
         };
         let link = Arc::new(StdioRequest {
             connection: self.connection.clone(),
@@ -216,8 +222,11 @@ impl Front {
     ) -> mcp::ServerJsonRpcMessage {
         let version = protocol::negotiate(&params.protocol_version);
         let session = Arc::new(Session::new(self.connection.clone()));
-        let opened =
-            Opened { version, capabilities: params.capabilities.clone(), session: session.clone() };
+        let opened = Arc::new(Opened {
+            version,
+            capabilities: params.capabilities.clone(),
+            session: session.clone(),
+        });
         if !self.connection.open(opened) {
             let error =
                 mcp::ErrorData::invalid_request("this session is already initialized", None);
@@ -300,7 +309,7 @@ async fn listen_until_cancelled(
 }
 
 /// What `initialize` opened.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Opened {
     /// The version negotiated.
     version: mcp::ProtocolVersion,
@@ -327,7 +336,7 @@ struct Connection {
 #[derive(Debug, Default)]
 struct State {
     /// Set by `initialize`.
-    opened: Option<Opened>,
+    opened: Option<Arc<Opened>>,
     /// The client's requests being served, by their id.
     running: HashMap<mcp::RequestId, CancellationToken>,
     /// `subscriptions/listen` streams open.
@@ -339,12 +348,12 @@ impl Connection {
         self.state.lock().expect("stdio connection lock must not be poisoned")
     }
 
-    fn opened(&self) -> Option<Opened> {
+    fn opened(&self) -> Option<Arc<Opened>> {
         self.state().opened.clone()
     }
 
     /// Records what `initialize` opened; `false` when it had been opened before.
-    fn open(&self, opened: Opened) -> bool {
+    fn open(&self, opened: Arc<Opened>) -> bool {
         let mut state = self.state();
         if state.opened.is_some() {
             return false;
@@ -440,13 +449,24 @@ impl Drop for ListenPlace {
 struct StdioRequest {
     connection: Arc<Connection>,
     /// What the client declared at `initialize`, or in this request's `_meta`.
-    capabilities: mcp::ClientCapabilities,
+    capabilities: Capabilities,
     modern: bool,
+}
+
+/// What a request's client declared it can answer.
+enum Capabilities {
+    /// At `initialize`.
+    Session(Arc<Opened>),
+    /// In the request's own `_meta` (2026-07-28).
+    Own(Box<mcp::ClientCapabilities>),
 }
 
 impl RequestLink for StdioRequest {
     fn capabilities(&self) -> mcp::ClientCapabilities {
-        self.capabilities.clone()
+        match &self.capabilities {
+            Capabilities::Session(opened) => opened.capabilities.clone(),
+            Capabilities::Own(capabilities) => capabilities.as_ref().clone(),
+        }
     }
 
     fn notify(&self, notification: mcp::ServerNotification) -> BoxFuture<'static, ()> {
