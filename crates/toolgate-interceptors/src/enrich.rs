@@ -185,7 +185,7 @@ impl Enrich {
             return Err(options.errors);
         };
         options.finish(descriptor, |descriptor| {
-            // The first count loads the encoding's tables (~50 ms): not on a call.
+            // The first count builds the encoding's tables (about a second): not on a call.
             let encoding = settings.encoding;
             std::thread::spawn(move || encoding.warm_up());
             Enrich {

@@ -175,8 +175,8 @@ pub struct Toon {
 struct Settings {
     encoding: Encoding,
     min_tokens: usize,
-    /// The note's tokens, when there is a note.
-    note: Option<usize>,
+    /// Whether there is a note.
+    note: bool,
     /// Whether JSON that stays JSON may become compact JSON.
     compact: bool,
 }
@@ -223,15 +223,15 @@ impl Toon {
         let compact = options.boolean("compact", true);
         let descriptor = transform::descriptor(KIND, &[InterceptionEvent::ToolsCall]);
         let descriptor = options.configure(descriptor, entry);
-        options.finish(descriptor, |descriptor| Toon {
-            descriptor,
-            settings: Settings {
-                encoding,
-                min_tokens,
-                note: note.then(|| encoding.count(NOTE)),
-                compact,
-            },
-            events: services.events.clone(),
+        options.finish(descriptor, |descriptor| {
+            // The first count builds the encoding's tables (about a second): not on a call,
+            // nor while the configuration loads (the note's count waits for the first call).
+            std::thread::spawn(move || encoding.warm_up());
+            Toon {
+                descriptor,
+                settings: Settings { encoding, min_tokens, note, compact },
+                events: services.events.clone(),
+            }
         })
     }
 
@@ -314,8 +314,9 @@ impl Settings {
         (!conversions.is_empty()).then_some(conversions)
     }
 
+    /// The note's tokens (0 without a note): a short text, counted when needed.
     fn note_tokens(&self) -> usize {
-        self.note.unwrap_or(0)
+        if self.note { self.encoding.count(NOTE) } else { 0 }
     }
 
     /// `result` with `conversions` in place, each marked with its format, and the note
@@ -323,7 +324,7 @@ impl Settings {
     fn apply(&self, result: &mcp::CallToolResult, conversions: Conversions) -> Rewritten {
         let count = |form| conversions.iter().filter(|(_, c)| c.form == form).count();
         let (toon_blocks, compact_blocks) = (count(Form::Toon), count(Form::Compact));
-        let note = self.note.filter(|_| toon_blocks > 0);
+        let note = (self.note && toon_blocks > 0).then(|| self.note_tokens());
         let tokens_before = conversions.iter().map(|(_, c)| c.sent_tokens).sum();
         let tokens_after =
             conversions.iter().map(|(_, c)| c.tokens).sum::<usize>() + note.unwrap_or(0);

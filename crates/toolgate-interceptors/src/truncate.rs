@@ -154,7 +154,7 @@ impl Truncate {
                 store
             });
             if let Budget::Tokens(_, encoding) = budget {
-                // The first count loads the encoding's tables (~50 ms): not on a call.
+                // The first count builds the encoding's tables (about a second): not on a call.
                 std::thread::spawn(move || encoding.warm_up());
             }
             Truncate {

@@ -4,11 +4,20 @@
 //! Counting is linear in the text (GitHub's `bpe-openai`), about 30 ms per MiB of JSON in a
 //! release build; [`Encoding::count_up_to`] stops as soon as a limit is passed, and a text of
 //! `n` bytes never has more than `n` tokens, so a text shorter than a budget costs nothing to
-//! check. The first use of an encoding loads its tables (about 50 ms); [`Encoding::warm_up`]
-//! does that ahead of time.
+//! check. The first use of an encoding builds its tables from its vocabulary (`vocabulary`:
+//! about a second for `o200k_base`); [`Encoding::warm_up`] does that ahead of time.
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::LazyLock;
+
+mod vocabulary;
+
+/// The tokenizers, built at first use.
+static O200K_BASE: LazyLock<bpe_openai::Tokenizer> =
+    LazyLock::new(|| Encoding::O200kBase.build_tokenizer());
+static CL100K_BASE: LazyLock<bpe_openai::Tokenizer> =
+    LazyLock::new(|| Encoding::Cl100kBase.build_tokenizer());
 
 /// Pieces (what the tokenizer splits a text into before encoding: words, numbers, runs of
 /// punctuation) longer than this many bytes may be cut by [`Encoding::prefix_within`].
@@ -38,12 +47,13 @@ impl Encoding {
 
     fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
         match self {
-            Encoding::O200kBase => bpe_openai::o200k_base(),
-            Encoding::Cl100kBase => bpe_openai::cl100k_base(),
+            Encoding::O200kBase => &O200K_BASE,
+            Encoding::Cl100kBase => &CL100K_BASE,
         }
     }
 
-    /// Loads the encoding's tables now rather than at the first count.
+    /// Builds the encoding's tables now rather than at the first count (which waits for them
+    /// if another thread is building them).
     pub fn warm_up(self) {
         self.tokenizer().count("");
     }

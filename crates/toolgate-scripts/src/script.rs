@@ -73,6 +73,13 @@ impl Engine {
     /// Compiles `text`, read from `path`; runs its `meta()` when it has one.
     pub fn compile(&self, path: &Path, text: &str) -> Result<Compiled, CompileError> {
         let built = compile::compile(&self.context, path, text)?;
+        // An invocation's deadline (a second by default) counts the time its native functions
+        // take, and the first token count builds the tables (about a second): a script that
+        // may count has them built now, as it loads, not in its first call. Told by its text:
+        // a needless build costs that second once, and the memory of the tables.
+        if text.contains("tokens") {
+            toolgate_llm::tokens::Encoding::O200kBase.warm_up();
+        }
         let probe = Vm::new(self.runtime.clone(), built.unit.clone());
         let defines = |name: &str| probe.lookup_function([name]).is_ok();
         let mut functions: Vec<String> = crate::HOOKS

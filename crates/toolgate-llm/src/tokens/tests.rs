@@ -85,3 +85,110 @@ fn encodings_are_named_as_openai_names_them() {
     let err = "p50k_base".parse::<Encoding>().unwrap_err();
     assert!(err.to_string().contains("o200k_base, cl100k_base"), "{err}");
 }
+
+/// The process's peak resident memory in KiB (Linux: `VmHWM` in /proc/self/status).
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What the first use of each encoding costs: the time to build its tables and what that adds
+/// to the peak memory (docs/benchmarks.md, "Binary size"). A measurement, so ignored; run it
+/// alone, in a release build:
+/// `cargo test --release -p toolgate-llm --lib first_use -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run it alone, with --release"]
+fn first_use_cost() {
+    for encoding in Encoding::ALL {
+        let peak_before = peak_rss_kib();
+        let started = tokio::time::Instant::now();
+        encoding.warm_up();
+        let took = started.elapsed();
+        let peak_after = peak_rss_kib();
+        let grew = peak_before.zip(peak_after).map(|(before, after)| (after - before) / 1024);
+        eprintln!(
+            "{encoding}: tables built in {:.0} ms; peak memory {} MiB higher ({} MiB in all)",
+            took.as_secs_f64() * 1000.0,
+            grew.map_or("?".into(), |mib| mib.to_string()),
+            peak_after.map_or("?".into(), |kib| (kib / 1024).to_string()),
+        );
+    }
+}
+
+/// Every JSON file under `dir`, recursively.
+fn json_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            json_files(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "json") {
+            found.push(path);
+        }
+    }
+}
+
+/// Every string in `value`, keys included.
+fn strings<'v>(value: &'v serde_json::Value, found: &mut Vec<&'v str>) {
+    match value {
+        serde_json::Value::String(text) => found.push(text),
+        serde_json::Value::Array(items) => items.iter().for_each(|item| strings(item, found)),
+        serde_json::Value::Object(map) => {
+            for (key, item) in map {
+                found.push(key);
+                strings(item, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The counts on the token-economy corpus are tiktoken's, and those of `bpe-openai`'s
+/// ready-made tables (what toolgate counted with before it built its own): every JSON file
+/// under `TOOLGATE_CORPUS` (`toolgate-bench corpus --out DIR`, and what
+/// `toolgate-bench tokens --outputs DIR` wrote), whole and each of its strings, in both
+/// encodings. Needs a corpus, so ignored:
+/// `TOOLGATE_CORPUS=DIR cargo test -p toolgate-llm --lib corpus -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a corpus: TOOLGATE_CORPUS=DIR"]
+fn counts_on_a_corpus_are_tiktokens_and_the_ready_made_tables() {
+    let dir = std::env::var_os("TOOLGATE_CORPUS").expect("TOOLGATE_CORPUS=DIR");
+    let mut files = Vec::new();
+    json_files(std::path::Path::new(&dir), &mut files);
+    assert!(!files.is_empty(), "no JSON file under {dir:?}");
+    let checks = [
+        (Encoding::O200kBase, tiktoken_rs::o200k_base().unwrap(), bpe_openai::o200k_base()),
+        (Encoding::Cl100kBase, tiktoken_rs::cl100k_base().unwrap(), bpe_openai::cl100k_base()),
+    ];
+    let (mut texts, mut bytes) = (0usize, 0usize);
+    let mut tokens = [0usize; 2];
+    for file in &files {
+        let whole = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+        let value: serde_json::Value =
+            serde_json::from_str(&whole).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+        let mut found = vec![whole.as_str()];
+        strings(&value, &mut found);
+        for text in found {
+            for (at, (encoding, tiktoken, ready_made)) in checks.iter().enumerate() {
+                let count = encoding.count(text);
+                assert_eq!(
+                    count,
+                    tiktoken.encode_ordinary(text).len(),
+                    "{encoding}, {file:?}: {text:?}"
+                );
+                assert_eq!(count, ready_made.count(text), "{encoding}, {file:?}: {text:?}");
+                tokens[at] += count;
+            }
+            texts += 1;
+            bytes += text.len();
+        }
+    }
+    eprintln!(
+        "{} files, {texts} texts, {bytes} bytes: o200k_base {} tokens, cl100k_base {} tokens, \
+         the same three ways",
+        files.len(),
+        tokens[0],
+        tokens[1]
+    );
+}
