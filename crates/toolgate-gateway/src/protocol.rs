@@ -4,10 +4,10 @@
 //! A request belongs to one of two eras. A client of the handshake era (2025-11-25 and before)
 //! said who it is at `initialize`, in a session; a 2026-07-28 request says it in its own `_meta`
 //! (`io.modelcontextprotocol/protocolVersion`, `clientInfo`, `clientCapabilities`) and has no
-//! session. [`Client`] is what a front knows of the sender; [`answer`] checks the request against
-//! its era (a version toolgate speaks, the metadata that era requires, methods that era has),
-//! serves it, and shapes the result for its era (`resultType` and caching hints for 2026-07-28,
-//! neither for older clients, which may reject fields they do not know).
+//! session. [`Client`] is what a front knows of the sender; [`Dispatcher::answer`] checks the
+//! request against its era (a version toolgate speaks, the metadata that era requires, methods
+//! that era has), serves it, and shapes the result for its era (`resultType` and caching hints
+//! for 2026-07-28, neither for older clients, which may reject fields they do not know).
 //!
 //! Only what needs the front's own machinery is left to the front: `initialize` (it opens a
 //! session), `subscriptions/listen` (a stream), and the requests of a session that are not

@@ -47,7 +47,7 @@ async fn rug_pull(client: &RecordingClient, notes: &mut Notes, stage: u8) {
     notes.next_matching(|n| matches!(n, Note::ToolsChanged).then_some(())).await;
 }
 
-async fn rug_pull_is_caught(client: RecordingClient, mut notes: Notes, dir: &Path) {
+async fn rug_pull_is_caught(client: RecordingClient, mut notes: Notes) {
     assert!(tool_names(&client).await.contains(&"fx__weather".to_owned()));
     let sunny = client.call_tool(call("fx__weather", json!({"city": "Oslo"}))).await.expect("call");
     assert_eq!(first_text(&sunny), "sunny in Oslo");
@@ -77,7 +77,11 @@ async fn rug_pull_is_caught(client: RecordingClient, mut notes: Notes, dir: &Pat
     rug_pull(&client, &mut notes, 0).await;
     assert!(tool_names(&client).await.contains(&"fx__weather".to_owned()));
     client.cancel().await.expect("close");
+}
 
+/// The audit log of a gateway that has stopped (its last records written) holds one drift
+/// record per changed contract.
+fn drift_was_recorded(dir: &Path) {
     let log = std::fs::read_to_string(dir.join("audit.jsonl")).expect("the audit log");
     let drift: Vec<Value> = log
         .lines()
@@ -92,7 +96,9 @@ async fn rug_pull_is_caught(client: RecordingClient, mut notes: Notes, dir: &Pat
 async fn a_rug_pull_at_run_time_is_withheld_over_stdio() {
     let dir = pinned_config("block").await;
     let (client, notes, _) = recording_stdio_client(&dir.path().join("toolgate.toml")).await;
-    rug_pull_is_caught(client, notes, dir.path()).await;
+    // Closing the client's session ends the stdio gateway, which writes its last records.
+    rug_pull_is_caught(client, notes).await;
+    drift_was_recorded(dir.path());
 }
 
 #[tokio::test]
@@ -100,7 +106,11 @@ async fn a_rug_pull_at_run_time_is_withheld_over_http() {
     let dir = pinned_config("block").await;
     let gateway = HttpGateway::start(&dir.path().join("toolgate.toml")).await;
     let (client, notes) = recording_http_client(&gateway.url).await;
-    rug_pull_is_caught(client, notes, dir.path()).await;
+    rug_pull_is_caught(client, notes).await;
+    // The HTTP gateway goes on after its client leaves: it is stopped, so that the audit
+    // log holds everything (read while it ran, its last record could still be on its way).
+    assert!(gateway.terminate().await.success());
+    drift_was_recorded(dir.path());
 }
 
 #[tokio::test]
