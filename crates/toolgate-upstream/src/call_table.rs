@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use toolgate_core::mcp;
 
 use crate::call::Caller;
-use crate::progress::ProgressLedger;
+use crate::progress_ledger::ProgressLedger;
 use crate::raw::RawSlot;
 
 /// Where what an upstream sends about one request goes: the request's caller, and the ledger

@@ -18,6 +18,7 @@ mod http_client;
 mod in_process;
 pub mod inventory;
 mod progress;
+mod progress_ledger;
 mod raw;
 mod shared;
 mod sse;

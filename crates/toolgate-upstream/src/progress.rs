@@ -12,57 +12,14 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{GetExtensions as _, GetMeta as _};
 use rmcp::transport::Transport;
-use tokio::sync::Notify;
 use toolgate_core::mcp;
 
 use crate::call_table::{Registration, Route};
 use crate::shared::Shared;
-
-/// Longest a result waits for its progress to be forwarded: a stuck client must not hold it.
-const CATCH_UP_LIMIT: Duration = Duration::from_secs(1);
-
-/// One call's progress: read from the upstream, and forwarded to the caller.
-#[derive(Debug, Default)]
-pub(crate) struct ProgressLedger {
-    read: AtomicU64,
-    forwarded: AtomicU64,
-    changed: Notify,
-}
-
-impl ProgressLedger {
-    /// The transport read a progress notification for this call.
-    pub(crate) fn read_one(&self) {
-        self.read.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// The handler is done with one (forwarded it, or gave up on it).
-    pub(crate) fn forwarded_one(&self) {
-        self.forwarded.fetch_add(1, Ordering::SeqCst);
-        self.changed.notify_waiters();
-    }
-
-    /// Waits until all progress read so far is forwarded, or [`CATCH_UP_LIMIT`] passes.
-    pub(crate) async fn caught_up(&self) {
-        let waiting = async {
-            loop {
-                let changed = self.changed.notified();
-                if self.forwarded.load(Ordering::SeqCst) >= self.read.load(Ordering::SeqCst) {
-                    return;
-                }
-                changed.await;
-            }
-        };
-        if tokio::time::timeout(CATCH_UP_LIMIT, waiting).await.is_err() {
-            tracing::debug!("a result went ahead of progress still being forwarded");
-        }
-    }
-}
 
 /// Whose an upstream's log message is, decided as the transport reads it.
 #[derive(Clone)]
@@ -169,7 +126,10 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
+    use std::time::Duration;
+
     use crate::call::Caller;
+    use crate::progress_ledger::{CATCH_UP_LIMIT, ProgressLedger};
 
     /// A transport whose writes never finish, and whose reads come from a channel.
     struct Wire(mpsc::UnboundedReceiver<mcp::ServerJsonRpcMessage>);
@@ -222,7 +182,7 @@ mod tests {
             mcp::ServerNotification::ProgressNotification(mcp::ProgressNotification::new(progress));
         server.send(mcp::JsonRpcMessage::notification(notification)).expect("open");
         transport.receive().await.expect("a message");
-        assert_eq!(ledger.read.load(Ordering::SeqCst), 1, "its progress is counted");
+        assert_eq!(ledger.read_count(), 1, "its progress is counted");
 
         drop(in_flight);
         assert!(shared.calls.lock().request_ids().is_empty());

@@ -7,6 +7,7 @@ mod events;
 mod scrub;
 mod setup;
 mod trust;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -34,7 +34,7 @@ pub(crate) fn discover(global: &GlobalArgs) -> anyhow::Result<Option<PathBuf>> {
     let env = SystemEnvironment;
     let found =
         toolgate_config::discover_file(global.config.as_deref(), &env).map_err(|error| {
-            crate::setup::InvalidConfig { path: global.config.clone(), errors: error.into() }
+            crate::usage::InvalidConfig { path: global.config.clone(), errors: error.into() }
         })?;
     let Some(found) = found else { return Ok(None) };
     if found.needs_trust() {

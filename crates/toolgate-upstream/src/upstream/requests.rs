@@ -15,7 +15,7 @@ use super::{HARD_TIMEOUT_FACTOR, LinkState, Upstream};
 use crate::call::CallOptions;
 use crate::connect::Link;
 use crate::error::UpstreamError;
-use crate::progress::ProgressLedger;
+use crate::progress_ledger::ProgressLedger;
 use crate::raw::{RawSlot, RawToolResult, ToolAnswer};
 
 /// How one attempt to send a request ended, when it did not bring a result.
