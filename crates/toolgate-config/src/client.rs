@@ -147,6 +147,7 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
         transport,
         prefix,
         tools: ToolFilter { allow: Vec::new(), deny: deny?.unwrap_or_default() },
+        protocol: Default::default(),
         startup_timeout: DEFAULT_STARTUP_TIMEOUT,
         timeout: timeout?.unwrap_or(DEFAULT_CALL_TIMEOUT),
         restart_wait: DEFAULT_RESTART_WAIT,

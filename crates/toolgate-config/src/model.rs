@@ -241,6 +241,8 @@ pub struct ServerConfig {
     pub prefix: String,
     /// Which of its tools are exposed.
     pub tools: ToolFilter,
+    /// Which protocol era toolgate speaks to it (`protocol = "..."`).
+    pub protocol: UpstreamProtocol,
     /// Time allowed for connect + handshake.
     pub startup_timeout: Duration,
     /// Time allowed for one call.
@@ -374,6 +376,32 @@ impl HttpTransport {
             HttpTransport::Auto => "auto",
             HttpTransport::StreamableHttp => "streamable-http",
             HttpTransport::Sse => "sse",
+        }
+    }
+}
+
+/// `protocol = "..."` of an upstream: which era toolgate speaks to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamProtocol {
+    /// Ask with `server/discover` (2026-07-28) first, and use the `initialize` handshake when
+    /// the server does not know it. Over legacy HTTP+SSE, which has no 2026-07-28, the
+    /// handshake.
+    #[default]
+    Auto,
+    /// The `initialize` handshake only (2025-11-25 and older), for a server that mishandles a
+    /// `server/discover` it does not know.
+    Handshake,
+    /// `server/discover` only (2026-07-28): a server that does not speak it fails to connect.
+    Stateless,
+}
+
+impl UpstreamProtocol {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamProtocol::Auto => "auto",
+            UpstreamProtocol::Handshake => "2025-11-25",
+            UpstreamProtocol::Stateless => "2026-07-28",
         }
     }
 }

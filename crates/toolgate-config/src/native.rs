@@ -7,7 +7,7 @@ use crate::error::{index_path, key_path};
 use crate::model::{
     AdminConfig, AuditConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT,
     GatewayConfig, HttpConfig, HttpTransport, InterceptorConfig, Mode, ServerConfig, StdioConfig,
-    ToolFilter, TransportConfig,
+    ToolFilter, TransportConfig, UpstreamProtocol,
 };
 use crate::value::Value;
 
@@ -46,6 +46,7 @@ const SERVER_KEYS: &[&str] = &[
     "prefix",
     "allow_tools",
     "deny_tools",
+    "protocol",
     "startup_timeout",
     "timeout",
     "restart_wait",
@@ -429,6 +430,8 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     };
     let allow = optional(fields.get("allow_tools").copied(), |v| cx.globs(v, &at("allow_tools")));
     let deny = optional(fields.get("deny_tools").copied(), |v| cx.globs(v, &at("deny_tools")));
+    let protocol =
+        optional(fields.get("protocol").copied(), |v| upstream_protocol(cx, v, &at("protocol")));
     let startup_timeout = optional(fields.get("startup_timeout").copied(), |v| {
         cx.duration(v, &at("startup_timeout"))
     })
@@ -467,10 +470,22 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
             pool: pool?.unwrap_or(true),
         }),
     };
+    let protocol = protocol?.unwrap_or_default();
+    if protocol == UpstreamProtocol::Stateless
+        && matches!(&transport, TransportConfig::Http(http) if http.transport == HttpTransport::Sse)
+    {
+        cx.error(
+            &at("protocol"),
+            "\"2026-07-28\" cannot be spoken over transport = \"sse\" (legacy HTTP+SSE has \
+             only the handshake era); use \"auto\" or \"2025-11-25\"",
+        );
+        return None;
+    }
     let server = ServerConfig {
         name: name_ok.then(|| name.to_owned())?,
         transport,
         prefix: prefix?,
+        protocol,
         tools: ToolFilter { allow: allow?.unwrap_or_default(), deny: deny?.unwrap_or_default() },
         startup_timeout: startup_timeout?,
         timeout: timeout?,
@@ -481,6 +496,21 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         response_format: response_format?.unwrap_or_default(),
     };
     Some(Entry { server, place: cx.place(&path) })
+}
+
+fn upstream_protocol(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<UpstreamProtocol> {
+    let text = cx.string(value, path)?;
+    let protocol =
+        [UpstreamProtocol::Auto, UpstreamProtocol::Handshake, UpstreamProtocol::Stateless]
+            .into_iter()
+            .find(|p| p.as_str() == text);
+    if protocol.is_none() {
+        cx.error(
+            path,
+            format!("unknown protocol {text:?} (expected one of: auto, 2025-11-25, 2026-07-28)"),
+        );
+    }
+    protocol
 }
 
 fn transport(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<HttpTransport> {

@@ -184,6 +184,7 @@ fn dump(config: &Config) -> String {
             transport,
             prefix,
             tools,
+            protocol,
             startup_timeout,
             timeout,
             restart_wait,
@@ -232,6 +233,10 @@ fn dump(config: &Config) -> String {
         line(w, 2, "prefix", format!("{prefix:?}"));
         line(w, 2, "allow_tools", format!("{allow:?}"));
         line(w, 2, "deny_tools", format!("{deny:?}"));
+        // Shown only when not the default, so that fixtures written before it existed still hold.
+        if *protocol != toolgate_config::UpstreamProtocol::Auto {
+            line(w, 2, "protocol", protocol.as_str());
+        }
         line(w, 2, "startup_timeout", format!("{startup_timeout:?}"));
         line(w, 2, "timeout", format!("{timeout:?}"));
         if *restart_wait != toolgate_config::DEFAULT_RESTART_WAIT {

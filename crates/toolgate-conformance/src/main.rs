@@ -88,6 +88,7 @@ fn server_config(url: url::Url) -> ServerConfig {
         }),
         prefix: String::new(),
         tools: Default::default(),
+        protocol: Default::default(),
         startup_timeout: STARTUP_TIMEOUT,
         timeout: CALL_TIMEOUT,
         restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,

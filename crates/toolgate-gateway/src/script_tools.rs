@@ -185,6 +185,7 @@ impl ScriptTools {
             }),
             prefix: name.to_owned(),
             tools: Default::default(),
+            protocol: Default::default(),
             startup_timeout: toolgate_config::DEFAULT_STARTUP_TIMEOUT,
             // The script's own limit ends it first; this only covers the pipe.
             timeout: self.tool_timeout + Duration::from_secs(5),

@@ -13,7 +13,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientCacheConfig, Peer, RoleClient};
 use tokio_util::sync::CancellationToken;
-use toolgate_config::{HttpConfig, HttpTransport, ServerConfig, TransportConfig};
+use toolgate_config::{HttpConfig, HttpTransport, ServerConfig, TransportConfig, UpstreamProtocol};
 use toolgate_core::{BoxError, mcp};
 
 use crate::catalog::list_catalog;
@@ -190,8 +190,25 @@ async fn connect_service(
     match &config.transport {
         TransportConfig::Stdio(stdio) => {
             let child = stdio::spawn(stdio, stderr.clone(), shared)?;
-            let group = child.group;
-            match handler.serve(child.transport, ClientLifecycleMode::Initialize).await {
+            let mut group = child.group;
+            let mut served =
+                handler.clone().serve(child.transport, lifecycle(config.protocol)).await;
+            if let Err(error) = &served
+                && config.protocol == UpstreamProtocol::Auto
+                && probe_went_wrong(error)
+            {
+                // A server of the handshake era that answers a `server/discover` it does not
+                // know with a result of the wrong shape or ends when it reads it, or a slow
+                // starter that read the probe only after rmcp had stopped waiting for its
+                // answer and gone on to `initialize` on the same pipe: a new process, asked
+                // with `initialize`.
+                tracing::debug!(upstream = %name, ?error, "server/discover went wrong; asking a new process with initialize");
+                group.kill();
+                let child = stdio::spawn(stdio, stderr.clone(), shared)?;
+                group = child.group;
+                served = handler.serve(child.transport, ClientLifecycleMode::Initialize).await;
+            }
+            match served {
                 Ok(service) => Ok(Served { group: Some(group), ..Served::new(service, "stdio") }),
                 Err(source) => {
                     // Its last words on stderr usually say why: wait (briefly) until they are
@@ -228,6 +245,37 @@ async fn connect_service(
     }
 }
 
+/// How toolgate starts a connection to a server by its `protocol`: with `Auto`,
+/// `server/discover` first (2026-07-28), falling back to `initialize` when the server answers
+/// it with an error or not within rmcp's 10 s.
+fn lifecycle(protocol: UpstreamProtocol) -> ClientLifecycleMode {
+    match protocol {
+        UpstreamProtocol::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
+        UpstreamProtocol::Handshake => ClientLifecycleMode::Initialize,
+        UpstreamProtocol::Stateless => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    }
+}
+
+/// Whether an `Auto` start failed in a way that a server of the handshake era causes with
+/// the `server/discover` probe itself (the pipe is then of no further use), rather than by
+/// failing its handshake: a result of the wrong shape, an answer to the probe read where the
+/// answer to `initialize` was awaited, or the connection closed.
+fn probe_went_wrong(error: &ClientInitializeError) -> bool {
+    matches!(
+        error,
+        ClientInitializeError::ExpectedInitResult(_)
+            | ClientInitializeError::ExpectedInitResponse(_)
+            | ClientInitializeError::ConflictInitResponseId(..)
+            | ClientInitializeError::UncorrelatedErrorResponse { .. }
+            | ClientInitializeError::ConnectionClosed(_)
+    )
+}
+
 /// How long a child that failed its handshake gets to finish writing why.
 const STDERR_GRACE: Duration = Duration::from_millis(500);
 
@@ -250,14 +298,24 @@ async fn connect_http(
     let headers = header_map(config)?;
     match config.transport {
         HttpTransport::StreamableHttp => {
-            connect_streamable(config, headers, handler, mark).await.map_err(failed)
+            connect_streamable(config, server.protocol, headers, handler, mark)
+                .await
+                .map_err(failed)
         }
         HttpTransport::Sse => {
             let service = connect_sse(config, headers, handler).await.map_err(failed)?;
             Ok(Served::new(service, "sse"))
         }
         HttpTransport::Auto => {
-            match connect_streamable(config, headers.clone(), handler.clone(), mark).await {
+            match connect_streamable(
+                config,
+                server.protocol,
+                headers.clone(),
+                handler.clone(),
+                mark,
+            )
+            .await
+            {
                 Ok(served) => Ok(served),
                 Err(streamable) => {
                     tracing::debug!(upstream = %name, error = ?streamable, "streamable HTTP failed; trying legacy SSE");
@@ -293,6 +351,7 @@ fn both_failed(streamable: ConnectError, sse: ConnectError) -> ConnectError {
 
 async fn connect_streamable(
     config: &HttpConfig,
+    protocol: UpstreamProtocol,
     headers: Vec<(HeaderName, HeaderValue)>,
     handler: UpstreamHandler,
     mark: &StreamMark,
@@ -305,21 +364,19 @@ async fn connect_streamable(
                 .reinit_on_expired_session(true),
         )
     };
-    let lifecycle = ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
-        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
-    };
     let client = SessionAwareClient::new(config.pool, mark.clone());
     let standalone = client.standalone();
     let served = |service, standalone| Served {
         standalone: Some(standalone),
         ..Served::new(service, "streamable-http")
     };
-    match handler.clone().serve(transport(client), lifecycle).await {
+    match handler.clone().serve(transport(client), lifecycle(protocol)).await {
         // rmcp falls back to `initialize` when `server/discover` is refused, but not when a
         // server of the older era answers it with a result of the wrong shape (some answer any
         // unknown request with `{}`). Such a server speaks `initialize`: ask again that way.
-        Err(ClientInitializeError::ExpectedInitResult(Some(answer))) => {
+        Err(ClientInitializeError::ExpectedInitResult(Some(answer)))
+            if protocol == UpstreamProtocol::Auto =>
+        {
             tracing::debug!(url = %config.url, ?answer, "server/discover answered oddly; using initialize");
             let client = SessionAwareClient::new(config.pool, mark.clone());
             let standalone = client.standalone();

@@ -90,6 +90,7 @@ async fn every_page_of_every_list_is_fetched() {
         }),
         prefix: "p".into(),
         tools: Default::default(),
+        protocol: Default::default(),
         startup_timeout: Duration::from_secs(20),
         timeout: Duration::from_secs(20),
         restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,

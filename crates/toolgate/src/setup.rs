@@ -129,6 +129,7 @@ fn demo_config() -> anyhow::Result<Config> {
         }),
         prefix: "demo".into(),
         tools: Default::default(),
+        protocol: Default::default(),
         startup_timeout: Duration::from_secs(10),
         timeout: toolgate_config::DEFAULT_CALL_TIMEOUT,
         restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,

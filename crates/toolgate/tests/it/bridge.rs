@@ -130,7 +130,10 @@ impl Modern {
 /// The fixture over stdio, a handshake-era session, as upstream `fx`, behind toolgate's HTTP
 /// front.
 async fn gateway_to_stdio_fixture() -> (ConfigDir, HttpGateway) {
-    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    // The fixture would answer `server/discover` and speak 2026-07-28; the official
+    // TypeScript servers, like most stdio servers today, speak only the handshake era.
+    let table = format!("{}protocol = \"2025-11-25\"\n", fixture_server("fx", "stdio", None));
+    let config = ConfigDir::new(&table);
     let gateway = HttpGateway::start(&config.path()).await;
     (config, gateway)
 }

@@ -419,19 +419,24 @@ fn assert_all_checks_passed(run: &SuiteRun) {
 }
 
 /// Both requirement sets back to back against one gateway fronting the fixture over
-/// `transport`: the 2026-07-28 set (see [`requirements_2026_07_28`]), then the 2025-11-25 one,
-/// which must pass in full as on a fresh gateway. The first leaves calls behind it on the
-/// upstream (rounds its clients never answer, each holding a call for its retry); over stdio
-/// and legacy SSE, where nothing says which call a question belongs to, those once made every
+/// `transport`, with the server's `protocol` setting: the 2026-07-28 set (see
+/// [`requirements_2026_07_28`]), then the 2025-11-25 one, which must pass in full as on a
+/// fresh gateway. The first leaves calls behind it on the upstream (rounds its clients never
+/// answer, each holding a call for its retry); on a handshake-era connection over stdio or
+/// legacy SSE, where nothing says which call a question belongs to, those once made every
 /// later question anyone's, and the second set's sampling and elicitation scenarios failed
 /// ("Server did not request sampling from client").
-async fn both_requirement_sets_back_to_back(transport: &str) {
-    let (gateway, _config, _fixture) = gateway_to_fixture(transport, "").await;
-    let label = format!("toolgate -> fixture over {transport}");
-    let (baseline, handshake_era) = match transport {
-        // The two speak 2026-07-28.
-        "http" => (expected_failures_2026(), false),
-        _ => (expected_failures_2026_handshake_upstream(), true),
+async fn both_requirement_sets_back_to_back(transport: &str, protocol: &str) {
+    let extra = format!("protocol = {}\n", toml_str(protocol));
+    let (gateway, _config, _fixture) = gateway_to_fixture(transport, &extra).await;
+    let label = format!("toolgate -> fixture over {transport}, protocol {protocol}");
+    // With "auto" the gateway finds that the fixture speaks 2026-07-28 over stdio and
+    // streamable HTTP (the empty baseline holds only if it does); legacy SSE has only the
+    // handshake era.
+    let handshake_era = transport == "sse" || protocol == "2025-11-25";
+    let baseline = match handshake_era {
+        false => expected_failures_2026(),
+        true => expected_failures_2026_handshake_upstream(),
     };
     let run = requirements_2026_07_28(&gateway.url, &label, &baseline).await;
     if handshake_era {
@@ -442,18 +447,24 @@ async fn both_requirement_sets_back_to_back(transport: &str) {
 
 #[tokio::test]
 async fn conformance_both_requirement_sets_back_to_back_through_toolgate_fixture_over_stdio() {
-    both_requirement_sets_back_to_back("stdio").await;
+    both_requirement_sets_back_to_back("stdio", "auto").await;
+}
+
+#[tokio::test]
+async fn conformance_both_requirement_sets_back_to_back_through_toolgate_fixture_over_stdio_in_the_handshake_era()
+ {
+    both_requirement_sets_back_to_back("stdio", "2025-11-25").await;
 }
 
 #[tokio::test]
 async fn conformance_both_requirement_sets_back_to_back_through_toolgate_fixture_over_streamable_http()
  {
-    both_requirement_sets_back_to_back("http").await;
+    both_requirement_sets_back_to_back("http", "auto").await;
 }
 
 #[tokio::test]
 async fn conformance_both_requirement_sets_back_to_back_through_toolgate_fixture_over_legacy_sse() {
-    both_requirement_sets_back_to_back("sse").await;
+    both_requirement_sets_back_to_back("sse", "auto").await;
 }
 
 /// The pipeline keeps the protocol intact: the same suite, the same counts, with every
@@ -572,10 +583,11 @@ fn assert_keyed_by_the_upstream(run: &SuiteRun) {
 
 /// The suite's 2026-07-28 requirement set with `baseline` against the gateway at `url`.
 ///
-/// Over streamable HTTP the gateway and the fixture negotiate 2026-07-28: an upstream of that
-/// era asks its questions as `input_required` rounds with keys of its own, which toolgate hands
-/// to the client whole, and learns per request what the client can answer; the baseline is
-/// empty. Over stdio and legacy SSE the fixture is an upstream of the handshake era, which asks
+/// Over stdio and streamable HTTP the gateway and the fixture negotiate 2026-07-28 (unless the
+/// server's `protocol` says otherwise): an upstream of that era asks its questions as
+/// `input_required` rounds with keys of its own, which toolgate hands to the client whole, and
+/// learns per request what the client can answer; the baseline is empty. Over legacy SSE, or
+/// with `protocol = "2025-11-25"`, the fixture is an upstream of the handshake era, which asks
 /// with requests of its own: toolgate makes rounds of them under its own keys and state, and
 /// holds the upstream's questions until the client's retry; the baseline lists the two checks
 /// that name the fixture's keys ([`KEYED_BY_THE_UPSTREAM`]).

@@ -69,6 +69,14 @@ pub fn python() -> PathBuf {
     require(python, "the Python MCP SDK venv")
 }
 
+/// A console script of the venv with the official Python MCP servers (`mcp-server-time`, ...).
+pub fn python_server_bin(name: &str) -> PathBuf {
+    let venv = std::env::var_os("TOOLGATE_TEST_PYTHON_SERVERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("tests/deps/python-servers/venv"));
+    require(venv.join("bin").join(name), name)
+}
+
 /// A test client script under `tests/clients`.
 pub fn client_script(name: &str) -> PathBuf {
     require(repo_root().join("tests/clients").join(name), name)

@@ -140,6 +140,88 @@ async fn auto_transport_detects_streamable_and_legacy() {
     assert_eq!(rows[1]["protocol"], "2025-11-25", "{rows}");
 }
 
+/// A handshake-era stand-in over stdio: the fixture behind a shell script that does `on_probe`
+/// when the first line it reads is a `server/discover` (with `$id` its request id), and
+/// otherwise passes every line on to the fixture, which then speaks the handshake era.
+fn probe_hater(dir: &std::path::Path, name: &str, on_probe: &str) -> String {
+    let script = dir.join(format!("{name}.sh"));
+    let body = format!(
+        "IFS= read -r line\n\
+         case \"$line\" in\n\
+         *'\"server/discover\"'*)\n\
+         id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\\([0-9]*\\).*/\\1/p')\n\
+         {on_probe}\n\
+         ;;\n\
+         esac\n\
+         {{ printf '%s\\n' \"$line\"; exec cat; }} | exec {}\n",
+        shell_quote(&fixture_bin().to_string_lossy())
+    );
+    std::fs::write(&script, body).expect("write the script");
+    format!(
+        "[servers.{name}]\ncommand = \"sh\"\nargs = [{}]\nrequired = true\n",
+        toml_str(&script.to_string_lossy())
+    )
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// Over stdio, `protocol = "auto"` (the default) asks with `server/discover` first, as the
+/// 2026-07-28 specification says a client should: the fixture and the Python SDK's
+/// `mcp-server-time` speak 2026-07-28; the TypeScript SDK's `server-filesystem` refuses the
+/// probe and is asked with `initialize` on the same pipe; `protocol = "2025-11-25"` skips the
+/// probe. A server of the handshake era that ends when it reads the probe, or answers it with a
+/// result of the wrong shape, is started again and asked with `initialize`: every one of them
+/// is up, with its tools, in the era it speaks.
+#[tokio::test]
+async fn stdio_servers_are_probed_for_their_protocol_era() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = fixture_server("modern", "stdio", None);
+    config.push_str(&fixture_server("pinned", "stdio", None));
+    config.push_str("protocol = \"2025-11-25\"\n");
+    config.push_str(&format!(
+        "[servers.time]\ncommand = {}\nrequired = true\n",
+        toml_str(&crate::deps::python_server_bin("mcp-server-time").to_string_lossy())
+    ));
+    config.push_str(&crate::deps::npm_stdio_server(
+        "files",
+        "mcp-server-filesystem",
+        &[&dir.path().to_string_lossy()],
+        &[],
+    ));
+    config.push_str(&probe_hater(dir.path(), "ends", "exit 3"));
+    config.push_str(&probe_hater(
+        dir.path(),
+        "odd",
+        "printf '{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\\n' \"$id\"; sleep 30",
+    ));
+    let config = ConfigDir::new(&config);
+    let output =
+        run_toolgate(&["servers", "--json", "--config", &config.path().to_string_lossy()]).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let row = |name: &str| {
+        rows.as_array()
+            .and_then(|rows| rows.iter().find(|row| row["name"] == name))
+            .unwrap_or_else(|| panic!("{name} missing from {rows}"))
+            .clone()
+    };
+    for (name, era) in [
+        ("modern", "2026-07-28"),
+        ("pinned", "2025-11-25"),
+        ("time", "2026-07-28"),
+        ("files", "2025-11-25"),
+        ("ends", "2025-11-25"),
+        ("odd", "2025-11-25"),
+    ] {
+        let row = row(name);
+        assert_eq!(row["protocol"], era, "{name}: {row}");
+        assert_eq!(row["state"], "connected", "{name}: {row}");
+        assert!(row["tools"].as_u64().is_some_and(|n| n > 0), "{name}: {row}");
+    }
+}
+
 /// Servers start concurrently: each of these three waits until all three have been started
 /// before it answers its handshake, so a gateway that started them one by one would never get
 /// past the first (it would time out).

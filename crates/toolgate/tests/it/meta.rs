@@ -59,9 +59,15 @@ fn hop_keys(seen: &Map<String, Value>) -> Vec<&str> {
     seen.keys().map(String::as_str).filter(|key| !custom.contains_key(*key)).collect()
 }
 
+/// The fixture over stdio as an upstream of the handshake era (asked with `initialize`, not
+/// `server/discover`, which it would answer).
+fn handshake_stdio_fixture() -> String {
+    format!("{}protocol = \"2025-11-25\"\n", fixture_server("fx", "stdio", None))
+}
+
 #[tokio::test]
 async fn a_handshake_client_and_a_handshake_upstream() {
-    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let config = ConfigDir::new(&handshake_stdio_fixture());
     let client = stdio_client(&config.path()).await;
     let seen = meta_at_upstream(&client).await;
     assert_passed_through(&seen);
@@ -73,7 +79,7 @@ async fn a_handshake_client_and_a_handshake_upstream() {
 
 #[tokio::test]
 async fn a_2026_07_28_client_and_a_handshake_upstream() {
-    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let config = ConfigDir::new(&handshake_stdio_fixture());
     let gateway = HttpGateway::start(&config.path()).await;
     let lifecycle =
         ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };

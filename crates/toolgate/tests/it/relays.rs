@@ -144,9 +144,13 @@ async fn fixture_config(upstream: &str) -> (ConfigDir, Option<FixtureUpstream>) 
         "stdio" => None,
         other => Some(FixtureUpstream::start(other).await),
     };
-    let config =
-        ConfigDir::new(&fixture_server("fx", upstream, fixture.as_ref().map(|f| f.url.as_str())));
-    (config, fixture)
+    let mut table = fixture_server("fx", upstream, fixture.as_ref().map(|f| f.url.as_str()));
+    if upstream == "stdio" {
+        // Over stdio the fixture is asked in the handshake era, as most stdio servers speak
+        // (it would answer `server/discover`); over streamable HTTP it speaks 2026-07-28.
+        table.push_str("protocol = \"2025-11-25\"\n");
+    }
+    (ConfigDir::new(&table), fixture)
 }
 
 async fn relays_over_stdio_front(upstream: &str) {
