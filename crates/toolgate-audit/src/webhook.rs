@@ -286,6 +286,8 @@ impl Webhook {
     fn new(options: &WebhookOptions) -> Result<Webhook, WebhookError> {
         let host = endpoint(&options.url);
         let headers = options.request_headers()?;
+        // ring is the process's TLS provider unless the program has installed one already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .default_headers(headers)
             .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))

@@ -70,6 +70,8 @@ const POOL_MAX_IDLE: usize = 32;
 /// The connection settings every HTTP upstream client starts from: `TCP_NODELAY`, and kept
 /// alive connections unless `pool` is false (see the module's doc).
 pub(crate) fn client_builder(pool: bool) -> reqwest::ClientBuilder {
+    // ring is the process's TLS provider unless the program has installed one already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let builder = reqwest::Client::builder().tcp_nodelay(true);
     if pool {
         builder.pool_idle_timeout(POOL_IDLE).pool_max_idle_per_host(POOL_MAX_IDLE)

@@ -132,6 +132,8 @@ pub(super) fn connect(config: ProviderConfig) -> Result<Arc<dyn Provider>, Conne
         value.set_sensitive(true);
         headers.insert(name, value);
     }
+    // ring is the process's TLS provider unless the program has installed one already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))
         // A redirect would carry the key elsewhere, and a POST may become a GET.

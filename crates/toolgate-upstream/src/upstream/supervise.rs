@@ -67,10 +67,9 @@ impl Upstream {
                     self.shared
                         .emit(UpstreamEvent::Connected { upstream: self.config.name.clone() });
                     first.send_replace(Some(Ok(())));
-                    if link.modern {
-                        tokio::spawn(self.clone().listen(link.clone()));
-                    }
-                    let reason = self.run_until_lost(service, &link).await;
+                    let listening =
+                        link.modern.then(|| tokio::spawn(self.clone().listen(link.clone())));
+                    let reason = self.run_until_lost(service, &link, listening).await;
                     link.lost.cancel();
                     if let Some(group) = group {
                         group.kill();
@@ -127,13 +126,26 @@ impl Upstream {
     }
 
     /// Waits until the connection ends by itself, a request found it broken, or shutdown.
-    async fn run_until_lost(&self, service: Service, link: &Link) -> String {
+    async fn run_until_lost(
+        &self,
+        service: Service,
+        link: &Link,
+        listening: Option<tokio::task::JoinHandle<()>>,
+    ) -> String {
         let stop = service.cancellation_token();
         let waiting = service.waiting();
         tokio::pin!(waiting);
         tokio::select! {
             quit = &mut waiting => return format!("the connection closed ({})", quit_reason(quit)),
-            () = self.shutdown.cancelled() => self.cancel_in_flight(link).await,
+            () = self.shutdown.cancelled() => {
+                self.cancel_in_flight(link).await;
+                // The listen stream is a request the server keeps running: it ends it (on
+                // shutdown) with a cancellation, without which a server may wait for it before
+                // it ends when its input closes.
+                if let Some(listening) = listening {
+                    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, listening).await;
+                }
+            }
             () = link.reset.cancelled() => {}
         }
         stop.cancel();
@@ -180,6 +192,7 @@ impl Upstream {
                     }
                 },
                 () = link.lost.cancelled() => return,
+                () = self.shutdown.cancelled() => return,
             };
             loop {
                 tokio::select! {
@@ -190,6 +203,10 @@ impl Upstream {
                     () = &mut refiltered => {
                         let _ = subscription.cancel().await;
                         break;
+                    }
+                    () = self.shutdown.cancelled() => {
+                        let _ = subscription.cancel().await;
+                        return;
                     }
                     () = link.lost.cancelled() => return,
                 }
