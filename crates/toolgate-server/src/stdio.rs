@@ -65,7 +65,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let mut lines = Lines::new(read, write, max_message);
+    let mut lines = Lines::new(read, write, max_message, lines::MOST_BACKLOG);
     let connection = Arc::new(Connection {
         output: lines.output(),
         questions: Arc::default(),

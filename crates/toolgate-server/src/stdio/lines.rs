@@ -5,11 +5,18 @@
 //!
 //! A reader task turns lines into messages and a writer task owns the output, so receiving is
 //! cancel-safe and answers to bad input interleave with the front's own whole lines.
+//!
+//! What waits to be written is bounded by the client: while more than the backlog's limit of
+//! bytes waits (a client that sends and does not read), the reader reads nothing more, so the
+//! client's own writes block. What is already under way (at most the front's requests running,
+//! each with its answer) is still written when the client reads again.
 
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
@@ -18,6 +25,9 @@ use crate::jsonrpc::{Rejection, parse_message};
 
 /// Messages read ahead of the front.
 const READ_AHEAD: usize = 64;
+
+/// Bytes waiting for the client to read them past which no more input is read.
+pub(crate) const MOST_BACKLOG: usize = 16 << 20;
 
 /// The stdio transport over any reader and writer.
 #[derive(Debug)]
@@ -33,13 +43,79 @@ pub(crate) struct Lines {
 /// Where lines to the client go: one message per line, written in the order sent. Cloned by
 /// whoever sends.
 #[derive(Debug, Clone)]
-pub(crate) struct Output(mpsc::UnboundedSender<Vec<u8>>);
+pub(crate) struct Output {
+    lines: mpsc::UnboundedSender<Vec<u8>>,
+    backlog: Arc<Backlog>,
+}
+
+/// The bytes sent and not yet written, and a wake-up for the reader waiting for them to drain.
+#[derive(Debug)]
+struct Backlog {
+    bytes: AtomicUsize,
+    limit: usize,
+    drained: Notify,
+    /// The writer has stopped: nothing waits for the client any more.
+    closed: AtomicBool,
+}
+
+impl Backlog {
+    fn new(limit: usize) -> Arc<Backlog> {
+        Arc::new(Backlog {
+            bytes: AtomicUsize::new(0),
+            limit,
+            drained: Notify::new(),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    fn written(&self, bytes: usize) {
+        let before = self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+        if before - bytes < self.limit {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Returns once at most `limit` bytes wait.
+    async fn room(&self) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.bytes.load(Ordering::Acquire) < self.limit
+                || self.closed.load(Ordering::Acquire)
+            {
+                return;
+            }
+            drained.await;
+        }
+    }
+}
+
+/// Marks the backlog closed when the writer stops, however it stops.
+struct Closing(Arc<Backlog>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Release);
+        self.0.drained.notify_waiters();
+    }
+}
 
 impl Output {
     /// An output onto `lines` (for tests).
     #[cfg(test)]
     pub(crate) fn for_test(lines: mpsc::UnboundedSender<Vec<u8>>) -> Output {
-        Output(lines)
+        Output { lines, backlog: Backlog::new(usize::MAX) }
+    }
+
+    fn queue(&self, json: Vec<u8>) -> bool {
+        let bytes = json.len();
+        self.backlog.bytes.fetch_add(bytes, Ordering::AcqRel);
+        if self.lines.send(json).is_ok() {
+            return true;
+        }
+        self.backlog.written(bytes);
+        false
     }
 
     /// Sends one message, already written as JSON; `false` once the output is closed. A raw
@@ -54,13 +130,13 @@ impl Output {
                 }
             }
         }
-        self.0.send(json).is_ok()
+        self.queue(json)
     }
 
     /// Sends `message`; `false` once the output is closed.
     pub(crate) fn send(&self, message: &mcp::ServerJsonRpcMessage) -> bool {
         match serde_json::to_vec(message) {
-            Ok(json) => self.0.send(json).is_ok(),
+            Ok(json) => self.queue(json),
             Err(error) => {
                 // Messages are plain data; this does not happen.
                 tracing::warn!(%error, "a message to the client could not be written");
@@ -71,23 +147,26 @@ impl Output {
 }
 
 impl Lines {
-    /// Reads messages of at most `max_message` bytes from `read`, writes to `write`.
-    pub(crate) fn new<R, W>(read: R, write: W, max_message: usize) -> Lines
+    /// Reads messages of at most `max_message` bytes from `read`, writes to `write`; stops
+    /// reading while more than `max_backlog` bytes wait to be written.
+    pub(crate) fn new<R, W>(read: R, write: W, max_message: usize, max_backlog: usize) -> Lines
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (incoming_tx, incoming) = mpsc::channel(READ_AHEAD);
-        let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
+        let (lines, lines_rx) = mpsc::unbounded_channel();
+        let backlog = Backlog::new(max_backlog);
+        let output = Output { lines, backlog: backlog.clone() };
         let reader = tokio::spawn(read_messages(
             BufReader::new(read),
             max_message,
             incoming_tx,
-            outgoing.clone(),
+            output.clone(),
         ));
         let closing = CancellationToken::new();
-        let writer = tokio::spawn(write_lines(write, outgoing_rx, closing.clone()));
-        Lines { incoming, output: Some(Output(outgoing)), reader, writer: Some(writer), closing }
+        let writer = tokio::spawn(write_lines(write, lines_rx, backlog, closing.clone()));
+        Lines { incoming, output: Some(output), reader, writer: Some(writer), closing }
     }
 
     /// Where lines to the client go.
@@ -134,10 +213,11 @@ async fn read_messages<R: AsyncBufRead + Unpin>(
     mut read: R,
     max_message: usize,
     messages: mpsc::Sender<mcp::ClientJsonRpcMessage>,
-    answers: mpsc::UnboundedSender<Vec<u8>>,
+    answers: Output,
 ) {
     let mut line = Vec::new();
     loop {
+        answers.backlog.room().await;
         let outcome = match read_line(&mut read, &mut line, max_message).await {
             Ok(Line::Whole) if line.trim_ascii().is_empty() => continue,
             Ok(Line::Whole) => parse_message(&line),
@@ -158,7 +238,7 @@ async fn read_messages<R: AsyncBufRead + Unpin>(
                 tracing::debug!(code = rejection.code.0, message = %rejection.message, "refused client input");
                 let answer =
                     serde_json::to_vec(&rejection.to_json()).expect("JSON values serialize");
-                if answers.send(answer).is_err() {
+                if !answers.queue(answer) {
                     return;
                 }
             }
@@ -218,8 +298,10 @@ async fn read_line<R: AsyncBufRead + Unpin>(
 async fn write_lines<W: AsyncWrite + Unpin>(
     mut write: W,
     mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    backlog: Arc<Backlog>,
     closing: CancellationToken,
 ) {
+    let _closing = Closing(backlog.clone());
     loop {
         let line = tokio::select! {
             biased;
@@ -227,8 +309,11 @@ async fn write_lines<W: AsyncWrite + Unpin>(
             () = closing.cancelled() => lines.try_recv().ok(),
         };
         let Some(mut line) = line else { break };
+        let bytes = line.len();
         line.push(b'\n');
-        if let Err(error) = write.write_all(&line).await {
+        let written = write.write_all(&line).await;
+        backlog.written(bytes);
+        if let Err(error) = written {
             tracing::debug!(%error, "the client's output closed");
             return;
         }

@@ -35,7 +35,7 @@ async fn lines_up_to_the_limit_are_read_and_longer_ones_skipped_whole() {
 async fn bad_lines_are_answered_and_good_ones_delivered_in_order() {
     let (mut client, server_in) = tokio::io::duplex(1024);
     let (server_out, client_out) = tokio::io::duplex(1024);
-    let mut transport = Lines::new(server_in, server_out, 64);
+    let mut transport = Lines::new(server_in, server_out, 64, MOST_BACKLOG);
     client
         .write_all(
             concat!(
@@ -75,7 +75,7 @@ async fn bad_lines_are_answered_and_good_ones_delivered_in_order() {
 async fn everything_sent_is_written_before_close_returns() {
     let (_client, server_in) = tokio::io::duplex(64);
     let (server_out, client_out) = tokio::io::duplex(1 << 20);
-    let mut transport = Lines::new(server_in, server_out, 1024);
+    let mut transport = Lines::new(server_in, server_out, 1024, MOST_BACKLOG);
     for id in 0..100 {
         let message = mcp::ServerJsonRpcMessage::response(
             mcp::ServerResult::empty(()),
@@ -92,4 +92,48 @@ async fn everything_sent_is_written_before_close_returns() {
         count += 1;
     }
     assert_eq!(count, 100);
+}
+
+/// A client that writes and never reads: once the answers waiting for it pass the backlog's
+/// limit, nothing more of its input is read, so its own writes block instead of toolgate's
+/// memory growing. When it reads again, everything is answered.
+#[tokio::test(start_paused = true)]
+async fn a_client_that_does_not_read_is_not_read_either() {
+    const LIMIT: usize = 4096;
+    const LINES: usize = 10_000;
+    let (mut client, server_in) = tokio::io::duplex(256);
+    let (server_out, client_out) = tokio::io::duplex(256);
+    let mut transport = Lines::new(server_in, server_out, 64, LIMIT);
+    let writing = tokio::spawn(async move {
+        let mut written = 0;
+        for _ in 0..LINES {
+            // Not JSON: each line gets an error answer of about 80 bytes.
+            if client.write_all(b"x\n").await.is_err() {
+                break;
+            }
+            written += 1;
+        }
+        (client, written)
+    });
+    // Nothing reads the output. The paused clock moves only once every task waits: this
+    // returns when the reader, the writer and the client are all stuck.
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    assert!(!writing.is_finished(), "all {LINES} lines were read while nothing was written");
+    assert!(
+        transport.output().backlog.bytes.load(Ordering::Acquire) < LIMIT + 200,
+        "the backlog grew past its limit"
+    );
+
+    // Reading again lets the rest through, every line answered.
+    let mut out = BufReader::new(client_out).lines();
+    let mut seen = 0;
+    while seen < LINES {
+        let line = out.next_line().await.expect("read").expect("a line");
+        assert!(line.contains("-32700"), "{line}");
+        seen += 1;
+    }
+    let (client, written) = writing.await.expect("the writer");
+    assert_eq!(written, LINES);
+    drop(client);
+    assert!(transport.receive().await.is_none());
 }
