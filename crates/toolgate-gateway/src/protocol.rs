@@ -564,8 +564,7 @@ fn shape(result: &mut mcp::ServerResult, modern: bool) {
 
 /// Shapes a tool's result as the upstream wrote it, as [`shape`] would: a 2026-07-28 client
 /// gets `"resultType":"complete"` put in front when the upstream did not write it; an older
-/// client gets the result as written unless it names a `resultType` (only a 2026-07-28
-/// upstream writes one), which is then parsed and left out.
+/// client gets the result as written, less the `resultType` a 2026-07-28 upstream writes.
 fn shape_raw(raw: RawToolResult, modern: bool) -> Answer {
     match (modern, raw.has_result_type()) {
         (true, false) => {
@@ -579,13 +578,10 @@ fn shape_raw(raw: RawToolResult, modern: bool) -> Answer {
             out.extend_from_slice(rest.as_bytes());
             Answer::Written(out)
         }
-        (false, true) => match raw.parse() {
-            Ok(result) => {
-                let mut result = mcp::ServerResult::CallToolResult(result);
-                shape(&mut result, modern);
-                Answer::Result(result)
-            }
-            // The transport checked its shape; should it not parse, it goes as it came.
+        (false, true) => match raw.without_result_type() {
+            Ok(written) => Answer::Written(written),
+            // The transport checked that it is an object; should it not read, it goes as it
+            // came.
             Err(_) => Answer::Raw(raw),
         },
         _ => Answer::Raw(raw),

@@ -48,6 +48,51 @@ impl RawToolResult {
     pub fn parse(&self) -> Result<mcp::CallToolResult, serde_json::Error> {
         serde_json::from_str(self.json.get())
     }
+
+    /// The result as written, without its top-level `resultType` (for a client of an older
+    /// era): its other members are copied byte for byte, not parsed, so a large result costs
+    /// a scan rather than a parse and a second serialisation.
+    pub fn without_result_type(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let Members(members) = serde_json::from_str(self.json.get())?;
+        let mut out = Vec::with_capacity(self.json.get().len());
+        out.push(b'{');
+        for (key, value) in members.iter().filter(|(key, _)| key != "resultType") {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, key)?;
+            out.push(b':');
+            out.extend_from_slice(value.get().as_bytes());
+        }
+        out.push(b'}');
+        Ok(out)
+    }
+}
+
+/// An object's members in their order, each value as written.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, &'de RawValue>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
 }
 
 /// A tool's result: parsed, or as the upstream wrote it.
@@ -152,6 +197,21 @@ mod tests {
 
     fn captured(line: &str) -> Option<RawToolResult> {
         capture(line.as_bytes(), |_| Some(())).map(|(_, (), raw)| raw)
+    }
+
+    #[test]
+    fn a_result_type_is_left_out_and_the_rest_kept_as_written() {
+        let line = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\nb \u00e9"}],"resultType":"complete","x\"y":{"z": [1, 2]}}}"#;
+        let raw = captured(line).expect("captured");
+        let written = String::from_utf8(raw.without_result_type().expect("an object")).unwrap();
+        assert_eq!(
+            written,
+            r#"{"content":[{"type":"text","text":"a\nb \u00e9"}],"x\"y":{"z": [1, 2]}}"#
+        );
+        let only =
+            captured(r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}}"#)
+                .expect("captured");
+        assert_eq!(only.without_result_type().unwrap(), br#"{"content":[]}"#);
     }
 
     #[test]

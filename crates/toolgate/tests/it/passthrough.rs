@@ -20,6 +20,9 @@ const RESULT: &str = r#"{"content":[{"type":"text","text":"caf\u00e9 \ud83d\ude0
 const SERVER: &str = r#"
 import json, sys
 RESULT = open(sys.argv[1]).read()
+# With "modern", it speaks 2026-07-28 when asked with server/discover, and its results then
+# name their resultType.
+MODERN = sys.argv[2:] == ["modern"]
 TOOL = {"name": "odd", "description": "answers in JSON written its own way",
         "inputSchema": {"type": "object"}}
 for line in sys.stdin:
@@ -31,8 +34,15 @@ for line in sys.stdin:
         result = json.dumps({"protocolVersion": message["params"]["protocolVersion"],
                              "capabilities": {"tools": {}},
                              "serverInfo": {"name": "odd", "version": "1"}})
+    elif method == "server/discover" and MODERN:
+        result = json.dumps({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                             "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+                             "_meta": {"io.modelcontextprotocol/serverInfo":
+                                       {"name": "odd", "version": "1"}}})
     elif method == "tools/list":
         result = json.dumps({"tools": [TOOL]})
+    elif method == "tools/call" and MODERN:
+        result = '{"resultType":"complete",' + RESULT[1:]
     elif method == "tools/call":
         result = RESULT
     else:
@@ -48,16 +58,22 @@ struct Setup {
 }
 
 fn setup(pipeline: &str) -> Setup {
+    setup_with(pipeline, false)
+}
+
+/// [`setup`], with a server that speaks 2026-07-28 when `modern`.
+fn setup_with(pipeline: &str, modern: bool) -> Setup {
     let server = tempfile::tempdir().expect("temp dir");
     let script = server.path().join("server.py");
     let result = server.path().join("result.json");
     std::fs::write(&script, SERVER).expect("write the server");
     std::fs::write(&result, RESULT).expect("write the result");
     let config = ConfigDir::new(&format!(
-        "[servers.odd]\ncommand = {}\nargs = [{}, {}]\n\n{pipeline}",
+        "[servers.odd]\ncommand = {}\nargs = [{}, {}{}]\n\n{pipeline}",
         toml_str(&python().to_string_lossy()),
         toml_str(&script.to_string_lossy()),
         toml_str(&result.to_string_lossy()),
+        if modern { ", \"modern\"" } else { "" },
     ));
     Setup { _server: server, config }
 }
@@ -137,6 +153,27 @@ async fn a_result_no_interceptor_reads_reaches_an_http_client_as_the_upstream_wr
         body,
         format!(r#"{{"jsonrpc":"2.0","id":9,"result":{{"resultType":"complete",{rest}}}"#),
         "a 2026-07-28 client gets the result type, and the rest as written"
+    );
+    assert!(gateway.terminate().await.success());
+}
+
+/// A 2026-07-28 upstream writes `resultType`: a 2025-11-25 client gets the result without it
+/// and every other byte as written, a 2026-07-28 client the result exactly as written.
+#[tokio::test]
+async fn a_2026_07_28_upstreams_result_reaches_a_handshake_client_as_written_less_its_type() {
+    let setup = setup_with("[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n", true);
+    let config = setup.config.path().to_string_lossy().into_owned();
+    let servers = run_toolgate(&["servers", "--json", "--config", &config]).await;
+    let rows: Value = serde_json::from_slice(&servers.stdout).expect("json");
+    assert_eq!(rows[0]["protocol"], "2026-07-28", "{rows}");
+    let gateway = HttpGateway::start(&setup.config.path()).await;
+    let body = call_in_session(&gateway.url).await;
+    assert_eq!(body, format!(r#"{{"jsonrpc":"2.0","id":"call-1","result":{RESULT}}}"#));
+    let body = call_stateless(&gateway.url).await;
+    let rest = RESULT.strip_prefix('{').expect("an object");
+    assert_eq!(
+        body,
+        format!(r#"{{"jsonrpc":"2.0","id":9,"result":{{"resultType":"complete",{rest}}}"#)
     );
     assert!(gateway.terminate().await.success());
 }
