@@ -107,3 +107,46 @@ async fn regular_files_as_stdin_and_stdout_carry_a_scripted_session() {
         written.lines().map(|line| serde_json::from_str(line).expect("JSON")).collect();
     assert_eq!(answer(&answers, 2)["result"]["content"][0]["text"], "over stdio", "{written}");
 }
+
+/// The stdio front runs at most `MOST_RUNNING` (1,024) of a client's requests at once: one
+/// more is refused at once, saying why, while the others keep running.
+#[tokio::test]
+async fn one_request_past_the_running_bound_is_refused_saying_why() {
+    const MOST_RUNNING: i64 = 1_024;
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let mut child = serve_stdio(&config.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn toolgate");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut session = session_lines().lines().take(2).map(|l| format!("{l}\n")).collect::<String>();
+    // Each call would run for a minute: none ends before the last is sent.
+    for id in 100..100 + MOST_RUNNING {
+        let call = json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "fx__slow", "arguments": {"steps": 1, "step_ms": 60_000}}
+        });
+        session.push_str(&format!("{call}\n"));
+    }
+    let past = json!({
+        "jsonrpc": "2.0", "id": 9_999, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {"text": "one too many"}}
+    });
+    session.push_str(&format!("{past}\n"));
+    stdin.write_all(session.as_bytes()).await.expect("write the session");
+    loop {
+        let line = stdout.next_line().await.expect("read").expect("an answer to request 9999");
+        let message: Value = serde_json::from_str(&line).expect("JSON");
+        if message["id"] == 9_999 {
+            assert_eq!(message["error"]["code"], -32000, "{message}");
+            let text = message["error"]["message"].as_str().expect("a message");
+            assert!(text.contains("1024 requests of this client are running"), "{text}");
+            break;
+        }
+        // Only the handshake's answer (id 1) comes before it: the calls are all still running.
+        assert_eq!(message["id"], 1, "{message}");
+    }
+    child.kill().await.expect("kill");
+}
