@@ -53,7 +53,17 @@ impl RawToolResult {
     /// era): its other members are copied byte for byte, not parsed, so a large result costs
     /// a scan rather than a parse and a second serialisation.
     pub fn without_result_type(&self) -> Result<Vec<u8>, serde_json::Error> {
-        let Members(members) = serde_json::from_str(self.json.get())?;
+        // rmcp's servers, among others, write it first: then it is cut off without a scan.
+        // (A quote inside a string is escaped, so these bytes can only be the member itself.)
+        let json = self.json.get();
+        if let Some(rest) = json.strip_prefix(r#"{"resultType":"complete""#) {
+            let rest = rest.strip_prefix(',').unwrap_or(rest);
+            let mut out = Vec::with_capacity(json.len());
+            out.push(b'{');
+            out.extend_from_slice(rest.as_bytes());
+            return Ok(out);
+        }
+        let Members(members) = serde_json::from_str(json)?;
         let mut out = Vec::with_capacity(self.json.get().len());
         out.push(b'{');
         for (key, value) in members.iter().filter(|(key, _)| key != "resultType") {
@@ -212,6 +222,11 @@ mod tests {
             captured(r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}}"#)
                 .expect("captured");
         assert_eq!(only.without_result_type().unwrap(), br#"{"content":[]}"#);
+        let spaced = captured(
+            r#"{"jsonrpc":"2.0","id":1,"result":{ "content":[], "resultType" : "complete" }}"#,
+        )
+        .expect("captured");
+        assert_eq!(spaced.without_result_type().unwrap(), br#"{"content":[]}"#);
     }
 
     #[test]
