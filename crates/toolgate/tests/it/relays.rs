@@ -139,18 +139,22 @@ async fn assert_questions_answered(client: &AssistantClient, assistant: &Assista
 }
 
 /// The fixture as upstream `fx` over `upstream`, and the process serving it, if any.
+/// `"stdio"` is the fixture over stdio in the handshake era, as most stdio servers speak (it
+/// would answer `server/discover`); `"stdio-2026"` the same in 2026-07-28, as toolgate finds
+/// it by default; over streamable HTTP it speaks 2026-07-28.
 async fn fixture_config(upstream: &str) -> (ConfigDir, Option<FixtureUpstream>) {
-    let fixture = match upstream {
-        "stdio" => None,
-        other => Some(FixtureUpstream::start(other).await),
+    let table = match upstream {
+        "stdio" => format!("{}protocol = \"2025-11-25\"\n", fixture_server("fx", "stdio", None)),
+        "stdio-2026" => {
+            format!("{}protocol = \"2026-07-28\"\n", fixture_server("fx", "stdio", None))
+        }
+        other => {
+            let fixture = FixtureUpstream::start(other).await;
+            let table = fixture_server("fx", other, Some(&fixture.url));
+            return (ConfigDir::new(&table), Some(fixture));
+        }
     };
-    let mut table = fixture_server("fx", upstream, fixture.as_ref().map(|f| f.url.as_str()));
-    if upstream == "stdio" {
-        // Over stdio the fixture is asked in the handshake era, as most stdio servers speak
-        // (it would answer `server/discover`); over streamable HTTP it speaks 2026-07-28.
-        table.push_str("protocol = \"2025-11-25\"\n");
-    }
-    (ConfigDir::new(&table), fixture)
+    (ConfigDir::new(&table), None)
 }
 
 async fn relays_over_stdio_front(upstream: &str) {
@@ -174,6 +178,16 @@ async fn relays_over_http_front(upstream: &str) {
 #[tokio::test]
 async fn questions_are_relayed_stdio_front_stdio_upstream() {
     relays_over_stdio_front("stdio").await;
+}
+
+#[tokio::test]
+async fn questions_are_relayed_stdio_front_2026_07_28_stdio_upstream() {
+    relays_over_stdio_front("stdio-2026").await;
+}
+
+#[tokio::test]
+async fn questions_are_relayed_http_front_2026_07_28_stdio_upstream() {
+    relays_over_http_front("stdio-2026").await;
 }
 
 #[tokio::test]
