@@ -499,30 +499,33 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
 }
 
 fn upstream_protocol(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<UpstreamProtocol> {
-    let text = cx.string(value, path)?;
-    let protocol =
-        [UpstreamProtocol::Auto, UpstreamProtocol::Handshake, UpstreamProtocol::Stateless]
-            .into_iter()
-            .find(|p| p.as_str() == text);
-    if protocol.is_none() {
-        cx.error(
-            path,
-            format!("unknown protocol {text:?} (expected one of: auto, 2025-11-25, 2026-07-28)"),
-        );
-    }
-    protocol
+    let all = [UpstreamProtocol::Auto, UpstreamProtocol::Handshake, UpstreamProtocol::Stateless];
+    one_of(cx, value, path, "protocol", all, UpstreamProtocol::as_str)
 }
 
 fn transport(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<HttpTransport> {
+    let all = [HttpTransport::Auto, HttpTransport::StreamableHttp, HttpTransport::Sse];
+    one_of(cx, value, path, "transport", all, HttpTransport::as_str)
+}
+
+/// The one of `all` whose spelling (`name`) `value` is; an error naming `what` and every
+/// spelling otherwise.
+fn one_of<T: Copy, const N: usize>(
+    cx: &mut Checker<'_>,
+    value: &Value,
+    path: &str,
+    what: &str,
+    all: [T; N],
+    name: fn(T) -> &'static str,
+) -> Option<T> {
     let text = cx.string(value, path)?;
-    let transport = [HttpTransport::Auto, HttpTransport::StreamableHttp, HttpTransport::Sse]
-        .into_iter()
-        .find(|t| t.as_str() == text);
-    if transport.is_none() {
+    let found = all.into_iter().find(|item| name(*item) == text);
+    if found.is_none() {
+        let expected: Vec<&str> = all.into_iter().map(name).collect();
         cx.error(
             path,
-            format!("unknown transport {text:?} (expected one of: auto, streamable-http, sse)"),
+            format!("unknown {what} {text:?} (expected one of: {})", expected.join(", ")),
         );
     }
-    transport
+    found
 }
