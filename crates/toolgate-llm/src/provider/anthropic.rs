@@ -4,7 +4,9 @@
 //! 8192 unless the request says); messages alternating `user` and `assistant`, consecutive
 //! messages of one role merged into one (tool results and the user's next words become one
 //! user message, its `tool_result` blocks first, as the API requires); a user message's parts as
-//! `text` and `image` (base64 source) blocks, empty texts left out (the API refuses them); an
+//! `text` and `image` (base64 source) blocks, empty texts left out (the API refuses them), an
+//! image of a type the API does not take (it takes JPEG, PNG, GIF and WebP) as a text saying
+//! so; an
 //! assistant turn as its thinking blocks replayed verbatim from [`Reasoning::opaque`] (the
 //! `thinking` blocks with their signatures and the `redacted_thinking` blocks, which the API
 //! requires back unchanged within a tool-use turn), then its text, then one `tool_use` block per
@@ -115,15 +117,30 @@ pub(super) fn body(request: &ChatRequest) -> Value {
     body.into()
 }
 
-/// A user part as a content block; `None` for an empty text.
+/// The image types an `image` block takes.
+const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// A user part as a content block; `None` for an empty text. An image of another type is a
+/// text saying it is left out.
 fn block(part: &Part) -> Option<Value> {
     match part {
         Part::Text { text } if text.is_empty() => None,
         Part::Text { text } => Some(json!({"type": "text", "text": text})),
-        Part::Image { mime_type, data } => Some(json!({
-            "type": "image",
-            "source": {"type": "base64", "media_type": mime_type, "data": data},
-        })),
+        Part::Image { mime_type, data } => {
+            // The type as the API names it: without parameters, in lower case.
+            let essence = mime_type.split(';').next().unwrap_or_default().trim();
+            let Some(media_type) = IMAGE_TYPES.iter().find(|t| t.eq_ignore_ascii_case(essence))
+            else {
+                let text = format!(
+                    "[image ({mime_type}) not shown: Anthropic takes JPEG, PNG, GIF and WebP]"
+                );
+                return Some(json!({"type": "text", "text": text}));
+            };
+            Some(json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": media_type, "data": data},
+            }))
+        }
     }
 }
 

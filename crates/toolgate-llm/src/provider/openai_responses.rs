@@ -2,17 +2,22 @@
 //! conversation sent as `input` each time.
 //!
 //! The request: the system prompt as `instructions`; a user message as a `message` item with
-//! `input_text` / `input_image` (data URL) parts; an assistant turn as its reasoning items, an
-//! assistant `message` with one `output_text`, and one `function_call` item per call (`call_id`,
-//! `name`, `arguments`; `{}` when empty); a tool result as a `function_call_output` item whose
-//! `output` is the joined text, or a list of `input_text` / `input_image` when it holds images.
-//! Items are replayed without their `id`: with `store: false` the API has nothing to find by
-//! it. Tools are flat: `{"type": "function", name, description, parameters, "strict": false}`
-//! (not strict: MCP schemas rarely meet strict mode's rules).
+//! `input_text` / `input_image` (data URL, `detail: "auto"`, which the SDK's type requires)
+//! parts; an assistant turn as its reasoning items, an assistant `message` whose `content` is
+//! its text (the easy input form: a list would have to be `output_text` parts with the `id`,
+//! `status` and `annotations` of a stored message), and one `function_call` item per call
+//! (`call_id`, `name`, `arguments`; `{}` when empty); a tool result as a
+//! `function_call_output` item whose `output` is the joined text, or a list of `input_text` /
+//! `input_image` when it holds images. Messages and calls are replayed without an `id`: with
+//! `store: false` the API has nothing to find by it. Tools are flat: `{"type": "function",
+//! name, description, parameters, "strict": false}` (not strict: MCP schemas rarely meet
+//! strict mode's rules).
 //!
 //! Reasoning: the `reasoning` output items are kept whole in [`Reasoning::opaque`] (an array),
-//! and replayed only when they carry `encrypted_content`, because with `store: false` an item
-//! without it refers to nothing the API kept and is refused. `include:
+//! and replayed only when they carry `encrypted_content` and an `id`, because with `store:
+//! false` an item without the content refers to nothing the API kept and is refused. A
+//! replayed item keeps its `id` (the SDK's type requires it, and the encrypted content is bound
+//! to it) and loses its `status`. `include:
 //! ["reasoning.encrypted_content"]`, which would make them carry it, is not requested: OpenAI
 //! answers 400 ("Encrypted content is not supported with this model") for models that do not
 //! reason (gpt-4o, gpt-4.1, gpt-5-chat), and which do is not knowable from here. So reasoning
@@ -96,9 +101,11 @@ pub(super) fn body(request: &ChatRequest) -> Value {
 fn input_part(part: &Part) -> Value {
     match part {
         Part::Text { text } => json!({"type": "input_text", "text": text}),
-        Part::Image { mime_type, data } => {
-            json!({"type": "input_image", "image_url": data_url(mime_type, data)})
-        }
+        Part::Image { mime_type, data } => json!({
+            "type": "input_image",
+            "image_url": data_url(mime_type, data),
+            "detail": "auto",
+        }),
     }
 }
 
@@ -106,20 +113,16 @@ fn assistant(turn: &AssistantTurn, input: &mut Vec<Value>) {
     let items = turn.reasoning.as_ref().and_then(|r| r.opaque.as_ref()).and_then(Value::as_array);
     for item in items.into_iter().flatten() {
         let replayable = item.get("type").and_then(Value::as_str) == Some("reasoning")
-            && item.get("encrypted_content").is_some_and(|c| c.as_str().is_some());
+            && item.get("encrypted_content").is_some_and(Value::is_string)
+            && item.get("id").is_some_and(Value::is_string);
         if let (true, Some(item)) = (replayable, item.as_object()) {
             let mut item = item.clone();
-            item.remove("id");
             item.remove("status");
             input.push(item.into());
         }
     }
     if !turn.text.is_empty() {
-        input.push(json!({
-            "type": "message",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": turn.text}],
-        }));
+        input.push(json!({"type": "message", "role": "assistant", "content": turn.text}));
     }
     for call in &turn.tool_calls {
         let arguments = if call.arguments.trim().is_empty() { "{}" } else { &call.arguments };

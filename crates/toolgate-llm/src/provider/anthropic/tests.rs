@@ -112,6 +112,26 @@ fn the_request_body_is_what_the_messages_api_takes() {
 }
 
 #[test]
+fn images_of_types_the_api_does_not_take_are_named_in_a_text() {
+    let image = |mime_type: &str| Part::Image { mime_type: mime_type.into(), data: "AAAA".into() };
+    let request = ChatRequest {
+        model: "m".into(),
+        messages: vec![Message::User {
+            content: vec![image("image/bmp"), image("Image/PNG; charset=binary")],
+        }],
+        ..ChatRequest::default()
+    };
+    assert_eq!(
+        body(&request)["messages"][0]["content"],
+        json!([
+            {"type": "text",
+             "text": "[image (image/bmp) not shown: Anthropic takes JPEG, PNG, GIF and WebP]"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+        ])
+    );
+}
+
+#[test]
 fn tool_results_come_first_in_the_merged_user_message() {
     let request = ChatRequest {
         model: "m".into(),

@@ -93,21 +93,23 @@ fn the_request_body_is_what_the_responses_api_takes() {
             "input": [
                 {"type": "message", "role": "user", "content": [
                     {"type": "input_text", "text": "What is this?"},
-                    {"type": "input_image", "image_url": "data:image/png;base64,iVBO"}
+                    {"type": "input_image", "image_url": "data:image/png;base64,iVBO",
+                     "detail": "auto"}
                 ]},
-                // Replayed without id and status; the item without encrypted content is not.
-                {"type": "reasoning",
+                // Replayed with its id, without its status; the item without encrypted
+                // content is not.
+                {"type": "reasoning", "id": "rs_1",
                  "summary": [{"type": "summary_text", "text": "Look it up."}],
                  "encrypted_content": "gAAAA..."},
-                {"type": "message", "role": "assistant",
-                 "content": [{"type": "output_text", "text": "Let me check."}]},
+                {"type": "message", "role": "assistant", "content": "Let me check."},
                 {"type": "function_call", "call_id": "call_a", "name": "search",
                  "arguments": "{\"q\":\"png\"}"},
                 {"type": "function_call", "call_id": "call_b", "name": "now", "arguments": "{}"},
                 {"type": "function_call_output", "call_id": "call_a", "output": "a\nb"},
                 {"type": "function_call_output", "call_id": "call_b", "output": [
                     {"type": "input_text", "text": "noon"},
-                    {"type": "input_image", "image_url": "data:image/jpeg;base64,/9j/"}
+                    {"type": "input_image", "image_url": "data:image/jpeg;base64,/9j/",
+                     "detail": "auto"}
                 ]}
             ],
             "tools": [{"type": "function", "name": "search", "description": "Search",
