@@ -4,9 +4,9 @@
 //! (scripts/make-test-logs), then every transform runs over it; each output is checked here,
 //! apart from the harness's own checks.
 //!
-//! Needs the peers of scripts/install-test-deps: `TOOLGATE_TEST_NPM_DIR` and
-//! `TOOLGATE_TEST_PYTHON_SERVERS` (scripts/test exports them); without them the test says it
-//! is skipped and passes.
+//! Needs the peers of scripts/install-test-deps (`toolgate_testkit::deps`: the npm servers and
+//! jest and vitest, the Python servers' venv, pytest in the Python venv), where scripts/test's
+//! `TOOLGATE_TEST_*` say or in `tests/deps/`; without one the test fails, naming it.
 
 #[path = "tokens/failures.rs"]
 mod failures;
@@ -21,6 +21,7 @@ use tokio::process::Command;
 use toolgate_core::mcp;
 use toolgate_interceptors::transform::model_text;
 use toolgate_llm::tokens::Encoding;
+use toolgate_testkit::deps;
 
 /// Records a missed target instead of stopping at the first, so that one run shows them all.
 macro_rules! check {
@@ -39,14 +40,40 @@ fn bench_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolgate-bench"))
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+/// Where the servers and test runners are, each checked to be there.
+struct Peers {
+    node: PathBuf,
+    npm_dir: PathBuf,
+    python: PathBuf,
+    python_servers: PathBuf,
 }
 
-/// Runs `toolgate-bench ARGS`, failing the test when it fails; returns its stdout.
-async fn bench(args: &[&std::ffi::OsStr]) -> String {
+impl Peers {
+    fn required() -> Peers {
+        for bin in ["mcp-server-filesystem", "mcp-server-memory", "jest", "vitest"] {
+            deps::npm_bin(bin);
+        }
+        for bin in ["mcp-server-git", "mcp-server-time"] {
+            deps::python_server_bin(bin);
+        }
+        Peers {
+            node: deps::node(),
+            npm_dir: deps::npm_dir(),
+            python: deps::python(),
+            python_servers: deps::python_servers(),
+        }
+    }
+}
+
+/// Runs `toolgate-bench ARGS` (and through it scripts/make-test-logs) with `peers`, failing the
+/// test when it fails; returns its stdout.
+async fn bench(peers: &Peers, args: &[&std::ffi::OsStr]) -> String {
     let child = Command::new(bench_bin())
         .args(args)
+        .env("TOOLGATE_TEST_NODE", &peers.node)
+        .env("TOOLGATE_TEST_NPM_DIR", &peers.npm_dir)
+        .env("TOOLGATE_TEST_PYTHON", &peers.python)
+        .env("TOOLGATE_TEST_PYTHON_SERVERS", &peers.python_servers)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -90,39 +117,37 @@ fn read_corpus(dir: &Path) -> BTreeMap<String, Item> {
 
 #[tokio::test]
 async fn the_token_economy_targets_hold_on_the_corpus() {
-    let npm = std::env::var_os("TOOLGATE_TEST_NPM_DIR");
-    let python = std::env::var_os("TOOLGATE_TEST_PYTHON_SERVERS");
-    if npm.is_none() || python.is_none() {
-        eprintln!(
-            "skipped: TOOLGATE_TEST_NPM_DIR and TOOLGATE_TEST_PYTHON_SERVERS are not both set \
-             (run scripts/install-test-deps; scripts/test sets them)"
-        );
-        return;
-    }
-    let script = repo_root().join("scripts/make-test-logs");
+    let peers = Peers::required();
+    let script = deps::repo_root().join("scripts/make-test-logs");
     assert!(script.is_file(), "{} is missing", script.display());
 
     let dir = tempfile::tempdir().expect("temp dir");
     let corpus = dir.path().join("corpus");
     let outputs = dir.path().join("outputs");
     let report = dir.path().join("report.json");
-    bench(&[
-        "corpus".as_ref(),
-        "--out".as_ref(),
-        corpus.as_os_str(),
-        "--make-test-logs".as_ref(),
-        script.as_os_str(),
-    ])
+    bench(
+        &peers,
+        &[
+            "corpus".as_ref(),
+            "--out".as_ref(),
+            corpus.as_os_str(),
+            "--make-test-logs".as_ref(),
+            script.as_os_str(),
+        ],
+    )
     .await;
-    let stdout = bench(&[
-        "tokens".as_ref(),
-        "--corpus".as_ref(),
-        corpus.as_os_str(),
-        "--json".as_ref(),
-        report.as_os_str(),
-        "--outputs".as_ref(),
-        outputs.as_os_str(),
-    ])
+    let stdout = bench(
+        &peers,
+        &[
+            "tokens".as_ref(),
+            "--corpus".as_ref(),
+            corpus.as_os_str(),
+            "--json".as_ref(),
+            report.as_os_str(),
+            "--outputs".as_ref(),
+            outputs.as_os_str(),
+        ],
+    )
     .await;
     assert!(stdout.contains("| toon |"), "a table on stdout:\n{stdout}");
 

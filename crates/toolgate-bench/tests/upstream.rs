@@ -2,31 +2,31 @@
 //! upstream client, sane JSON, and fewer connections with `pool` than without.
 //!
 //! `toolgate-fixture` must sit next to `toolgate-bench` (`cargo build --workspace --bins`).
-//! The TypeScript and Python servers come from scripts/install-test-deps; without them only
-//! the rmcp servers are measured, and the test says so.
+//! The TypeScript and Python servers come from scripts/install-test-deps
+//! (`toolgate_testkit::deps`); without them the test fails, naming what is missing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
+use toolgate_testkit::deps;
 
 #[test]
 fn quick_run_measures_each_server_with_and_without_pool() {
     let bench = PathBuf::from(env!("CARGO_BIN_EXE_toolgate-bench"));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut servers = vec!["rmcp", "rmcp-nagle"];
-    let everything = root
-        .join("tests/deps/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if everything.is_file() && root.join("tests/deps/python/venv/bin/python").is_file() {
-        servers.extend(["typescript", "python"]);
-    } else {
-        eprintln!("typescript and python left out: run scripts/install-test-deps");
-    }
+    deps::npm_bin("mcp-server-everything");
+    let servers = ["rmcp", "rmcp-nagle", "typescript", "python"];
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("upstream.json");
     let output = Command::new(&bench)
         .args(["upstream", "--quick", "--servers", &servers.join(","), "--json"])
         .arg(&json)
+        .arg("--npm-dir")
+        .arg(deps::npm_dir())
+        .arg("--node")
+        .arg(deps::node())
+        .arg("--python")
+        .arg(deps::python())
         .output()
         .expect("run toolgate-bench");
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -2,14 +2,15 @@
 //! here wrote: the pydantic types of the official `openai`, `anthropic` and `google-genai`
 //! Python packages (`tests/shapes.py`), pinned in `tests/deps/python/requirements.txt`.
 //!
-//! Needs `TOOLGATE_TEST_PYTHON` (the venv of scripts/install-test-deps; scripts/test sets it);
-//! without it the test says it is skipped and passes.
+//! Needs the Python venv of scripts/install-test-deps (`deps::python`: `TOOLGATE_TEST_PYTHON`,
+//! which scripts/test sets, or `tests/deps/`); without it the test fails, saying so.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 use toolgate_llm::format::ResultFormat;
+use toolgate_testkit::deps;
 
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -62,13 +63,7 @@ fn spoiled(path: &Path, dir: &Path) -> PathBuf {
 
 #[test]
 fn the_goldens_are_valid_for_the_providers_sdks() {
-    let Some(python) = std::env::var_os("TOOLGATE_TEST_PYTHON").map(PathBuf::from) else {
-        eprintln!(
-            "skipped: TOOLGATE_TEST_PYTHON is not set (run scripts/install-test-deps; \
-             scripts/test sets it)"
-        );
-        return;
-    };
+    let python = deps::python();
     let paths = snapshots();
     assert_eq!(paths.len(), ResultFormat::ALL.len(), "one snapshot per format: {paths:?}");
 

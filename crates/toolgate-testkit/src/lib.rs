@@ -13,8 +13,11 @@
 //! - [`FixtureProcess`], [`fixture_bin`]: the `toolgate-fixture` binary out of process;
 //! - [`fake_llm`]: a fake LLM provider (OpenAI Chat Completions and Responses, Anthropic
 //!   Messages; streamed or not) answering from a script and recording what it received, in
-//!   process or as `toolgate-fixture fake-llm`.
+//!   process or as `toolgate-fixture fake-llm`;
+//! - [`deps`]: where the test dependencies of `scripts/install-test-deps` are, for every
+//!   crate's tests, failing the test that needs one that is missing.
 
+pub mod deps;
 mod diagnostic;
 pub mod fake_llm;
 mod fixture;

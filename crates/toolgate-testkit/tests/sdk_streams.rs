@@ -5,14 +5,15 @@
 //! arguments, finish reason, usage) must be what the script's turns say, for each dialect and
 //! each quirk of compatible servers.
 //!
-//! Needs `TOOLGATE_TEST_PYTHON` (the venv of scripts/install-test-deps; scripts/test sets it);
-//! without it the test says it is skipped and passes.
+//! Needs the Python venv of scripts/install-test-deps (`deps::python`: `TOOLGATE_TEST_PYTHON`,
+//! which scripts/test sets, or `tests/deps/`); without it the test fails, saying so.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
+use toolgate_testkit::deps;
 use toolgate_testkit::fake_llm::{Answer, Quirk, Reply, Turn, anthropic};
 
 const KEY: &str = "sk-fake-sdk";
@@ -183,13 +184,7 @@ fn temp_path(name: &str) -> PathBuf {
 
 #[test]
 fn the_official_sdks_read_what_the_fake_streams() {
-    let Some(python) = std::env::var_os("TOOLGATE_TEST_PYTHON").map(PathBuf::from) else {
-        eprintln!(
-            "skipped: TOOLGATE_TEST_PYTHON is not set (run scripts/install-test-deps; \
-             scripts/test sets it)"
-        );
-        return;
-    };
+    let python = deps::python();
     let cases = cases();
     let script = temp_path("script.json");
     let turns: Vec<Turn> = cases.iter().map(Case::turn).collect();

@@ -532,17 +532,3 @@ fn the_kind_is_built_from_the_pipeline() {
     assert!(pipeline.is_ok());
     assert!(crate::KINDS.contains(&KIND));
 }
-
-/// `cargo test -p toolgate-interceptors --lib test_filter::tests::savings -- --ignored
-/// --nocapture`: the tokens of each fixture before and after.
-#[test]
-#[ignore = "prints a table"]
-fn savings() {
-    for expected in expected::LOGS.iter().chain(expected::GO_LOGS) {
-        let text = fixture(expected.log);
-        let after = filter(&text, &Settings::default()).map_or(text.clone(), |f| f.text);
-        let (before, after) = (tokens(&text), tokens(&after));
-        let saved = 100.0 - after as f64 * 100.0 / before as f64;
-        println!("{:28} {before:6} {after:6} {saved:5.1} %", expected.log);
-    }
-}

