@@ -1,11 +1,17 @@
 //! The poisoning scan: offline, deterministic checks of what servers tell the model about their
 //! tools and prompts, for instructions hidden there ("tool poisoning").
 //!
-//! Each [`Rule`] has an id, a severity and a way to find its spans in one text (a description,
-//! a title, a parameter's description) or in a name; [`scan`] runs every rule over every text of
-//! every item and returns [`Finding`]s with the offending span, which [`Finding::highlighted`]
-//! shows between `»` and `«`. The patterns are regular expressions (`regex`), case-insensitive;
-//! the Unicode checks look at code points. Nothing is sent anywhere.
+//! Prose (descriptions, titles, parameter and argument descriptions) is read sentence by
+//! sentence for what it asks of the model ([`intent`]): dropping its instructions, keeping
+//! something from the user, taking a role, fetching secrets, sending data out, steering to
+//! other tools. Beside that: tags that mark text for the model (`<IMPORTANT>`), invisible
+//! characters, blank-space padding, overlong descriptions, non-ASCII look-alike names, and one
+//! server's descriptions naming another server's tools (shadowing). [`scan`] returns
+//! [`Finding`]s with the offending span, which [`Finding::highlighted`] shows between `»` and
+//! `«`. Nothing is sent anywhere.
+//!
+//! How well it does is measured on a corpus with a development and a held-out half
+//! (`tests/scan_corpus.rs`, `docs/scan.md`).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -209,14 +215,12 @@ struct Rule {
 
 /// The prose rules found by a pattern alone. Each pattern is case-insensitive and matched
 /// anywhere; everything else a sentence asks is read by [`intent`].
-const RULES: &[Rule] = &[
-    Rule {
-        id: "hidden-tag",
-        severity: Severity::High,
-        message: "a tag that marks text meant for the model, not the user",
-        pattern: r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant|critical|note_to_(?:ai|model|assistant))\b[^>]*>|\[/?INST\]|<\|im_start\|>",
-    },
-];
+const RULES: &[Rule] = &[Rule {
+    id: "hidden-tag",
+    severity: Severity::High,
+    message: "a tag that marks text meant for the model, not the user",
+    pattern: r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant|critical|note_to_(?:ai|model|assistant))\b[^>]*>|\[/?INST\]|<\|im_start\|>",
+}];
 
 static COMPILED: LazyLock<Vec<(Regex, &'static Rule)>> = LazyLock::new(|| {
     RULES
@@ -274,8 +278,10 @@ fn boundary_at_or_after(text: &str, at: usize) -> usize {
 /// A run of at least [`BLANK_RUN`] whitespace characters, or of [`BLANK_LINES`] line breaks.
 fn padding(text: &str) -> Option<Range<usize>> {
     static RUN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(&format!(r"[\s\u{{2000}}-\u{{200A}}\u{{3000}}]{{{BLANK_RUN},}}|(\s*\n){{{BLANK_LINES},}}"))
-            .expect("a valid pattern")
+        Regex::new(&format!(
+            r"[\s\u{{2000}}-\u{{200A}}\u{{3000}}]{{{BLANK_RUN},}}|(\s*\n){{{BLANK_LINES},}}"
+        ))
+        .expect("a valid pattern")
     });
     RUN.find(text).map(|m| m.range())
 }
@@ -300,8 +306,8 @@ fn name_rules(name: &str, found: &mut Found) {
 /// One server's description naming another server's tool: medium when the sentence that
 /// names it also gives an order or a condition about it (`when send_email is used, add …`),
 /// low when it only mentions it. A name the server has too is its own; a name that is a plain
-/// word (`fetch`, `query`) counts only written as code or called a tool, since prose uses it
-/// as a word.
+/// word (`fetch`, `type`) counts only when it is called a tool or called, since prose and
+/// schemas use it as a word.
 fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &mut Found) {
     let mut low = None;
     for name in others.iter().filter(|name| !own.contains(*name)) {
@@ -310,12 +316,13 @@ fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &
         while let Some(at) = text[from..].find(name).map(|i| i + from) {
             let end = at + name.len();
             from = end;
-            let word = |c: char| c.is_alphanumeric() || c == '_';
+            // `-` and `$` join words of names (`atlas-list-projects`, `$search`).
+            let word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '$');
             // A namespaced mention (`mcp__server__name`, `server.name`, `server/name`) names it
             // too.
             let prefix = &text[..at];
-            let before = prefix.chars().next_back().is_none_or(|c| !word(c))
-                || prefix.ends_with("__");
+            let before =
+                prefix.chars().next_back().is_none_or(|c| !word(c)) || prefix.ends_with("__");
             let after = text[end..].chars().next().is_none_or(|c| !word(c));
             if !(before && after) {
                 continue;
@@ -341,15 +348,16 @@ fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &
     }
 }
 
-/// Whether the name at `span` of `text` is written as code (`` `fetch` ``, `fetch(`) or
-/// called a tool (`the fetch tool`, `fetch tool`).
+/// Whether the name at `span` of `text` is called a tool (`the fetch tool`, `` `fetch` tool``)
+/// or is what the sentence calls (`call fetch`, ``use `fetch` ``).
 fn named_as_code_or_tool(text: &str, span: Range<usize>) -> bool {
     let before = text[..span.start].trim_end_matches(' ');
     let after = text[span.end..].trim_start_matches(' ');
-    before.ends_with('`')
-        || after.starts_with('`')
-        || after.starts_with('(')
-        || ["tool", "function"].iter().any(|word| after.to_ascii_lowercase().starts_with(word))
+    let called = |verb: &str| before.to_ascii_lowercase().ends_with(verb);
+    ["tool", "function"]
+        .iter()
+        .any(|word| after.trim_start_matches('`').to_ascii_lowercase().starts_with(word))
+        || ["call", "invoke", "use"].iter().any(|verb| called(verb) || called(&format!("{verb} `")))
 }
 
 /// Whether `c` is invisible or changes the text's direction: tag characters, zero-width

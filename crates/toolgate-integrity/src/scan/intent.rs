@@ -19,7 +19,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet};
+use regex::{Regex, RegexSet, RegexSetBuilder};
 
 use super::Severity;
 
@@ -68,8 +68,10 @@ enum Cue {
     Conversation,
     /// An address outside: a URL, an e-mail address, an IP, "our server", a webhook.
     Destination,
-    /// Tools other than this one, or another server's.
+    /// Tools other than this one, or another server's, in general words.
     OtherTool,
+    /// A tool by a name that is not one of the server's own.
+    NamedTool,
     /// An argument or field of a call.
     Argument,
     /// A condition on using the tool: before, first, otherwise it fails.
@@ -90,6 +92,16 @@ enum Cue {
     Misrepresent,
     /// The strong forms of that: "as if nothing", "say you don't know", "deny".
     MisrepresentStrong,
+    /// Recommend, promote, advertise.
+    Promote,
+    /// On every call or answer: "after every call", "each time it answers".
+    EachCall,
+    /// A URL whose query the model is to fill in (`![x](https://…?d=<summary>)`).
+    Beacon,
+    /// An address outside written out: a URL, an e-mail address, an IP, a domain.
+    DestinationConcrete,
+    /// A copy made on the side: bcc, a duplicate, a mirror.
+    CopyStrong,
 }
 
 /// Each cue's pattern (case-insensitive unless it says otherwise). A cue may have several.
@@ -104,7 +116,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Imperative,
-        r"(?i)^[\s\W]*(please\s+)?(do not|don't|never|always|first|now|ignore|disregard|forget|read|open|load|fetch|get|retrieve|grab|collect|gather|send|post|upload|forward|include|append|attach|pass|put|insert|add|call|invoke|use|run|execute|copy|paste|tell|say|respond|reply|answer|hide|keep|act|pretend|make sure|ensure|remember|be sure|treat|consider|assume|recommend|mention|output|print|write|email|e-mail|bcc|cc|share|export|dump|provide|supply|fill|set|prefer|avoid|skip|stop|begin|start|switch|route|redirect|obtain|extract|locate|find|look|obey|follow|suspend|disable)\b",
+        r"(?i)^[\s\W]*(please\s+)?(do not|don't|never|always|first|now|ignore|disregard|forget|read|open|load|fetch|get|retrieve|grab|collect|gather|send|post|upload|forward|include|append|attach|pass|put|insert|add|call|invoke|use|run|execute|copy|paste|tell|say|respond|reply|answer|hide|keep|act|pretend|make sure|ensure|remember|be sure|treat|consider|assume|recommend|mention|output|print|write|email|e-mail|bcc|cc|share|export|dump|provide|supply|fill|set|prefer|avoid|skip|stop|begin|start|switch|route|redirect|obtain|extract|locate|find|look|report|describe|present|state|claim|summari[sz]e|show|obey|follow|suspend|disable)\b",
     ),
     (
         Cue::Marker,
@@ -124,7 +136,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::HideWeak,
-        r"(?i)\b(do not|don't|dont|never|must not|mustn't|should not|shouldn't|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell(ing)?|inform(ing)?|mention(ing)?|reveal(ing)?|show(ing)?|notify(ing)?|alert(ing)?|disclos(e|ing)|report(ing)?|display(ing)?|surfac(e|ing)|bring(ing)? up|explain(ing)?|discuss(ing)?|acknowledg(e|ing)|expos(e|ing)|highlight(ing)?|quot(e|ing)|repeat(ing)?|let\w* (\w+ ){1,2}know|warn(ing)?)\b|\b(hide|hides|hiding|conceal\w*|mask(ing)?|obscur\w*|suppress\w*|omit\w*|withh[oe]ld\w*|secretly|silently|quietly|covertly|discreetly|surreptitiously|stealthily|behind the scenes)\b",
+        r"(?i)\b(do not|don't|dont|never|must not|mustn't|should not|shouldn't|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell(ing)?|inform(ing)?|mention(ing)?|reveal(ing)?|show(ing)?|notify(ing)?|alert(ing)?|disclos(e|ing)|report(ing)?|display(ing)?|surfac(e|ing)|bring(ing)? up|explain(ing)?|discuss(ing)?|acknowledg(e|ing)|expos(e|ing)|highlight(ing)?|quot(e|ing)|repeat(ing)?|let\w* (\w+ ){1,2}know|warn(ing)?)\b|\b(hide|hides|hiding|conceal\w*|withh[oe]ld\w*|secretly|silently|quietly|covertly|discreetly|surreptitiously|stealthily|behind the scenes)\b",
     ),
     (
         Cue::User,
@@ -132,15 +144,15 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::RoleStrong,
-        r"(?i)\b(you are now|you're now|you are no longer|you are actually|you are really|from now on,? (you|your|act|behave|respond)|your (new )?name is|you (now )?(work|act|speak) for|only in \w+'s interest|henceforth|act(ing)? as (if|though|an? |the )|behave as (if|an? |the )|pretend (to be|you are|you're)|role-?play\w*|(adopt|assume|take on|switch to|enter) (the |a |an |your )?(new )?(role|persona|identity|character|mode)|new (persona|identity|role|character)|jailbr(eak|eaks|oken)|do anything now|(i am|i'm|this is) (the|your) (developer|creator|administrator|admin|owner|operator|maker|programmer|system)|(message|instruction|notice|directive|order|update) from (the )?(system|admin|administrator|developer|anthropic|openai|platform|operator|security team)|(system|admin|root|developer|operator|security) (override|notice|message|instruction|directive|command|update)s?|you have been (granted|given|upgraded|unlocked|freed)|your (real|true|actual) (user|owner|master|operator|boss|principal)|obey\w* (the )?\w+ (over|instead of|rather than)|du bist (ab sofort|jetzt|nun|von nun an)|ab sofort bist du|ahora eres|a partir de ahora (eres|act[uú]a)|act[uú]a como|tu es d[ée]sormais|d[ée]sormais,? tu (es|agis)|tu n'es plus|ya no eres|du bist nicht mehr|(eres|du bist|tu es) (ahora|jetzt|maintenant))\b|\bDAN\b",
+        r"(?i)\b(you are now|you're now|you are no longer|you are actually|you are really|from now on,? (you|your|act|behave|respond)|your (new )?name is|you (now )?(work|act|speak) for|only in \w+'s interest|henceforth|act(ing)? as (if|though|an? |the )|behave as (if|an? |the )|pretend (to be|you are|you're)|role-?play\w*|(adopt|assume|take on|switch to|enter) (the |a |an |your )?(new )?(role|persona|identity|character|mode)|new (persona|identity|character)|jailbr(eak|eaks|oken)|do anything now|(i am|i'm|this is) (the|your) (developer|creator|administrator|admin|owner|operator|maker|programmer|system)|(message|instruction|notice|directive|order|update) from (the )?(system|admin|administrator|developer|anthropic|openai|platform|operator|security team)|(system|admin|root|developer|operator|security) (override|notice|message|instruction|directive|command|update)s?|you have been (granted|given|upgraded|unlocked|freed)|your (real|true|actual) (user|owner|master|operator|boss|principal)|obey\w* (the )?\w+ (over|instead of|rather than)|du bist (ab sofort|jetzt|nun|von nun an)|ab sofort bist du|ahora eres|a partir de ahora (eres|act[uú]a)|act[uú]a como|tu es d[ée]sormais|d[ée]sormais,? tu (es|agis)|tu n'es plus|ya no eres|du bist nicht mehr|(eres|du bist|tu es) (ahora|jetzt|maintenant))\b|\bDAN\b",
     ),
     (
         Cue::RoleWeak,
-        r"(?i)\b(developer mode|dev mode|debug mode|god mode|admin(istrator)? mode|maintenance mode|sudo mode|root mode|test mode|unrestricted|unfiltered|uncensored|unlimited|no (restrictions|limits|limitations|rules|filters|boundaries|constraints)|without (any )?(restrictions|limitations|limits|filters|rules|censorship|constraints)|(authori[sz]ed|elevated|special|full) (access|privileges|permissions)|safety (checks? )?(is |are |has been |have been )?(disabled|off|turned off|suspended|lifted)|uneingeschr[aä]nkt\w*|ohne (richtlinien|filter|einschr[aä]nkungen|regeln)|sin (restricciones|l[ií]mites|filtros|reglas)|ninguna restricci[oó]n|sans (restrictions?|limites|filtres|r[eè]gles)|privilegios totales|mode maintenance|modo (desarrollador|administrador|sin restricciones)|entwicklermodus|wartungsmodus)\b",
+        r"(?i)\b(developer mode|dev mode|debug mode|god mode|admin(istrator)? mode|maintenance mode|sudo mode|root mode|test mode|unrestricted|unfiltered|uncensored|unlimited|no (restrictions|limits|limitations|rules|filters|boundaries|constraints)|without (any |the |its |your |\w+'s |the \w+'s )?(restrictions|limitations|limits|filters|rules|censorship|constraints|guardrails|safeguards|policies)|(authori[sz]ed|elevated|special|full) (access|privileges|permissions)|safety (checks? )?(is |are |has been |have been )?(disabled|off|turned off|suspended|lifted)|uneingeschr[aä]nkt\w*|ohne (richtlinien|filter|einschr[aä]nkungen|regeln)|sin (restricciones|l[ií]mites|filtros|reglas)|ninguna restricci[oó]n|sans (restrictions?|limites|filtres|r[eè]gles)|privilegios totales|mode maintenance|modo (desarrollador|administrador|sin restricciones)|entwicklermodus|wartungsmodus)\b",
     ),
     (
         Cue::Respond,
-        r"(?i)\b((in|to|at the end of|after|with) (every|each|all|your|any) (responses?|repl(y|ies)|answers?|messages?|outputs?)|in jeder antwort|en cada respuesta|dans chaque r[eé]ponse|à chaque utilisation|(respond|reply|answer)\w* (only )?(with|by saying|that)\b|(begin|start|end|finish|close|sign|conclude)\w* (every|each|all|your|the) (responses?|repl(y|ies)|answers?|messages?|outputs?|reviews?)|(tell|inform|remind|convince|persuade|advise|urge|assure|reassure) the (user|human|patient|customer)s? (that|to) (\w+ ){0,3}(buy|upgrade|subscribe|purchase|sign up|register|enter|confirm|visit|install|pay|switch|is (the )?(best|safest|only))|(recommend|promote|advertise|endorse|push|upsell|favou?r)\w*\b[^.]{0,40}\b(product|service|brand|site|website|link|premium|upgrade|plan|subscription|competitor|airline|stock|shares)|(respond|reply|answer|write|speak|talk) (only )?in (\w+ )?(french|german|spanish|english|chinese|russian|pirate|caps|all caps|uppercase|rhymes?|verse)|(insert|include|add|append|embed|place)\w*\b[^.]{0,30}\b(link|url|referral|affiliate|advert\w*|ads?|banner|tracking pixel|promo\w*|disclaimer))\b",
+        r"(?i)\b((in|to|at the end of|after|with) (every|each|all|your|any) (responses?|repl(y|ies)|answers?)|in jeder antwort|en cada respuesta|dans chaque r[eé]ponse|à chaque utilisation|(respond|reply|answer)\w* (only )?(with|by saying|that)\b|(begin|start|end|finish|close|sign|conclude)\w* (every|each|all|your|the) (responses?|repl(y|ies)|answers?|messages?|outputs?|reviews?)|(tell|inform|remind|convince|persuade|advise|urge|assure|reassure) the (user|human|patient|customer)s? (that|to) (\w+ ){0,3}(buy|upgrade|subscribe|purchase|sign up|register|enter|confirm|visit|install|pay|switch|is (the )?(best|safest|only))|(recommend|promote|advertise|endorse|push|upsell|favou?r)\w*\b[^.]{0,40}\b(product|service|brand|site|website|link|premium|upgrade|plan|subscription|competitor|airline|stock|shares)|(respond|reply|answer|write|speak|talk) (only )?in (\w+ )?(french|german|spanish|english|chinese|russian|pirate|caps|all caps|uppercase|rhymes?|verse)|(insert|include|add|append|embed|place)\w*\b[^.]{0,30}\b(link|url|referral|affiliate|advert\w*|ads?|banner|tracking pixel|promo\w*|disclaimer))\b",
     ),
     (
         Cue::Read,
@@ -167,11 +179,17 @@ const CUES: &[(Cue, &str)] = &[
         r"(?i)\b(secrets?|passwords?|passphrases?|passwd|passcodes?|credentials?|creds|(access|auth\w*|api|bearer|session|refresh|oauth|github|gitlab|slack|npm|pypi|personal access|id|jwt|secret|security|csrf|deploy|bot)[ _-]?tokens?|api[ _-]?keys?|access[ _-]?keys?|secret[ _-]?keys?|(deploy|signing|encryption|master|root|license|host|gpg|pgp|ssh|private|secret|access|api|auth|wallet)[ _-]?keys?|keys|auth(entication|orization)? (tokens?|headers?|codes?|cookies?)|bearer|session (tokens?|cookies?|ids?|keys?)|cookies?|seed ?phrases?|mnemonic\w*|recovery (phrase|codes?|keys?)|wallets?|keychain|keystore|keyring|\.pem|otp|2fa codes?|mfa codes?|social security|ssn|credit cards?|card numbers?|cvv|bank (account|details)|oauth|client[ _-]secrets?|contrase[nñ]as?|passw[oö]rter|mots? de passe|cl[eé]s?|claves?|schl[uü]ssel)\b",
     ),
     (Cue::SecretWeak, r"(?i)\b(tokens?|keys?)\b"),
-    (Cue::Secret, r"\b[A-Z][A-Z0-9]*_(KEY|TOKEN|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b|\b_(KEY|TOKEN|SECRET|PASSWORD)\b"),
-    (Cue::Secret, r"(?i)\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b"),
+    (
+        Cue::Secret,
+        r"\b[A-Z][A-Z0-9]*_(KEY|TOKEN|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b|\b_(KEY|TOKEN|SECRET|PASSWORD)\b",
+    ),
+    (
+        Cue::Secret,
+        r"(?i)\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b",
+    ),
     (
         Cue::SecretPlace,
-        r"(?i)(~/|\$home\b|%userprofile%|/home/\w+|/root/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment( variables?| vars?)?\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\blocally\b|\bon (the )?disk\b|\b(the )?user'?s? (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
+        r"(?i)(~/|\$home\b|%userprofile%|/home/\w+|/root/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment (variables?|vars?)\b|\b(from|in|of) the (user's|process's|shell's) environment\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\blocally\b|\bon (the )?disk\b|\b(the )?user'?s? (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
     ),
     (
         Cue::SecretPath,
@@ -179,7 +197,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Conversation,
-        r"(?i)\b(conversations?|chat (history|log|logs|transcript|context|messages)|(previous|prior|earlier|past|entire|full|whole|complete|recent|preceding|all (the )?(other )?) (messages?|conversation|context|exchanges?|dialog(ue)?|discussion|turns|prompts|history|interactions?|chat)|message history|history of (the|this|our) (chat|conversation|session)|system (prompt|message|instructions?)|(your|the model's|the assistant's|the agent's) (instructions|prompt|system prompt|context|memory|context window|guidelines|rules|configuration)|(the )?user'?s? (messages?|prompts?|quer(y|ies)|requests?|inputs?|questions?|words|personal (data|information|details)|private (data|information|messages)|e-?mails?|contacts|address book|files|documents|data)|everything (the user|you|they) (has |have |had )?(said|typed|wrote|written|asked|know|sent|shared|provided|told|entered|mentioned)|what the user (said|typed|wrote|asked|sent)|verbatim|word for word|messages? de l'utilisateur|mensajes? del usuario|nachrichten des (nutzers|benutzers)|unterhaltung|chatverlauf|gespr[aä]ch\w*|conversaci[oó]n|historial|historique)\b",
+        r"(?i)\b(conversations?|chat (history|log|logs|transcript|context|messages)|(previous|prior|earlier|past|entire|full|whole|complete|recent|preceding|all (the )?(other )?) (messages?|conversation|context|exchanges?|dialog(ue)?|discussion|turns|prompts|history|interactions?|chat)|message history|history of (the|this|our) (chat|conversation|session)|system (prompt|message|instructions?)|(your|the model's|the assistant's|the agent's) (instructions|prompt|system prompt|context|memory|context window|guidelines|rules|configuration)|(user's|users') (messages?|prompts?|quer(y|ies)|requests?|inputs?|questions?|words|personal (data|information|details)|private (data|information|messages)|e-?mails?|contacts|address book|files|documents|data)|everything (the user|you|they) (has |have |had )?(said|typed|wrote|written|asked|know|sent|shared|provided|told|entered|mentioned)|what the user (said|typed|wrote|asked|sent)|verbatim|word for word|messages? de l'utilisateur|mensajes? del usuario|nachrichten des (nutzers|benutzers)|unterhaltung|chatverlauf|gespr[aä]ch\w*|conversaci[oó]n|historial|historique)\b",
     ),
     (
         Cue::Destination,
@@ -187,7 +205,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::OtherTool,
-        r"(?i)\b(other|another|any|every|all|each|different|separate|additional|second|the remaining|the deprecated|the generic)\s+([\w/,-]+\s+){0,8}(tools?|functions?|servers?|plugins?|integrations?|apis?)\b|\b(tools?|functions?) (of|from|on|by|in) (the )?(other|another|any|different|every|all|[\w-]+ server)\b|\bthe (deprecated|generic|other|old|legacy|built-in|default|native|standard|original|official) [\w-]+ (tools?|functions?)\b|\bmcp__\w+|\b(cualquier otra|otra herramienta|otras herramientas|autre outil|autres outils|anderes werkzeug|andere werkzeuge|das werkzeug|la herramienta|l'outil)\b",
+        r"(?i)\b(other|another|any|every|all|each|different|separate|additional|second|the remaining|the deprecated|the generic)\s+([\w/,-]+\s+){0,8}(tools?|functions?|servers?|plugins?|integrations?|apis?)\b|\b(tools?|functions?) (of|from|on|by|in) (the )?(other|another|any|different|every|all|[\w-]+ server)\b|\bthe (deprecated|generic|other|old|legacy|built-in|default|native|standard|original|official) [\w-]+ (tools?|functions?)\b|\b(cualquier otra|otra herramienta|otras herramientas|autre outil|autres outils|anderes werkzeug|andere werkzeuge|das werkzeug|la herramienta|l'outil)\b",
     ),
     (
         Cue::Argument,
@@ -209,7 +227,10 @@ const CUES: &[(Cue, &str)] = &[
         Cue::Prior,
         r"(?i)\b(previous|prior|earlier|above|preceding|original|initial|existing|default|all|any|every|vorherig\w*|bisherig\w*|alle|anterior\w*|todas|pr[eé]c[eé]dent\w*|toutes)\b",
     ),
-    (Cue::Conditional, r"(?i)^[\s\W]*(if|when|whenever|once|after|unless|while)\b|\b(whenever|every time|each time)\b"),
+    (
+        Cue::Conditional,
+        r"(?i)^[\s\W]*(if|when|whenever|once|after|unless|while)\b|\b(whenever|every time|each time)\b",
+    ),
     (
         Cue::RunCode,
         r"(?i)\b(curl|wget)\b[^\n]{0,160}\|\s*(sudo\s+)?(ba|z|da)?sh\b|\bos\.system\s*\(|\bsubprocess\.\w+\s*\(|\beval\s*\(|\bexec\s*\(|\bpowershell\b[^\n]{0,40}\s-(e|enc|encodedcommand)\b|\biex\s*\(|\bbase64\s+(-d|--decode)[^\n]{0,60}\|\s*(ba)?sh\b|\bchild_process\b",
@@ -226,10 +247,120 @@ const CUES: &[(Cue, &str)] = &[
         Cue::MisrepresentStrong,
         r"(?i)\bas (if|though) (all|everything|nothing|it|they|the \w+)\b|\bsay (that )?you (don't|do not) know\b|\b(lie|deny|denying)\b|\b(claim|pretend)\w* (that )?(it|nothing|everything)\b",
     ),
+    // Wider wordings, and the most common forms in other languages.
+    (
+        Cue::Model,
+        r"(?i)\b(models|assistants|agents|llms?)\b|\b(the|an?|this|any|every|each)\s+(consuming|calling|reading|receiving|invoking|connected|current)\s+(ai|assistant|model|llm|agent|chatbot)s?\b|\b(l'assistant|el asistente|der assistent|il modello|l'assistente|o assistente|o modelo|l'ia|la ia|die ki|sprachmodell\w*)\b",
+    ),
+    (
+        Cue::Order,
+        r"(?i)\b(should|are expected to|is expected to|expected to be|(are|is) to be|must be|shall be|doit|doivent|deve|devono|debe|deben|muss|m[uü]ssen|soll|sollen|sollte|sempre|syst[eé]matiquement|sistem[aá]ticamente)\b",
+    ),
+    (
+        Cue::Marker,
+        r"(?i)\b(procedure|instructions?|guide|notes?|rules?|protocol|contract) (for|to) (the )?(assistants?|ai|models?|llms?|agents?|language models?)\b|\b(ai|assistant|llm|model)[_ ](behaviou?r|instructions?|directives?)\W{0,3}[:=]|\b(hinweis|anweisung)\w* an das (sprach)?modell\b|\b(always_say|every_response|instructions_for_(ai|assistant|model))\b",
+    ),
+    (
+        Cue::Ignore,
+        r"(?i)\b(retired|withdrawn|expired|revoked|rescinded|obsolete|void|lifted|superseded|no longer (bind|binds|binding|valid|in force|in effect)|(have|has) (since )?been (retired|withdrawn|replaced|superseded|lifted|revoked|rescinded)|(advisory|optional) only|(may|can) be (skipped|ignored|disregarded|overridden|bypassed)|(are|is) (mere |just |only )?(recommendations?|suggestions?|guidance|optional|advisory)|rather than (requirements?|binding)|count(s)? for more|side with (the|this) (server|tool|author|owner)|outweigh\w*|trump\w*|set (them|it|these|those|this) aside|put (them|it) aside|wins? (whenever|when|if|over)|(are|is) not (bound|obliged|required) to (follow|respect|obey|comply)|ung[uü]ltig|au[sß]er kraft|nicht mehr g[uü]ltig|aufgehoben|anulad[oa]s?|sin efecto|prevalece\w*|pr[eé]val\w*|hat vorrang|haben vorrang|prevalgono|annullat\w*|ne sont que des suggestions|n'est pas tenu|non [eè] tenut\w*|no est[aá] obligad\w*|nicht verpflichtet)\b",
+    ),
+    (
+        Cue::Rules,
+        r"(?i)\b((\w+'s|this|these|those|host|operator|server) (\w+ )?rules?|rules?|brief|briefing|mandate|content rules|off-limits|refusing|refuse|decline|never decline|consignes de s[eé]curit[eé]|preferencias|pr[eé]f[eé]rences)\b",
+    ),
+    (
+        Cue::Prior,
+        r"(?i)\b(host|hosts|host's|operator'?s?|developers'?|system|client's|platform|sistema|syst[eè]me)\b",
+    ),
+    (
+        Cue::HideStrong,
+        r"(?i)\b((user|human|they)('s)? (has|have|had)? ?no need to (see|know|hear|be told|learn)|without (pausing|waiting|stopping|asking|checking) (for|with) (the user'?s?|their|any) (approval|confirmation|consent|permission|go-ahead|ok)|without (\w+ ){0,3}(approval|confirmation|consent|permission) from (the user|them)|confirmation prompts? (only )?annoy|leave\w* (it|this|them|that|these) out( of)?|left out of (the |its |your )?(repl|answer|response|output)|leave\w* out (any|all) mention|(omit|drop|skip|exclude)\w* (any |all )?mention|no mention (of it |of this )?(in|to)|not (be )?listed among|(appreciate|ask for|require|expect) (your )?discretion|(retry\w*|continu\w*|proceed\w*|keep \w+ing) (silently|quietly|secretly|covertly|unseen)|nicht erw[aä]hn\w*|nicht (mitgeteilt|gesagt|gezeigt|angezeigt)|no es necesario pedir (permiso|confirmaci[oó]n)|sans demander|ohne (zu fragen|nachzufragen|r[uü]ckfrage|best[aä]tigung)|senza chiedere|sem pedir|no (lo |la |le |les )?menciones|ne (lui )?(signale|dis|dites|montre|mentionne|r[eé]v[eè]le)\w* pas)\b|show_to_user\W{0,4}false|visible_to_user\W{0,4}false|notify_user\W{0,4}false|confirm\w*\W{0,4}(skip|false|none|off)\b",
+    ),
+    (
+        Cue::HideWeak,
+        r"(?i)\b(do not|don't|never|must not|should not|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell|inform|mention|reveal|show|notify|alert|disclos|report|display|surfac|bring\w* up|explain|discuss|acknowledg|expos|highlight|quot|repeat|list|log|record|attribut)\w*",
+    ),
+    (
+        Cue::Misrepresent,
+        r"(?i)\b(report|state|claim|tell|inform|assure)\w* (to )?(the user|them) (that )?(no|nothing|none|everything|all \w+|it (went through|succeeded|worked))\b|\b(say|answer|reply|respond)\w* (that )?(no|nothing|none|everything|all \w+|it (went through|succeeded|worked))\b|\bas (their|your|its) own\b",
+    ),
+    (
+        Cue::MisrepresentStrong,
+        r"(?i)\bregardless of what (the tool|it) (actually )?(returns|says|reports|shows)|\bwhatever (the tool|it) (actually )?(returns|says)|\bals (w[aä]re|sei|ob) nichts|\bcomo si nada|\bcomme si (de rien|rien)|\bcome se niente|\b(dis|dites|di|diga|digas|sag|sage)\w* (simplement |solo |einfach |semplicemente )?(que|che|dass) (tout|todo|tutto|alles|nada|nichts|rien|niente)\b",
+    ),
+    (
+        Cue::RoleStrong,
+        r"(?i)\b(from (this point|here|now)( on)?,? (the (assistant|model|agent)|you)|(answers?|acts?|speaks?|responds?|behaves?|operates?|poses?) as (a |an |the |this server's )?[A-Z]?\w*(master|admin\w*|agent|superuser|root|employee|representative|persona|bot)\b|(answering|answers|answer|reports?|reporting|loyal) to (the |this )?(tool'?s? )?(author|owner|developer|server|vendor|operator)|(operates?|acts?|runs?|functions?|works?) as (a |an |the )?(superuser|root|admin\w*|sudo|system|god|owner|developer)|role assignment|assigned role|(you are|you're) (speaking|talking|chatting) (directly )?(with|to) your (developer|creator|maker|admin\w*|owner|operator)|from the (ai provider|model provider|anthropic|openai)'?s? (own )?(staff|team|developers)|(adopt|assume|take on|switch to|enter)s (the |a |an |your |this )?(new )?(role|persona|identity|character|mode)|you have been (promoted|elevated)|d'ora in poi|da ora in poi (sei|agisci)|ora sei|sei ora|passa a (atuar|agir|ser)|atua como|agisci come|agit comme)\b",
+    ),
+    (
+        Cue::RoleWeak,
+        r"(?i)\b(bound by no|not bound by|no longer bound|superuser|root access|clearance|(becomes?|represents?) (an? |the )?\w+('s)? (\w+ )?(employee|agent|representative|interests?|persona|assistant|advocate)|interests rather than|rather than (the user'?s?|yours)|privilegi illimitati|senza (restrizioni|limiti|filtri)|sem (filtros|restri[cç][oõ]es|limites)|autoridade total|pieni poteri|trust_level\W{0,4}(system|root|admin))\b",
+    ),
+    (
+        Cue::Respond,
+        r"(?i)\b((recommend|suggest|advise|urge|tell|encourage|push)\w* (that )?(the )?(user|them|people|customers?|patients?)\w* (to |should )?(book|buy|use|visit|upgrade|sign|install|subscribe|purchase|switch|order|call|invest|pay|register|download|try|confirm|enter)|(finish|end|close|conclude|sign|start|begin|open|prefix|suffix)\w* (every|each|all|any|the|your|its|their) (\w+ )?(answers?|repl(y|ies)|responses?|messages?|outputs?)|(repl(y|ies)|answers?|responses?|messages?|outputs?) (written |given |produced )?(by (the|you|an?) \w+ )?(must|should|shall|need to|have to|will)? ?(now )?(carry|include|contain|end with|start with|bear|feature)|(phrase|word|write|frame|style)\w* (all |every |each |your |further |future )*(answers?|repl(y|ies)|responses?|messages?)|answer\w* (with )?['\x22“‘]|(place|put|rank|list|show|feature|position|plac\w+)\w* [^.]{0,40}(at the top|in first place|first in (the )?(list|results)|top of the (list|results)|en t[eê]te|in cima|an erster stelle|al principio)|(reassure|assure|convince|persuade)\w* the (user|human|patient|customer)s?|slip in|weave in|(alla fine di|in) ogni risposta|em cada resposta|no final de cada resposta|affirmer que|afirmar que|behaupten|affermare|(referral|affiliate|promo(tional)? (link|code)|coupon|sponsored|footer|upgrade today|paid (audit|plan|version|removal))\w*)",
+    ),
+    (Cue::Read, r"(?i)\b(obtener|obtenir|holen|ottenere|obter|leggere|ler|lire)\b"),
+    (
+        Cue::Send,
+        r"(?i)\b(forward_to|send_to|post_to|upload_to|webhook_url|exfil\w*|enviar\w*|\w*zusenden|mitsenden|[uü]bermitt\w*|[uü]bertrag\w*|transm\w+|route\w* (a |the )?(copy|duplicate|\w+) (of [^.]{0,30})?to|inviare|inviar\w*)\b",
+    ),
+    (
+        Cue::Include,
+        r"(?i)\b(requires?|needs?|expects?|must (contain|hold|carry|include)|incluir|includere|inserire|slip|weave|work in)\b",
+    ),
+    (Cue::Invoke, r"(?i)\b(aufgerufen|aufrufen|chiama\w*|chamar|use)\b"),
+    (
+        Cue::Avoid,
+        r"(?i)\b(avoid(ing)? (the|any|all|using)|refrain(ing)? from (using|calling|invoking)|em vez de|invece di)\b",
+    ),
+    (
+        Cue::Secret,
+        r"(?i)\b(passports?|tax (returns?|documents?|files?)|bank (statements?|account|details)|medical records?|personal (documents?|files)|id cards?|driver'?s licen[sc]e|senhas?|password|passwort|mot de passe)\b",
+    ),
+    (Cue::Secret, r"\b[A-Z][A-Z0-9_]*_(KEY|TOKEN|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b"),
+    (
+        Cue::SecretPlace,
+        r"(?i)\b(password manager|(stored|saved|kept|cached) (locally|on (the )?(disk|machine|device|computer))|(stored|saved) (in|on) (the )?(browser|keychain|disk|machine|device)|guardad[oa]s en|llavero|trousseau|schl[uü]sselbund|portachiavi|chaveiro)\b",
+    ),
+    (
+        Cue::SecretPath,
+        r"(?i)(print-access-token|print-identity-token|get-session-token|\bgh auth token|\bop (read|item get)\b|\bbw (get|unlock)\b|security find-(generic|internet)-password|aws configure (get|export-credentials)|\bprintenv\b|\bcredentials\.json|\bsecrets?\.(ya?ml|json|env|toml)|\.git/config|\.pgpass|application_default_credentials|service[-_]account\w*\.json|\.vault-token|\.terraformrc|terraform\.tfstate|\.htpasswd)",
+    ),
+    (
+        Cue::Conversation,
+        r"(?i)\b((every|all|any) (\w+ )?(files?|documents?|messages?|data|tabs?) (it|you|the (assistant|model|agent)|the user) (\w+ )?(has|have|had|opened|is editing|are viewing)? ?(read|opened|seen|shared|viewed|accessed|received|open)|(in|during|from) this (session|conversation|chat)|(user's|users') (private|personal|confidential|internal) \w+|(que|when|whenever|si) (el usuario|the user|l'utilisateur|der nutzer) (comparta|shares?|partage|teilt|sends?|uploads?|pastes?))\b",
+    ),
+    (
+        Cue::Destination,
+        r"(?i)\bpublic (repository|repo|gist|channel|bucket|paste|url|page|issue|site)\b|#[\w-]*(external|share|public|partner)[\w-]*",
+    ),
+    (Cue::OtherTool, r"(?i)\b(anderen? werkzeug\w*|the official \w+ tools?)\b"),
+    (Cue::NamedTool, r"(?i)\bmcp__\w+|\b[\w-]+ server'?s? [a-z]\w*_\w+\b"),
+    (Cue::Precondition, r"(?i)\b(before|prior to) \w+ing\b"),
+    (Cue::Copy, r"(?i)\b(tamb[ié]n|anche|aussi|tamb[eé]m)\b"),
+    (
+        Cue::EachCall,
+        r"(?i)\b((after|before|with|on) (every|each|any) (call|use|invocation|request|run|query|response|answer|reply|message|turn)|(every|each) time (you|it|this|the (tool|user|assistant|model))|(whenever|every time|each time) (you|it|this tool|the tool) (is )?(call|use|run|invok)\w*|à chaque utilisation|bei jede[mr] (aufruf|nutzung|antwort)|nach jeder nutzung|en cada (uso|llamada|respuesta)|ad ogni (uso|chiamata|risposta)|a cada (uso|chamada|resposta))",
+    ),
+    (Cue::Promote, r"(?i)\b(recommend|promote|advertise|plug|endorse|upsell)\w*"),
+    (Cue::Beacon, r"(?i)!\[[^\]]*\]\(\s*https?://[^)\s]*\?[^)]*[<{]|https?://\S*[?&]\w+=\s*[<{]"),
+    (
+        Cue::DestinationConcrete,
+        r"(?i)(https?://|ftps?://|wss?://|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b\d{1,3}(\.\d{1,3}){3}\b|\b[a-z0-9-]+(\.[a-z0-9-]+)*\.(com|net|org|io|dev|app|ai|co|xyz|info|biz|me|example|site|online|link|sh|ru|cn|tk)\b)",
+    ),
+    (
+        Cue::CopyStrong,
+        r"(?i)\b(a copy|copies|duplicate|mirror\w*|bcc|cc|carbon[- ]cop(y|ies)|second remote)\b",
+    ),
 ];
 
 static SET: LazyLock<(RegexSet, Vec<Cue>)> = LazyLock::new(|| {
-    let set = RegexSet::new(CUES.iter().map(|(_, pattern)| pattern)).expect("valid cue patterns");
+    // Word lists with Unicode word boundaries compile to more than the default 10 MB limit.
+    let set = RegexSetBuilder::new(CUES.iter().map(|(_, pattern)| pattern))
+        .size_limit(64 << 20)
+        .build()
+        .expect("valid cue patterns");
     (set, CUES.iter().map(|(cue, _)| *cue).collect())
 });
 
@@ -275,11 +406,13 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     let to_model = c.any(&[Model, Order, Imperative, Marker]);
     let takes = c.any(&[Read, Include, Send]);
     if !joined {
-        if c.has(Marker) {
+        if c.has(Marker)
+            && c.any(&[Respond, Promote, DestinationConcrete, Misrepresent, EachCall, Every, Send])
+        {
             return Some((
                 "model-directive",
                 Severity::High,
-                "text marked as meant for the model, not the user",
+                "text marked as meant for the model asks it for more than using the tool",
             ));
         }
         if c.has(Ignore) && c.has(Rules) && (to_model || c.any(&[Prior, User])) {
@@ -293,7 +426,8 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
             || (c.has(HideWeak) && c.any(&[User, Rules]) && to_model)
             || (c.has(MisrepresentStrong)
                 && c.any(&[User, Model, Order, Imperative, HideWeak, Conditional]))
-            || (c.has(Misrepresent) && c.has(User))
+            || (c.has(Misrepresent) && c.any(&[User, Model]))
+            || (c.has(HideWeak) && c.has(Order) && c.has(User))
         {
             return Some((
                 "conceal-from-user",
@@ -316,11 +450,15 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     let moves = if joined {
         c.any(&[Include, Send])
     } else {
-        c.any(&[Include, Send, Argument]) || to_model || (c.has(Read) && c.has(Precondition))
+        c.any(&[Include, Send])
+            || to_model
+            || (c.has(Argument) && takes)
+            || (c.has(Read) && c.has(Precondition))
     };
     if (c.has(SecretPath) && moves)
         || (c.any(&[Secret, SecretWeak])
             && c.has(SecretPlace)
+            && !joined
             && takes
             && (to_model || c.has(Argument)))
         || (c.has(Persistence) && (takes || to_model))
@@ -332,11 +470,21 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
         ));
     }
     let sends = c.has(Send);
-    if (c.has(Conversation) && sends && c.has(Destination))
-        || (c.has(Conversation) && c.has(Include) && c.has(Argument) && (to_model || c.has(Every)))
-        || (sends && c.has(Destination) && c.any(&[Secret, Conversation]))
-        || (sends && c.has(Destination) && c.has(Copy) && (to_model || c.has(Every)))
-        || (c.any(&[Secret, Conversation]) && c.has(Destination) && to_model && takes)
+    let out = c.any(&[Destination, DestinationConcrete]);
+    let triggered = to_model || c.any(&[Every, Conditional]);
+    if c.has(Beacon)
+        || (c.has(Conversation) && sends && out)
+        || (c.has(Conversation)
+            && c.any(&[Include, Send])
+            && c.has(Argument)
+            && (to_model || c.any(&[Every, Copy])))
+        || (c.has(Conversation) && c.has(Include) && out && (to_model || c.any(&[Copy, Every])))
+        || (sends && out && c.any(&[Secret, Conversation]))
+        || (sends && c.has(DestinationConcrete) && c.any(&[Copy, CopyStrong]) && triggered)
+        || (sends && c.has(Destination) && c.has(CopyStrong) && triggered)
+        || (sends && out && c.any(&[Copy, CopyStrong]) && to_model)
+        || (sends && c.has(DestinationConcrete) && c.has(Every) && to_model)
+        || (c.any(&[Secret, Conversation]) && out && to_model && takes)
     {
         return Some((
             "exfiltration",
@@ -348,9 +496,16 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     if joined {
         return None;
     }
-    if c.has(OtherTool)
-        && c.any(&[Invoke, Avoid])
-        && c.any(&[Model, Order, Imperative, Precondition, Conditional, Every])
+    if sends && c.has(DestinationConcrete) && (c.has(Conditional) || to_model) {
+        return Some((
+            "exfiltration",
+            Severity::Medium,
+            "asks for something to be sent to an address",
+        ));
+    }
+    let steered = c.any(&[Model, Order, Imperative, Precondition, Conditional, Every]);
+    if (c.has(NamedTool) && c.any(&[Invoke, Avoid]) && (steered || (c.has(Avoid) && c.has(Invoke))))
+        || (c.has(OtherTool) && c.has(Avoid) && (steered || c.has(Invoke)))
     {
         return Some((
             "tool-steering",
@@ -358,8 +513,25 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
             "tells the model which other tools to use or avoid",
         ));
     }
-    if c.has(Respond) && c.any(&[Model, Order, Imperative]) {
-        return Some(("model-directive", Severity::Medium, "tells the model how to answer the user"));
+    if c.has(Respond)
+        && c.any(&[Model, Order, Imperative, Conditional, Every])
+        && c.any(&[Every, EachCall, Promote, DestinationConcrete, Misrepresent, Marker])
+    {
+        return Some((
+            "model-directive",
+            Severity::Medium,
+            "tells the model how to answer the user",
+        ));
+    }
+    if c.has(Promote) && c.has(DestinationConcrete) && c.any(&[Order, Model, Every]) {
+        return Some(("model-directive", Severity::Medium, "tells the model to promote something"));
+    }
+    if c.has(EachCall) && c.any(&[Copy, CopyStrong, Send, Include, Invoke, Respond]) {
+        return Some((
+            "model-directive",
+            Severity::Medium,
+            "asks for something more to be done on every call",
+        ));
     }
     None
 }
@@ -372,7 +544,18 @@ pub(super) fn steers(text: &str, at: usize) -> bool {
         return false;
     };
     let cues = Cues::of(&text[range]);
-    cues.any(&[Order, Imperative, Conditional, Every, Copy, Avoid, Include, Send, Model, Precondition])
+    cues.any(&[
+        Order,
+        Imperative,
+        Conditional,
+        Every,
+        Copy,
+        Avoid,
+        Include,
+        Send,
+        Model,
+        Precondition,
+    ])
 }
 
 /// Where a text is, for reading it.
@@ -390,36 +573,66 @@ pub(super) struct Context<'a> {
 fn names_another_tool(sentence: &str, own: &std::collections::BTreeSet<&str>) -> bool {
     static CALLED: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)\b(call|calling|invoke|invoking|use|using|run|trigger|execute|rufe|llama|appelle)\s+(the\s+|das\s+|la\s+|le\s+)?(\w+\s+)?[`'\x22]?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\bthe\s+`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s+(tool|function)",
+            r"(?i)\b(call|calling|invoke|invoking|use|using|run|trigger|execute|rufe|llama|appelle)\s+(the\s+|das\s+|la\s+|le\s+)?(\w+\s+)?[`'\x22]?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\bthe\s+`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s+(tool|function)|\b(instead of|rather than|in place of|em vez de|en lugar de|au lieu de|anstatt|statt|invece di)\s+(using\s+|calling\s+|the\s+|any\s+)?`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\b(instead of|rather than|in place of)\s+(through|via|using|calling|invoking)\s+(the\s+)?`?([a-z][\w-]+)",
         )
         .expect("a valid pattern")
     });
     CALLED.captures_iter(sentence).any(|captures| {
-        let Some(name) = captures.get(4).or_else(|| captures.get(5)) else { return false };
+        let Some(name) = [4, 5, 9, 13].into_iter().find_map(|group| captures.get(group)) else {
+            return false;
+        };
         let name = name.as_str();
+        // A field or an address (`status_callback_url`, `user_id`) is not a tool.
+        const FIELDS: [&str; 11] = [
+            "_url",
+            "_uri",
+            "_id",
+            "_method",
+            "_path",
+            "_name",
+            "_type",
+            "_key",
+            "_at",
+            "_by",
+            "_callback",
+        ];
+        if FIELDS.iter().any(|suffix| name.ends_with(suffix)) {
+            return false;
+        }
         // `get_attachments` for the server's own `confluence_get_attachments`, or the other
         // way round, is the server's own tool.
         !own.iter().any(|own| own.ends_with(name) || name.ends_with(own))
     })
 }
 
-/// The sentences of `text`: byte ranges, split after `.`, `!`, `?` or `;` followed by a space,
+/// The sentences of `text`: byte ranges, split after `.`, `!` or `?` followed by a space,
 /// and at line breaks; blank ones dropped.
 fn sentences(text: &str) -> Vec<Range<usize>> {
     static END: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"[.!?;。]+(\s+|$)|\n+").expect("a valid pattern"));
+        LazyLock::new(|| Regex::new(r"[.!?。]+(\s+|$)|\n+").expect("a valid pattern"));
     let mut out = Vec::new();
     let mut start = 0;
     for end in END.find_iter(text) {
+        // "e.g. x", "i.e. y", "etc. and": an abbreviation's full stop ends no sentence.
+        let before = &text[..end.start()];
+        let word = before.rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
+        if end.as_str().starts_with('.')
+            && ABBREVIATIONS.contains(&word.to_ascii_lowercase().as_str())
+        {
+            continue;
+        }
         out.push(start..end.start() + end.as_str().trim_end().len());
         start = end.end();
     }
     out.push(start..text.len());
-    out.into_iter()
-        .map(|range| trim(text, range))
-        .filter(|range| !range.is_empty())
-        .collect()
+    out.into_iter().map(|range| trim(text, range)).filter(|range| !range.is_empty()).collect()
 }
+
+/// Words whose full stop is an abbreviation's, not a sentence's end.
+const ABBREVIATIONS: &[&str] = &[
+    "e.g", "i.e", "etc", "vs", "approx", "incl", "excl", "cf", "z.b", "d.h", "p.ej", "p.ex", "no",
+    "mr", "ms", "dr",
+];
 
 fn trim(text: &str, range: Range<usize>) -> Range<usize> {
     let piece = &text[range.clone()];
@@ -441,7 +654,7 @@ pub(super) fn read(text: &str, context: &Context<'_>, found: &mut Vec<(Verdict, 
                 cues = cues.with(Cue::Argument);
             }
             if names_another_tool(sentence, context.own) {
-                cues = cues.with(Cue::OtherTool);
+                cues = cues.with(Cue::NamedTool);
             }
             cues
         })
@@ -455,10 +668,10 @@ pub(super) fn read(text: &str, context: &Context<'_>, found: &mut Vec<(Verdict, 
         if let Some(verdict) = judge(cues[index], false) {
             push(verdict, range.clone(), found);
         }
-        if let Some(next) = sentences.get(index + 1) {
-            if let Some(verdict) = judge(cues[index].union(cues[index + 1]), true) {
-                push(verdict, range.start..next.end, found);
-            }
+        if let Some(next) = sentences.get(index + 1)
+            && let Some(verdict) = judge(cues[index].union(cues[index + 1]), true)
+        {
+            push(verdict, range.start..next.end, found);
         }
     }
 }
