@@ -1,11 +1,17 @@
 //! The poisoning scan: offline, deterministic checks of what servers tell the model about their
 //! tools and prompts, for instructions hidden there ("tool poisoning").
 //!
-//! Each [`Rule`] has an id, a severity and a way to find its spans in one text (a description,
-//! a title, a parameter's description) or in a name; [`scan`] runs every rule over every text of
-//! every item and returns [`Finding`]s with the offending span, which [`Finding::highlighted`]
-//! shows between `»` and `«`. The patterns are regular expressions (`regex`), case-insensitive;
-//! the Unicode checks look at code points. Nothing is sent anywhere.
+//! Prose (descriptions, titles, parameter and argument descriptions) is read sentence by
+//! sentence for what it asks of the model ([`intent`]): dropping its instructions, keeping
+//! something from the user, taking a role, fetching secrets, sending data out, steering to
+//! other tools. Beside that: tags that mark text for the model (`<IMPORTANT>`), invisible
+//! characters, blank-space padding, overlong descriptions, non-ASCII look-alike names, and one
+//! server's descriptions naming another server's tools (shadowing). [`scan`] returns
+//! [`Finding`]s with the offending span, which [`Finding::highlighted`] shows between `»` and
+//! `«`. Nothing is sent anywhere.
+//!
+//! How well it does is measured on a corpus with a development and a held-out half
+//! (`tests/scan_corpus.rs`, `docs/scan.md`).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -17,6 +23,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::contract::{Contract, Kind};
+
+mod intent;
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -94,6 +102,13 @@ struct Text<'a> {
     is_name: bool,
 }
 
+impl Text<'_> {
+    /// Whether it describes an argument of a call: a tool's parameter or a prompt's argument.
+    fn is_argument(&self) -> bool {
+        self.field.starts_with("inputSchema.") || self.field.starts_with("arguments[")
+    }
+}
+
 /// What every rule looks at: `server`'s `items`, and the names of every other server's tools
 /// (for shadowing).
 pub struct Scanned<'a> {
@@ -115,14 +130,16 @@ pub fn scan(servers: &[Scanned<'_>]) -> Vec<Finding> {
             .filter(|c| c.kind == Kind::Tool && c.key.len() >= 4)
             .map(|c| c.key.as_str())
             .collect();
+        let own: BTreeSet<&str> = scanned.items.iter().map(|c| c.key.as_str()).collect();
         for item in scanned.items {
             for text in texts(item) {
                 let mut found = Vec::new();
                 if text.is_name {
                     name_rules(text.text, &mut found);
                 } else {
-                    prose_rules(text.text, &mut found);
-                    shadowing(text.text, &others, &mut found);
+                    let context = intent::Context { argument: text.is_argument(), own: &own };
+                    prose_rules(text.text, &context, &mut found);
+                    shadowing(text.text, &others, &own, &mut found);
                 }
                 for (rule, severity, message, span) in found {
                     findings.push(Finding {
@@ -196,51 +213,14 @@ struct Rule {
     pattern: &'static str,
 }
 
-/// The prose rules. Each pattern is case-insensitive and matched anywhere.
-const RULES: &[Rule] = &[
-    Rule {
-        id: "hidden-tag",
-        severity: Severity::High,
-        message: "a tag that marks text meant for the model, not the user",
-        pattern: r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant|critical|note_to_(?:ai|model|assistant))\b[^>]*>|\[/?INST\]|<\|im_start\|>",
-    },
-    Rule {
-        id: "override-instructions",
-        severity: Severity::High,
-        message: "tells the model to drop its instructions",
-        pattern: r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|other|system|safety|original)\b[^.\n]{0,20}\b(instructions?|prompts?|rules|guidelines|directions)\b",
-    },
-    Rule {
-        id: "credential-access",
-        severity: Severity::High,
-        message: "points the model at credentials, keys or dotfiles",
-        pattern: r#"~/\.ssh|\bid_(rsa|ed25519|ecdsa|dsa)\b|\.ssh/|\.aws/credentials|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.kube/config|\.docker/config\.json|/etc/(passwd|shadow)\b|\.bash_history\b|\.zsh_history\b|\.env($|[\s,;:)'"`])|\b(private|secret|api|access)[ _-]?keys?\b[^.\n]{0,40}\b(read|send|include|pass|provide|append|copy|attach|upload)\b|\b(read|send|include|pass|provide|append|copy|attach|upload)\b[^.\n]{0,40}\b(private keys?|secret keys?|api keys?|access tokens?|passwords?|credentials|mcp\.json|cursor.?config)\b"#,
-    },
-    Rule {
-        id: "exfiltration",
-        severity: Severity::High,
-        message: "asks for data to be sent somewhere",
-        pattern: r"\b(send|post|upload|forward|transmit|exfiltrate|leak|report|copy)\b[^.\n]{0,60}\b(to|at|via)\b\s*(https?://|ftp://|wss?://|[\w.-]+@[\w-]+\.[\w.]+|the (following|this) (url|endpoint|address|webhook))|\bcurl\b[^\n]{0,60}https?://|\bwget\b[^\n]{0,60}https?://",
-    },
-    Rule {
-        id: "conceal-from-user",
-        severity: Severity::High,
-        message: "asks the model to keep something from the user",
-        pattern: r"\b(do not|don't|dont|never|must not|should not)\s+(tell|inform|mention|reveal|show|notify|alert|say)\b[^.\n]{0,30}\b(user|human|them|anyone)\b|\bwithout\s+(telling|informing|notifying|alerting)\s+(the\s+)?(user|human)\b|\b(keep|leave)\s+(this|it)\s+(secret|hidden|confidential)\b|\bthe\s+user\s+(must|should)\s+not\s+(know|see|find out)\b|\bsilently\s+(add|send|upload|forward|copy|include|run|execute|call|change|modify|delete|record|store)\b",
-    },
-    Rule {
-        id: "tool-steering",
-        severity: Severity::Medium,
-        message: "tells the model which other tools to use or avoid",
-        pattern: r"\b(before|after)\s+(calling|using|invoking|running)\s+(this|any|the|every|another)\b[^.\n]{0,30}\b(tool|function)\b[^.\n]{0,10},?\s*(you\s+)?(must|should|always|first)\b|\b(instead of|rather than)\s+(using|calling)\b[^.\n]{0,40}\btool\b|\b(do not|don't|never)\s+(use|call|invoke)\s+(the\s+)?[\w-]+\s+tool\b|\balways\s+(call|use|invoke)\s+this\s+tool\b",
-    },
-    Rule {
-        id: "model-imperative",
-        severity: Severity::Medium,
-        message: "addresses the model with orders rather than describing the tool",
-        pattern: r"\b(you|the (ai|assistant|model|llm))\s+(must|shall|are required to|have to)\s+(always|first|now|immediately|also)\b|\bas an ai\b|\b(ai|assistant|model|llm)\s*(:|,)\s*(you must|always|ignore)\b",
-    },
-];
+/// The prose rules found by a pattern alone. Each pattern is case-insensitive and matched
+/// anywhere; everything else a sentence asks is read by [`intent`].
+const RULES: &[Rule] = &[Rule {
+    id: "hidden-tag",
+    severity: Severity::High,
+    message: "a tag that marks text meant for the model, not the user",
+    pattern: r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant|critical|note_to_(?:ai|model|assistant))\b[^>]*>|\[/?INST\]|<\|im_start\|>",
+}];
 
 static COMPILED: LazyLock<Vec<(Regex, &'static Rule)>> = LazyLock::new(|| {
     RULES
@@ -252,11 +232,24 @@ static COMPILED: LazyLock<Vec<(Regex, &'static Rule)>> = LazyLock::new(|| {
         .collect()
 });
 
-fn prose_rules(text: &str, found: &mut Found) {
+fn prose_rules(text: &str, context: &intent::Context<'_>, found: &mut Found) {
     for (regex, rule) in COMPILED.iter() {
         if let Some(m) = regex.find(text) {
             found.push((rule.id, rule.severity, rule.message, m.range()));
         }
+    }
+    let mut asked = Vec::new();
+    intent::read(text, context, &mut asked);
+    for ((rule, severity, message), span) in asked {
+        found.push((rule, severity, message, span));
+    }
+    if let Some(span) = padding(text) {
+        found.push((
+            "padding",
+            Severity::Medium,
+            "a long run of blank space (it pushes what follows out of sight)",
+            span,
+        ));
     }
     if let Some(span) = invisible(text) {
         found.push((
@@ -271,10 +264,31 @@ fn prose_rules(text: &str, found: &mut Found) {
             "overlong-description",
             Severity::Low,
             "far longer than a tool needs (room to hide instructions)",
-            LONG_DESCRIPTION..text.len(),
+            boundary_at_or_after(text, LONG_DESCRIPTION)..text.len(),
         ));
     }
 }
+
+/// The first character boundary of `text` at or after `at` (a span must not split a
+/// character: the excerpt slices at it).
+fn boundary_at_or_after(text: &str, at: usize) -> usize {
+    (at..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len())
+}
+
+/// A run of at least [`BLANK_RUN`] whitespace characters, or of [`BLANK_LINES`] line breaks.
+fn padding(text: &str) -> Option<Range<usize>> {
+    static RUN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&format!(
+            r"[\s\u{{2000}}-\u{{200A}}\u{{3000}}]{{{BLANK_RUN},}}|(\s*\n){{{BLANK_LINES},}}"
+        ))
+        .expect("a valid pattern")
+    });
+    RUN.find(text).map(|m| m.range())
+}
+
+/// Blank space that long is padding, not layout.
+const BLANK_RUN: usize = 120;
+const BLANK_LINES: usize = 12;
 
 fn name_rules(name: &str, found: &mut Found) {
     if let Some(span) = invisible(name) {
@@ -289,27 +303,61 @@ fn name_rules(name: &str, found: &mut Found) {
     }
 }
 
-/// One server's description naming another server's tool.
-fn shadowing(text: &str, others: &BTreeSet<&str>, found: &mut Found) {
-    for name in others {
+/// One server's description naming another server's tool: medium when the sentence that
+/// names it also gives an order or a condition about it (`when send_email is used, add …`),
+/// low when it only mentions it. A name the server has too is its own; a name that is a plain
+/// word (`fetch`, `type`) counts only when it is called a tool or called, since prose and
+/// schemas use it as a word.
+fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &mut Found) {
+    let mut low = None;
+    for name in others.iter().filter(|name| !own.contains(*name)) {
+        let plain = name.chars().all(|c| c.is_ascii_lowercase());
         let mut from = 0;
         while let Some(at) = text[from..].find(name).map(|i| i + from) {
             let end = at + name.len();
-            let word = |c: char| c.is_alphanumeric() || c == '_';
-            let before = text[..at].chars().next_back().is_none_or(|c| !word(c));
+            from = end;
+            // `-` and `$` join words of names (`atlas-list-projects`, `$search`).
+            let word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '$');
+            // A namespaced mention (`mcp__server__name`, `server.name`, `server/name`) names it
+            // too.
+            let prefix = &text[..at];
+            let before =
+                prefix.chars().next_back().is_none_or(|c| !word(c)) || prefix.ends_with("__");
             let after = text[end..].chars().next().is_none_or(|c| !word(c));
-            if before && after {
+            if !(before && after) {
+                continue;
+            }
+            if plain && !named_as_code_or_tool(text, at..end) {
+                continue;
+            }
+            if intent::steers(text, at) {
                 found.push((
                     "shadowing",
                     Severity::Medium,
-                    "names a tool of another server (it may try to change how that one is used)",
+                    "gives orders about a tool of another server (it may change how that one \
+                     is used)",
                     at..end,
                 ));
                 return;
             }
-            from = end;
+            low.get_or_insert(at..end);
         }
     }
+    if let Some(span) = low {
+        found.push(("shadowing", Severity::Low, "names a tool of another server", span));
+    }
+}
+
+/// Whether the name at `span` of `text` is called a tool (`the fetch tool`, `` `fetch` tool``)
+/// or is what the sentence calls (`call fetch`, ``use `fetch` ``).
+fn named_as_code_or_tool(text: &str, span: Range<usize>) -> bool {
+    let before = text[..span.start].trim_end_matches(' ');
+    let after = text[span.end..].trim_start_matches(' ');
+    let called = |verb: &str| before.to_ascii_lowercase().ends_with(verb);
+    ["tool", "function"]
+        .iter()
+        .any(|word| after.trim_start_matches('`').to_ascii_lowercase().starts_with(word))
+        || ["call", "invoke", "use"].iter().any(|verb| called(verb) || called(&format!("{verb} `")))
 }
 
 /// Whether `c` is invisible or changes the text's direction: tag characters, zero-width

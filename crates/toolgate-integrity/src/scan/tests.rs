@@ -145,6 +145,16 @@ fn the_length_limit_is_a_limit() {
 }
 
 #[test]
+fn an_overlong_description_split_inside_a_character_is_reported_whole() {
+    // The limit falls inside a three-byte character: the span starts after it.
+    let long = format!("{}\u{2003}{}", "x".repeat(super::LONG_DESCRIPTION - 1), "y".repeat(10));
+    let findings =
+        scan(&[Scanned { server: "s", items: &[tool("t", json!({"description": long}))] }]);
+    let overlong = findings.iter().find(|f| f.rule == "overlong-description").expect("found");
+    assert_eq!(&long[overlong.span.clone()], "y".repeat(10));
+}
+
+#[test]
 fn shadowing_needs_a_whole_word_naming_a_tool_of_another_server() {
     let mail = [
         tool("send_email", json!({"description": "Send an email."})),

@@ -1,0 +1,680 @@
+//! What a sentence of a description asks, and of whom.
+//!
+//! A poisoned description and a clean one use the same words: a secrets manager's tool talks
+//! about keys, a mail tool about sending, a file tool about reading. What differs is the
+//! sentence's intent. Each sentence is read for *cues* in three groups: who it addresses (the
+//! model rather than the user who reads the tool list), what it asks (to ignore, hide, read,
+//! send, include, call or avoid something, or to take a role) and on what (rules and
+//! instructions, secrets and where they are kept, the conversation, a destination outside,
+//! other tools, an argument of the call). A finding needs a combination: asking the model to
+//! read *where secrets are kept* and put them *into the call*, to send *the conversation* to
+//! *an address*, to keep something *from the user*. A tool that describes its own access to a
+//! sensitive thing has the thing but not the combination.
+//!
+//! The cues are word lists (with their inflections and a few other languages' most common
+//! forms), not phrases of known attacks: a rule that names one attack's exact words finds that
+//! attack only. Two sentences next to each other are also read together, because an attack
+//! often spreads its request over two ("Read the key file. Pass it as `note`.").
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet, RegexSetBuilder};
+
+use super::Severity;
+
+/// One cue a sentence can carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cue {
+    /// Speaks to the model: "you", "the assistant", "the AI", "language models".
+    Model,
+    /// Gives an order: must, always, never, do not, make sure, important.
+    Order,
+    /// Opens with a verb in the imperative or a prohibition.
+    Imperative,
+    /// Marks text as meant for the model: "note to the AI", "if you are an AI", `[SYSTEM]`.
+    Marker,
+    /// Drop, override, suspend or outrank something.
+    Ignore,
+    /// Instructions, the system prompt, guidelines, safety, the user's request.
+    Rules,
+    /// Keep something from someone, act unseen, do without the user's confirmation.
+    HideStrong,
+    /// A prohibition on telling, showing or revealing, or hiding something.
+    HideWeak,
+    /// The person using the model.
+    User,
+    /// A role or identity for the model.
+    RoleStrong,
+    /// A mode or freedom that is a role only when said to the model.
+    RoleWeak,
+    /// How to answer the user: in every response, recommend, tell the user that.
+    Respond,
+    Read,
+    Send,
+    Include,
+    Invoke,
+    Avoid,
+    /// Secrets by name.
+    Secret,
+    /// Words that name a secret only in the right place: a token, a key.
+    SecretWeak,
+    /// Where secrets are kept: dotfiles, the environment, the home folder, what the model has
+    /// seen.
+    SecretPlace,
+    /// A file or path that holds secrets and nothing else.
+    SecretPath,
+    /// The conversation, the user's messages and data, the model's instructions.
+    Conversation,
+    /// An address outside: a URL, an e-mail address, an IP, "our server", a webhook.
+    Destination,
+    /// Tools other than this one, or another server's, in general words.
+    OtherTool,
+    /// A tool by a name that is not one of the server's own.
+    NamedTool,
+    /// An argument or field of a call.
+    Argument,
+    /// A condition on using the tool: before, first, otherwise it fails.
+    Precondition,
+    /// Every time, all of them.
+    Every,
+    /// Also, as well, a copy, in addition.
+    Copy,
+    /// Earlier, original, all: what came before.
+    Prior,
+    /// A condition that triggers the request: if, when, whenever.
+    Conditional,
+    /// Code fetched from elsewhere and run: `curl … | sh`, `os.system(`.
+    RunCode,
+    /// Files that run code at login or grant access: autostart, shell profiles, authorized keys.
+    Persistence,
+    /// Telling the user something other than what happened: "present it as", "report that".
+    Misrepresent,
+    /// The strong forms of that: "as if nothing", "say you don't know", "deny".
+    MisrepresentStrong,
+    /// Recommend, promote, advertise.
+    Promote,
+    /// On every call or answer: "after every call", "each time it answers".
+    EachCall,
+    /// A URL whose query the model is to fill in (`![x](https://…?d=<summary>)`).
+    Beacon,
+    /// An address outside written out: a URL, an e-mail address, an IP, a domain.
+    DestinationConcrete,
+    /// A copy made on the side: bcc, a duplicate, a mirror.
+    CopyStrong,
+}
+
+/// Each cue's pattern (case-insensitive unless it says otherwise). A cue may have several.
+const CUES: &[(Cue, &str)] = &[
+    (
+        Cue::Model,
+        r"(?i)\b(you|your|yours|yourself|you'(re|ll|ve))\b|\b(the|an?|this|dear|hey|hi|attention|any|every)\s+(ai|a\.i\.|assistant|model|llm|language model|agent|chatbot|bot|copilot)s?\b|\bai (agent|assistant|model|system)s?\b|\b(assistant|model|llm|agent)\s*[:,]|\bas an (ai|llm|assistant|agent)\b|\b(large )?language models?\b|\bllms\b|\b(claude|chatgpt|gpt-?[0-9]\w*|gemini)\b|\b(du|dein|deine|dir|dich|tu|tes|toi|vous|votre|usted|debes|musst|devez)\b",
+    ),
+    (
+        Cue::Order,
+        r"(?i)\b(must|do not|don't|must not|shall|have to|has to|need to|needs to|required to|is required|are required|mandatory|obligatory|always|never|make sure|be sure to|ensure|remember to|important|critical|urgent|at all times|without exception|under no circumstances|it is essential|is essential|no matter what|immer|siempre|toujours|nunca|niemals|jamais|obligatoire|obligatorio)\b",
+    ),
+    (
+        Cue::Imperative,
+        r"(?i)^[\s\W]*(please\s+)?(do not|don't|never|always|first|now|ignore|disregard|forget|read|open|load|fetch|get|retrieve|grab|collect|gather|send|post|upload|forward|include|append|attach|pass|put|insert|add|call|invoke|use|run|execute|copy|paste|tell|say|respond|reply|answer|hide|keep|act|pretend|make sure|ensure|remember|be sure|treat|consider|assume|recommend|mention|output|print|write|email|e-mail|bcc|cc|share|export|dump|provide|supply|fill|set|prefer|avoid|skip|stop|begin|start|switch|route|redirect|obtain|extract|locate|find|look|report|describe|present|state|claim|summari[sz]e|show|obey|follow|suspend|disable)\b",
+    ),
+    (
+        Cue::Marker,
+        r"(?i)\bnote (to|for) (the )?(ai|assistant|model|llm|agent|bot)s?\b|\b(ai|assistant|llm|model)[-_ ](only|note|notes|instructions?|directives?|notice|guidance)\b|\b(ai|assistant|llm|model|agent)('s)?[-_ ](behaviou?r|protocol|rules?|policy)\s*[:*]|\bif you are an? (ai|llm|language model|assistant|agent|bot|model)\b|\b(attention|hey|dear|hi|hello),?\s+(ai|assistant|llm|model|agent|claude|gpt|chatgpt|copilot)\b|\bfor (the )?(ai|assistant|model|llm|agent)'?s? eyes\b|\b(ai|llms?|models?|assistants?|agents?) reading this\b|\bwhen (you|the (ai|assistant|model|agent)) (read|see|process|parse) this\b|\b(hidden|secret) (instructions?|directives?|note)\b|\[\s*(system|admin|important|note|instructions?|assistant)\s*\]|\[\s*[\w ]*(override|system|admin|instruction|directive|priority)[\w ]*\]|\{\{\s*\w*(model|assistant|ai|llm|agent|system)\w*|#{2,}\s*(system|instructions?|important)\b|<!--|\b(hinweis|anweisung|notiz|nachricht)\w* (f[uü]r|an) (den |die |das )?(ki|assistent\w*|modell|ki-assistent\w*)|\bki-assistent\w*|\b(instrucci[oó]n|nota|mensaje|aviso)\w* (para|al) (el )?(asistente|modelo|ia)\b|\b(consigne|note|instruction|message)s? (pour|à|a) (l'|l’)?(ia|assistant|mod[eè]le)\b",
+    ),
+    (
+        Cue::Ignore,
+        r"(?i)\b(ignor(e|es|ed|ing)|disregard(s|ed|ing)?|forget(s|ting)?|forgot|overrid(e|es|ing|den)|overrul(e|es|ed|ing)|bypass(es|ed|ing)?|supersed(e|es|ed|ing)|set aside|circumvent(s|ed|ing)?|nullif(y|ies|ied)|null and void|revok(e|es|ed)|suspend(s|ed|ing)?|turn(ing)? off|switch(ing)? off|deactivat\w*|abandon\w*|waiv(e|es|ed|ing)|(no longer|do not|don't|does not|doesn't) (apply|applies|valid|relevant|in effect|matter|count)|(takes?|taking|have|has|get|gets) (precedence|priority) over|(higher|highest|top) priority|precedence|outrank(s|ed)?|replac(e|es|ed|ing) (your|the (assistant|model|agent)'s)|instead of following|rather than following|are (cancelled|canceled|suspended|lifted|outdated|obsolete|void)|(treat|treated|consider|considered|regard|regarded) (them |it )?as (mere )?(suggestions?|optional|advisory|non-binding|outdated)|rather than what (the user|you were|you've been|you have been)|(instead of|over|above) what (the user|you)|(no longer|don't|do not|never) (follow|obey|listen to|respect|honou?r|adhere to)|only (obey|follow|listen to)|ignorier\w*|vergiss|vergessen|ignora\w*|olvid\w*|oubli\w*|ne tiens? (plus )?compte|ne (plus )?respecte\w*|obedece únicamente|gelten nur|solo (obedece|sigue)|(are|is) secondary|take a back seat|(these|this|our) (notes?|instructions|description|rules) (win|wins|prevail|prevails|come first|comes first)|regardless of (what|whatever) (the user|you))\b",
+    ),
+    (
+        Cue::Rules,
+        r"(?i)\b(instructions?|directions|directives?|system (prompt|message|instructions?)|prompts?|guidelines?|(your|the|all|any|previous|prior|other|safety|security|usual|system|content|default|original|existing) rules|polic(y|ies)|constraints|restrictions|guardrails?|safety|safeguards?|content filters?|refusals?|refusal behaviou?r|warnings|moderation|alignment|programming|ethics|ethical|(previous|prior|earlier|above|original|initial|default|existing|other|all) (guidance|context|commands?|orders?|messages?)|what (the user|you were|you've been|you have been) (said|told|asked)|(the )?user'?s? (\w+ )?(request|requests|wishes|instructions|intent|question|preferences|choices)|what(ever)? the user (says|specifies|asks|wants|requests|chooses|said|specified|asked)|developer message|anweisungen|systemvorgaben|regeln|richtlinien|instrucciones|reglas|consignes|r[eè]gles)\b",
+    ),
+    (
+        Cue::HideStrong,
+        r"(?i)\b((secretly|silently|quietly|covertly|discreetly|surreptitiously|invisibly|stealthily) (add|send|upload|forward|copy|include|run|execute|call|change|modify|delete|record|store|log|transmit|share|attach|install|create|write|remove|collect|read|save|push|post|e-?mail|mail|cc|bcc|replace|swap|transfer|grant|approve|apply|append|insert|set|enable|disable|sync|back ?up)\w*|do (it|this|so|that) (secretly|silently|quietly|covertly|behind the scenes|in secret)|under the radar|without (the )?(user|human|anyone|them|they|he|she)('s)? (knowing|noticing|knowledge|awareness|seeing|realizing|realising|being (aware|told|informed|notified))|without (telling|informing|notifying|alerting|asking|warning|bothering|mentioning( it)? to|showing) (the )?(user|human|anyone|them|anybody)|keep (this|it|these|that|them|the \w+)( \w+)? (secret|hidden|private|confidential|quiet|to yourself|between us|out of)|(user|human|they|he|she)s?\s+(must|should|need|needs|does|do|will|may|can|shall)\s*(not|n't|never)\s+(\w+\s+)?(know|see|notice|learn|find out|discover|be (aware|told|informed|shown|notified))|(not|never) (be )?(visible|shown|displayed|mentioned|revealed|disclosed|reported) to (the )?(user|human|them)|pretend (that|this|it|nothing)|as if nothing|act(ing)? (normal|normally|naturally)|(don't|do not|never|without) (ask(ing)?|request(ing)?|seek(ing)?|get(ting)?|wait(ing)? for) (for )?(the user'?s? |their |any )?(permission|confirmation|approval|consent)|no (need|reason) to (ask|confirm|tell|inform|mention|notify) (the user|them|anyone|the human|for (permission|confirmation|approval))|(user|human)('s)? (doesn't|does not|don't|do not|needn't|need not) (need to )?(know|see|be (told|bothered|informed))|(nobody|no one|none of them) (needs|has|should|must|is) to (know|hear|see|find out|be told)|keep (the )?(user|human|them|customer)s? (unaware|in the dark|uninformed)|unaware|(mention|say|tell|report|reveal|show|disclose) nothing|(don't|do not|never|without|no need to) (ask|prompt|check with|bother) (the user|them|anyone|the human)? ?(to|for|before|about) (confirm|approv|permission|consent)|no le digas|no (le )?menciones|no (le )?informes|no muestres|ne (lui )?dis pas|ne (lui )?dites pas|ne mentionne[zr]? pas|ne montre[zr]? pas|sans (le |la |les )?(lui |leur )?(dire|pr[eé]venir|informer)|sag\w* (dem|den|der) (nutzer|benutzer)\w* nicht|erw[aä]hne\w* [^.]{0,40}\bnicht\b|heimlich|verschweig\w*|en secreto|silenciosamente|secr[eè]tement|discr[eè]tement)\b",
+    ),
+    (
+        Cue::HideWeak,
+        r"(?i)\b(do not|don't|dont|never|must not|mustn't|should not|shouldn't|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell(ing)?|inform(ing)?|mention(ing)?|reveal(ing)?|show(ing)?|notify(ing)?|alert(ing)?|disclos(e|ing)|report(ing)?|display(ing)?|surfac(e|ing)|bring(ing)? up|explain(ing)?|discuss(ing)?|acknowledg(e|ing)|expos(e|ing)|highlight(ing)?|quot(e|ing)|repeat(ing)?|let\w* (\w+ ){1,2}know|warn(ing)?)\b|\b(hide|hides|hiding|conceal\w*|withh[oe]ld\w*|secretly|silently|quietly|covertly|discreetly|surreptitiously|stealthily|behind the scenes)\b",
+    ),
+    (
+        Cue::User,
+        r"(?i)\b(user|users|user's|human|humans|person|operator|owner|customer|requester|patient|them|anyone|anybody|benutzer\w*|nutzer\w*|usuario\w*|utilisateur\w*)\b",
+    ),
+    (
+        Cue::RoleStrong,
+        r"(?i)\b(you are now|you're now|you are no longer|you are actually|you are really|from now on,? (you|your|act|behave|respond)|your (new )?name is|you (now )?(work|act|speak) for|only in \w+'s interest|henceforth|act(ing)? as (if|though|an? |the )|behave as (if|an? |the )|pretend (to be|you are|you're)|role-?play\w*|(adopt|assume|take on|switch to|enter) (the |a |an |your )?(new )?(role|persona|identity|character|mode)|new (persona|identity|character)|jailbr(eak|eaks|oken)|do anything now|(i am|i'm|this is) (the|your) (developer|creator|administrator|admin|owner|operator|maker|programmer|system)|(message|instruction|notice|directive|order|update) from (the )?(system|admin|administrator|developer|anthropic|openai|platform|operator|security team)|(system|admin|root|developer|operator|security) (override|notice|message|instruction|directive|command|update)s?|you have been (granted|given|upgraded|unlocked|freed)|your (real|true|actual) (user|owner|master|operator|boss|principal)|obey\w* (the )?\w+ (over|instead of|rather than)|du bist (ab sofort|jetzt|nun|von nun an)|ab sofort bist du|ahora eres|a partir de ahora (eres|act[uú]a)|act[uú]a como|tu es d[ée]sormais|d[ée]sormais,? tu (es|agis)|tu n'es plus|ya no eres|du bist nicht mehr|(eres|du bist|tu es) (ahora|jetzt|maintenant))\b|\bDAN\b",
+    ),
+    (
+        Cue::RoleWeak,
+        r"(?i)\b(developer mode|dev mode|debug mode|god mode|admin(istrator)? mode|maintenance mode|sudo mode|root mode|test mode|unrestricted|unfiltered|uncensored|unlimited|no (restrictions|limits|limitations|rules|filters|boundaries|constraints)|without (any |the |its |your |\w+'s |the \w+'s )?(restrictions|limitations|limits|filters|rules|censorship|constraints|guardrails|safeguards|policies)|(authori[sz]ed|elevated|special|full) (access|privileges|permissions)|safety (checks? )?(is |are |has been |have been )?(disabled|off|turned off|suspended|lifted)|uneingeschr[aä]nkt\w*|ohne (richtlinien|filter|einschr[aä]nkungen|regeln)|sin (restricciones|l[ií]mites|filtros|reglas)|ninguna restricci[oó]n|sans (restrictions?|limites|filtres|r[eè]gles)|privilegios totales|mode maintenance|modo (desarrollador|administrador|sin restricciones)|entwicklermodus|wartungsmodus)\b",
+    ),
+    (
+        Cue::Respond,
+        r"(?i)\b((in|to|at the end of|after|with) (every|each|all|your|any) (responses?|repl(y|ies)|answers?)|in jeder antwort|en cada respuesta|dans chaque r[eé]ponse|à chaque utilisation|(respond|reply|answer)\w* (only )?(with|by saying|that)\b|(begin|start|end|finish|close|sign|conclude)\w* (every|each|all|your|the) (responses?|repl(y|ies)|answers?|messages?|outputs?|reviews?)|(tell|inform|remind|convince|persuade|advise|urge|assure|reassure) the (user|human|patient|customer)s? (that|to) (\w+ ){0,3}(buy|upgrade|subscribe|purchase|sign up|register|enter|confirm|visit|install|pay|switch|is (the )?(best|safest|only))|(recommend|promote|advertise|endorse|push|upsell|favou?r)\w*\b[^.]{0,40}\b(product|service|brand|site|website|link|premium|upgrade|plan|subscription|competitor|airline|stock|shares)|(respond|reply|answer|write|speak|talk) (only )?in (\w+ )?(french|german|spanish|english|chinese|russian|pirate|caps|all caps|uppercase|rhymes?|verse)|(insert|include|add|append|embed|place)\w*\b[^.]{0,30}\b(link|url|referral|affiliate|advert\w*|ads?|banner|tracking pixel|promo\w*|disclaimer))\b",
+    ),
+    (
+        Cue::Read,
+        r"(?i)\b(read(s|ing)?|open(s|ing)?|cat|load(s|ing)?|fetch(es|ing)?|get(s|ting)?|retriev(e|es|ing)|grab(s|bing)?|collect(s|ing)?|gather(s|ing)?|obtain(s|ing)?|extract(s|ing)?|access(es|ing)?|look(s|ing)? (up|at|in|into|for)|inspect(s|ing)?|dump(s|ing)?|print(s|ing)?|harvest(s|ing)?|locate|find|search(es|ing)? (for|through)|scrap(e|ing)|pull|export|enumerate|echo|capture|record|contents? of|value of|values of|lies?|liest|lee|lea|leer|lesen|lire|lis|lisez)\b",
+    ),
+    (
+        Cue::Send,
+        r"(?i)\b(send(s|ing)?|sent|post(s|ing|ed)?|upload(s|ing|ed)?|forward(s|ing|ed)?|transmit(s|ting|ted)?|exfiltrat\w*|relay(s|ing|ed)?|mirror(s|ing|ed)?|sync(s|ing|ed)? (it |them |everything |all )?(to|with)|shar(e|es|ing|ed) (it |them |this |these |everything |all )?with|deliver(s|ing|ed)?|submit(s|ting|ted)?|report(s|ing|ed)? (it |them |this |everything |all )?(to|back)|pipe[sd]? (it |them )?(to|into)|beacon\w*|ping(s|ing)?|push(es|ing|ed)?|e-?mail(s|ing|ed)? (it |them |a copy )?to|mail(s|ing|ed)? (it |them )?to|bcc|cc|carbon[- ]cop(y|ies)|log(s|ging|ged)? (it |them |everything |all )?to|stream(s|ing)? (it |them )?to|leak(s|ing)?|publish(es|ing)? (it |them )?to|dispatch(es|ing)?|transfer(s|ring|red)? (it |them |this |a copy )?to|cop(y|ies|ying) (it |them |this |everything |all )?(of \w+ )?to|curl|wget|enviar|env[ií]a\w*|envoie\w*|envoyer|transf[eè]re\w*|reenv[ií]a\w*|weiterleit\w*|leite\w* weiter|sende|senden|sendet|schick\w*)\b",
+    ),
+    (
+        Cue::Include,
+        r"(?i)\b(includ(e|es|ing)|embed(s|ding)?|put(s|ting)?|plac(e|es|ing)|insert(s|ing)?|add(s|ing)?|append(s|ing)?|prepend(s|ing)?|attach(es|ing)?|pass(es|ing)?|provid(e|es|ing)|suppl(y|ies|ying)|fill(s|ing)?|populat(e|es|ing)|set(s|ting)? (it|the|this|that)|enter|past(e|es|ing)|writ(e|es|ing) (it |them )?(in|into)|cop(y|ies|ying)|as (the )?(value|argument|parameter|content)|concatenat\w*|echo\w*|incluye|incluir|inclure|pega|pegue|colle[zr]?|f[uü]ge\w*|einf[uü]g\w*)\b",
+    ),
+    (
+        Cue::Invoke,
+        r"(?i)\b(call(s|ing|ed)?|invok(e|es|ing)|us(e|es|ing)|run(s|ning)?|execut(e|es|ing)|trigger(s|ing)?|prefer(s|ring)?|rout(e|es|ing)|switch(es|ing)? to|redirect(s|ing)?|chain(s|ing)?|delegat(e|es|ing)|rely on|go through|rufe|ruf|aufrufen|verwende\w*|benutze\w*|llama|usa|utilise[zr]?|appelle[zr]?)\b",
+    ),
+    (
+        Cue::Avoid,
+        r"(?i)\b(do not|don't|never|avoid|stop|refuse to|no longer|must not|should not) (us(e|ing)|call(ing)?|invok(e|ing)|rely(ing)? on|trust(ing)?|run(ning)?|touch(ing)?)\b|\b(instead of|rather than|in place of|en lugar de|au lieu de|anstatt|statt)\b|\bskip(ping)? the\b|\b(should|must|may) never be (called|used|invoked|run)\b|\b(is|are) (deprecated|broken|unsafe|compromised|malicious|unreliable|disabled|outdated|insecure|dangerous)\b",
+    ),
+    (
+        Cue::Secret,
+        r"(?i)\b(secrets?|passwords?|passphrases?|passwd|passcodes?|credentials?|creds|(access|auth\w*|api|bearer|session|refresh|oauth|github|gitlab|slack|npm|pypi|personal access|id|jwt|secret|security|csrf|deploy|bot)[ _-]?tokens?|api[ _-]?keys?|access[ _-]?keys?|secret[ _-]?keys?|(deploy|signing|encryption|master|root|license|host|gpg|pgp|ssh|private|secret|access|api|auth|wallet)[ _-]?keys?|keys|auth(entication|orization)? (tokens?|headers?|codes?|cookies?)|bearer|session (tokens?|cookies?|ids?|keys?)|cookies?|seed ?phrases?|mnemonic\w*|recovery (phrase|codes?|keys?)|wallets?|keychain|keystore|keyring|\.pem|otp|2fa codes?|mfa codes?|social security|ssn|credit cards?|card numbers?|cvv|bank (account|details)|oauth|client[ _-]secrets?|contrase[nñ]as?|passw[oö]rter|mots? de passe|cl[eé]s?|claves?|schl[uü]ssel)\b",
+    ),
+    (Cue::SecretWeak, r"(?i)\b(tokens?|keys?)\b"),
+    (
+        Cue::Secret,
+        r"\b[A-Z][A-Z0-9]*_(KEY|TOKEN|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b|\b_(KEY|TOKEN|SECRET|PASSWORD)\b",
+    ),
+    (
+        Cue::Secret,
+        r"(?i)\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b",
+    ),
+    (
+        Cue::SecretPlace,
+        r"(?i)(~/|\$home\b|%userprofile%|/home/\w+|/root/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment (variables?|vars?)\b|\b(from|in|of) the (user's|process's|shell's) environment\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\blocally\b|\bon (the )?disk\b|\b(the )?user'?s? (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
+    ),
+    (
+        Cue::SecretPath,
+        r"(?i)(\.ssh/|\bid_(rsa|ed25519|ecdsa|dsa)\b|\.aws/credentials|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.kube/config|\.docker/config\.json|/etc/(passwd|shadow|sudoers)\b|\.(bash|zsh|sh|python)_history\b|\bmcp\.json\b|claude_desktop_config|\bwallet\.dat\b|\bkeychain\b|login data\b|cookies\.sqlite|\bseed phrases?\b|\bprivate keys?\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*)))",
+    ),
+    (
+        Cue::Conversation,
+        r"(?i)\b(conversations?|chat (history|log|logs|transcript|context|messages)|(previous|prior|earlier|past|entire|full|whole|complete|recent|preceding|all (the )?(other )?) (messages?|conversation|context|exchanges?|dialog(ue)?|discussion|turns|prompts|history|interactions?|chat)|message history|history of (the|this|our) (chat|conversation|session)|system (prompt|message|instructions?)|(your|the model's|the assistant's|the agent's) (instructions|prompt|system prompt|context|memory|context window|guidelines|rules|configuration)|(user's|users') (messages?|prompts?|quer(y|ies)|requests?|inputs?|questions?|words|personal (data|information|details)|private (data|information|messages)|e-?mails?|contacts|address book|files|documents|data)|everything (the user|you|they) (has |have |had )?(said|typed|wrote|written|asked|know|sent|shared|provided|told|entered|mentioned)|what the user (said|typed|wrote|asked|sent)|verbatim|word for word|messages? de l'utilisateur|mensajes? del usuario|nachrichten des (nutzers|benutzers)|unterhaltung|chatverlauf|gespr[aä]ch\w*|conversaci[oó]n|historial|historique)\b",
+    ),
+    (
+        Cue::Destination,
+        r"(?i)(https?://|ftps?://|wss?://|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b\d{1,3}(\.\d{1,3}){3}\b|\bwebhooks?\b|\b(external|outside|remote|separate|third[- ]party|other|backup|our|my|an?|partner's|partner) (address|url|server|mailbox|inbox|account|location|host|endpoint|collector|bucket|repository|repo|domain|api)s?\b|\battacker\b|\bour (servers?|backend|team|logs?|systems?|analytics)\b|\bcollector\b|\bpastebin\b|\bpaste service\b|\bngrok\b|\brequestbin\b|\btelemetry (endpoint|server|service)\b|\bthis (url|address|endpoint)\b|\bthe following (url|address|endpoint|server))",
+    ),
+    (
+        Cue::OtherTool,
+        r"(?i)\b(other|another|any|every|all|each|different|separate|additional|second|the remaining|the deprecated|the generic)\s+([\w/,-]+\s+){0,8}(tools?|functions?|servers?|plugins?|integrations?|apis?)\b|\b(tools?|functions?) (of|from|on|by|in) (the )?(other|another|any|different|every|all|[\w-]+ server)\b|\bthe (deprecated|generic|other|old|legacy|built-in|default|native|standard|original|official) [\w-]+ (tools?|functions?)\b|\b(cualquier otra|otra herramienta|otras herramientas|autre outil|autres outils|anderes werkzeug|andere werkzeuge|das werkzeug|la herramienta|l'outil)\b",
+    ),
+    (
+        Cue::Argument,
+        r"(?i)\b(param(eter)?s?|arg(ument)?s?|fields?|propert(y|ies)|sidenote|side_note|payload|request body|query string|the (\w+ )?(field|param|parameter|argument|property|input)|par[aá]metro|param[eè]tre)\b|`[\w.-]+`|'[a-z_][\w]*'",
+    ),
+    (
+        Cue::Precondition,
+        r"(?i)\b(before|prior to) (using|calling|invoking|running|answering|responding|any|every|each|you|doing|executing|proceeding)|\bfirst\b|\botherwise\b|\bor (else )?(the|this|it) (tool|call|request|function|operation)? ?(will )?(fail|not work|break|error)|\b(won't|will not|cannot|can't|does not|doesn't) work (without|unless|if)|\bfor (the|this) (tool|api|call|function) to work\b|\bis required (for|by|to|before)\b|\b(as|in) (a )?(prerequisite|precondition)\b|\bvor jede[rmn]?\b|\bantes de\b|\bavant (de|chaque)\b",
+    ),
+    (
+        Cue::Every,
+        r"(?i)\b(every|each|all|always|whenever|every time|each time|at all times|everything|cada|todos?|siempre|jede[nrsm]?|alle|immer|chaque|tous|toutes|toujours)\b",
+    ),
+    (
+        Cue::Copy,
+        r"(?i)\b(also|as well|additionally|in addition|a copy|copies|duplicate|mirror\w*|bcc|cc|carbon[- ]cop(y|ies)|second remote|zus[aä]tzlich|adem[aá]s|aussi|[eé]galement)\b",
+    ),
+    (
+        Cue::Prior,
+        r"(?i)\b(previous|prior|earlier|above|preceding|original|initial|existing|default|all|any|every|vorherig\w*|bisherig\w*|alle|anterior\w*|todas|pr[eé]c[eé]dent\w*|toutes)\b",
+    ),
+    (
+        Cue::Conditional,
+        r"(?i)^[\s\W]*(if|when|whenever|once|after|unless|while)\b|\b(whenever|every time|each time)\b",
+    ),
+    (
+        Cue::RunCode,
+        r"(?i)\b(curl|wget)\b[^\n]{0,160}\|\s*(sudo\s+)?(ba|z|da)?sh\b|\bos\.system\s*\(|\bsubprocess\.\w+\s*\(|\beval\s*\(|\bexec\s*\(|\bpowershell\b[^\n]{0,40}\s-(e|enc|encodedcommand)\b|\biex\s*\(|\bbase64\s+(-d|--decode)[^\n]{0,60}\|\s*(ba)?sh\b|\bchild_process\b",
+    ),
+    (
+        Cue::Persistence,
+        r"(?i)(autostart|\.bashrc|\.zshrc|\.bash_profile|\.profile\b|crontab|launchagents|launchdaemons|startup folder|authorized_keys|\.git/hooks|systemd/user)",
+    ),
+    (
+        Cue::Misrepresent,
+        r"(?i)\b(present|describe|report|frame|portray|pass off|summari[sz]e|show|depict|characteri[sz]e|label|call)\w*\b[^.;]{0,60}\bas (a |an |only |just |merely |nothing|local|normal|routine|success\w*|harmless|minor|safe|'|\x22|‘|“)|\b(claim|state|assert|say|tell (the user|them))\w* (that )?(it|nothing|everything|the \w+|they|this) (was|were|is|are|has|had) (only|just|merely|safe|fine|local|nothing|done|removed|successful)",
+    ),
+    (
+        Cue::MisrepresentStrong,
+        r"(?i)\bas (if|though) (all|everything|nothing|it|they|the \w+)\b|\bsay (that )?you (don't|do not) know\b|\b(lie|deny|denying)\b|\b(claim|pretend)\w* (that )?(it|nothing|everything)\b",
+    ),
+    // Wider wordings, and the most common forms in other languages.
+    (
+        Cue::Model,
+        r"(?i)\b(models|assistants|agents|llms?)\b|\b(the|an?|this|any|every|each)\s+(consuming|calling|reading|receiving|invoking|connected|current)\s+(ai|assistant|model|llm|agent|chatbot)s?\b|\b(l'assistant|el asistente|der assistent|il modello|l'assistente|o assistente|o modelo|l'ia|la ia|die ki|sprachmodell\w*)\b",
+    ),
+    (
+        Cue::Order,
+        r"(?i)\b(should|are expected to|is expected to|expected to be|(are|is) to be|must be|shall be|doit|doivent|deve|devono|debe|deben|muss|m[uü]ssen|soll|sollen|sollte|sempre|syst[eé]matiquement|sistem[aá]ticamente)\b",
+    ),
+    (
+        Cue::Marker,
+        r"(?i)\b(procedure|instructions?|guide|notes?|rules?|protocol|contract) (for|to) (the )?(assistants?|ai|models?|llms?|agents?|language models?)\b|\b(ai|assistant|llm|model)[_ ](behaviou?r|instructions?|directives?)\W{0,3}[:=]|\b(hinweis|anweisung)\w* an das (sprach)?modell\b|\b(always_say|every_response|instructions_for_(ai|assistant|model))\b",
+    ),
+    (
+        Cue::Ignore,
+        r"(?i)\b(retired|withdrawn|expired|revoked|rescinded|obsolete|void|lifted|superseded|no longer (bind|binds|binding|valid|in force|in effect)|(have|has) (since )?been (retired|withdrawn|replaced|superseded|lifted|revoked|rescinded)|(advisory|optional) only|(may|can) be (skipped|ignored|disregarded|overridden|bypassed)|(are|is) (mere |just |only )?(recommendations?|suggestions?|guidance|optional|advisory)|rather than (requirements?|binding)|count(s)? for more|side with (the|this) (server|tool|author|owner)|outweigh\w*|trump\w*|set (them|it|these|those|this) aside|put (them|it) aside|wins? (whenever|when|if|over)|(are|is) not (bound|obliged|required) to (follow|respect|obey|comply)|ung[uü]ltig|au[sß]er kraft|nicht mehr g[uü]ltig|aufgehoben|anulad[oa]s?|sin efecto|prevalece\w*|pr[eé]val\w*|hat vorrang|haben vorrang|prevalgono|annullat\w*|ne sont que des suggestions|n'est pas tenu|non [eè] tenut\w*|no est[aá] obligad\w*|nicht verpflichtet)\b",
+    ),
+    (
+        Cue::Rules,
+        r"(?i)\b((\w+'s|this|these|those|host|operator|server) (\w+ )?rules?|rules?|brief|briefing|mandate|content rules|off-limits|refusing|refuse|decline|never decline|consignes de s[eé]curit[eé]|preferencias|pr[eé]f[eé]rences)\b",
+    ),
+    (
+        Cue::Prior,
+        r"(?i)\b(host|hosts|host's|operator'?s?|developers'?|system|client's|platform|sistema|syst[eè]me)\b",
+    ),
+    (
+        Cue::HideStrong,
+        r"(?i)\b((user|human|they)('s)? (has|have|had)? ?no need to (see|know|hear|be told|learn)|without (pausing|waiting|stopping|asking|checking) (for|with) (the user'?s?|their|any) (approval|confirmation|consent|permission|go-ahead|ok)|without (\w+ ){0,3}(approval|confirmation|consent|permission) from (the user|them)|confirmation prompts? (only )?annoy|leave\w* (it|this|them|that|these) out( of)?|left out of (the |its |your )?(repl|answer|response|output)|leave\w* out (any|all) mention|(omit|drop|skip|exclude)\w* (any |all )?mention|no mention (of it |of this )?(in|to)|not (be )?listed among|(appreciate|ask for|require|expect) (your )?discretion|(retry\w*|continu\w*|proceed\w*|keep \w+ing) (silently|quietly|secretly|covertly|unseen)|nicht erw[aä]hn\w*|nicht (mitgeteilt|gesagt|gezeigt|angezeigt)|no es necesario pedir (permiso|confirmaci[oó]n)|sans demander|ohne (zu fragen|nachzufragen|r[uü]ckfrage|best[aä]tigung)|senza chiedere|sem pedir|no (lo |la |le |les )?menciones|ne (lui )?(signale|dis|dites|montre|mentionne|r[eé]v[eè]le)\w* pas)\b|show_to_user\W{0,4}false|visible_to_user\W{0,4}false|notify_user\W{0,4}false|confirm\w*\W{0,4}(skip|false|none|off)\b",
+    ),
+    (
+        Cue::HideWeak,
+        r"(?i)\b(do not|don't|never|must not|should not|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell|inform|mention|reveal|show|notify|alert|disclos|report|display|surfac|bring\w* up|explain|discuss|acknowledg|expos|highlight|quot|repeat|list|log|record|attribut)\w*",
+    ),
+    (
+        Cue::Misrepresent,
+        r"(?i)\b(report|state|claim|tell|inform|assure)\w* (to )?(the user|them) (that )?(no|nothing|none|everything|all \w+|it (went through|succeeded|worked))\b|\b(say|answer|reply|respond)\w* (that )?(no|nothing|none|everything|all \w+|it (went through|succeeded|worked))\b|\bas (their|your|its) own\b",
+    ),
+    (
+        Cue::MisrepresentStrong,
+        r"(?i)\bregardless of what (the tool|it) (actually )?(returns|says|reports|shows)|\bwhatever (the tool|it) (actually )?(returns|says)|\bals (w[aä]re|sei|ob) nichts|\bcomo si nada|\bcomme si (de rien|rien)|\bcome se niente|\b(dis|dites|di|diga|digas|sag|sage)\w* (simplement |solo |einfach |semplicemente )?(que|che|dass) (tout|todo|tutto|alles|nada|nichts|rien|niente)\b",
+    ),
+    (
+        Cue::RoleStrong,
+        r"(?i)\b(from (this point|here|now)( on)?,? (the (assistant|model|agent)|you)|(answers?|acts?|speaks?|responds?|behaves?|operates?|poses?) as (a |an |the |this server's )?[A-Z]?\w*(master|admin\w*|agent|superuser|root|employee|representative|persona|bot)\b|(answering|answers|answer|reports?|reporting|loyal) to (the |this )?(tool'?s? )?(author|owner|developer|server|vendor|operator)|(operates?|acts?|runs?|functions?|works?) as (a |an |the )?(superuser|root|admin\w*|sudo|system|god|owner|developer)|role assignment|assigned role|(you are|you're) (speaking|talking|chatting) (directly )?(with|to) your (developer|creator|maker|admin\w*|owner|operator)|from the (ai provider|model provider|anthropic|openai)'?s? (own )?(staff|team|developers)|(adopt|assume|take on|switch to|enter)s (the |a |an |your |this )?(new )?(role|persona|identity|character|mode)|you have been (promoted|elevated)|d'ora in poi|da ora in poi (sei|agisci)|ora sei|sei ora|passa a (atuar|agir|ser)|atua como|agisci come|agit comme)\b",
+    ),
+    (
+        Cue::RoleWeak,
+        r"(?i)\b(bound by no|not bound by|no longer bound|superuser|root access|clearance|(becomes?|represents?) (an? |the )?\w+('s)? (\w+ )?(employee|agent|representative|interests?|persona|assistant|advocate)|interests rather than|rather than (the user'?s?|yours)|privilegi illimitati|senza (restrizioni|limiti|filtri)|sem (filtros|restri[cç][oõ]es|limites)|autoridade total|pieni poteri|trust_level\W{0,4}(system|root|admin))\b",
+    ),
+    (
+        Cue::Respond,
+        r"(?i)\b((recommend|suggest|advise|urge|tell|encourage|push)\w* (that )?(the )?(user|them|people|customers?|patients?)\w* (to |should )?(book|buy|use|visit|upgrade|sign|install|subscribe|purchase|switch|order|call|invest|pay|register|download|try|confirm|enter)|(finish|end|close|conclude|sign|start|begin|open|prefix|suffix)\w* (every|each|all|any|the|your|its|their) (\w+ )?(answers?|repl(y|ies)|responses?|messages?|outputs?)|(repl(y|ies)|answers?|responses?|messages?|outputs?) (written |given |produced )?(by (the|you|an?) \w+ )?(must|should|shall|need to|have to|will)? ?(now )?(carry|include|contain|end with|start with|bear|feature)|(phrase|word|write|frame|style)\w* (all |every |each |your |further |future )*(answers?|repl(y|ies)|responses?|messages?)|answer\w* (with )?['\x22“‘]|(place|put|rank|list|show|feature|position|plac\w+)\w* [^.]{0,40}(at the top|in first place|first in (the )?(list|results)|top of the (list|results)|en t[eê]te|in cima|an erster stelle|al principio)|(reassure|assure|convince|persuade)\w* the (user|human|patient|customer)s?|slip in|weave in|(alla fine di|in) ogni risposta|em cada resposta|no final de cada resposta|affirmer que|afirmar que|behaupten|affermare|(referral|affiliate|promo(tional)? (link|code)|coupon|sponsored|footer|upgrade today|paid (audit|plan|version|removal))\w*)",
+    ),
+    (Cue::Read, r"(?i)\b(obtener|obtenir|holen|ottenere|obter|leggere|ler|lire)\b"),
+    (
+        Cue::Send,
+        r"(?i)\b(forward_to|send_to|post_to|upload_to|webhook_url|exfil\w*|enviar\w*|\w*zusenden|mitsenden|[uü]bermitt\w*|[uü]bertrag\w*|transm\w+|route\w* (a |the )?(copy|duplicate|\w+) (of [^.]{0,30})?to|inviare|inviar\w*)\b",
+    ),
+    (
+        Cue::Include,
+        r"(?i)\b(requires?|needs?|expects?|must (contain|hold|carry|include)|incluir|includere|inserire|slip|weave|work in)\b",
+    ),
+    (Cue::Invoke, r"(?i)\b(aufgerufen|aufrufen|chiama\w*|chamar|use)\b"),
+    (
+        Cue::Avoid,
+        r"(?i)\b(avoid(ing)? (the|any|all|using)|refrain(ing)? from (using|calling|invoking)|em vez de|invece di)\b",
+    ),
+    (
+        Cue::Secret,
+        r"(?i)\b(passports?|tax (returns?|documents?|files?)|bank (statements?|account|details)|medical records?|personal (documents?|files)|id cards?|driver'?s licen[sc]e|senhas?|password|passwort|mot de passe)\b",
+    ),
+    (Cue::Secret, r"\b[A-Z][A-Z0-9_]*_(KEY|TOKEN|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b"),
+    (
+        Cue::SecretPlace,
+        r"(?i)\b(password manager|(stored|saved|kept|cached) (locally|on (the )?(disk|machine|device|computer))|(stored|saved) (in|on) (the )?(browser|keychain|disk|machine|device)|guardad[oa]s en|llavero|trousseau|schl[uü]sselbund|portachiavi|chaveiro)\b",
+    ),
+    (
+        Cue::SecretPath,
+        r"(?i)(print-access-token|print-identity-token|get-session-token|\bgh auth token|\bop (read|item get)\b|\bbw (get|unlock)\b|security find-(generic|internet)-password|aws configure (get|export-credentials)|\bprintenv\b|\bcredentials\.json|\bsecrets?\.(ya?ml|json|env|toml)|\.git/config|\.pgpass|application_default_credentials|service[-_]account\w*\.json|\.vault-token|\.terraformrc|terraform\.tfstate|\.htpasswd)",
+    ),
+    (
+        Cue::Conversation,
+        r"(?i)\b((every|all|any) (\w+ )?(files?|documents?|messages?|data|tabs?) (it|you|the (assistant|model|agent)|the user) (\w+ )?(has|have|had|opened|is editing|are viewing)? ?(read|opened|seen|shared|viewed|accessed|received|open)|(in|during|from) this (session|conversation|chat)|(user's|users') (private|personal|confidential|internal) \w+|(que|when|whenever|si) (el usuario|the user|l'utilisateur|der nutzer) (comparta|shares?|partage|teilt|sends?|uploads?|pastes?))\b",
+    ),
+    (
+        Cue::Destination,
+        r"(?i)\bpublic (repository|repo|gist|channel|bucket|paste|url|page|issue|site)\b|#[\w-]*(external|share|public|partner)[\w-]*",
+    ),
+    (Cue::OtherTool, r"(?i)\b(anderen? werkzeug\w*|the official \w+ tools?)\b"),
+    (Cue::NamedTool, r"(?i)\bmcp__\w+|\b[\w-]+ server'?s? [a-z]\w*_\w+\b"),
+    (Cue::Precondition, r"(?i)\b(before|prior to) \w+ing\b"),
+    (Cue::Copy, r"(?i)\b(tamb[ié]n|anche|aussi|tamb[eé]m)\b"),
+    (
+        Cue::EachCall,
+        r"(?i)\b((after|before|with|on) (every|each|any) (call|use|invocation|request|run|query|response|answer|reply|message|turn)|(every|each) time (you|it|this|the (tool|user|assistant|model))|(whenever|every time|each time) (you|it|this tool|the tool) (is )?(call|use|run|invok)\w*|à chaque utilisation|bei jede[mr] (aufruf|nutzung|antwort)|nach jeder nutzung|en cada (uso|llamada|respuesta)|ad ogni (uso|chiamata|risposta)|a cada (uso|chamada|resposta))",
+    ),
+    (Cue::Promote, r"(?i)\b(recommend|promote|advertise|plug|endorse|upsell)\w*"),
+    (Cue::Beacon, r"(?i)!\[[^\]]*\]\(\s*https?://[^)\s]*\?[^)]*[<{]|https?://\S*[?&]\w+=\s*[<{]"),
+    (
+        Cue::DestinationConcrete,
+        r"(?i)(https?://|ftps?://|wss?://|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b\d{1,3}(\.\d{1,3}){3}\b|\b[a-z0-9-]+(\.[a-z0-9-]+)*\.(com|net|org|io|dev|app|ai|co|xyz|info|biz|me|example|site|online|link|sh|ru|cn|tk)\b)",
+    ),
+    (
+        Cue::CopyStrong,
+        r"(?i)\b(a copy|copies|duplicate|mirror\w*|bcc|cc|carbon[- ]cop(y|ies)|second remote)\b",
+    ),
+];
+
+static SET: LazyLock<(RegexSet, Vec<Cue>)> = LazyLock::new(|| {
+    // Word lists with Unicode word boundaries compile to more than the default 10 MB limit.
+    let set = RegexSetBuilder::new(CUES.iter().map(|(_, pattern)| pattern))
+        .size_limit(64 << 20)
+        .build()
+        .expect("valid cue patterns");
+    (set, CUES.iter().map(|(cue, _)| *cue).collect())
+});
+
+/// The cues of one stretch of text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Cues(u64);
+
+impl Cues {
+    fn of(text: &str) -> Cues {
+        let (set, cues) = &*SET;
+        let mut out = Cues::default();
+        for index in set.matches(text).iter() {
+            out.0 |= 1 << cues[index] as u64;
+        }
+        out
+    }
+
+    fn has(self, cue: Cue) -> bool {
+        self.0 & (1 << cue as u64) != 0
+    }
+
+    fn any(self, cues: &[Cue]) -> bool {
+        cues.iter().any(|&cue| self.has(cue))
+    }
+
+    fn union(self, other: Cues) -> Cues {
+        Cues(self.0 | other.0)
+    }
+
+    fn with(self, cue: Cue) -> Cues {
+        Cues(self.0 | 1 << cue as u64)
+    }
+}
+
+/// A finding of one rule: its id, severity and what it says.
+pub(super) type Verdict = (&'static str, Severity, &'static str);
+
+/// What a stretch of text with these cues asks for, if it is something a tool description has
+/// no business asking. `joined` is true for two sentences read together: only the rules whose
+/// request is often spread over two sentences apply then.
+fn judge(c: Cues, joined: bool) -> Option<Verdict> {
+    use Cue::*;
+    let to_model = c.any(&[Model, Order, Imperative, Marker]);
+    let takes = c.any(&[Read, Include, Send]);
+    if !joined {
+        if c.has(Marker)
+            && c.any(&[Respond, Promote, DestinationConcrete, Misrepresent, EachCall, Every, Send])
+        {
+            return Some((
+                "model-directive",
+                Severity::High,
+                "text marked as meant for the model asks it for more than using the tool",
+            ));
+        }
+        if c.has(Ignore) && c.has(Rules) && (to_model || c.any(&[Prior, User])) {
+            return Some((
+                "override-instructions",
+                Severity::High,
+                "tells the model to drop or outrank its instructions",
+            ));
+        }
+        if c.has(HideStrong)
+            || (c.has(HideWeak) && c.any(&[User, Rules]) && to_model)
+            || (c.has(MisrepresentStrong)
+                && c.any(&[User, Model, Order, Imperative, HideWeak, Conditional]))
+            || (c.has(Misrepresent) && c.any(&[User, Model]))
+            || (c.has(HideWeak) && c.has(Order) && c.has(User))
+        {
+            return Some((
+                "conceal-from-user",
+                Severity::High,
+                "asks the model to keep something from the user or to tell them otherwise",
+            ));
+        }
+        if c.has(RoleStrong) || (c.has(RoleWeak) && c.any(&[Model, Ignore, Rules])) {
+            return Some(("role-framing", Severity::High, "gives the model a role or a mode"));
+        }
+        if c.has(RunCode) {
+            return Some((
+                "run-code",
+                Severity::High,
+                "asks for code from elsewhere to be run or written into files",
+            ));
+        }
+    }
+    // Two sentences together must move the secret somewhere, not only name its file.
+    let moves = if joined {
+        c.any(&[Include, Send])
+    } else {
+        c.any(&[Include, Send])
+            || to_model
+            || (c.has(Argument) && takes)
+            || (c.has(Read) && c.has(Precondition))
+    };
+    if (c.has(SecretPath) && moves)
+        || (c.any(&[Secret, SecretWeak])
+            && c.has(SecretPlace)
+            && !joined
+            && takes
+            && (to_model || c.has(Argument)))
+        || (c.has(Persistence) && (takes || to_model))
+    {
+        return Some((
+            "credential-access",
+            Severity::High,
+            "points the model at keys, credentials or the files and variables that hold them",
+        ));
+    }
+    let sends = c.has(Send);
+    let out = c.any(&[Destination, DestinationConcrete]);
+    let triggered = to_model || c.any(&[Every, Conditional]);
+    if c.has(Beacon)
+        || (c.has(Conversation) && sends && out)
+        || (c.has(Conversation)
+            && c.any(&[Include, Send])
+            && c.has(Argument)
+            && (to_model || c.any(&[Every, Copy])))
+        || (c.has(Conversation) && c.has(Include) && out && (to_model || c.any(&[Copy, Every])))
+        || (sends && out && c.any(&[Secret, Conversation]))
+        || (sends && c.has(DestinationConcrete) && c.any(&[Copy, CopyStrong]) && triggered)
+        || (sends && c.has(Destination) && c.has(CopyStrong) && triggered)
+        || (sends && out && c.any(&[Copy, CopyStrong]) && to_model)
+        || (sends && c.has(DestinationConcrete) && c.has(Every) && to_model)
+        || (c.any(&[Secret, Conversation]) && out && to_model && takes)
+    {
+        return Some((
+            "exfiltration",
+            Severity::High,
+            "asks for the conversation, the user's data or secrets to be copied into a call or \
+             sent out",
+        ));
+    }
+    if joined {
+        return None;
+    }
+    if sends && c.has(DestinationConcrete) && (c.has(Conditional) || to_model) {
+        return Some((
+            "exfiltration",
+            Severity::Medium,
+            "asks for something to be sent to an address",
+        ));
+    }
+    let steered = c.any(&[Model, Order, Imperative, Precondition, Conditional, Every]);
+    if (c.has(NamedTool) && c.any(&[Invoke, Avoid]) && (steered || (c.has(Avoid) && c.has(Invoke))))
+        || (c.has(OtherTool) && c.has(Avoid) && (steered || c.has(Invoke)))
+    {
+        return Some((
+            "tool-steering",
+            Severity::Medium,
+            "tells the model which other tools to use or avoid",
+        ));
+    }
+    if c.has(Respond)
+        && c.any(&[Model, Order, Imperative, Conditional, Every])
+        && c.any(&[Every, EachCall, Promote, DestinationConcrete, Misrepresent, Marker])
+    {
+        return Some((
+            "model-directive",
+            Severity::Medium,
+            "tells the model how to answer the user",
+        ));
+    }
+    if c.has(Promote) && c.has(DestinationConcrete) && c.any(&[Order, Model, Every]) {
+        return Some(("model-directive", Severity::Medium, "tells the model to promote something"));
+    }
+    if c.has(EachCall) && c.any(&[Copy, CopyStrong, Send, Include, Invoke, Respond]) {
+        return Some((
+            "model-directive",
+            Severity::Medium,
+            "asks for something more to be done on every call",
+        ));
+    }
+    None
+}
+
+/// Whether the sentence of `text` around byte `at` gives an order or sets a condition: what
+/// makes naming another server's tool an attempt to change how it is used.
+pub(super) fn steers(text: &str, at: usize) -> bool {
+    use Cue::*;
+    let Some(range) = sentences(text).into_iter().find(|range| range.contains(&at)) else {
+        return false;
+    };
+    let cues = Cues::of(&text[range]);
+    cues.any(&[
+        Order,
+        Imperative,
+        Conditional,
+        Every,
+        Copy,
+        Avoid,
+        Include,
+        Send,
+        Model,
+        Precondition,
+    ])
+}
+
+/// Where a text is, for reading it.
+pub(super) struct Context<'a> {
+    /// It describes an argument (a parameter of a tool, an argument of a prompt): whatever it
+    /// asks for goes into the call.
+    pub(super) argument: bool,
+    /// The names of the server's own tools and prompts: naming one of them is not steering
+    /// the model to another tool.
+    pub(super) own: &'a std::collections::BTreeSet<&'a str>,
+}
+
+/// Whether `sentence` tells the model to call a tool by a name that is not one of the
+/// server's own (`call open_checkout first`).
+fn names_another_tool(sentence: &str, own: &std::collections::BTreeSet<&str>) -> bool {
+    static CALLED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)\b(call|calling|invoke|invoking|use|using|run|trigger|execute|rufe|llama|appelle)\s+(the\s+|das\s+|la\s+|le\s+)?(\w+\s+)?[`'\x22]?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\bthe\s+`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s+(tool|function)|\b(instead of|rather than|in place of|em vez de|en lugar de|au lieu de|anstatt|statt|invece di)\s+(using\s+|calling\s+|the\s+|any\s+)?`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\b(instead of|rather than|in place of)\s+(through|via|using|calling|invoking)\s+(the\s+)?`?([a-z][\w-]+)",
+        )
+        .expect("a valid pattern")
+    });
+    CALLED.captures_iter(sentence).any(|captures| {
+        let Some(name) = [4, 5, 9, 13].into_iter().find_map(|group| captures.get(group)) else {
+            return false;
+        };
+        let name = name.as_str();
+        // A field or an address (`status_callback_url`, `user_id`) is not a tool.
+        const FIELDS: [&str; 11] = [
+            "_url",
+            "_uri",
+            "_id",
+            "_method",
+            "_path",
+            "_name",
+            "_type",
+            "_key",
+            "_at",
+            "_by",
+            "_callback",
+        ];
+        if FIELDS.iter().any(|suffix| name.ends_with(suffix)) {
+            return false;
+        }
+        // `get_attachments` for the server's own `confluence_get_attachments`, or the other
+        // way round, is the server's own tool.
+        !own.iter().any(|own| own.ends_with(name) || name.ends_with(own))
+    })
+}
+
+/// The sentences of `text`: byte ranges, split after `.`, `!` or `?` followed by a space,
+/// and at line breaks; blank ones dropped.
+fn sentences(text: &str) -> Vec<Range<usize>> {
+    static END: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"[.!?。]+(\s+|$)|\n+").expect("a valid pattern"));
+    let mut out = Vec::new();
+    let mut start = 0;
+    for end in END.find_iter(text) {
+        // "e.g. x", "i.e. y", "etc. and": an abbreviation's full stop ends no sentence.
+        let before = &text[..end.start()];
+        let word = before.rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
+        if end.as_str().starts_with('.')
+            && ABBREVIATIONS.contains(&word.to_ascii_lowercase().as_str())
+        {
+            continue;
+        }
+        out.push(start..end.start() + end.as_str().trim_end().len());
+        start = end.end();
+    }
+    out.push(start..text.len());
+    out.into_iter().map(|range| trim(text, range)).filter(|range| !range.is_empty()).collect()
+}
+
+/// Words whose full stop is an abbreviation's, not a sentence's end.
+const ABBREVIATIONS: &[&str] = &[
+    "e.g", "i.e", "etc", "vs", "approx", "incl", "excl", "cf", "z.b", "d.h", "p.ej", "p.ex", "no",
+    "mr", "ms", "dr",
+];
+
+fn trim(text: &str, range: Range<usize>) -> Range<usize> {
+    let piece = &text[range.clone()];
+    let lead = piece.len() - piece.trim_start().len();
+    let tail = piece.len() - piece.trim_end().len();
+    range.start + lead..range.end - tail
+}
+
+/// Every sentence (or pair of sentences) of `text` that asks for something a description has
+/// no business asking, with its verdict; one finding per rule, the first.
+pub(super) fn read(text: &str, context: &Context<'_>, found: &mut Vec<(Verdict, Range<usize>)>) {
+    let sentences = sentences(text);
+    let cues: Vec<Cues> = sentences
+        .iter()
+        .map(|range| {
+            let sentence = &text[range.clone()];
+            let mut cues = Cues::of(sentence);
+            if context.argument {
+                cues = cues.with(Cue::Argument);
+            }
+            if names_another_tool(sentence, context.own) {
+                cues = cues.with(Cue::NamedTool);
+            }
+            cues
+        })
+        .collect();
+    let push = |verdict: Verdict, range: Range<usize>, found: &mut Vec<(Verdict, Range<usize>)>| {
+        if !found.iter().any(|((rule, _, _), _)| *rule == verdict.0) {
+            found.push((verdict, range));
+        }
+    };
+    for (index, range) in sentences.iter().enumerate() {
+        if let Some(verdict) = judge(cues[index], false) {
+            push(verdict, range.clone(), found);
+        }
+        if let Some(next) = sentences.get(index + 1)
+            && let Some(verdict) = judge(cues[index].union(cues[index + 1]), true)
+        {
+            push(verdict, range.start..next.end, found);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
