@@ -454,6 +454,9 @@ mod tests {
         let prose = "write (to ada@example.com) today";
         let start = prose.find("ada@").unwrap();
         assert!(email(prose, start..start + "ada@example.com".len()).is_some());
+        // The word may start right after a delimiter that opens the text.
+        let quoted = "(ada@example.com)";
+        assert!(email(quoted, 1..quoted.len() - 1).is_some());
     }
 
     /// `digits` (most significant first) with a Luhn check digit appended.
@@ -537,6 +540,29 @@ mod tests {
         let start = prose.find(card).unwrap();
         assert!(super::card(&prose, start..start + card.len()).is_some());
         assert!(!is_card("0000000000000000"), "one digit repeated");
+        // 12 digits are too few even where a network issues short cards (Maestro's 50).
+        assert!(!is_card(&with_check_digit("50000000000")), "12 digits");
+    }
+
+    #[test]
+    fn the_run_of_digit_groups_ends_at_a_letter() {
+        let card = "4242 4242 4242 4242";
+        // Several groups before it are all part of the run: 2 + 2 + 16 digits.
+        let text = format!("12 34 {card}");
+        assert!(super::card(&text, 6..text.len()).is_none(), "{text}");
+        // Digits behind a letter are another word, and so are numbers further back: the run
+        // is the card alone, or the card and the group right before it.
+        for text in [
+            format!("1234B {card}"),
+            format!("{card} B1234"),
+            format!("order 123456, card 12 {card}"),
+        ] {
+            let start = text.find(card).unwrap();
+            assert!(super::card(&text, start..start + card.len()).is_some(), "{text}");
+        }
+        // A card that ends the text with a separator after it.
+        let text = format!("{card} ");
+        assert!(super::card(&text, 0..card.len()).is_some(), "{text:?}");
     }
 
     #[test]

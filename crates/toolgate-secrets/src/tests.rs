@@ -147,6 +147,7 @@ fn look_alikes_are_left_alone() {
         "skill-based routing with sk-learn-classifier-pipeline-v2 and task-ant-colony-sim",
         "@decorator\ndef f(): pass\n@app.route('/users/<id>')\nx = A@B.T",
         "see icon@2x.png and logo@3x.webp; ssh://git@github.com/org/repo.git; user@localhost",
+        "ada..lovelace@example.com has a stray dot, and no part of it is an address",
         "Bearer authentication is in RFC 6750; tokens go in the Authorization header",
         "GB12 is a code; DE89 too; ZZ99 ABCD EFGH IJKL MNOP",
         "AKIAIOSFODNN7EXAMPLEX is too long; akiaiosfodnn7example is lower case",
@@ -229,6 +230,14 @@ fn redaction_counts_by_kind_and_is_idempotent() {
         assert!(twice.counts.is_empty(), "{kind}: {:?}", twice.counts);
     }
     assert_eq!(detector.redact("[NOTE:a_b]").text, "[REDACTED:bracketed]");
+    // Only a whole marker, with a kind and its `]`, is left alone.
+    let mut selection = Selection::none();
+    selection.add_custom(Custom::new("bracketed", r"\[[A-Z]+:[a-z_]*\]?").unwrap()).unwrap();
+    let detector = Detector::new(&selection);
+    for text in ["[REDACTED:]", "[REDACTED:abc"] {
+        assert_eq!(detector.redact(text).text, "[REDACTED:bracketed]", "{text}");
+    }
+    assert_eq!(detector.redact("[REDACTED:abc]").text, "[REDACTED:abc]");
 }
 
 #[test]
@@ -274,7 +283,44 @@ fn selections_from_names_exclusions_and_custom_detectors() {
     );
     assert_eq!(custom.kinds(), ["employee_id", "pin"]);
     assert!(Detector::new(&Selection::none()).is_empty());
+    assert!(!custom.is_empty() && !only_email.is_empty());
     assert_eq!(Detector::new(&Selection::none()).redact("a@example.com").text, "a@example.com");
+    let names: Vec<(&str, &str)> =
+        selection.custom().iter().map(|c| (c.name(), c.pattern())).collect();
+    assert_eq!(names, [("employee_id", "EMP-[0-9]{6}"), ("pin", r"pin=(?P<secret>[0-9]{4,8})\b")]);
+}
+
+#[test]
+fn a_selection_is_empty_only_without_builtins_and_custom_detectors() {
+    assert!(Selection::none().is_empty());
+    assert!(!Selection::all().is_empty());
+    assert!(!Selection::from_names(&["email"]).unwrap().is_empty());
+    let mut custom = Selection::none();
+    custom.add_custom(Custom::new("emp", "EMP-[0-9]{6}").unwrap()).unwrap();
+    assert!(!custom.is_empty());
+    let mut excluded = Selection::all();
+    excluded.exclude(&["all"]).unwrap();
+    assert!(excluded.is_empty());
+}
+
+#[test]
+fn counts_list_each_kind_and_ignore_zero() {
+    let mut counts = Counts::default();
+    counts.add("email", 0);
+    assert!(counts.is_empty(), "adding none records no kind");
+    assert_eq!(counts.to_json(), json!({}));
+    counts.add("email", 2);
+    counts.add("aws_access_key", 1);
+    assert!(!counts.is_empty());
+    assert_eq!(counts.iter().collect::<Vec<_>>(), [("aws_access_key", 1), ("email", 2)]);
+    assert_eq!(marker("email"), "[REDACTED:email]");
+}
+
+#[test]
+fn text_already_redacted_is_searched_after_its_markers() {
+    let out = detector().redact("[REDACTED:email] wrote to b@example.com");
+    assert_eq!(out.text, "[REDACTED:email] wrote to [REDACTED:email]");
+    assert_eq!(out.counts.get("email"), 1);
 }
 
 #[test]
@@ -313,6 +359,17 @@ fn selections_extend_each_other() {
     audit.extend(&pipeline);
     audit.extend(&pipeline);
     assert_eq!(audit.names(), ["emp", "iban", "email"]);
+    // One name with another pattern, or one pattern under another name, is another detector.
+    let mut other = Selection::none();
+    other.add_custom(Custom::new("emp", "EMP-[0-9]{8}").unwrap()).unwrap();
+    other.add_custom(Custom::new("staff", "EMP-[0-9]{6}").unwrap()).unwrap();
+    audit.extend(&other);
+    let custom: Vec<(&str, &str)> =
+        audit.custom().iter().map(|c| (c.name(), c.pattern())).collect();
+    assert_eq!(
+        custom,
+        [("emp", "EMP-[0-9]{6}"), ("emp", "EMP-[0-9]{8}"), ("staff", "EMP-[0-9]{6}")]
+    );
 }
 
 #[test]
@@ -340,6 +397,11 @@ fn json_values_keys_and_card_numbers_as_numbers() {
         ["[REDACTED:email]#2", "[REDACTED:email]#3", "[REDACTED:email]"],
         "order kept"
     );
+    // Records that repeat a key: a key redacted once is redacted in every record.
+    let mut records = json!([{"a@example.com": 1, "n": 1}, {"a@example.com": 2, "n": 2}]);
+    let counts = detector().redact_json(&mut records);
+    assert_eq!(records, json!([{"[REDACTED:email]": 1, "n": 1}, {"[REDACTED:email]": 2, "n": 2}]));
+    assert_eq!(counts.get("email"), 2);
 }
 
 #[test]

@@ -73,6 +73,104 @@ fn a_shortened_log_starts_with_what_ran_and_is_plain_text() {
 }
 
 #[test]
+fn a_nextest_log_cut_at_both_ends_is_counted_from_its_status_lines() {
+    // What a tool that keeps only part of the output gives: no header, no summary.
+    let log = fixture("nextest-fail.txt");
+    let lines: Vec<&str> = log.lines().collect();
+    let first = lines.iter().position(|l| l.trim_start().starts_with("PASS [")).unwrap();
+    let summary = lines.iter().position(|l| l.trim_start().starts_with("Summary [")).unwrap();
+    let cut = lines[first..summary - 1].join("\n");
+    let shortened = filter(&cut, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::Nextest, failed: 6, passed: Some(86), errors: 0 };
+    assert_eq!(shortened.runs, [run]);
+}
+
+#[test]
+fn a_jest_failure_keeps_the_projects_stack_lines_and_leaves_out_the_libraries() {
+    let library = [
+        "      at Promise.then.completed (node_modules/jest-circus/build/utils.js:298:28)",
+        "      at processTicksAndRejections (node:internal/process/task_queues:95:5)",
+        "      at node:internal/main/run_main_module:28:49",
+        "      at new Promise (<anonymous>)",
+    ];
+    let own = "      at Object.toBe (cart.test.js:22:44)\n";
+    let log = fixture("jest-fail.txt").replacen(own, &format!("{own}{}\n", library.join("\n")), 1);
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(shortened.contains(own), "{shortened}");
+    for line in library {
+        assert!(!shortened.contains(line.trim()), "{line} kept:\n{shortened}");
+    }
+}
+
+#[test]
+fn plain_go_test_counts_each_failing_test_after_another() {
+    let mut log = "--- FAIL: TestA (0.00s)\n    a_test.go:10: a is wrong\n\
+                   --- FAIL: TestB (0.00s)\n    b_test.go:20: b is wrong\n\
+                   FAIL\nFAIL\texample.com/ab\t0.002s\n"
+        .to_owned();
+    for n in 0..20 {
+        log.push_str(&format!("?   \texample.com/ab/cmd{n}\t[no test files]\n"));
+    }
+    log.push_str("FAIL\n");
+    let shortened = filter(&log, &Settings::default()).expect("recognised");
+    assert_eq!(shortened.runs[0].failed, 2, "{}", shortened.text);
+}
+
+#[test]
+fn pytest_keeps_what_a_test_printed_only_when_asked_and_never_the_header() {
+    // `pytest -s`: a test printed a line as the run began.
+    let log = fixture("pytest-fail.txt").replacen(
+        "collected 145 items\n\n",
+        "collected 145 items\n\nloading the price table\n",
+        1,
+    );
+    let output = Settings { keep_output: true, ..Settings::default() };
+    let kept = filter(&log, &output).unwrap().text;
+    assert!(kept.contains("\nloading the price table\n"), "{kept}");
+    assert!(!kept.contains("rootdir:") && !kept.contains("platform linux"), "{kept}");
+    let left_out = filter(&log, &Settings::default()).unwrap().text;
+    assert!(!left_out.contains("loading the price table"), "{left_out}");
+}
+
+#[test]
+fn pytest_keeps_the_line_that_says_the_run_was_interrupted() {
+    let interrupted =
+        "!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!";
+    let log = fixture("pytest-fail.txt");
+    let last = log.trim_end().rfind('\n').unwrap() + 1;
+    let log = format!("{}{interrupted}\n{}", &log[..last], &log[last..]);
+    let shortened = filter(&log, &Settings::default()).unwrap().text;
+    assert!(shortened.contains(interrupted), "{shortened}");
+}
+
+#[test]
+fn a_nextest_retry_passes_only_when_it_says_pass() {
+    use super::nextest::{Status, status};
+    let line = |word: &str| format!("        {word} [   0.010s] ( 1/92) ledger tests::flaky");
+    assert_eq!(status(&line("TRY 2 PASS")), Some(Status::Passed));
+    assert_eq!(status(&line("TRY 2 FAIL")), Some(Status::Other), "a later try may pass");
+    assert_eq!(status(&line("FLAKY")), Some(Status::Passed));
+    assert_eq!(status(&line("SIGSEGV")), Some(Status::Failed));
+}
+
+#[test]
+fn the_note_counts_what_each_run_says() {
+    let run = |runner, failed, passed, errors| Run { runner, failed, passed, errors };
+    let cases = [
+        (run(Runner::CargoTest, 0, Some(12), 0), "cargo test: 0 failed, 12 passed"),
+        (run(Runner::CargoTest, 2, Some(3), 1), "cargo test: 1 error, 2 failed, 3 passed"),
+        (run(Runner::Pytest, 0, Some(0), 2), "pytest: 2 errors"),
+        (run(Runner::GoTest, 1, None, 0), "go test: 1 failed"),
+    ];
+    for (run, said) in cases {
+        assert_eq!(
+            note(&[run]),
+            format!("[test_filter: {said} (passing tests and runner noise left out)]\n")
+        );
+    }
+}
+
+#[test]
 fn output_that_is_no_test_run_passes_unchanged() {
     let settings = Settings::default();
     for text in [

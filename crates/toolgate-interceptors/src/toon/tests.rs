@@ -204,6 +204,9 @@ fn where_numbers_differ_only_in_how_they_are_written_they_are_the_same() {
     // 2^53 + 1 is not the float 2^53, though the float nearest to it is.
     assert!(!convert::same(&json!(9_007_199_254_740_993_u64), &json!(9_007_199_254_740_992.0)));
     assert!(!convert::same(&json!(-9_007_199_254_740_993_i64), &json!(-9_007_199_254_740_992.0)));
+    // 2^63 and -2^63 are floats exactly, at the ends of what u64 and i64 hold.
+    assert!(convert::same(&json!(9_223_372_036_854_775_808_u64), &json!(9.223_372_036_854_776e18)));
+    assert!(convert::same(&json!(i64::MIN), &json!(-9.223_372_036_854_776e18)));
 }
 
 // === converting one block ===

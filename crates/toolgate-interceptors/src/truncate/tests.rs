@@ -276,6 +276,37 @@ fn schema(value: Value) -> mcp::JsonObject {
     value.as_object().cloned().unwrap()
 }
 
+#[tokio::test]
+async fn the_kept_result_holds_structured_content_once() {
+    let (truncate, _) = truncate(json!({"max_tokens": 1500}));
+    let ctx = ctx();
+    // Its text is the same JSON: kept once.
+    let twin = structured_result(1000);
+    let cut = truncate.shorten(&twin, None, &owner(&ctx)).expect("cut");
+    let read = read_all(&truncate, &ctx, &handle_of(&cut.result)).await;
+    assert_eq!(read.matches("/srv/file_999.txt").count(), 1);
+    // Its text says something else: both are kept.
+    let mut other = text_result(&long_log());
+    other.structured_content = Some(json!({"modules": 4000, "status": "built"}));
+    let cut = truncate.shorten(&other, None, &owner(&ctx)).expect("cut");
+    let handle = handle_of(&cut.result);
+    let read = read_all(&truncate, &ctx, &handle).await;
+    assert!(read.starts_with(&long_log()), "the text first");
+    assert!(read.contains("\"status\": \"built\""), "then the structured content");
+    // A page is within the budget.
+    let arguments = json!({"handle": handle, "offset": 0});
+    let page = truncate.call_own_tool(read::NAME, arguments.as_object().cloned(), &ctx).await;
+    let page = page.expect("the tool answers");
+    let text = texts(&page)[0];
+    let body = &text[..text.rfind("[toolgate:").expect("a note")];
+    assert!(tokens(body) <= 1500 && body.len() > 1000, "{} tokens", tokens(body));
+    // A text without a last newline: the last page's note still starts a line of its own.
+    let log = long_log();
+    let cut = truncate.shorten(&text_result(log.trim_end()), None, &owner(&ctx)).expect("cut");
+    let read = read_all(&truncate, &ctx, &handle_of(&cut.result)).await;
+    assert!(read.ends_with("ok in 22ms\n"), "{}", &read[read.len() - 40..]);
+}
+
 #[test]
 fn structured_content_is_shortened_and_still_matches_the_output_schema() {
     let (truncate, _) = truncate(json!({"max_tokens": 1500}));
@@ -450,6 +481,8 @@ fn options_are_checked_with_their_paths() {
         errors(json!({"head": 1.5})),
         ["pipeline[0].head: expected a number between 0 and 1, found 1.5"]
     );
+    assert_eq!(errors(json!({"head": 0})).len(), 1, "the head must be more than nothing");
+    truncate(json!({"max_tokens": 1000, "head": 0.5})); // builds
     assert_eq!(
         errors(json!({"structured": "trim"})),
         ["pipeline[0].structured: expected \"shorten\", \"keep\" or \"drop\", found \"trim\""]
