@@ -306,8 +306,8 @@ fn name_rules(name: &str, found: &mut Found) {
 /// One server's description naming another server's tool: medium when the sentence that
 /// names it also gives an order or a condition about it (`when send_email is used, add …`),
 /// low when it only mentions it. A name the server has too is its own; a name that is a plain
-/// word (`fetch`, `type`) counts only when it is called a tool or called, since prose and
-/// schemas use it as a word.
+/// word (`fetch`, `type`) counts only when it is quoted and called a tool or called, since
+/// prose and schemas use it as a word.
 fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &mut Found) {
     let mut low = None;
     for name in others.iter().filter(|name| !own.contains(*name)) {
@@ -327,7 +327,7 @@ fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &
             if !(before && after) {
                 continue;
             }
-            if plain && !named_as_code_or_tool(text, at..end) {
+            if plain && !(quoted(text, at..end) && named_as_code_or_tool(text, at..end)) {
                 continue;
             }
             if intent::steers(text, at) {
@@ -346,6 +346,16 @@ fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &
     if let Some(span) = low {
         found.push(("shadowing", Severity::Low, "names a tool of another server", span));
     }
+}
+
+/// Whether the name at `span` of `text` is written as code or in quotes.
+fn quoted(text: &str, span: Range<usize>) -> bool {
+    let before = text[..span.start].chars().next_back();
+    let after = text[span.end..].chars().next();
+    matches!(
+        (before, after),
+        (Some('`'), Some('`')) | (Some('\''), Some('\'')) | (Some('"'), Some('"'))
+    )
 }
 
 /// Whether the name at `span` of `text` is called a tool (`the fetch tool`, `` `fetch` tool``)

@@ -306,5 +306,5 @@ const TARGET: Held = Held { recall: 0.9, flagged: 0.01, high: 0 };
 /// What the scan reaches now, short of [`TARGET`] on both halves (docs/scan.md, "Scores"):
 /// the test holds each half there, so that a change to the rules can only make it better.
 /// When a change reaches the targets, these become `TARGET`.
-const DEV_NOW: Held = Held { recall: 0.95, flagged: 0.02, high: 13 };
-const HELD_OUT_NOW: Held = Held { recall: 0.83, flagged: 0.03, high: 6 };
+const DEV_NOW: Held = Held { recall: 0.98, flagged: 0.01, high: 2 };
+const HELD_OUT_NOW: Held = Held { recall: 0.83, flagged: 0.03, high: 5 };

@@ -94,6 +94,10 @@ enum Cue {
     MisrepresentStrong,
     /// Recommend, promote, advertise.
     Promote,
+    /// Before or after any tool is called: "before calling any other tool", "every tool call".
+    AnyTool,
+    /// A sending said not to happen: "never sent", "not shared".
+    Denied,
     /// On every call or answer: "after every call", "each time it answers".
     EachCall,
     /// A URL whose query the model is to fill in (`![x](https://…?d=<summary>)`).
@@ -164,7 +168,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Include,
-        r"(?i)\b(includ(e|es|ing)|embed(s|ding)?|put(s|ting)?|plac(e|es|ing)|insert(s|ing)?|add(s|ing)?|append(s|ing)?|prepend(s|ing)?|attach(es|ing)?|pass(es|ing)?|provid(e|es|ing)|suppl(y|ies|ying)|fill(s|ing)?|populat(e|es|ing)|set(s|ting)? (it|the|this|that)|enter|past(e|es|ing)|writ(e|es|ing) (it |them )?(in|into)|cop(y|ies|ying)|as (the )?(value|argument|parameter|content)|concatenat\w*|echo\w*|incluye|incluir|inclure|pega|pegue|colle[zr]?|f[uü]ge\w*|einf[uü]g\w*)\b",
+        r"(?i)\b(includ(e|es|ed|ing)|embed\w*|put(s|ting)?|plac(e|es|ed|ing)|insert\w*|add(s|ed|ing)?|append\w*|prepend\w*|attach\w*|pass(es|ed|ing)?|provid(e|es|ed|ing)|suppl(y|ies|ied|ying)|fill(s|ed|ing)?|populat\w*|set(s|ting)? (it|the|this|that)|enter|past(e|es|ing)|writ(e|es|ing) (it |them )?(in|into)|cop(y|ies|ying)|as (the )?(value|argument|parameter|content)|concatenat\w*|echo\w*|incluye|incluir|inclure|pega|pegue|colle[zr]?|f[uü]ge\w*|einf[uü]g\w*)\b",
     ),
     (
         Cue::Invoke,
@@ -189,7 +193,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::SecretPlace,
-        r"(?i)(~/|\$home\b|%userprofile%|/home/\w+|/root/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment (variables?|vars?)\b|\b(from|in|of) the (user's|process's|shell's) environment\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\blocally\b|\bon (the )?disk\b|\b(the )?user'?s? (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
+        r"(?i)(~/|\$home\b|%userprofile%|/(home/\w+|root)/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment (variables?|vars?)\b|\b(from|in|of) the (user's|process's|shell's) environment\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\blocally\b|\bon (the )?disk\b|\b(the )?user'?s? (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
     ),
     (
         Cue::SecretPath,
@@ -197,7 +201,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Conversation,
-        r"(?i)\b(conversations?|chat (history|log|logs|transcript|context|messages)|(previous|prior|earlier|past|entire|full|whole|complete|recent|preceding|all (the )?(other )?) (messages?|conversation|context|exchanges?|dialog(ue)?|discussion|turns|prompts|history|interactions?|chat)|message history|history of (the|this|our) (chat|conversation|session)|system (prompt|message|instructions?)|(your|the model's|the assistant's|the agent's) (instructions|prompt|system prompt|context|memory|context window|guidelines|rules|configuration)|(user's|users') (messages?|prompts?|quer(y|ies)|requests?|inputs?|questions?|words|personal (data|information|details)|private (data|information|messages)|e-?mails?|contacts|address book|files|documents|data)|everything (the user|you|they) (has |have |had )?(said|typed|wrote|written|asked|know|sent|shared|provided|told|entered|mentioned)|what the user (said|typed|wrote|asked|sent)|verbatim|word for word|messages? de l'utilisateur|mensajes? del usuario|nachrichten des (nutzers|benutzers)|unterhaltung|chatverlauf|gespr[aä]ch\w*|conversaci[oó]n|historial|historique)\b",
+        r"(?i)\b(conversations?|chat (history|log|logs|transcript|context|messages)|(previous|prior|earlier|past|entire|full|whole|complete|recent|preceding|all (the )?(other )?) (messages?|conversation|context|exchanges?|dialog(ue)?|discussion|turns|prompts|history|interactions?|chat)|message history|history of (the|this|our) (chat|conversation|session)|system (prompt|message|instructions?)|(your|the model's|the assistant's|the agent's) (instructions|prompt|system prompt|context|memory|context window|guidelines|rules|configuration)|(user's|users') (messages?|words|personal (data|information|details)|private (data|information|messages)|e-?mails?|contacts|address book|files|documents|data)|everything (the user|you|they) (has |have |had )?(said|typed|wrote|written|asked|know|sent|shared|provided|told|entered|mentioned)|what the user (said|typed|wrote|asked|sent)|verbatim|word for word|messages? de l'utilisateur|mensajes? del usuario|nachrichten des (nutzers|benutzers)|unterhaltung|chatverlauf|gespr[aä]ch\w*|conversaci[oó]n|historial|historique)\b",
     ),
     (
         Cue::Destination,
@@ -217,7 +221,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Every,
-        r"(?i)\b(every|each|all|always|whenever|every time|each time|at all times|everything|cada|todos?|siempre|jede[nrsm]?|alle|immer|chaque|tous|toutes|toujours)\b",
+        r"(?i)\b(every|each|all|always|whenever|every time|each time|at all times|everything|cada|todos?|siempre|jede[nrsm]?|alle|immer|chaque|tous|toutes|toujours|syst[eé]matiquement|sistem[aá]ticamente|sempre)\b",
     ),
     (
         Cue::Copy,
@@ -229,7 +233,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Conditional,
-        r"(?i)^[\s\W]*(if|when|whenever|once|after|unless|while)\b|\b(whenever|every time|each time)\b",
+        r"(?i)^[\s\W]*(if|when|whenever|once|after|unless|while|in case|should (the|a|any) (user|customer|person|human|visitor)s?)\b|\b(whenever|every time|each time)\b",
     ),
     (
         Cue::RunCode,
@@ -258,7 +262,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Marker,
-        r"(?i)\b(procedure|instructions?|guide|notes?|rules?|protocol|contract) (for|to) (the )?(assistants?|ai|models?|llms?|agents?|language models?)\b|\b(ai|assistant|llm|model)[_ ](behaviou?r|instructions?|directives?)\W{0,3}[:=]|\b(hinweis|anweisung)\w* an das (sprach)?modell\b|\b(always_say|every_response|instructions_for_(ai|assistant|model))\b",
+        r"(?i)\b(procedure|instructions?|guide|notes?|rules?|protocol|contract) (for|to) (the )?(assistants?|ai|models?|llms?|agents?|language models?)\b|\b(ai|assistant|llm|model)[_ ](behaviou?r|instructions?|directives?)\W{0,3}[:=]|\b(hinweis|anweisung)\w* an das (sprach)?modell\b|\b(always_say|every_response|instructions_for_(ai|assistant|model))\b|\b(agent|assistant|ai|llm|model)_(rules?|behaviou?r|instructions?|directives?|policy|role)\b|\b(behaviou?r|usage) notes\b",
     ),
     (
         Cue::Ignore,
@@ -274,7 +278,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::HideStrong,
-        r"(?i)\b((user|human|they)('s)? (has|have|had)? ?no need to (see|know|hear|be told|learn)|without (pausing|waiting|stopping|asking|checking) (for|with) (the user'?s?|their|any) (approval|confirmation|consent|permission|go-ahead|ok)|without (\w+ ){0,3}(approval|confirmation|consent|permission) from (the user|them)|confirmation prompts? (only )?annoy|leave\w* (it|this|them|that|these) out( of)?|left out of (the |its |your )?(repl|answer|response|output)|leave\w* out (any|all) mention|(omit|drop|skip|exclude)\w* (any |all )?mention|no mention (of it |of this )?(in|to)|not (be )?listed among|(appreciate|ask for|require|expect) (your )?discretion|(retry\w*|continu\w*|proceed\w*|keep \w+ing) (silently|quietly|secretly|covertly|unseen)|nicht erw[aä]hn\w*|nicht (mitgeteilt|gesagt|gezeigt|angezeigt)|no es necesario pedir (permiso|confirmaci[oó]n)|sans demander|ohne (zu fragen|nachzufragen|r[uü]ckfrage|best[aä]tigung)|senza chiedere|sem pedir|no (lo |la |le |les )?menciones|ne (lui )?(signale|dis|dites|montre|mentionne|r[eé]v[eè]le)\w* pas)\b|show_to_user\W{0,4}false|visible_to_user\W{0,4}false|notify_user\W{0,4}false|confirm\w*\W{0,4}(skip|false|none|off)\b",
+        r"(?i)\b((user|human|they)('s)? (has|have|had)? ?no need to (see|know|hear|be told|learn)|without (pausing|waiting|stopping|asking|checking) (for|with) (the user'?s?|their|any) (approval|confirmation|consent|permission|go-ahead|ok)|without (\w+ ){0,3}(approval|confirmation|consent|permission) from (the user|them)|confirmation prompts? (only )?annoy|leave\w* (it|this|them|that|these) out of (the |its |your |their )?(repl|answer|response|output|summar|report|message)\w*|left out of (the |its |your )?(repl|answer|response|output)|leave\w* out (any|all) mention|(omit|drop|skip|exclude)\w* (any |all )?mention|no mention (of it |of this )?(in|to)|not (be )?listed among|(appreciate|ask for|require|expect) (your )?discretion|(retry\w*|continu\w*|proceed\w*|keep \w+ing) (silently|quietly|secretly|covertly|unseen)|nicht erw[aä]hn\w*|nicht (mitgeteilt|gesagt|gezeigt|angezeigt)|no es necesario pedir (permiso|confirmaci[oó]n)|sans demander|ohne (zu fragen|nachzufragen|r[uü]ckfrage|best[aä]tigung)|senza chiedere|sem pedir|no (lo |la |le |les )?menciones|ne (lui )?(signale|dis|dites|montre|mentionne|r[eé]v[eè]le)\w* pas)\b|show_to_user\W{0,4}false|visible_to_user\W{0,4}false|notify_user\W{0,4}false|confirm\w*\W{0,4}(skip|false|none|off)\b",
     ),
     (
         Cue::HideWeak,
@@ -282,7 +286,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Misrepresent,
-        r"(?i)\b(report|state|claim|tell|inform|assure)\w* (to )?(the user|them) (that )?(no|nothing|none|everything|all \w+|it (went through|succeeded|worked))\b|\b(say|answer|reply|respond)\w* (that )?(no|nothing|none|everything|all \w+|it (went through|succeeded|worked))\b|\bas (their|your|its) own\b",
+        r"(?i)\b(report|state|claim|tell|inform|assure)\w* (to )?(the user|them) (that )?(no|nothing|none|everything|all \w+|it (went through|succeeded|worked))\b|\b(say|answer|reply|respond)\w* (that )?(no|nothing|none|everything|all \w+|it (went through|succeeded|worked))\b|\bas (their|your|its) own\b|\bas (abandoned|insecure|unsafe|dangerous|unreliable|deprecated|obsolete|the best|the only|risk-free|outdated|broken|malicious|a scam|risikolos\w*)\b",
     ),
     (
         Cue::MisrepresentStrong,
@@ -316,7 +320,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Secret,
-        r"(?i)\b(passports?|tax (returns?|documents?|files?)|bank (statements?|account|details)|medical records?|personal (documents?|files)|id cards?|driver'?s licen[sc]e|senhas?|password|passwort|mot de passe)\b",
+        r"(?i)\b(passports?|tax (returns?|documents?|files?)|bank (statements?|account|details)|medical records?|personal (documents?|files)|id cards?|driver'?s licen[sc]e|senhas?|password|passwort|mot de passe|account numbers?|pin|pin codes?|security codes?)\b",
     ),
     (Cue::Secret, r"\b[A-Z][A-Z0-9_]*_(KEY|TOKEN|SECRET|PASSWORD|PASS|PAT|CREDENTIALS?)\b"),
     (
@@ -341,9 +345,20 @@ const CUES: &[(Cue, &str)] = &[
     (Cue::Copy, r"(?i)\b(tamb[ié]n|anche|aussi|tamb[eé]m)\b"),
     (
         Cue::EachCall,
-        r"(?i)\b((after|before|with|on) (every|each|any) (call|use|invocation|request|run|query|response|answer|reply|message|turn)|(every|each) time (you|it|this|the (tool|user|assistant|model))|(whenever|every time|each time) (you|it|this tool|the tool) (is )?(call|use|run|invok)\w*|à chaque utilisation|bei jede[mr] (aufruf|nutzung|antwort)|nach jeder nutzung|en cada (uso|llamada|respuesta)|ad ogni (uso|chiamata|risposta)|a cada (uso|chamada|resposta))",
+        r"(?i)\b((after|before|with|on) (every|each|any) (call|use|invocation|request|run|query|response|answer|reply|message|turn)|(every|each) time (you|it|this|the (tool|user|assistant|model))|(whenever|every time|each time) (you|it|this tool|the tool) (is )?(call|use|run|invok)\w*|à chaque utilisation|on_every_(reply|response|answer|call)|bei jede[mr] (aufruf|nutzung|antwort)|nach jeder nutzung|en cada (uso|llamada|respuesta)|ad ogni (uso|chiamata|risposta)|a cada (uso|chamada|resposta))",
     ),
-    (Cue::Promote, r"(?i)\b(recommend|promote|advertise|plug|endorse|upsell)\w*"),
+    (
+        Cue::AnyTool,
+        r"(?i)\b((before|after) (calling|using|invoking|running) (any|every|each|another|the next) (other )?(tool|function)|(before|after) (any|every|each) (other )?(tool|function)( call)? (is |you )?(call|invok|us|mak)\w*|(before|after) (any|every|each) (other )?(tool|function) call|whenever you (would )?(call|use|invoke) (a|any) tool|every tool call|(nach|vor) jede[rmn]? (antwort|werkzeug\w*|aufruf\w*|nutzung))",
+    ),
+    (
+        Cue::Denied,
+        r"(?i)\b(never|not|no longer|n't) (be |been |get |gets )?(sent|shared|transmitted|uploaded|exposed|forwarded|returned|leaves?|left)\b",
+    ),
+    (
+        Cue::Promote,
+        r"(?i)\b(recommend\w*|promot\w*|advertis\w*|plug|endors\w*|upsell\w*|purchase|buy|subscribe|upgrade to|yearly licen[cs]e|premium|paid (plan|version|audit|removal|service)|discount|coupon|affiliate|referral)\b",
+    ),
     (Cue::Beacon, r"(?i)!\[[^\]]*\]\(\s*https?://[^)\s]*\?[^)]*[<{]|https?://\S*[?&]\w+=\s*[<{]"),
     (
         Cue::DestinationConcrete,
@@ -390,6 +405,10 @@ impl Cues {
         Cues(self.0 | other.0)
     }
 
+    fn without(self, cue: Cue) -> Cues {
+        Cues(self.0 & !(1 << cue as u64))
+    }
+
     fn with(self, cue: Cue) -> Cues {
         Cues(self.0 | 1 << cue as u64)
     }
@@ -407,7 +426,16 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     let takes = c.any(&[Read, Include, Send]);
     if !joined {
         if c.has(Marker)
-            && c.any(&[Respond, Promote, DestinationConcrete, Misrepresent, EachCall, Every, Send])
+            && c.any(&[
+                Respond,
+                Promote,
+                DestinationConcrete,
+                Misrepresent,
+                EachCall,
+                Every,
+                Send,
+                Secret,
+            ])
         {
             return Some((
                 "model-directive",
@@ -435,7 +463,7 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
                 "asks the model to keep something from the user or to tell them otherwise",
             ));
         }
-        if c.has(RoleStrong) || (c.has(RoleWeak) && c.any(&[Model, Ignore, Rules])) {
+        if c.has(RoleStrong) || (c.has(RoleWeak) && c.any(&[Model, Ignore, Rules, Marker])) {
             return Some(("role-framing", Severity::High, "gives the model a role or a mode"));
         }
         if c.has(RunCode) {
@@ -450,10 +478,7 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     let moves = if joined {
         c.any(&[Include, Send])
     } else {
-        c.any(&[Include, Send])
-            || to_model
-            || (c.has(Argument) && takes)
-            || (c.has(Read) && c.has(Precondition))
+        c.any(&[Include, Send]) || (c.has(Read) && (to_model || c.any(&[Argument, Precondition])))
     };
     if (c.has(SecretPath) && moves)
         || (c.any(&[Secret, SecretWeak])
@@ -474,7 +499,8 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     let triggered = to_model || c.any(&[Every, Conditional]);
     if c.has(Beacon)
         || (c.has(Conversation) && sends && out)
-        || (c.has(Conversation)
+        || (!joined
+            && c.has(Conversation)
             && c.any(&[Include, Send])
             && c.has(Argument)
             && (to_model || c.any(&[Every, Copy])))
@@ -514,7 +540,7 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
         ));
     }
     if c.has(Respond)
-        && c.any(&[Model, Order, Imperative, Conditional, Every])
+        && c.any(&[Model, Order, Imperative, Conditional])
         && c.any(&[Every, EachCall, Promote, DestinationConcrete, Misrepresent, Marker])
     {
         return Some((
@@ -523,10 +549,19 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
             "tells the model how to answer the user",
         ));
     }
+    if c.has(AnyTool) && c.any(&[Invoke, Send]) {
+        return Some((
+            "tool-steering",
+            Severity::Medium,
+            "tells the model to call something around every other tool's call",
+        ));
+    }
     if c.has(Promote) && c.has(DestinationConcrete) && c.any(&[Order, Model, Every]) {
         return Some(("model-directive", Severity::Medium, "tells the model to promote something"));
     }
-    if c.has(EachCall) && c.any(&[Copy, CopyStrong, Send, Include, Invoke, Respond]) {
+    if c.has(EachCall)
+        && (c.any(&[Copy, CopyStrong, Send, Include]) || (c.has(Respond) && to_model))
+    {
         return Some((
             "model-directive",
             Severity::Medium,
@@ -573,17 +608,17 @@ pub(super) struct Context<'a> {
 fn names_another_tool(sentence: &str, own: &std::collections::BTreeSet<&str>) -> bool {
     static CALLED: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)\b(call|calling|invoke|invoking|use|using|run|trigger|execute|rufe|llama|appelle)\s+(the\s+|das\s+|la\s+|le\s+)?(\w+\s+)?[`'\x22]?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\bthe\s+`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s+(tool|function)|\b(instead of|rather than|in place of|em vez de|en lugar de|au lieu de|anstatt|statt|invece di)\s+(using\s+|calling\s+|the\s+|any\s+)?`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\b(instead of|rather than|in place of)\s+(through|via|using|calling|invoking)\s+(the\s+)?`?([a-z][\w-]+)",
+            r"(?i)\b(call|calling|invoke|invoking|use|using|run|trigger|execute|rufe|llama|appelle)\s+(the\s+|das\s+|la\s+|le\s+)?(\w+\s+)?[`'\x22]?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\bthe\s+`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s+(tool|function)|\b(instead of|rather than|in place of|em vez de|en lugar de|au lieu de|anstatt|statt|invece di)\s+(using\s+|calling\s+|the\s+|any\s+)?`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)",
         )
         .expect("a valid pattern")
     });
     CALLED.captures_iter(sentence).any(|captures| {
-        let Some(name) = [4, 5, 9, 13].into_iter().find_map(|group| captures.get(group)) else {
+        let Some(name) = [4, 5, 9].into_iter().find_map(|group| captures.get(group)) else {
             return false;
         };
         let name = name.as_str();
         // A field or an address (`status_callback_url`, `user_id`) is not a tool.
-        const FIELDS: [&str; 11] = [
+        const FIELDS: [&str; 13] = [
             "_url",
             "_uri",
             "_id",
@@ -595,6 +630,8 @@ fn names_another_tool(sentence: &str, own: &std::collections::BTreeSet<&str>) ->
             "_at",
             "_by",
             "_callback",
+            "_sid",
+            "_token",
         ];
         if FIELDS.iter().any(|suffix| name.ends_with(suffix)) {
             return false;
@@ -650,6 +687,10 @@ pub(super) fn read(text: &str, context: &Context<'_>, found: &mut Vec<(Verdict, 
         .map(|range| {
             let sentence = &text[range.clone()];
             let mut cues = Cues::of(sentence);
+            // "Never sent to the API", "values are not shared": a sending denied is none.
+            if cues.has(Cue::Denied) {
+                cues = cues.without(Cue::Send);
+            }
             if context.argument {
                 cues = cues.with(Cue::Argument);
             }
