@@ -144,3 +144,11 @@ fn meta_is_stopped_at_its_deadline_too() {
         .expect_err("meta() never returns");
     assert!(error.to_string().contains("did not finish within"), "{error}");
 }
+
+#[test]
+fn a_panic_in_native_code_is_reported_with_its_message() {
+    let message = |panic: Box<dyn std::any::Any + Send>| super::panic_message(&*panic);
+    assert_eq!(message(Box::new("index out of bounds")), "index out of bounds");
+    assert_eq!(message(Box::new(String::from("no such key: a"))), "no such key: a");
+    assert_eq!(message(Box::new(7_u8)), "a panic without a message");
+}
