@@ -59,6 +59,10 @@ async fn an_input_over_the_cap_is_refused_before_any_work() {
     assert!(failure.to_string().contains("bytes is more than"), "{failure}");
     let fine = script.call("f", vec![json!("hello world")], Limits::default()).await;
     assert_eq!(fine, Ok(json!(2)));
+    // The cap itself is taken (with a budget that pays for it).
+    let limits = unlimited(Duration::from_secs(60));
+    let at_cap = script.call("f", vec![json!("a".repeat(MAX_INPUT))], limits).await;
+    assert!(at_cap.is_ok(), "{at_cap:?}");
 }
 
 #[tokio::test]

@@ -444,6 +444,21 @@ mod tests {
     }
 
     #[test]
+    fn only_a_json_body_is_json() {
+        let content_type = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, value.parse().unwrap());
+            is_json(&headers)
+        };
+        assert!(content_type("application/json"));
+        assert!(content_type("application/json; charset=utf-8"));
+        assert!(content_type("Application/JSON"));
+        assert!(!content_type("text/plain"));
+        assert!(!content_type("application/json-seq"));
+        assert!(!is_json(&HeaderMap::new()), "no Content-Type at all");
+    }
+
+    #[test]
     fn modern_errors_get_their_statuses_and_session_errors_200() {
         let error = |code| mcp::ErrorData::new(mcp::ErrorCode(code), "x", None);
         assert_eq!(modern_status(&error(-32601)), StatusCode::NOT_FOUND);

@@ -139,3 +139,32 @@ fn resources_are_routed_by_uri() {
     let bad = headers(&[("mcp-method", "resources/read"), ("mcp-name", "test://b")]);
     assert!(check_standard_headers(&bad, V, &read, |_| None).is_err());
 }
+
+#[test]
+fn subscriptions_and_prompts_are_routed_by_name_too() {
+    for (method, params, name) in [
+        ("resources/subscribe", json!({"uri": "test://a"}), "test://a"),
+        ("resources/unsubscribe", json!({"uri": "test://a"}), "test://a"),
+        ("prompts/get", json!({"name": "fx__greet"}), "fx__greet"),
+    ] {
+        let mut params = params;
+        params["_meta"] = modern_meta();
+        let request = request(json!({"method": method, "params": params}));
+        let good = headers(&[("mcp-method", method), ("mcp-name", name)]);
+        assert!(check_standard_headers(&good, V, &request, |_| None).is_ok(), "{method}");
+        let other = headers(&[("mcp-method", method), ("mcp-name", "test://b")]);
+        assert!(check_standard_headers(&other, V, &request, |_| None).is_err(), "{method}");
+        let missing = headers(&[("mcp-method", method)]);
+        assert!(check_standard_headers(&missing, V, &request, |_| None).is_err(), "{method}");
+    }
+}
+
+#[test]
+fn only_the_versions_toolgate_speaks_are_known() {
+    for version in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        assert!(is_known(version), "{version}");
+    }
+    for version in ["1999-01-01", "2025-11-26", "", "latest"] {
+        assert!(!is_known(version), "{version}");
+    }
+}
