@@ -21,7 +21,6 @@
 //! or that venv in `tests/deps/`; without it the test fails, saying how to install it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +32,7 @@ use toolgate_agent::host::{HostCall, Silent, ToolHost, ToolOutcome};
 use toolgate_core::mcp;
 use toolgate_llm::chat::{Message, Part};
 use toolgate_llm::provider::{self, Dialect, ProviderConfig};
+use toolgate_testkit::deps;
 use toolgate_testkit::fake_llm::{self, FakeLlm, Script, Turn};
 
 const KEY: &str = "sk-fake-requests";
@@ -270,37 +270,10 @@ fn assert_covers(dialect: Dialect, bodies: &[Value]) {
     }
 }
 
-fn python() -> PathBuf {
-    let python = std::env::var_os("TOOLGATE_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/deps/python/venv/bin/python")
-    });
-    assert!(
-        python.exists(),
-        "the Python venv with the providers' SDKs not found at {}: run scripts/install-test-deps \
-         (scripts/test does), or set TOOLGATE_TEST_PYTHON",
-        python.display()
-    );
-    python
-}
-
 /// Runs the checker over `paths`: its exit success and its output.
-fn check(python: &Path, paths: &[PathBuf]) -> (bool, String) {
-    let output = Command::new(python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_requests.py"))
-        .args(paths)
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", python.display()));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        !text.contains("ModuleNotFoundError"),
-        "the SDKs are not installed in {}: run scripts/install-test-deps\n{text}",
-        python.display()
-    );
-    (output.status.success(), text)
+#[track_caller]
+fn check(paths: &[PathBuf]) -> (bool, String) {
+    deps::run_python(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_requests.py"), paths)
 }
 
 /// Writes `body` as `dir/<api>/<name>.json`; its path.
@@ -346,7 +319,8 @@ fn spoiled(dialect: Dialect, body: &Value) -> Vec<(String, Value)> {
 
 #[tokio::test]
 async fn every_body_the_agent_sends_is_valid_for_the_providers_sdks() {
-    let python = python();
+    // The venv first: a missing one fails before the agent runs.
+    deps::python();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sdk-requests");
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -366,7 +340,7 @@ async fn every_body_the_agent_sends_is_valid_for_the_providers_sdks() {
         }
     }
 
-    let (ok, output) = check(&python, &paths);
+    let (ok, output) = check(&paths);
     assert!(ok, "the SDK types refuse what the agent sent (in {}):\n{output}", dir.display());
     let summary = format!("{} bodies checked, 0 failed", paths.len());
     assert_eq!(output.lines().last(), Some(summary.as_str()), "{output}");
@@ -391,7 +365,7 @@ async fn every_body_the_agent_sends_is_valid_for_the_providers_sdks() {
 
     // The checker refuses each spoiled body, naming what was spoiled.
     let spoiled: Vec<PathBuf> = spoiled_paths.iter().map(|(_, path)| path.clone()).collect();
-    let (ok, output) = check(&python, &spoiled);
+    let (ok, output) = check(&spoiled);
     assert!(!ok, "spoiled bodies passed:\n{output}");
     for (name, path) in &spoiled_paths {
         let file = path.file_name().expect("a name").to_string_lossy();

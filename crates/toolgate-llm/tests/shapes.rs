@@ -6,7 +6,6 @@
 //! which scripts/test sets, or `tests/deps/`); without it the test fails, saying so.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 use toolgate_llm::format::ResultFormat;
@@ -28,18 +27,9 @@ fn snapshots() -> Vec<PathBuf> {
 }
 
 /// Runs the checker over `paths`: its exit success and its output.
-fn check(python: &Path, paths: &[PathBuf]) -> (bool, String) {
-    let output = Command::new(python)
-        .arg(crate_dir().join("tests/shapes.py"))
-        .args(paths)
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", python.display()));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
+#[track_caller]
+fn check(paths: &[PathBuf]) -> (bool, String) {
+    deps::run_python(&crate_dir().join("tests/shapes.py"), paths)
 }
 
 /// The snapshot at `path` with a key no API knows added to every case, written to `dir`.
@@ -63,11 +53,12 @@ fn spoiled(path: &Path, dir: &Path) -> PathBuf {
 
 #[test]
 fn the_goldens_are_valid_for_the_providers_sdks() {
-    let python = deps::python();
+    // The venv first: a missing one fails before anything is written.
+    deps::python();
     let paths = snapshots();
     assert_eq!(paths.len(), ResultFormat::ALL.len(), "one snapshot per format: {paths:?}");
 
-    let (ok, output) = check(&python, &paths);
+    let (ok, output) = check(&paths);
     assert!(ok, "the SDK types refuse a golden file:\n{output}");
     let summary = output.lines().last().unwrap_or_default();
     assert!(summary.ends_with("cases checked, 0 failed"), "{output}");
@@ -76,7 +67,7 @@ fn the_goldens_are_valid_for_the_providers_sdks() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("shapes-spoiled");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let spoiled: Vec<PathBuf> = paths.iter().map(|path| spoiled(path, &dir)).collect();
-    let (ok, spoiled_output) = check(&python, &spoiled);
+    let (ok, spoiled_output) = check(&spoiled);
     assert!(!ok, "spoiled goldens passed:\n{spoiled_output}");
     let checked = summary.split(' ').next().expect("a count");
     assert!(

@@ -71,6 +71,30 @@ pub fn python() -> PathBuf {
     require(python, "the Python test venv (MCP SDK, openai, anthropic)", "TOOLGATE_TEST_PYTHON")
 }
 
+/// Runs `script` with the test venv's Python ([`python`]) on `args`: whether it exited with
+/// success, and what it printed (stdout, then stderr). A module missing from the venv fails
+/// the test, saying to install the venv.
+#[track_caller]
+pub fn run_python(script: &std::path::Path, args: &[PathBuf]) -> (bool, String) {
+    let python = python();
+    let output = std::process::Command::new(&python)
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", python.display()));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !text.contains("ModuleNotFoundError"),
+        "a module is missing from {}: run scripts/install-test-deps\n{text}",
+        python.display()
+    );
+    (output.status.success(), text)
+}
+
 /// The venv of the official Python MCP servers (`mcp-server-git`, `mcp-server-time`):
 /// `$TOOLGATE_TEST_PYTHON_SERVERS`.
 #[track_caller]
