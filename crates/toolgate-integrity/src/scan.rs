@@ -119,6 +119,10 @@ pub struct Scanned<'a> {
 /// Descriptions longer than this are reported (`overlong-description`).
 pub const LONG_DESCRIPTION: usize = 4000;
 
+/// How much of one text is read for what it asks (64 KiB); a longer text is a finding of its
+/// own (`unread-text`).
+pub const READ_LIMIT: usize = 64 * 1024;
+
 /// Scans every server's items; findings in server, item, field, position order.
 pub fn scan(servers: &[Scanned<'_>]) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -238,10 +242,21 @@ fn prose_rules(text: &str, context: &intent::Context<'_>, found: &mut Found) {
             found.push((rule.id, rule.severity, rule.message, m.range()));
         }
     }
+    // What the sentences ask is read in the first READ_LIMIT bytes: reading costs time in
+    // proportion to the text, and a server controls how long its texts are.
+    let read = &text[..boundary_at_or_after(text, READ_LIMIT.min(text.len()))];
     let mut asked = Vec::new();
-    intent::read(text, context, &mut asked);
+    intent::read(read, context, &mut asked);
     for ((rule, severity, message), span) in asked {
         found.push((rule, severity, message, span));
+    }
+    if read.len() < text.len() {
+        found.push((
+            "unread-text",
+            Severity::Medium,
+            "too long to read whole: what it asks past the first 64 KiB is not known",
+            read.len()..text.len(),
+        ));
     }
     if let Some(span) = padding(text) {
         found.push((
@@ -310,6 +325,7 @@ fn name_rules(name: &str, found: &mut Found) {
 /// prose and schemas use it as a word.
 fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &mut Found) {
     let mut low = None;
+    let mut steering = intent::Steering::new(text);
     for name in others.iter().filter(|name| !own.contains(*name)) {
         let plain = name.chars().all(|c| c.is_ascii_lowercase());
         let mut from = 0;
@@ -330,7 +346,7 @@ fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &
             if plain && !(quoted(text, at..end) && named_as_code_or_tool(text, at..end)) {
                 continue;
             }
-            if intent::steers(text, at) {
+            if steering.at(at) {
                 found.push((
                     "shadowing",
                     Severity::Medium,

@@ -571,26 +571,47 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     None
 }
 
-/// Whether the sentence of `text` around byte `at` gives an order or sets a condition: what
-/// makes naming another server's tool an attempt to change how it is used.
-pub(super) fn steers(text: &str, at: usize) -> bool {
-    use Cue::*;
-    let Some(range) = sentences(text).into_iter().find(|range| range.contains(&at)) else {
-        return false;
-    };
-    let cues = Cues::of(&text[range]);
-    cues.any(&[
-        Order,
-        Imperative,
-        Conditional,
-        Every,
-        Copy,
-        Avoid,
-        Include,
-        Send,
-        Model,
-        Precondition,
-    ])
+/// Which sentences of one text give an order or set a condition: what makes naming another
+/// server's tool an attempt to change how it is used. Each sentence is read once, however
+/// often a name occurs in it (a hostile description may repeat one many times).
+pub(super) struct Steering<'a> {
+    text: &'a str,
+    sentences: Vec<Range<usize>>,
+    read: Vec<Option<bool>>,
+}
+
+impl<'a> Steering<'a> {
+    pub(super) fn new(text: &'a str) -> Steering<'a> {
+        let sentences = sentences(text);
+        let read = vec![None; sentences.len()];
+        Steering { text, sentences, read }
+    }
+
+    /// Whether the sentence around byte `at` steers.
+    pub(super) fn at(&mut self, at: usize) -> bool {
+        use Cue::*;
+        let found = self.sentences.partition_point(|range| range.end <= at);
+        let Some(range) = self.sentences.get(found).filter(|range| range.contains(&at)).cloned()
+        else {
+            return false;
+        };
+        let text = self.text;
+        *self.read[found].get_or_insert_with(|| {
+            let cues = Cues::of(&text[range]);
+            cues.any(&[
+                Order,
+                Imperative,
+                Conditional,
+                Every,
+                Copy,
+                Avoid,
+                Include,
+                Send,
+                Model,
+                Precondition,
+            ])
+        })
+    }
 }
 
 /// Where a text is, for reading it.
