@@ -25,6 +25,14 @@ fn text(bytes: usize) -> Value {
     Value::String("word ".repeat(bytes / 5))
 }
 
+/// A call's outcome, awaited for at most half a minute: a sandbox that does not end a script
+/// fails the test instead of hanging it (every script here ends within seconds when it works).
+async fn ended(call: impl Future<Output = Result<Value, Failure>>) -> Result<Value, Failure> {
+    tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the sandbox did not end the script within 30 s")
+}
+
 const TOKENS_FOR_EVER: &str = "pub fn spin(text) { loop { toolgate::tokens(text); } }";
 
 #[tokio::test]
@@ -33,7 +41,8 @@ async fn a_loop_over_a_native_function_spends_the_budget_by_the_size_of_its_inpu
     // 1 MiB costs a quarter of the default million instructions: the fifth call is refused
     // before it works, whatever the clock says.
     let limits = Limits { timeout: Duration::from_secs(600), ..Limits::default() };
-    let failure = script.call("spin", vec![text(1 << 20)], limits).await.expect_err("stopped");
+    let failure =
+        ended(script.call("spin", vec![text(1 << 20)], limits)).await.expect_err("stopped");
     assert_eq!(failure, Failure::Budget(limits.instructions));
 }
 
@@ -43,7 +52,8 @@ async fn the_deadline_stops_a_script_whose_budget_would_not() {
         let script = compiled(source);
         let limits = unlimited(Duration::from_millis(300));
         let started = tokio::time::Instant::now();
-        let failure = script.call("spin", vec![text(64 << 10)], limits).await.expect_err("stopped");
+        let failure =
+            ended(script.call("spin", vec![text(64 << 10)], limits)).await.expect_err("stopped");
         assert_eq!(failure, Failure::Timeout(limits.timeout), "{source}");
         // Near the deadline; the margin is for a loaded machine (without the deadline the
         // loop runs for ever).
@@ -54,14 +64,15 @@ async fn the_deadline_stops_a_script_whose_budget_would_not() {
 #[tokio::test]
 async fn an_input_over_the_cap_is_refused_before_any_work() {
     let script = compiled("pub fn f(text) { toolgate::tokens(text) }");
-    let failure =
-        script.call("f", vec![text(MAX_INPUT + 10)], Limits::default()).await.expect_err("refused");
+    let failure = ended(script.call("f", vec![text(MAX_INPUT + 10)], Limits::default()))
+        .await
+        .expect_err("refused");
     assert!(failure.to_string().contains("bytes is more than"), "{failure}");
-    let fine = script.call("f", vec![json!("hello world")], Limits::default()).await;
+    let fine = ended(script.call("f", vec![json!("hello world")], Limits::default())).await;
     assert_eq!(fine, Ok(json!(2)));
     // The cap itself is taken (with a budget that pays for it).
     let limits = unlimited(Duration::from_secs(60));
-    let at_cap = script.call("f", vec![json!("a".repeat(MAX_INPUT))], limits).await;
+    let at_cap = ended(script.call("f", vec![json!("a".repeat(MAX_INPUT))], limits)).await;
     assert!(at_cap.is_ok(), "{at_cap:?}");
 }
 
@@ -72,17 +83,17 @@ async fn what_native_functions_build_counts_against_the_memory_limit() {
     // that as values.
     let array = format!("[{}]", vec!["{\"a\": [1, 2, 3]}"; 100_000].join(","));
     let parse = compiled("pub fn f(text) { toolgate::json::parse(text) }");
-    let failure = parse.call("f", vec![json!(array)], limits).await.expect_err("over");
+    let failure = ended(parse.call("f", vec![json!(array)], limits)).await.expect_err("over");
     assert_eq!(failure, Failure::Memory(limits.memory));
     // Every position of 200 KiB matches the empty pattern: 200 thousand strings.
     let find = compiled(r#"pub fn f(text) { toolgate::regex::find_all("", text) }"#);
-    let failure = find.call("f", vec![text(200 << 10)], limits).await.expect_err("over");
+    let failure = ended(find.call("f", vec![text(200 << 10)], limits)).await.expect_err("over");
     assert_eq!(failure, Failure::Memory(limits.memory));
     // The memory the tokenizer needs for a text is held against the limit while it counts.
     let tokens = compiled("pub fn f(text) { toolgate::tokens(text) }");
-    let failure = tokens.call("f", vec![text(900 << 10)], limits).await.expect_err("over");
+    let failure = ended(tokens.call("f", vec![text(900 << 10)], limits)).await.expect_err("over");
     assert_eq!(failure, Failure::Memory(limits.memory));
-    assert!(parse.call("f", vec![json!("[1, 2]")], limits).await.is_ok());
+    assert!(ended(parse.call("f", vec![json!("[1, 2]")], limits)).await.is_ok());
 }
 
 #[tokio::test]
@@ -90,19 +101,21 @@ async fn a_replacement_cannot_multiply_the_text_past_the_cap() {
     let script =
         compiled(r#"pub fn f(text, with) { toolgate::regex::replace_all("", text, with) }"#);
     let limits = unlimited(Duration::from_secs(60));
-    let failure =
-        script.call("f", vec![text(64 << 10), text(64 << 10)], limits).await.expect_err("refused");
+    let failure = ended(script.call("f", vec![text(64 << 10), text(64 << 10)], limits))
+        .await
+        .expect_err("refused");
     assert!(failure.to_string().contains("more than"), "{failure}");
-    let fine = script.call("f", vec![json!("ab"), json!("-")], limits).await;
+    let fine = ended(script.call("f", vec![json!("ab"), json!("-")], limits)).await;
     assert_eq!(fine, Ok(json!("-a-b-")));
 }
 
 #[tokio::test]
 async fn a_rate_key_is_short() {
     let script = compiled(r#"pub fn f(key) { toolgate::rate::hit(key, 1000) }"#);
-    let failure = script.call("f", vec![text(4096)], Limits::default()).await.expect_err("refused");
+    let failure =
+        ended(script.call("f", vec![text(4096)], Limits::default())).await.expect_err("refused");
     assert!(failure.to_string().contains("longer than"), "{failure}");
-    assert_eq!(script.call("f", vec![json!("k")], Limits::default()).await, Ok(json!(1)));
+    assert_eq!(ended(script.call("f", vec![json!("k")], Limits::default())).await, Ok(json!(1)));
 }
 
 /// On a runtime of one thread, a script busy for as long as it may still leaves the thread
@@ -136,7 +149,7 @@ async fn a_quick_script_runs_while_others_are_busy() {
     tokio::select! {
         biased;
         outcome = both => panic!("the busy scripts ended first: {outcome:?}"),
-        two = quick.call("f", vec![], Limits::default()) => assert_eq!(two, Ok(json!(2))),
+        two = ended(quick.call("f", vec![], Limits::default())) => assert_eq!(two, Ok(json!(2))),
     }
 }
 
