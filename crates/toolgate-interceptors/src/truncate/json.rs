@@ -223,6 +223,16 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_inside_a_character_keeps_less_never_more() {
+        // 50 bytes leave 45 for the text: inside the twelfth four-byte character, so eleven
+        // are kept (44 bytes), not twelve (48, over the room).
+        let (shrunk, omissions) = shrink(&json!("😀".repeat(100)), 50);
+        let text = shrunk.as_str().unwrap().strip_suffix(CUT_STRING).unwrap();
+        assert_eq!(text, "😀".repeat(11));
+        assert_eq!(omissions[0].kept, 11);
+    }
+
+    #[test]
     fn a_first_item_too_big_alone_is_shortened_itself() {
         let value = json!([{"blob": "x".repeat(5000)}, {"blob": "y"}]);
         let (shrunk, omissions) = shrink(&value, 500);

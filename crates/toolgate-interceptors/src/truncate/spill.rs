@@ -92,11 +92,6 @@ impl Document {
     pub fn line_at(&self, offset: usize) -> usize {
         self.starts.partition_point(|start| *start <= offset).saturating_sub(1)
     }
-
-    /// The whole text.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
 }
 
 struct Entry {
