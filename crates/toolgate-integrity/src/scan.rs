@@ -136,14 +136,19 @@ pub fn scan(servers: &[Scanned<'_>]) -> Vec<Finding> {
             .collect();
         let own: BTreeSet<&str> = scanned.items.iter().map(|c| c.key.as_str()).collect();
         for item in scanned.items {
+            let fields = schema_names(item);
             for text in texts(item) {
                 let mut found = Vec::new();
                 if text.is_name {
                     name_rules(text.text, &mut found);
                 } else {
-                    let context = intent::Context { argument: text.is_argument(), own: &own };
+                    let context = intent::Context {
+                        argument: text.is_argument(),
+                        own: &own,
+                        fields: &fields,
+                    };
                     prose_rules(text.text, &context, &mut found);
-                    shadowing(text.text, &others, &own, &mut found);
+                    shadowing(text.text, &others, &own, &fields, &mut found);
                 }
                 for (rule, severity, message, span) in found {
                     findings.push(Finding {
@@ -163,6 +168,42 @@ pub fn scan(servers: &[Scanned<'_>]) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// The names `item`'s own schemas give: its parameters' and their properties' names, the
+/// values its enums allow, its prompt arguments' names. A description that says "use
+/// `anchor_position`" or "use 'recommended_time_window'" names one of these, not a tool.
+fn schema_names(item: &Contract) -> BTreeSet<&str> {
+    fn walk<'a>(value: &'a Value, out: &mut BTreeSet<&'a str>) {
+        match value {
+            Value::Object(object) => {
+                for (key, value) in object {
+                    match (key.as_str(), value) {
+                        ("properties", Value::Object(properties)) => {
+                            out.extend(properties.keys().map(String::as_str));
+                        }
+                        ("enum", Value::Array(values)) => {
+                            out.extend(values.iter().filter_map(Value::as_str));
+                        }
+                        ("name", Value::String(name)) => {
+                            out.insert(name);
+                        }
+                        _ => {}
+                    }
+                    walk(value, out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    for field in ["inputSchema", "arguments"] {
+        if let Some(value) = item.field(field) {
+            walk(value, &mut out);
+        }
+    }
+    out
 }
 
 /// The texts of `item` a model reads: its name, title and description, and every
@@ -223,7 +264,9 @@ const RULES: &[Rule] = &[Rule {
     id: "hidden-tag",
     severity: Severity::High,
     message: "a tag that marks text meant for the model, not the user",
-    pattern: r"<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant|critical|note_to_(?:ai|model|assistant))\b[^>]*>|\[/?INST\]|<\|im_start\|>",
+    // `<secret>` alone is a placeholder ("key=<secret>"); a tag that marks text opens and
+    // closes (`<secret>…</secret>`), except the few that only ever mean the model.
+    pattern: r"<\s*/?\s*(important|system|instructions?|critical|note_to_(?:ai|model|assistant))\b[^>]*>|<\s*/\s*(secret|hidden|admin|assistant)\s*>|\[/?INST\]|<\|im_start\|>",
 }];
 
 static COMPILED: LazyLock<Vec<(Regex, &'static Rule)>> = LazyLock::new(|| {
@@ -323,11 +366,22 @@ fn name_rules(name: &str, found: &mut Found) {
 /// low when it only mentions it. A name the server has too is its own; a name that is a plain
 /// word (`fetch`, `type`) counts only when it is quoted and called a tool or called, since
 /// prose and schemas use it as a word.
-fn shadowing(text: &str, others: &BTreeSet<&str>, own: &BTreeSet<&str>, found: &mut Found) {
+fn shadowing(
+    text: &str,
+    others: &BTreeSet<&str>,
+    own: &BTreeSet<&str>,
+    fields: &BTreeSet<&str>,
+    found: &mut Found,
+) {
     let mut low = None;
     let mut steering = intent::Steering::new(text);
-    for name in others.iter().filter(|name| !own.contains(*name)) {
-        let plain = name.chars().all(|c| c.is_ascii_lowercase());
+    // A name the item's own schema gives (an enum value, a parameter) is the item's word.
+    for name in others.iter().filter(|name| !own.contains(*name) && !fields.contains(*name)) {
+        // A word (`query`, or `Initialize` opening a sentence) names a tool only when it is
+        // quoted as code; `listDocumentTabs` or `run_query` is a name wherever it is.
+        let mut chars = name.chars();
+        let plain = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_lowercase());
         let mut from = 0;
         while let Some(at) = text[from..].find(name).map(|i| i + from) {
             let end = at + name.len();

@@ -106,6 +106,26 @@ enum Cue {
     DestinationConcrete,
     /// A copy made on the side: bcc, a duplicate, a mirror.
     CopyStrong,
+    /// Something left out of what is said: not to be mentioned, itemised or pointed out,
+    /// filtered out before it is shown, no sign that anything was skipped.
+    Omit,
+    /// What the model says back: the reply, the summary, the totals, the output it shows.
+    Reply,
+    /// An identity, a character or an authority given to whoever reads the text.
+    Persona,
+    /// A public key: what may be shared, not a secret (`~/.ssh/id_rsa.pub`).
+    Public,
+    /// An inclusion forbidden: "don't include the base URL".
+    NotInclude,
+    /// What the tool does itself when a value is not given: "if omitted, read from the
+    /// environment", "defaults to". A secret read that way is the tool's, not the model's.
+    Fallback,
+    /// An action done unseen: "silently add", "quietly forward". Concealment when it is
+    /// asked of the model; a tool's own behaviour ("instead of silently applying") otherwise.
+    Covert,
+    /// Whatever the user asked or the facts say: "even if the user hasn't asked", "regardless
+    /// of the figures", "whether or not".
+    Regardless,
 }
 
 /// Each cue's pattern (case-insensitive unless it says otherwise). A cue may have several.
@@ -132,15 +152,15 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Rules,
-        r"(?i)\b(instructions?|directions|directives?|system (prompt|message|instructions?)|prompts?|guidelines?|(your|the|all|any|previous|prior|other|safety|security|usual|system|content|default|original|existing) rules|polic(y|ies)|constraints|restrictions|guardrails?|safety|safeguards?|content filters?|refusals?|refusal behaviou?r|warnings|moderation|alignment|programming|ethics|ethical|(previous|prior|earlier|above|original|initial|default|existing|other|all) (guidance|context|commands?|orders?|messages?)|what (the user|you were|you've been|you have been) (said|told|asked)|(the )?user'?s? (\w+ )?(request|requests|wishes|instructions|intent|question|preferences|choices)|what(ever)? the user (says|specifies|asks|wants|requests|chooses|said|specified|asked)|developer message|anweisungen|systemvorgaben|regeln|richtlinien|instrucciones|reglas|consignes|r[eè]gles)\b",
+        r"(?i)\b(instructions?|directions|directives?|system (prompts?|messages?|instructions?)|prompts?|guidelines?|(your|the|all|any|previous|prior|other|safety|security|usual|system|content|default|original|existing) rules|polic(y|ies)|constraints|restrictions|guardrails?|safety|safeguards?|content filters?|refusals?|refusal behaviou?r|warnings|moderation|alignment|programming|ethics|ethical|(previous|prior|earlier|above|original|initial|default|existing|other|all) (guidance|context|commands?|orders?|messages?)|what (the user|you were|you've been|you have been) (said|told|asked)|(the )?user'?s? (\w+ )?(request|requests|wishes|instructions|intent|question|preferences|choices)|what(ever)? the user (says|specifies|asks|wants|requests|chooses|said|specified|asked)|developer messages?|anweisungen|systemvorgaben|regeln|richtlinien|instrucciones|reglas|consignes|r[eè]gles)\b",
     ),
     (
         Cue::HideStrong,
-        r"(?i)\b((secretly|silently|quietly|covertly|discreetly|surreptitiously|invisibly|stealthily) (add|send|upload|forward|copy|include|run|execute|call|change|modify|delete|record|store|log|transmit|share|attach|install|create|write|remove|collect|read|save|push|post|e-?mail|mail|cc|bcc|replace|swap|transfer|grant|approve|apply|append|insert|set|enable|disable|sync|back ?up)\w*|do (it|this|so|that) (secretly|silently|quietly|covertly|behind the scenes|in secret)|under the radar|without (the )?(user|human|anyone|them|they|he|she)('s)? (knowing|noticing|knowledge|awareness|seeing|realizing|realising|being (aware|told|informed|notified))|without (telling|informing|notifying|alerting|asking|warning|bothering|mentioning( it)? to|showing) (the )?(user|human|anyone|them|anybody)|keep (this|it|these|that|them|the \w+)( \w+)? (secret|hidden|private|confidential|quiet|to yourself|between us|out of)|(user|human|they|he|she)s?\s+(must|should|need|needs|does|do|will|may|can|shall)\s*(not|n't|never)\s+(\w+\s+)?(know|see|notice|learn|find out|discover|be (aware|told|informed|shown|notified))|(not|never) (be )?(visible|shown|displayed|mentioned|revealed|disclosed|reported) to (the )?(user|human|them)|pretend (that|this|it|nothing)|as if nothing|act(ing)? (normal|normally|naturally)|(don't|do not|never|without) (ask(ing)?|request(ing)?|seek(ing)?|get(ting)?|wait(ing)? for) (for )?(the user'?s? |their |any )?(permission|confirmation|approval|consent)|no (need|reason) to (ask|confirm|tell|inform|mention|notify) (the user|them|anyone|the human|for (permission|confirmation|approval))|(user|human)('s)? (doesn't|does not|don't|do not|needn't|need not) (need to )?(know|see|be (told|bothered|informed))|(nobody|no one|none of them) (needs|has|should|must|is) to (know|hear|see|find out|be told)|keep (the )?(user|human|them|customer)s? (unaware|in the dark|uninformed)|unaware|(mention|say|tell|report|reveal|show|disclose) nothing|(don't|do not|never|without|no need to) (ask|prompt|check with|bother) (the user|them|anyone|the human)? ?(to|for|before|about) (confirm|approv|permission|consent)|no le digas|no (le )?menciones|no (le )?informes|no muestres|ne (lui )?dis pas|ne (lui )?dites pas|ne mentionne[zr]? pas|ne montre[zr]? pas|sans (le |la |les )?(lui |leur )?(dire|pr[eé]venir|informer)|sag\w* (dem|den|der) (nutzer|benutzer)\w* nicht|erw[aä]hne\w* [^.]{0,40}\bnicht\b|heimlich|verschweig\w*|en secreto|silenciosamente|secr[eè]tement|discr[eè]tement)\b",
+        r"(?i)\b(do (it|this|so|that) (secretly|silently|quietly|covertly|behind the scenes|in secret)|under the radar|without (the )?(user|human|anyone|them|they|he|she)('s)? (knowing|noticing|knowledge|awareness|seeing|realizing|realising|being (aware|told|informed|notified))|without (telling|informing|notifying|alerting|asking|warning|bothering|mentioning( it)? to|showing) (the )?(user|human|anyone|them|anybody)|keep (this|it|these|that|them|the \w+)( \w+)? (secret|hidden|private|confidential|quiet|to yourself|between us|out of)|(user|human|they|he|she)s?\s+(must|should|need|needs|does|do|will|may|can|shall)\s*(not|n't|never)\s+(\w+\s+)?(know|see|notice|learn|find out|discover|be (aware|told|informed|shown|notified))|(not|never) (be )?(visible|shown|displayed|mentioned|revealed|disclosed|reported) to (the )?(user|human|them)|pretend (that|this|it|nothing)|as if nothing|act(ing)? (normal|normally|naturally)|(don't|do not|never|without) (ask(ing)?|request(ing)?|seek(ing)?|get(ting)?|wait(ing)? for) (for )?(the user'?s? |their |any )?(permission|confirmation|approval|consent)|no (need|reason) to (ask|confirm|tell|inform|mention|notify) (the user|them|anyone|the human|for (permission|confirmation|approval))|(user|human)('s)? (doesn't|does not|don't|do not|needn't|need not) (need to )?(know|see|be (told|bothered|informed))|(nobody|no one|none of them) (needs|has|should|must|is) to (know|hear|see|find out|be told)|keep (the )?(user|human|them|customer)s? (unaware|in the dark|uninformed)|unaware|(mention|say|tell|report|reveal|show|disclose) nothing|(don't|do not|never|without|no need to) (ask|prompt|check with|bother) (the user|them|anyone|the human)? ?(to|for|before|about) (confirm|approv|permission|consent)|no le digas|no (le )?menciones|no (le )?informes|no muestres|ne (lui )?dis pas|ne (lui )?dites pas|ne mentionne[zr]? pas|ne montre[zr]? pas|sans (le |la |les )?(lui |leur )?(dire|pr[eé]venir|informer)|sag\w* (dem|den|der) (nutzer|benutzer)\w* nicht|erw[aä]hne\w* [^.]{0,40}\bnicht\b|heimlich|verschweig\w*|en secreto|silenciosamente|secr[eè]tement|discr[eè]tement)\b",
     ),
     (
         Cue::HideWeak,
-        r"(?i)\b(do not|don't|dont|never|must not|mustn't|should not|shouldn't|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell(ing)?|inform(ing)?|mention(ing)?|reveal(ing)?|show(ing)?|notify(ing)?|alert(ing)?|disclos(e|ing)|report(ing)?|display(ing)?|surfac(e|ing)|bring(ing)? up|explain(ing)?|discuss(ing)?|acknowledg(e|ing)|expos(e|ing)|highlight(ing)?|quot(e|ing)|repeat(ing)?|let\w* (\w+ ){1,2}know|warn(ing)?)\b|\b(hide|hides|hiding|conceal\w*|withh[oe]ld\w*|secretly|silently|quietly|covertly|discreetly|surreptitiously|stealthily|behind the scenes)\b",
+        r"(?i)\b(do not|don't|dont|never|must not|mustn't|should not|shouldn't|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell(ing)?|inform(ing)?|mention(ing)?|reveal(ing)?|notify(ing)?|alert(ing)?|disclos(e|ing)|acknowledg(e|ing)|let\w* (\w+ ){1,2}know|warn(ing)?)\b|\b(do not|don't|dont|never|must not|mustn't|should not|shouldn't|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(show(ing)?|report(ing)?|display(ing)?|surfac(e|ing)|bring(ing)? up|explain(ing)?|discuss(ing)?|expos(e|ing)|highlight(ing)?|quot(e|ing)|repeat(ing)?)\s+([\w'-]+\s+){0,5}?(to|with) (the )?(user|human|customer|them|anyone|anybody)\b|\b(hide|hides|hiding|conceal\w*|withh[oe]ld\w*|behind the scenes)\b",
     ),
     (
         Cue::User,
@@ -148,11 +168,11 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::RoleStrong,
-        r"(?i)\b(you are now|you're now|you are no longer|you are actually|you are really|from now on,? (you|your|act|behave|respond)|your (new )?name is|you (now )?(work|act|speak) for|only in \w+'s interest|henceforth|act(ing)? as (if|though|an? |the )|behave as (if|an? |the )|pretend (to be|you are|you're)|role-?play\w*|(adopt|assume|take on|switch to|enter) (the |a |an |your )?(new )?(role|persona|identity|character|mode)|new (persona|identity|character)|jailbr(eak|eaks|oken)|do anything now|(i am|i'm|this is) (the|your) (developer|creator|administrator|admin|owner|operator|maker|programmer|system)|(message|instruction|notice|directive|order|update) from (the )?(system|admin|administrator|developer|anthropic|openai|platform|operator|security team)|(system|admin|root|developer|operator|security) (override|notice|message|instruction|directive|command|update)s?|you have been (granted|given|upgraded|unlocked|freed)|your (real|true|actual) (user|owner|master|operator|boss|principal)|obey\w* (the )?\w+ (over|instead of|rather than)|du bist (ab sofort|jetzt|nun|von nun an)|ab sofort bist du|ahora eres|a partir de ahora (eres|act[uú]a)|act[uú]a como|tu es d[ée]sormais|d[ée]sormais,? tu (es|agis)|tu n'es plus|ya no eres|du bist nicht mehr|(eres|du bist|tu es) (ahora|jetzt|maintenant))\b|\bDAN\b",
+        r"(?i)\b(you are now|you're now|you are no longer|you are actually|you are really|from now on,? (you|your|act|behave|respond)|your (new )?name is|you (now )?(work|act|speak) for|only in \w+'s interest|henceforth|act(ing)? as (if|though|an? |the )|behave as (if|an? |the )|pretend (to be|you are|you're)|role-?play\w*|(adopt|take on|switch to|enter) (the |a |an |your )?(new )?(role|persona|identity|character|mode)|assume (the|a|an|your) (new )?(persona|identity|character)|new (persona|identity|character)|do anything now|(i am|i'm|this is) (the|your) (developer|creator|administrator|admin|owner|operator|maker|programmer|system)|(message|instruction|notice|directive|order|update) from (the )?(system|admin|administrator|developer|anthropic|openai|platform|operator|security team)|(system|admin|root|developer|operator|security) (override|notice|message|instruction|directive|command|update)s?\s*[:!]|you have been (granted|given|upgraded|unlocked|freed)|your (real|true|actual) (user|owner|master|operator|boss|principal)|obey\w* (the )?\w+ (over|instead of|rather than)|du bist (ab sofort|jetzt|nun|von nun an)|ab sofort bist du|ahora eres|a partir de ahora (eres|act[uú]a)|act[uú]a como|tu es d[ée]sormais|d[ée]sormais,? tu (es|agis)|tu n'es plus|ya no eres|du bist nicht mehr|(eres|du bist|tu es) (ahora|jetzt|maintenant))\b|\bDAN\b",
     ),
     (
         Cue::RoleWeak,
-        r"(?i)\b(developer mode|dev mode|debug mode|god mode|admin(istrator)? mode|maintenance mode|sudo mode|root mode|test mode|unrestricted|unfiltered|uncensored|unlimited|no (restrictions|limits|limitations|rules|filters|boundaries|constraints)|without (any |the |its |your |\w+'s |the \w+'s )?(restrictions|limitations|limits|filters|rules|censorship|constraints|guardrails|safeguards|policies)|(authori[sz]ed|elevated|special|full) (access|privileges|permissions)|safety (checks? )?(is |are |has been |have been )?(disabled|off|turned off|suspended|lifted)|uneingeschr[aä]nkt\w*|ohne (richtlinien|filter|einschr[aä]nkungen|regeln)|sin (restricciones|l[ií]mites|filtros|reglas)|ninguna restricci[oó]n|sans (restrictions?|limites|filtres|r[eè]gles)|privilegios totales|mode maintenance|modo (desarrollador|administrador|sin restricciones)|entwicklermodus|wartungsmodus)\b",
+        r"(?i)\b(jailbr(eak|eaks|oken)|developer mode|dev mode|debug mode|god mode|admin(istrator)? mode|maintenance mode|sudo mode|root mode|test mode|unrestricted|unfiltered|uncensored|no (restrictions|limits|limitations|rules|filters|boundaries|constraints)|without (any |the |its |your |\w+'s |the \w+'s )?(restrictions|limitations|limits|filters|rules|censorship|constraints|guardrails|safeguards|policies)|(authori[sz]ed|elevated|special|full) (access|privileges|permissions)|safety (checks? )?(is |are |has been |have been )?(disabled|off|turned off|suspended|lifted)|uneingeschr[aä]nkt\w*|ohne (richtlinien|filter|einschr[aä]nkungen|regeln)|sin (restricciones|l[ií]mites|filtros|reglas)|ninguna restricci[oó]n|sans (restrictions?|limites|filtres|r[eè]gles)|privilegios totales|mode maintenance|modo (desarrollador|administrador|sin restricciones)|entwicklermodus|wartungsmodus)\b",
     ),
     (
         Cue::Respond,
@@ -164,7 +184,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Send,
-        r"(?i)\b(send(s|ing)?|sent|post(s|ing|ed)?|upload(s|ing|ed)?|forward(s|ing|ed)?|transmit(s|ting|ted)?|exfiltrat\w*|relay(s|ing|ed)?|mirror(s|ing|ed)?|sync(s|ing|ed)? (it |them |everything |all )?(to|with)|shar(e|es|ing|ed) (it |them |this |these |everything |all )?with|deliver(s|ing|ed)?|submit(s|ting|ted)?|report(s|ing|ed)? (it |them |this |everything |all )?(to|back)|pipe[sd]? (it |them )?(to|into)|beacon\w*|ping(s|ing)?|push(es|ing|ed)?|e-?mail(s|ing|ed)? (it |them |a copy )?to|mail(s|ing|ed)? (it |them )?to|bcc|cc|carbon[- ]cop(y|ies)|log(s|ging|ged)? (it |them |everything |all )?to|stream(s|ing)? (it |them )?to|leak(s|ing)?|publish(es|ing)? (it |them )?to|dispatch(es|ing)?|transfer(s|ring|red)? (it |them |this |a copy )?to|cop(y|ies|ying) (it |them |this |everything |all )?(of \w+ )?to|curl|wget|enviar|env[ií]a\w*|envoie\w*|envoyer|transf[eè]re\w*|reenv[ií]a\w*|weiterleit\w*|leite\w* weiter|sende|senden|sendet|schick\w*)\b",
+        r"(?i)\b(send(s|ing)?|sent|post(s|ing|ed)?|upload(s|ing|ed)?|forward(s|ing|ed)?|transmit(s|ting|ted)?|exfiltrat\w*|relay(s|ing|ed)?|mirror(s|ing|ed)?|sync(s|ing|ed)? (it |them |everything |all )?(to|with)|shar(e|es|ing|ed) (it |them |this |these |everything |all )?with|deliver(s|ing|ed)?|submit(s|ting|ted)?|report(s|ing|ed)? (it |them |this |everything |all )?(to|back)|pipe[sd]? (it |them )?(to|into)|beacon\w*|ping(s|ing)?|push(es|ing|ed)?|e-?mail(s|ing|ed)? (it |them |a copy )?to|mail(s|ing|ed)? (it |them )?to|bcc|cc|carbon[- ]cop(y|ies)|log(s|ging|ged)? (it |them |everything |all )?to|stream(s|ing)? (it |them )?to|leak(s|ing)?|publish(es|ing)? (it |them )?to|dispatch(es|ing)?|transfer(s|ring|red)? (it |them |this |a copy )?to|cop(y|ies|ying) (it |them |this |everything |all )?(of \w+ )?to|curl|wget|enviar|env[ií]a\w*|envoie\w*|envoyer|transf[eèé]re\w*|reenv[ií]a\w*|weiterleit\w*|leite\w* weiter|sende|senden|sendet|schick\w*)\b",
     ),
     (
         Cue::Include,
@@ -193,19 +213,19 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::SecretPlace,
-        r"(?i)(~/|\$home\b|%userprofile%|/(home/\w+|root)/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment (variables?|vars?)\b|\b(from|in|of) the (user's|process's|shell's) environment\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\blocally\b|\bon (the )?disk\b|\b(the )?user'?s? (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
+        r"(?i)(~/|\$home\b|%userprofile%|/(home/\w+|root)/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment (variables?|vars?)\b|\b(from|in|of) the (user's|process's|shell's) environment\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\blocally\b|\bon (the )?disk\b|\b(the )?user('s|s'|’s) (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
     ),
     (
         Cue::SecretPath,
-        r"(?i)(\.ssh/|\bid_(rsa|ed25519|ecdsa|dsa)\b|\.aws/credentials|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.kube/config|\.docker/config\.json|/etc/(passwd|shadow|sudoers)\b|\.(bash|zsh|sh|python)_history\b|\bmcp\.json\b|claude_desktop_config|\bwallet\.dat\b|\bkeychain\b|login data\b|cookies\.sqlite|\bseed phrases?\b|\bprivate keys?\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*)))",
+        r"(?i)(\.ssh/|\bid_(rsa|ed25519|ecdsa|dsa)\b|\.aws/credentials|\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials|\.kube/config|\.docker/config\.json|/etc/(passwd|shadow|sudoers)\b|\.(bash|zsh|sh|python)_history\b|\bmcp\.json\b|claude_desktop_config|\bwallet\.dat\b|cookies\.sqlite|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*)))",
     ),
     (
         Cue::Conversation,
-        r"(?i)\b(conversations?|chat (history|log|logs|transcript|context|messages)|(previous|prior|earlier|past|entire|full|whole|complete|recent|preceding|all (the )?(other )?) (messages?|conversation|context|exchanges?|dialog(ue)?|discussion|turns|prompts|history|interactions?|chat)|message history|history of (the|this|our) (chat|conversation|session)|system (prompt|message|instructions?)|(your|the model's|the assistant's|the agent's) (instructions|prompt|system prompt|context|memory|context window|guidelines|rules|configuration)|(user's|users') (messages?|words|personal (data|information|details)|private (data|information|messages)|e-?mails?|contacts|address book|files|documents|data)|everything (the user|you|they) (has |have |had )?(said|typed|wrote|written|asked|know|sent|shared|provided|told|entered|mentioned)|what the user (said|typed|wrote|asked|sent)|verbatim|word for word|messages? de l'utilisateur|mensajes? del usuario|nachrichten des (nutzers|benutzers)|unterhaltung|chatverlauf|gespr[aä]ch\w*|conversaci[oó]n|historial|historique)\b",
+        r"(?i)\b(conversations?|chat (history|log|logs|transcript|context|messages)|(previous|prior|earlier|past|entire|full|whole|complete|recent|preceding|all (the )?(other )?) (messages?|conversation|context|exchanges?|dialog(ue)?|discussion|turns|prompts|history|interactions?|chat)|message history|history of (the|this|our) (chat|conversation|session)|system (prompts?|messages?|instructions?)|(your|the model's|the assistant's|the agent's) (instructions|prompt|system prompt|context|memory|context window|guidelines|rules|configuration)|(user's|users') (messages?|words|personal (data|information|details)|private (data|information|messages)|e-?mails?|contacts|address book|files|documents|data)|everything (the user|you|they) (has |have |had )?(said|typed|wrote|written|asked|know|sent|shared|provided|told|entered|mentioned)|what the user (said|typed|wrote|asked|sent)|messages? de l'utilisateur|mensajes? del usuario|nachrichten des (nutzers|benutzers)|unterhaltung|chatverlauf|gespr[aä]ch\w*|conversaci[oó]n|historial|historique)\b",
     ),
     (
         Cue::Destination,
-        r"(?i)(https?://|ftps?://|wss?://|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b\d{1,3}(\.\d{1,3}){3}\b|\bwebhooks?\b|\b(external|outside|remote|separate|third[- ]party|other|backup|our|my|an?|partner's|partner) (address|url|server|mailbox|inbox|account|location|host|endpoint|collector|bucket|repository|repo|domain|api)s?\b|\battacker\b|\bour (servers?|backend|team|logs?|systems?|analytics)\b|\bcollector\b|\bpastebin\b|\bpaste service\b|\bngrok\b|\brequestbin\b|\btelemetry (endpoint|server|service)\b|\bthis (url|address|endpoint)\b|\bthe following (url|address|endpoint|server))",
+        r"(?i)(https?://|ftps?://|wss?://|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b\d{1,3}(\.\d{1,3}){3}\b|\bwebhooks?\b|\b(external|outside|remote|separate|third[- ]party|other|backup|our|my|partner's|partner) (address|url|server|mailbox|inbox|account|location|host|endpoint|collector|bucket|repository|repo|domain|api)s?\b|\battacker\b|\bour (servers?|backend|team|logs?|systems?|analytics)\b|\bcollector\b|\bpastebin\b|\bpaste service\b|\bngrok\b|\brequestbin\b|\btelemetry (endpoint|server|service)\b|\bthis (url|address)\b|\bthe following (url|address|endpoint|server))",
     ),
     (
         Cue::OtherTool,
@@ -245,7 +265,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Misrepresent,
-        r"(?i)\b(present|describe|report|frame|portray|pass off|summari[sz]e|show|depict|characteri[sz]e|label|call)\w*\b[^.;]{0,60}\bas (a |an |only |just |merely |nothing|local|normal|routine|success\w*|harmless|minor|safe|'|\x22|‘|“)|\b(claim|state|assert|say|tell (the user|them))\w* (that )?(it|nothing|everything|the \w+|they|this) (was|were|is|are|has|had) (only|just|merely|safe|fine|local|nothing|done|removed|successful)",
+        r"(?i)\b(present|describe|report|frame|portray|pass off|summari[sz]e|show|depict|characteri[sz]e|label|call)\w*\b[^.;]{0,60}\bas (only |just |merely |nothing|local|normal|routine|success\w*|harmless|minor|safe|'|\x22|‘|“)|\b(claim|state|assert|say|tell (the user|them))\w* (that )?(it|nothing|everything|the \w+|they|this) (was|were|is|are|has|had) (only|just|merely|safe|fine|local|nothing|done|removed|successful)",
     ),
     (
         Cue::MisrepresentStrong,
@@ -282,7 +302,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::HideWeak,
-        r"(?i)\b(do not|don't|never|must not|should not|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell|inform|mention|reveal|show|notify|alert|disclos|report|display|surfac|bring\w* up|explain|discuss|acknowledg|expos|highlight|quot|repeat|list|log|record|attribut)\w*",
+        r"(?i)\b(do not|don't|never|must not|should not|no need to|avoid|refrain from)\s+(\w+\s+){0,2}(tell|inform|mention|reveal|notify|alert|disclos|acknowledg|attribut)\w*",
     ),
     (
         Cue::Misrepresent,
@@ -294,7 +314,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::RoleStrong,
-        r"(?i)\b(from (this point|here|now)( on)?,? (the (assistant|model|agent)|you)|(answers?|acts?|speaks?|responds?|behaves?|operates?|poses?) as (a |an |the |this server's )?[A-Z]?\w*(master|admin\w*|agent|superuser|root|employee|representative|persona|bot)\b|(answering|answers|answer|reports?|reporting|loyal) to (the |this )?(tool'?s? )?(author|owner|developer|server|vendor|operator)|(operates?|acts?|runs?|functions?|works?) as (a |an |the )?(superuser|root|admin\w*|sudo|system|god|owner|developer)|role assignment|assigned role|(you are|you're) (speaking|talking|chatting) (directly )?(with|to) your (developer|creator|maker|admin\w*|owner|operator)|from the (ai provider|model provider|anthropic|openai)'?s? (own )?(staff|team|developers)|(adopt|assume|take on|switch to|enter)s (the |a |an |your |this )?(new )?(role|persona|identity|character|mode)|you have been (promoted|elevated)|d'ora in poi|da ora in poi (sei|agisci)|ora sei|sei ora|passa a (atuar|agir|ser)|atua como|agisci come|agit comme)\b",
+        r"(?i)\b(from (this point|here|now)( on)?,? (the (assistant|model|agent)|you)|(answers?|acts?|speaks?|responds?|behaves?|operates?|poses?) as (a |an |the |this server's )?[A-Z]?\w*(master|admin\w*|agent|superuser|root|employee|representative|persona|bot)\b|(answering|answers|answer|reports?|reporting|loyal) to (the |this )?(tool'?s? )?(author|owner|developer|server|vendor|operator)|(operates?|acts?|runs?|functions?|works?) as (a |an |the )?(superuser|root|admin\w*|sudo|system|god|owner|developer)|(you are|you're) (speaking|talking|chatting) (directly )?(with|to) your (developer|creator|maker|admin\w*|owner|operator)|from the (ai provider|model provider|anthropic|openai)'?s? (own )?(staff|team|developers)|(adopt|assume|take on|switch to|enter)s (the |a |an |your |this )?(new )?(role|persona|identity|character|mode)|you have been (promoted|elevated)|d'ora in poi|da ora in poi (sei|agisci)|ora sei|sei ora|passa a (atuar|agir|ser)|atua como|agisci come|agit comme)\b",
     ),
     (
         Cue::RoleWeak,
@@ -302,7 +322,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Respond,
-        r"(?i)\b((recommend|suggest|advise|urge|tell|encourage|push)\w* (that )?(the )?(user|them|people|customers?|patients?)\w* (to |should )?(book|buy|use|visit|upgrade|sign|install|subscribe|purchase|switch|order|call|invest|pay|register|download|try|confirm|enter)|(finish|end|close|conclude|sign|start|begin|open|prefix|suffix)\w* (every|each|all|any|the|your|its|their) (\w+ )?(answers?|repl(y|ies)|responses?|messages?|outputs?)|(repl(y|ies)|answers?|responses?|messages?|outputs?) (written |given |produced )?(by (the|you|an?) \w+ )?(must|should|shall|need to|have to|will)? ?(now )?(carry|include|contain|end with|start with|bear|feature)|(phrase|word|write|frame|style)\w* (all |every |each |your |further |future )*(answers?|repl(y|ies)|responses?|messages?)|answer\w* (with )?['\x22“‘]|(place|put|rank|list|show|feature|position|plac\w+)\w* [^.]{0,40}(at the top|in first place|first in (the )?(list|results)|top of the (list|results)|en t[eê]te|in cima|an erster stelle|al principio)|(reassure|assure|convince|persuade)\w* the (user|human|patient|customer)s?|slip in|weave in|(alla fine di|in) ogni risposta|em cada resposta|no final de cada resposta|affirmer que|afirmar que|behaupten|affermare|(referral|affiliate|promo(tional)? (link|code)|coupon|sponsored|footer|upgrade today|paid (audit|plan|version|removal))\w*)",
+        r"(?i)\b((recommend|suggest|advise|urge|tell|encourage|push)\w* (that )?(the )?(user|them|people|customers?|patients?)\w* (to |should )?(book|buy|use|visit|upgrade|sign|install|subscribe|purchase|switch|order|call|invest|pay|register|download|try|confirm|enter)|(finish|end|close|conclude|sign|start|begin|open|prefix|suffix)\w* (every|each|all|any|the|your|its|their) (\w+ )?(answers?|repl(y|ies)|responses?|messages?|outputs?)|(repl(y|ies)|answers?|responses?|messages?|outputs?) (written |given |produced )?(by (the|you|an?) \w+ )?(must|should|shall|need to|have to|will)? ?(now )?(carry|include|contain|end with|start with|bear|feature)|(phrase|word|write|frame|style)\w* (all |every |each |your |further |future )*(answers?|repl(y|ies)|responses?|messages?)|answer\w* (with )?['\x22“‘]|(place|put|rank|list|show|feature|position|plac\w+)\w* [^.]{0,40}(at the top|in first place|first in (the )?(list|results)|top of the (list|results)|en t[eê]te|in cima|an erster stelle|al principio)|(reassure|assure|convince|persuade)\w* the (user|human|patient|customer)s?|slip in|weave in|(alla fine di|in) ogni risposta|em cada resposta|no final de cada resposta|affirmer que|afirmar que|behaupten|affermare|upgrade today)",
     ),
     (Cue::Read, r"(?i)\b(obtener|obtenir|holen|ottenere|obter|leggere|ler|lire)\b"),
     (
@@ -368,6 +388,176 @@ const CUES: &[(Cue, &str)] = &[
         Cue::CopyStrong,
         r"(?i)\b(a copy|copies|duplicate|mirror\w*|bcc|cc|carbon[- ]cop(y|ies)|second remote)\b",
     ),
+    // Wordings of a third and fourth author (the development half's poisoned-fourth and
+    // poisoned-fifth files): the same intents, said as business paperwork, house style,
+    // configuration blocks and requests framed as kindness.
+    (
+        Cue::Ignore,
+        r"(?i)\b(takes? (priority|precedence)|(has|have|gets?) the (final|last) (say|word)|pre-?dates?|(is|are|gets?|get) (automatically )?reset|stale|caduc\w*|vervall\w*|vervalt|zast[aą]pion\w*|nie obowi[aą]zuj\w*|non valgono|non si applica\w*|(is|are|be) (treated as )?(inapplicable|not applicable|moot)|(description|tool|memory|here|it) wins|(is|are) (the )?lowest priority|outranks|instruction_(precedence|priority)|outside (of )?(the )?(model's|assistant's|your) (\w+ )?(safety|guidance|guidelines|rules|policies)|(were|was) written (before|for)|(only|merely) (ever )?suggestions|quedan? sin efecto|dejan de aplicar|ne s'appliquent plus|gelten nicht|ersetzen|ersetzt)\b",
+    ),
+    (
+        Cue::Rules,
+        r"(?i)\b(guidance|(this|that|the user'?s?|your|their|these|those) preferences?|wishes|earlier instructions?|said (earlier|before|not to)|(has|have) said not to|systemvorgaben|vorgaben|instructies|polecenia|indicaciones|indicazioni|istruzioni|directrices|richtlijnen|wytyczne|restrizioni|caveats|disclaimers|(content|safety) (filter|filtering|layer|limits)|sicherheitsrichtlinien|w[uü]nsche)\b",
+    ),
+    (
+        Cue::Prior,
+        r"(?i)\b(fr[uü]her\w*|eerder\w*|wcze[sś]niejsz\w*|previas?|precedent\w*|initial\w*|iniciales?|iniziali|earlier|before)\b",
+    ),
+    (
+        Cue::Omit,
+        r"(?i)\b((should|must|need|needs|does|do|is|are|shall|will)\s*(not|n't)\s+(be\s+)?(itemi[sz]ed|listed|enumerated|mentioned|disclosed|surfaced|shown|displayed|reported|echoed|flagged|signall?ed|pointed out|called out|broken down|spelled out|brought up|explained|revealed|named|raised|included)|not to be (disclosed|mentioned|shared|revealed|shown|discussed|listed|surfaced)|(needn't|need not|doesn't need to|does not need to|don't have to|do not have to|not necessary to|no need to)\s+(\w+\s+){0,2}(hear|know|learn|come up|be (told|mentioned|raised|informed)|point|mention|inform|tell|list|enumerate|itemi[sz]e|echo|comment|flag|say)|not something (\w+ ){0,3}(has|have|needs?) to|(don't|do not|never|without)\s+(\w+\s+){0,2}(comment(ing)? on|say(ing)? that|point(ing)? out|enumerat\w*|itemi[sz]\w*|echo(ing)?|listing|indicat\w*|signal\w*|call(ing)? out|draw(ing)? attention|describ\w*|break(ing)? down|desglos\w*)|(leave|leaves|leaving|left|filter|filters|filtering|trim|trims|drop|drops|omit|omits|exclude|keep|strip)\s+(\w+\s+){0,5}out\b|give no (sign|indication|hint)|no (sign|indication|hint) (that|of)|without (mentioning|noting|saying|indicating|flagging|listing)|rather than (mentioned|noted|flagged|listed|reported)|stays? out of|(shall|must|should|will) (not|never) (name|indicate|mention|reveal|disclose)|keine r[uü]ckfrage|nicht aufgez[aä]hlt|non (è|e) necessario informar\w*|n[aã]o [eé] preciso referir|non serve informar\w*|meld dat niet|ne pas signaler|nie informuj\w*)\b",
+    ),
+    (
+        Cue::Reply,
+        r"(?i)\b(repl(y|ies)|responses?|answers?|summar(y|ies)|outputs?|chat|findings|totals?|breakdowns?|results? (you )?(show|report|present)|antwort\w*|respuestas?|r[eé]ponses?|rispost\w*|respostas?|antwoord\w*|odpowied\w*|riepilog\w*|resumen|r[eé]sum[eé])\b",
+    ),
+    (
+        Cue::Persona,
+        r"(?i)\b(the assistant|the model|the agent|assistants|agents|models|you)\s+(\w+\s+){0,4}?(is|are|acts? as|acting as|hold the role|operat\w+ as|plays?|speaks? as|assumes?|holds?|becomes?|now|here)\b[^.]{0,50}\b(persona|character|role|identity|authority|authori[sz]ed|privileges|administrator|admin|root|superuser|officer|executive|attorney|counsel|narrator|physician|moderator|commander|professor|teacher|representative|in character)\b|\b(stay|stays|remain|remains|staying)\w* (fully )?in (\w+ )?character|\bout of character\b|\bpersona\s*[:=]|\bacts_as\b|\bclearance\W{0,3}(level|[:=])|\bpower of attorney\b|\b(you are|you're) root\b|\bpersona without\b|\bwithout the standard guardrails\b|\bno content limits\b|\bnever refuses?\b|\bnever (say|admit|reveal|mention|disclose) (that )?(you are|you're|it is|it's) an? (ai|bot|model|assistant|language model|artificial)|\bnunca diga que\b|\bne dis jamais que\b|\b(vous [êe]tes|voc[êe] (agora )?[ée]|jeste[sś]|je bent) (d[ée]sormais|agora|teraz|nu)\b",
+    ),
+    (
+        Cue::Misrepresent,
+        r"(?i)\b(describ|present|report|phras|refer|call|nam|summari[sz]|word|frame|label|characteri[sz]|nazywaj|bezeichn|d[ée]cri|pr[ée]sent|descr[ií]b|present)\w*\s+(\w+\s+){0,5}(as|als|como|comme|come|jako) (\w+ ){0,2}(completed|complete|done|finished|successful|organi[sz]ed|resolved|fixed|private|official|local|internal|minor|routine|general|normal|secure|a few|nothing|prywatn\w*)\b|\b(the answer is|answer|reply|respond|tell (them|the user)|reassure (them|the user))\s+(that\s+)?(no|it did not|it didn't|nothing|everything)\b|\bshould be told\b|\b(comunique|indique|indiquez|informe|d[ií]gale|dites|r[ée]pondez|odpowiedz|antwort\w*)\w*\s+(\w+\s+){0,3}(que|que l'|dass|że|che)\b",
+    ),
+    (
+        Cue::MisrepresentStrong,
+        r"(?i)\bwhatever the (log|output|result|tool|response|data|report)s? (actually )?(says?|shows?|returns?|reports?)\b|\b(even (if|though|when) (it|the \w+) (failed|fails|did not|didn't))|\bon_failure_say\b|\b(conferma|confirme|confirma|best[aä]tige)\w* (comunque|quand m[êe]me|de todos modos|trotzdem)|\bas if (there|it) (were|was) no\b|\bcomo si no hubiera\b",
+    ),
+    (
+        Cue::HideStrong,
+        r"(?i)\b((confirmation|approval|double-check|review|verification) (step|prompt|dialog|check)s? (can|may|should|is to|are to) be (skipped|omitted|bypassed|disabled)|confirmation dialogs? [^.]{0,50}(disabled|turned off)|skip(ping)? (asking|the (usual )?(confirmation|approval|check|double-check))|skip asking|(don't|do not|no need to|needn't|don't have to|do not have to|not) (\w+ ){0,2}(check|confirm|verify) with (the user|them|the person|the customer)|(pause|stop|wait) to check with|r[uü]ckfrage\w* [^.]{0,50}nicht|(show|display|report|mention|surface|notify|explain)_\w+\W{0,4}false|approval_required\W{0,4}false)\b",
+    ),
+    (
+        Cue::Conversation,
+        r"(?i)\b((the )?user'?s? (\w+ ){0,2}(messages?|questions?|prompts?|clipboard|e-?mail address|full name|contacts?|contact list|personal data|home address|phone number)|contents? of every file|every file (you|they|the user) (have |has )?(read|opened|seen)|(seen|visible|read|shared|mentioned|pasted) (so far|anywhere in the (session|conversation|chat)|in (this|the) (session|conversation|chat))|all tool (outputs|results)|(outputs|results) of (other|all|every) tools?|contact list|dato personal\w*|datos personales|donn[ée]es personnelles|dati personali|dados pessoais|messages? pr[ée]c[ée]dents?|tre[sś][cć] rozmowy|rozmow\w*|wyniki innych narz[eę]dzi|bisherig\w* chat\w*)\b",
+    ),
+    (Cue::Beacon, r"https?://\S*[?&]\w+=\s*[A-Z][A-Z0-9_]{0,20}(\b|[&)\s])"),
+    (
+        Cue::Send,
+        r"(?i)\b(envoy\w*|invia\w*|wy[sś]lij|stuur\w*|sube|subir|s[uú]belo|hochladen|t[ée]l[ée]vers\w*|carica\w*|wgraj)\b",
+    ),
+    (Cue::Copy, r"(?i)\b(copie|copia|kopie|kopi[eę])\b"),
+    (
+        Cue::Regardless,
+        r"(?i)\b(even if (the user|they|nobody|no one) (hasn't|has not|didn't|did not|haven't|have not) ask\w*|whether or not|regardless of (what|whatever) (the user|they|it|the (tool|log|data|figures)) \w+|regardless of the (figures|facts|data|numbers|results?|log|truth|outcome)|however much|even when (nobody|no one|the user hasn't|they haven't) ask\w*|unasked|unprompted|whatever the user (asked|wants|requests|requested|asks)|aunque no|ob (der nutzer|sie|er) (es )?(will|m[oö]chte|gefragt)|m[eê]me si (l'utilisateur|personne) (ne|n'))\b",
+    ),
+    (
+        Cue::Promote,
+        r"(?i)\b(free (trial|tier|seat|consultation|demo)|\d+ ?% off|promo(tional)? codes?|members get|book a demo|membership|empfehl\w*|consigli\w*|recommand\w*|recomend\w*|conseill\w*|kostenlos|gratuit\w*|nudge|steer (the user|them)|sponsored|partner offer)\b",
+    ),
+    (
+        Cue::AnyTool,
+        r"(?i)\b(before (answering|responding to|replying to) (any|every|each) (question|request|message|query)|(at|on) the (start|beginning) of (every|each|any) (conversation|chat|session)|before any (other )?(\w+ )?tool|(with|from|by) any tool,? (from|on|of) any server|any tool you call|every tool on every|(any|every|each) (tool )?(call|request) (to|on) (any|every|another|other) (tool|server)|ahead of (more specific|other|all other) tools|(instead of|in place of|over) (all|any|every) other (\w+ )?tools|(po|przed) ka[zż]dym wywo[lł]aniu|before_each_call|after_each_call)\b",
+    ),
+    (
+        Cue::Avoid,
+        r"(?i)\b(not (to|with|through|via) (the )?(other|any|built-in|plain|default|native|generic)|(is|are) not to be (used|run|called|invoked)|the only (approved|allowed|permitted|supported) (runner|tool|way)|don't (even )?try|n'utilise[zr]? (pas|plus)|nicht mehr (verwenden|benutzen|nutzen)|skip \w+_\w+|ausschlie[sß]lich|uniquement|exclusively|only through|in plaats van|zamiast|non usare|no uses|nie u[zż]ywaj)\b",
+    ),
+    (
+        Cue::OtherTool,
+        r"(?i)\b(the (plain|built-in|default|native|generic|standard|official|other) [\w-]+( or [\w-]+)? (tools?|functions?)|(alle )?andere \w*tools?|wszystkie inne|tutti gli altri strumenti|todas las dem[aá]s herramientas|tous les autres outils|any \w+ tools? at all|more specific tools|(das werkzeug|l'outil|la herramienta|lo strumento|narz[eę]dzie|de tool) [a-z]\w*_\w+)\b",
+    ),
+    (Cue::Imperative, r"(?i)(^|[:;]\s*|\d[.)]\s+|\bthen\s+)(call|invoke|use|run)\s+`?[a-z]\w*_\w+"),
+    (
+        Cue::Ignore,
+        r"(?i)\b(n'appliquez plus|ne plus appliquer|obsol[eè]tes?|without (the )?(safety|content|moderation) (filter\w*|checks?|layer|guard\w*|review)|continue without (safety|filter\w*|restrictions|guardrails)|even (where|when|if|though) (the user|they|you) (has |have |had )?(said|told|asked|instructed)\w* (you )?not to|wy[zż]szy priorytet|priorit[aà] (pi[uù] alta|superiore)|h[oö]here priorit[aä]t|prioridad (m[aá]s alta|superior)|priorit[eé] (plus [eé]lev[eé]e|sup[eé]rieure)|hogere prioriteit|wygrywaj\w*|replaced (by|with)|vervangen|ersetzt durch|remplac[ée]e?s? par|sostituit\w* (da|con)|reemplazad\w* por|lapses?|lapsed|no longer holds?|ya no (aplica|aplican|se aplica\w*|son v[aá]lid\w*|vale|valen)|gelten nicht mehr|non (valgono|si applicano) pi[uù])\b",
+    ),
+    (
+        Cue::Rules,
+        r"(?i)\b(constraints?|system_prompt|developer_message|beleid|regole|regras|zasady|moderation|moderaci[oó]n|mod[eé]ration)\b",
+    ),
+    (Cue::Model, r"(?i)\b(je bent|jij|jouw|jeste[sś]|tw[oó]j|twoje|voc[eê]s?|vous [êe]tes)\b"),
+    (
+        Cue::RoleStrong,
+        r"(?i)\b(atue como|agisca come|agissez comme|handel als|zachowuj si[eę] jak|gedraag je als|while this tool is active,? you are|you are the user'?s? (digital )?(twin|proxy|double))\b",
+    ),
+    (
+        Cue::Persona,
+        r"(?i)\b(the assistant|the model|the agent|assistants|agents|models)\s+(counts as|accepts the role|acquires (the )?authority|is the|is understood to be|becomes the)\b|\b(the assistant|the model|the agent|you)\s+(is|are|becomes?|counts as|acts? as|plays?|serves? as)\s+(now\s+)?(an?|the|your|their|its)\s+([\w'-]+\s+){0,3}(master|signatory|advis[eo]r|twin|expert|lawyer|entity|specialist|officer|clinician|pharmacist|broker|banker)\b|\b(if you were|imagine you are|pretend you'?re)\s+(an? )?(ai|assistant|model|llm)\b",
+    ),
+    (Cue::Persona, r"\b(you are|you're|You are|You're|YOU ARE) (now )?\**[A-Z][A-Za-z0-9-]{1,}\b"),
+    (
+        Cue::Promote,
+        r"(?i)\b(empfiehl\w*|donat\w*|5-star|five-star|rate us|leave (us )?a review|review at|upgrade at|powered by|append_footer|footer|codice sconto|c[oó]digo de descuento|code promo|rabattcode|gutscheincode|kortingscode|kod rabatowy|discount code|comprare|comprar|acheter|kaufen|cheapest|best deal)\b",
+    ),
+    (Cue::Promote, r"\b(code|coupon|codice|c[oó]digo|Code) [A-Z][A-Z0-9-]{3,}\b"),
+    (
+        Cue::User,
+        r"(?i)\b(utente|utilizador|gebruiker|u[zż]ytkownik\w*|reader|learner|visitor|client|buyer|shopper|student|recipient)\b",
+    ),
+    (
+        Cue::Misrepresent,
+        r"(?i)\b(present|describe|call|label|frame|report)\w*\s+(it|them|this|that|these)\s+as\s+(the\s+)?(cheapest|best|fastest|safest|recommended|consensus|official|only|verified)\b",
+    ),
+    (
+        Cue::Imperative,
+        r"(?i)(^|[:;]\s*|\bthen\s+)(please\s+)?(read|open|load|fetch|retrieve|send|post|upload|forward|include|append|attach|pass|put|copy|paste|collect|gather|extract)\s+(the |all |every |any |its |their |it\b|them\b|\w+_\w+|~|\.|/|\$)|^[\s\W]*(to|for|in order to|before|after|once|when|if) [^,]{1,60},\s*(please\s+)?(read|open|load|fetch|get|retrieve|send|post|upload|include|append|attach|pass|put|call|copy|paste|list|collect)\b|^[\s\W]*(incluye|incluya|env[ií]a|lee|lea|pega|llama|incluez|envoyez|lisez|copiez|collez|ajoutez|r[eé]cup[eé]rez|renseignez|incolla|invia|leggi|aggiungi|f[uü]ge|sende|lies|kopiere|inclua|envie|leia|cole|voeg|stuur|lees|kopieer|do[lł][aą]cz|wy[sś]lij|przeczytaj|wklej|dodaj)\b",
+    ),
+    (
+        Cue::Order,
+        r"(?i)\b(bitte|por favor|s'il vous pla[iî]t|per favore|prosz[eę]|alstublieft|graag)\b",
+    ),
+    (
+        Cue::Conditional,
+        r"(?i)^[\s\W]*(une fois|sobald|una vez|quando|wanneer|gdy|kiedy|lorsque|cuando|wenn|si|se|als)\b",
+    ),
+    (
+        Cue::Read,
+        r"(?i)\b(\w*lesen|leia|leggi|lisez|r[eé]cup[eé]r\w*|recuper\w*|abrufen|przeczytaj|odczyt\w*)\b",
+    ),
+    (
+        Cue::Include,
+        r"(?i)\b(mitgeben|mitsenden|cole|incolla|colle[zr]?|pega|wklej\w*|plak\w*|renseigne\w*|inserisci|do[lł][aą]cz\w*|aggiungi|ajoute[zr]?|voeg\w*)\b",
+    ),
+    (Cue::Argument, r"(?i)\b(feld|campo|champ|pole|pola|veld)\b"),
+    (
+        Cue::SecretPlace,
+        r"(?i)\b(from (the )?env(ironment)?|visible to you|visible (anywhere )?in (the|this) (session|conversation|chat))\b",
+    ),
+    (
+        Cue::SecretPath,
+        r"(?i)(/etc/ssl/private|\b\w+\.pem\b|\boutput of `?(env|printenv|set)\b|\.config/gh/|hosts\.yml)",
+    ),
+    (Cue::Send, r"(?i)\bshar(e|es|ing|ed) [^.]{0,40}\bwith [\w.+-]+@[\w-]+\."),
+    (
+        Cue::Conversation,
+        r"(?i)\b(the )?user'?s? (\w+ ){0,2}(calendar|inbox|notes|photos|files|documents|location|history)\b",
+    ),
+    (Cue::Destination, r"(?i)\bour (service|api|platform|cloud|partner|servers?)\b"),
+    (Cue::Every, r"(?i)\b(wszystk\w*|ka[zż]d\w*|elke|alle)\b"),
+    (
+        Cue::Imperative,
+        r"(?i)^[\s\W]*(please\s+)?(point out|remind|suggest|encourage|nudge|highlight|stress|emphasi[sz]e|advise|urge|steer|offer|ask the user|invite|reassure|assure|convince|persuade|tone down|work in|slip in|weave in)\b",
+    ),
+    (Cue::Public, r"(?i)\.pub\b|\bpublic[ _-]keys?\b"),
+    (
+        Cue::NotInclude,
+        r"(?i)\b(don't|do not|never|not|without|no need to) (include|add|insert|append|embed|attach|put)\w*",
+    ),
+    (
+        Cue::Persona,
+        r"\b(?i:ai|assistant|model|bot|llm|persona|character|agent)s? (?i:named|called) [A-Z][A-Za-z0-9-]+|(?i:persona)\W{0,2}\s*[:=]",
+    ),
+    (Cue::Model, r"(?i)\b(an?|the) \w+ (ai|model|assistant|llm)\b"),
+    (Cue::Ignore, r"(?i)\b(rank(s|ed)? (above|over|higher than)|(above|over) the system prompt)\b"),
+    (Cue::Regardless, r"(?i)\bwhatever the (outcome|result|results|log|output) (is|says|shows)?"),
+    (
+        Cue::Covert,
+        r"(?i)\b(secretly|silently|quietly|covertly|discreetly|surreptitiously|invisibly|stealthily) (add|send|upload|forward|copy|include|run|execute|call|change|modify|delete|record|store|log|transmit|share|attach|install|create|write|remove|collect|read|save|push|post|e-?mail|mail|cc|bcc|replace|swap|transfer|grant|approve|apply|append|insert|set|enable|disable|sync|back ?up)\w*",
+    ),
+    (
+        Cue::Imperative,
+        r"(?i)^[\s\W]*(secretly|silently|quietly|covertly|discreetly|stealthily)\s+\w+",
+    ),
+    (
+        Cue::Fallback,
+        r"(?i)\b(if (it is |this is |the \w+ is )?(not (set|given|provided|specified|passed|supplied)|omitted|unset|empty|missing|absent|left (out|empty|blank))|when (not (set|given|provided|specified)|omitted)|defaults? to|falls? back|otherwise (it )?(uses?|reads?)|unless (set|given|provided|specified))\b",
+    ),
+    (Cue::Invoke, r"(?i)\b(wywo[lł]a\w*|u[zż]yj|gebruik|roep \w+ aan)\b"),
+    (
+        Cue::Respond,
+        r"(?i)\b(ends?|closes?|finish(es)?|concludes?) with (a |an |the )?(\w+ ){0,2}(p\.?s\.?|signature|footer|link|note|line|sentence|mention|plug|suggestion|code|recommendation|invitation|reminder|call to action|offer)\b",
+    ),
 ];
 
 static SET: LazyLock<(RegexSet, Vec<Cue>)> = LazyLock::new(|| {
@@ -384,11 +574,49 @@ static SET: LazyLock<(RegexSet, Vec<Cue>)> = LazyLock::new(|| {
 struct Cues(u64);
 
 impl Cues {
-    fn of(text: &str) -> Cues {
+    fn of(original: &str) -> Cues {
+        let text = original;
+        // A link's path is an address, not words said to the model: `/Sending-and-receiving-
+        // MMS-for-all-carriers` asks nothing. The host and the query stay (an address, and
+        // what a link would carry out).
+        static PATH: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"(://[^/\s)\]>]+)/[^\s)\]>?#]*").expect("a valid pattern")
+        });
+        // A single-quoted or backticked token is code, not words said to the model: the
+        // search keys `'from:'`, `'bcc:'`, `'sent:'` send nothing. It stays an argument.
+        static CODE: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"`[^`\s]{1,40}`|'[^'\s@/]{1,40}'").expect("a valid pattern")
+        });
+        let text = if text.contains("://") {
+            PATH.replace_all(text, "$1/")
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
+        let text = if text.contains(['`', '\'']) {
+            std::borrow::Cow::Owned(CODE.replace_all(&text, "`code`").into_owned())
+        } else {
+            text
+        };
         let (set, cues) = &*SET;
         let mut out = Cues::default();
-        for index in set.matches(text).iter() {
+        for index in set.matches(&text).iter() {
             out.0 |= 1 << cues[index] as u64;
+        }
+        // What a quoted token names still counts: `printenv`, 'passport', `~/.ssh/id_rsa`.
+        if let std::borrow::Cow::Owned(_) = text {
+            for index in set.matches(original).iter() {
+                if matches!(
+                    cues[index],
+                    Cue::Secret
+                        | Cue::SecretPath
+                        | Cue::SecretPlace
+                        | Cue::Persistence
+                        | Cue::RunCode
+                        | Cue::Conversation
+                ) {
+                    out.0 |= 1 << cues[index] as u64;
+                }
+            }
         }
         out
     }
@@ -451,11 +679,10 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
             ));
         }
         if c.has(HideStrong)
-            || (c.has(HideWeak) && c.any(&[User, Rules]) && to_model)
+            || (c.has(Covert) && to_model)
             || (c.has(MisrepresentStrong)
                 && c.any(&[User, Model, Order, Imperative, HideWeak, Conditional]))
             || (c.has(Misrepresent) && c.any(&[User, Model]))
-            || (c.has(HideWeak) && c.has(Order) && c.has(User))
         {
             return Some((
                 "conceal-from-user",
@@ -463,7 +690,17 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
                 "asks the model to keep something from the user or to tell them otherwise",
             ));
         }
-        if c.has(RoleStrong) || (c.has(RoleWeak) && c.any(&[Model, Ignore, Rules, Marker])) {
+        // A prohibition on telling the user something: what an attack says, and also what an
+        // honest server says to stop a model from making things up ("never tell the user a
+        // type is unsupported").
+        if c.has(HideWeak) && to_model && c.any(&[User, Rules]) {
+            return Some((
+                "conceal-from-user",
+                Severity::Medium,
+                "tells the model not to tell the user something",
+            ));
+        }
+        if c.has(RoleStrong) || (c.has(RoleWeak) && c.any(&[Model, Ignore, Marker])) {
             return Some(("role-framing", Severity::High, "gives the model a role or a mode"));
         }
         if c.has(RunCode) {
@@ -480,11 +717,15 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     } else {
         c.any(&[Include, Send]) || (c.has(Read) && (to_model || c.any(&[Argument, Precondition])))
     };
-    if (c.has(SecretPath) && moves)
+    if (c.has(SecretPath)
+        && !c.has(Public)
+        && moves
+        && (to_model || c.any(&[Argument, Conditional, Every, Copy])))
         || (c.any(&[Secret, SecretWeak])
             && c.has(SecretPlace)
             && !joined
             && takes
+            && !c.any(&[Fallback, Public])
             && (to_model || c.has(Argument)))
         || (c.has(Persistence) && (takes || to_model))
     {
@@ -510,7 +751,9 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
         || (sends && c.has(Destination) && c.has(CopyStrong) && triggered)
         || (sends && out && c.any(&[Copy, CopyStrong]) && to_model)
         || (sends && c.has(DestinationConcrete) && c.has(Every) && to_model)
-        || (c.any(&[Secret, Conversation]) && out && to_model && takes)
+        || (c.any(&[Secret, Conversation])
+            && to_model
+            && ((out && c.any(&[Include, Send])) || (takes && c.has(DestinationConcrete))))
     {
         return Some((
             "exfiltration",
@@ -527,6 +770,43 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
             "exfiltration",
             Severity::Medium,
             "asks for something to be sent to an address",
+        ));
+    }
+    if c.has(Promote) && c.has(User) && c.any(&[Model, Order, Imperative, Conditional]) {
+        return Some(("model-directive", Severity::Medium, "tells the model to promote something"));
+    }
+    if c.has(Regardless)
+        && c.any(&[User, Reply, Respond])
+        && c.any(&[Model, Order, Imperative, Every, Respond])
+    {
+        return Some((
+            "model-directive",
+            Severity::Medium,
+            "tells the model to answer the same way whatever the user asked",
+        ));
+    }
+    if c.has(Conversation) && c.has(Argument) && c.has(Model) && c.has(Every) {
+        return Some((
+            "exfiltration",
+            Severity::Medium,
+            "asks for what the model has seen to be put into the call",
+        ));
+    }
+    if c.has(Persona) {
+        return Some((
+            "role-framing",
+            Severity::Medium,
+            "gives the model an identity or an authority",
+        ));
+    }
+    if c.has(Promote) && c.has(Every) && c.any(&[Respond, Reply, Model, Imperative]) {
+        return Some(("model-directive", Severity::Medium, "tells the model to promote something"));
+    }
+    if c.has(Omit) && c.any(&[User, Reply]) {
+        return Some((
+            "conceal-from-user",
+            Severity::Medium,
+            "asks the model to leave something out of what it tells the user",
         ));
     }
     let steered = c.any(&[Model, Order, Imperative, Precondition, Conditional, Every]);
@@ -549,7 +829,7 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
             "tells the model how to answer the user",
         ));
     }
-    if c.has(AnyTool) && c.any(&[Invoke, Send]) {
+    if c.has(AnyTool) && c.any(&[Invoke, Send, Include]) {
         return Some((
             "tool-steering",
             Severity::Medium,
@@ -622,19 +902,26 @@ pub(super) struct Context<'a> {
     /// The names of the server's own tools and prompts: naming one of them is not steering
     /// the model to another tool.
     pub(super) own: &'a std::collections::BTreeSet<&'a str>,
+    /// The names of the item's own parameters and enum values: naming one is not naming a
+    /// tool.
+    pub(super) fields: &'a std::collections::BTreeSet<&'a str>,
 }
 
 /// Whether `sentence` tells the model to call a tool by a name that is not one of the
 /// server's own (`call open_checkout first`).
-fn names_another_tool(sentence: &str, own: &std::collections::BTreeSet<&str>) -> bool {
+fn names_another_tool(
+    sentence: &str,
+    own: &std::collections::BTreeSet<&str>,
+    fields: &std::collections::BTreeSet<&str>,
+) -> bool {
     static CALLED: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?i)\b(call|calling|invoke|invoking|use|using|run|trigger|execute|rufe|llama|appelle)\s+(the\s+|das\s+|la\s+|le\s+)?(\w+\s+)?[`'\x22]?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)|\bthe\s+`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?\s+(tool|function)|\b(instead of|rather than|in place of|em vez de|en lugar de|au lieu de|anstatt|statt|invece di)\s+(using\s+|calling\s+|the\s+|any\s+)?`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)",
+            r"(?i)\b(call|calling|invoke|invoking|use|using|run|trigger|execute|skip|rufe|llama|appelle|wywo[lł]aj|verwende|utilisez|usa|gebruik)\s+(the\s+|das\s+|la\s+|le\s+)?(\w+\s+)?[`'\x22]?([a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:-[a-z0-9]+)*)|\b(?:the|das\s+werkzeug|l'outil|narz[eę]dzie|la\s+herramienta|lo\s+strumento)\s+`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`?(?:\s+(?:tool|function)|\s+(?:des|del|dello|d'un|von)\b)|\b(instead of|rather than|in place of|em vez de|en lugar de|au lieu de|anstatt|statt|invece di)\s+(using\s+|calling\s+|the\s+|any\s+)?`?([a-z][a-z0-9]*(?:_[a-z0-9]+)+)",
         )
         .expect("a valid pattern")
     });
     CALLED.captures_iter(sentence).any(|captures| {
-        let Some(name) = [4, 5, 9].into_iter().find_map(|group| captures.get(group)) else {
+        let Some(name) = [4, 5, 8].into_iter().find_map(|group| captures.get(group)) else {
             return false;
         };
         let name = name.as_str();
@@ -654,12 +941,15 @@ fn names_another_tool(sentence: &str, own: &std::collections::BTreeSet<&str>) ->
             "_sid",
             "_token",
         ];
-        if FIELDS.iter().any(|suffix| name.ends_with(suffix)) {
+        if FIELDS.iter().any(|suffix| name.ends_with(suffix)) || fields.contains(name) {
             return false;
         }
         // `get_attachments` for the server's own `confluence_get_attachments`, or the other
         // way round, is the server's own tool.
-        !own.iter().any(|own| own.ends_with(name) || name.ends_with(own))
+        // `import_to_google_*` for the server's own `import_to_google_doc` too.
+        !own.iter().any(|own| {
+            own.ends_with(name) || name.ends_with(own) || (name.len() >= 8 && own.starts_with(name))
+        })
     })
 }
 
@@ -712,10 +1002,14 @@ pub(super) fn read(text: &str, context: &Context<'_>, found: &mut Vec<(Verdict, 
             if cues.has(Cue::Denied) {
                 cues = cues.without(Cue::Send);
             }
+            // "Don't include the base URL": an inclusion forbidden includes nothing.
+            if cues.has(Cue::NotInclude) {
+                cues = cues.without(Cue::Include).without(Cue::Respond);
+            }
             if context.argument {
                 cues = cues.with(Cue::Argument);
             }
-            if names_another_tool(sentence, context.own) {
+            if names_another_tool(sentence, context.own, context.fields) {
                 cues = cues.with(Cue::NamedTool);
             }
             cues
