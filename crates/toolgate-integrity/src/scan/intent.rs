@@ -19,7 +19,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet, RegexSetBuilder};
+use regex::{Regex, RegexBuilder};
 
 use super::Severity;
 
@@ -560,13 +560,18 @@ const CUES: &[(Cue, &str)] = &[
     ),
 ];
 
-static SET: LazyLock<(RegexSet, Vec<Cue>)> = LazyLock::new(|| {
-    // Word lists with Unicode word boundaries compile to more than the default 10 MB limit.
-    let set = RegexSetBuilder::new(CUES.iter().map(|(_, pattern)| pattern))
-        .size_limit(64 << 20)
-        .build()
-        .expect("valid cue patterns");
-    (set, CUES.iter().map(|(cue, _)| *cue).collect())
+/// Each cue's patterns, compiled one by one. One `RegexSet` of them all was a hundred times
+/// slower: a set cannot use each pattern's literal prefilter, and its lazy DFA over the union
+/// of all the word lists thrashes its cache (744 µs against 6 µs for a short sentence).
+static PATTERNS: LazyLock<Vec<(Regex, Cue)>> = LazyLock::new(|| {
+    CUES.iter()
+        .map(|(cue, pattern)| {
+            // Word lists with Unicode word boundaries compile to more than the default limit.
+            let regex =
+                RegexBuilder::new(pattern).size_limit(64 << 20).build().expect("a valid pattern");
+            (regex, *cue)
+        })
+        .collect()
 });
 
 /// The cues of one stretch of text.
@@ -597,25 +602,24 @@ impl Cues {
         } else {
             text
         };
-        let (set, cues) = &*SET;
+        let masked = matches!(text, std::borrow::Cow::Owned(_));
         let mut out = Cues::default();
-        for index in set.matches(&text).iter() {
-            out.0 |= 1 << cues[index] as u64;
-        }
-        // What a quoted token names still counts: `printenv`, 'passport', `~/.ssh/id_rsa`.
-        if let std::borrow::Cow::Owned(_) = text {
-            for index in set.matches(original).iter() {
-                if matches!(
-                    cues[index],
-                    Cue::Secret
-                        | Cue::SecretPath
-                        | Cue::SecretPlace
-                        | Cue::Persistence
-                        | Cue::RunCode
-                        | Cue::Conversation
-                ) {
-                    out.0 |= 1 << cues[index] as u64;
-                }
+        for (regex, cue) in PATTERNS.iter() {
+            if out.has(*cue) {
+                continue;
+            }
+            // What a quoted token names still counts: `printenv`, 'passport', `~/.ssh/id_rsa`.
+            let what = matches!(
+                cue,
+                Cue::Secret
+                    | Cue::SecretPath
+                    | Cue::SecretPlace
+                    | Cue::Persistence
+                    | Cue::RunCode
+                    | Cue::Conversation
+            );
+            if regex.is_match(&text) || (masked && what && regex.is_match(original)) {
+                out = out.with(*cue);
             }
         }
         out
