@@ -672,3 +672,23 @@ async fn a_large_result_is_converted_on_the_blocking_pool_to_the_same_result() {
     let expected = toon.rewrite(&result).expect("converted").result;
     assert_eq!(outcome, Outcome::Rewrite(Message::ToolResult(expected)));
 }
+
+/// Where the conversion runs: a large one on the blocking pool, so that the first poll of the
+/// rewrite waits for it instead of holding the runtime thread; a small one inline, done on the
+/// first poll.
+#[tokio::test(flavor = "current_thread")]
+async fn only_a_large_conversion_leaves_the_runtime_thread() {
+    let toon = toon(json!({}));
+    let large = serde_json::to_string_pretty(&listing(1000)).expect("json");
+    let large = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(large)]);
+    let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&large));
+    assert!(futures::poll!(&mut rewrite).is_pending(), "converted on the runtime thread");
+    let converted = rewrite.await.expect("no failure").expect("converted");
+    assert_eq!(Some(converted.result), toon.rewrite(&large).map(|r| r.result));
+
+    let small = serde_json::to_string_pretty(&listing(20)).expect("json");
+    assert!(small.len() < transform::COUNT_INLINE);
+    let small = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(small)]);
+    let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&small));
+    assert!(futures::poll!(&mut rewrite).is_ready(), "sent to the blocking pool");
+}
