@@ -141,11 +141,13 @@ fn resources_are_routed_by_uri() {
 }
 
 #[test]
-fn subscriptions_and_prompts_are_routed_by_name_too() {
+fn subscriptions_prompts_and_tasks_are_routed_by_name_too() {
     for (method, params, name) in [
         ("resources/subscribe", json!({"uri": "test://a"}), "test://a"),
         ("resources/unsubscribe", json!({"uri": "test://a"}), "test://a"),
         ("prompts/get", json!({"name": "fx__greet"}), "fx__greet"),
+        ("tasks/get", json!({"taskId": "task-1"}), "task-1"),
+        ("tasks/cancel", json!({"taskId": "task-1"}), "task-1"),
     ] {
         let mut params = params;
         params["_meta"] = modern_meta();
@@ -167,4 +169,17 @@ fn only_the_versions_toolgate_speaks_are_known() {
     for version in ["1999-01-01", "2025-11-26", "", "latest"] {
         assert!(!is_known(version), "{version}");
     }
+}
+
+#[test]
+fn the_protocol_version_header_is_read_as_sent() {
+    assert_eq!(protocol_version(&headers(&[])), Ok(None));
+    let named = headers(&[("MCP-Protocol-Version", "2025-06-18")]);
+    assert_eq!(protocol_version(&named), Ok(Some("2025-06-18")));
+    let mut binary = HeaderMap::new();
+    binary.insert(
+        PROTOCOL_VERSION,
+        http::HeaderValue::from_bytes(b"2025-\xff").expect("a header value"),
+    );
+    assert_eq!(protocol_version(&binary), Err("the MCP-Protocol-Version header is not text"));
 }
