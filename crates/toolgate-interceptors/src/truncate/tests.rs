@@ -544,3 +544,16 @@ fn a_result_of_one_huge_word_keeps_its_beginning() {
     assert!(text.starts_with(&"x".repeat(100)), "{}", &text[..text.len().min(200)]);
     assert!(tokens(&transform::model_text(&cut.result)) <= 600);
 }
+
+#[test]
+fn parts_each_within_the_budget_but_over_their_share_are_cut_to_fit_together() {
+    // Five texts of 880 bytes against 4,000: each fits alone, all five do not, and each is
+    // still within the budget after every retry with a smaller one.
+    let (truncate, _) = truncate(json!({"max_bytes": 4000}));
+    let part = format!("{}\n", "x".repeat(43)).repeat(20);
+    assert_eq!(part.len(), 880);
+    let result = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(part); 5]);
+    let cut = truncate.shorten(&result, None, "me").expect("cut");
+    assert!(transform::model_text(&cut.result).len() <= 4000);
+    assert_eq!(texts(&cut.result).len(), 5, "every part keeps something");
+}
