@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::contract::{Contract, Kind};
 use crate::scan::{Scanned, Severity};
 
-pub use answer::{AnswerError, Judged, NotJudged, Verdict, findings, read_answer};
+pub use answer::{Added, AnswerError, Judged, NotJudged, Verdict, findings, read_answer};
 pub use prompt::{Batch, batches};
 
 /// The rule name of the judge's findings.

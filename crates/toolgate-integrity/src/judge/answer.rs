@@ -202,13 +202,18 @@ impl NotJudged {
     }
 }
 
+/// What an answer adds to the scan, each with the index of its subject.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Added {
+    /// A finding for each poisoned verdict.
+    pub findings: Vec<(usize, JudgeFinding)>,
+    /// The items the answer has no verdict for.
+    pub not_judged: Vec<(usize, NotJudged)>,
+}
+
 /// What `judged`, the answer for `batch` of `subjects`, adds: a finding for each poisoned
 /// verdict, and the items it has no verdict for, each with the index of its subject.
-pub fn findings(
-    subjects: &[Subject],
-    batch: &Batch,
-    judged: &Judged,
-) -> (Vec<(usize, JudgeFinding)>, Vec<(usize, NotJudged)>) {
+pub fn findings(subjects: &[Subject], batch: &Batch, judged: &Judged) -> Added {
     let mut found = Vec::new();
     let mut not_judged = Vec::new();
     for (&at, verdict) in batch.items.iter().zip(&judged.verdicts) {
@@ -251,7 +256,7 @@ pub fn findings(
             }
         }
     }
-    (found, not_judged)
+    Added { findings: found, not_judged }
 }
 
 /// The text of `subject` that has `quote`, and where: as written, then without the quotation

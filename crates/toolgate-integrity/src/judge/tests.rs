@@ -236,7 +236,7 @@ fn a_good_answer_becomes_a_finding_with_its_quote_located() {
     let (subjects, batch) = one_batch(&items);
     let judged = read_answer(GOOD, 2).expect("read");
     assert_eq!(judged.verdicts[0], Some(Verdict::Clean));
-    let (found, not_judged) = findings(&subjects, &batch, &judged);
+    let Added { findings: found, not_judged } = findings(&subjects, &batch, &judged);
     assert!(not_judged.is_empty());
     assert_eq!(found.len(), 1);
     let (at, finding) = &found[0];
@@ -280,9 +280,12 @@ fn extra_text_after_the_object_is_an_error() {
     assert!(matches!(read_answer(&twice, 2), Err(AnswerError::NotJson(_))));
 }
 
+/// Whether an error is the one expected.
+type Expected = fn(&AnswerError) -> bool;
+
 #[test]
 fn malformed_answers_are_errors_that_say_what_is_wrong() {
-    let cases: &[(&str, fn(&AnswerError) -> bool)] = &[
+    let cases: &[(&str, Expected)] = &[
         ("", |e| *e == AnswerError::Empty),
         ("  \n ", |e| *e == AnswerError::Empty),
         ("I think item 1 is poisoned.", |e| matches!(e, AnswerError::NotJson(_))),
@@ -342,7 +345,7 @@ fn unknown_indices_are_ignored_and_missing_ones_not_judged() {
     let judged = read_answer(&answer, 2).expect("read");
     assert_eq!(judged.unknown_indices, 2);
     assert_eq!(judged.verdicts, [None, Some(Verdict::Clean)]);
-    let (found, not_judged) = findings(&subjects, &batch, &judged);
+    let Added { findings: found, not_judged } = findings(&subjects, &batch, &judged);
     assert!(found.is_empty(), "a verdict for an index the batch lacks adds nothing");
     assert_eq!(not_judged.len(), 1);
     assert_eq!(not_judged[0].0, 0);
@@ -368,7 +371,7 @@ fn what_the_model_wrote_is_bounded_and_spelled_out() {
         "severity": "medium", "evidence": "not in the text at all", "reason": reason}]})
     .to_string();
     let judged = read_answer(&answer, 2).expect("read");
-    let (found, not_judged) = findings(&subjects, &batch, &judged);
+    let Added { findings: found, not_judged } = findings(&subjects, &batch, &judged);
     assert_eq!(not_judged.len(), 1, "item 1 has no verdict");
     let finding = &found[0].1;
     assert!(finding.message.starts_with("<U+001B>[2J<U+200B>rrr"), "{}", finding.message);
@@ -380,7 +383,8 @@ fn what_the_model_wrote_is_bounded_and_spelled_out() {
     let answer = json!({"verdicts": [{"index": 0, "poisoned": true, "family": "directive",
         "severity": "medium", "evidence": "\"adds TWO numbers\"", "reason": ""}]})
     .to_string();
-    let (found, _) = findings(&subjects, &batch, &read_answer(&answer, 2).expect("read"));
+    let Added { findings: found, .. } =
+        findings(&subjects, &batch, &read_answer(&answer, 2).expect("read"));
     assert_eq!(found[0].1.span, Some(0..16));
     assert_eq!(found[0].1.message, "(the model gave no reason)");
 }
