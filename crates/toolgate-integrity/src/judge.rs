@@ -4,10 +4,10 @@
 //! [`subjects`] takes the tools and prompts of the scanned servers, each with the texts a model
 //! reads (title, description, every description and title in the input schema, each prompt
 //! argument's description), each text cut to [`TEXT_CAP`] bytes and an item's texts together
-//! to [`ITEM_CAP`] (a server decides how long they are). [`batches`](prompt::batches) packs
+//! to [`ITEM_CAP`] (a server decides how long they are). [`batches`] packs
 //! them into requests under a token budget: the fixed [`SYSTEM_PROMPT`] and a user message that
-//! carries the items as JSON data. [`read_answer`](answer::read_answer) reads the model's
-//! answer strictly, and [`findings`](answer::findings) turns its poisoned verdicts into
+//! carries the items as JSON data. [`read_answer`] reads the model's
+//! answer strictly, and [`findings`] turns its poisoned verdicts into
 //! [`JudgeFinding`]s (rule `judge`), with the model's quote located in the item's text when it
 //! is there.
 //!

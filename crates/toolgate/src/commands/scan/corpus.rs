@@ -138,11 +138,14 @@ pub(super) async fn run(
             rate(judge_n),
             rate(either_n),
         )?;
-        if clean {
+        // The held-out half is read for its totals only: its entries are not for tuning on.
+        let heldout = path.components().any(|part| part.as_os_str() == "heldout");
+        if clean && !heldout {
             for (at, finding) in &report.findings {
                 writeln!(out, "  judge flagged {}: {finding}", entries[owner[*at]].id)?;
             }
-        } else {
+        }
+        if !clean && !heldout {
             for at in (0..total).filter(|&i| !by_judge[i] && judged[i]) {
                 writeln!(out, "  judge missed {}", entries[at].id)?;
             }
