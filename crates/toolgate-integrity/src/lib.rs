@@ -5,13 +5,15 @@
 //! - [`lock`]: the lock file (`toolgate.lock`) that pins contracts, and drift against it;
 //! - [`diff`]: a change shown readably (a word diff of text, a schema path by path,
 //!   annotations spelled out);
-//! - [`scan`]: the poisoning scan, offline and deterministic.
+//! - [`scan`]: the poisoning scan, offline and deterministic;
+//! - [`judge`]: a model's second opinion on the scan: its prompt, and its answer read strictly.
 //!
 //! Nothing here talks to a network or a server: callers list what servers offer and hand the
-//! lists in.
+//! lists in (and, for the judge, send its requests).
 
 pub mod contract;
 pub mod diff;
+pub mod judge;
 pub mod lock;
 pub mod scan;
 

@@ -67,6 +67,9 @@ pub struct FixtureOptions {
     /// `t0001`, ... (four digits, more past 9999), each without arguments, answering
     /// `<name> called`.
     pub extra_tools: usize,
+    /// More tools, each a name and a description (without arguments, answering `<name>
+    /// called`), for tests of what the scan reads in descriptions.
+    pub described_tools: Vec<(String, String)>,
     /// With `Some(stage)`, also list `weather` (as it is at `stage`, 0 to 3, until a call to
     /// `rug_pull` changes it) and `rug_pull`, for integrity tests (see the `rug_pull` module).
     pub rug_pull: Option<u8>,
@@ -85,6 +88,7 @@ impl Default for FixtureOptions {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             startup_delay: Duration::ZERO,
             extra_tools: 0,
+            described_tools: Vec::new(),
             rug_pull: None,
             events: None,
             nagle: false,
@@ -155,6 +159,9 @@ impl Fixture {
         tool_router.merge(Self::diagnostic_router());
         if opts.extra_tools > 0 {
             tool_router.merge(crate::tool::extra_tools(opts.extra_tools));
+        }
+        if !opts.described_tools.is_empty() {
+            tool_router.merge(crate::tool::described_tools(&opts.described_tools));
         }
         if opts.rug_pull.is_some() {
             tool_router.merge(crate::rug_pull::router());

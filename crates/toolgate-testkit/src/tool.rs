@@ -574,6 +574,27 @@ pub(crate) fn extra_tools(count: usize) -> ToolRouter<Fixture> {
     router
 }
 
+/// Tools named and described as `tools` says ([`FixtureOptions::described_tools`]), without
+/// arguments, each answering `<name> called`.
+///
+/// [`FixtureOptions::described_tools`]: crate::FixtureOptions::described_tools
+pub(crate) fn described_tools(tools: &[(String, String)]) -> ToolRouter<Fixture> {
+    let schema = Arc::new(mcp::JsonObject::from_iter([(
+        "type".to_owned(),
+        serde_json::Value::from("object"),
+    )]));
+    let mut router = ToolRouter::new();
+    for (name, description) in tools {
+        let answer = format!("{name} called");
+        let tool = mcp::Tool::new(name.clone(), description.clone(), schema.clone());
+        router.add_route(ToolRoute::new_dyn(tool, move |_cx| {
+            let result: mcp::CallToolResponse = success(answer.clone()).into();
+            Box::pin(std::future::ready(Ok(result)))
+        }));
+    }
+    router
+}
+
 /// A form elicitation one of the `test_elicitation*` tools makes.
 struct Form {
     tool: &'static str,

@@ -66,7 +66,8 @@ enum Command {
     /// changed since: descriptions, schemas, annotations of every tool, prompt and resource.
     Pin(commands::pin::PinArgs),
     /// Scan what each server tells the model (tool, parameter and prompt descriptions, names)
-    /// for hidden instructions, offline; exit 1 on a finding of medium or high severity.
+    /// for hidden instructions, offline (--judge: the agent's model too); exit 1 on a finding
+    /// of medium or high severity.
     Scan(commands::scan::ScanArgs),
     /// Show the interceptor pipeline as it will run, phase by phase (--json: SEP-2624 form).
     Interceptors(commands::interceptors::InterceptorsArgs),

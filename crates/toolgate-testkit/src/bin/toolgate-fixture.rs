@@ -48,6 +48,10 @@ struct Args {
     /// List this many more trivial tools (`t0000`, `t0001`, ...), for scale benchmarks.
     #[arg(long, value_name = "N", default_value_t = 0)]
     extra_tools: usize,
+    /// Also list a tool NAME described by TEXT, without arguments (repeatable), for tests of
+    /// the poisoning scan.
+    #[arg(long = "tool", value_name = "NAME=TEXT", value_parser = described_tool)]
+    tools: Vec<(String, String)>,
     /// Also list `weather`, as it is at STAGE (0 to 3), and `rug_pull`, which changes it at
     /// runtime: a server that changes its promises, for integrity tests.
     #[arg(long, value_name = "STAGE", value_parser = clap::value_parser!(u8).range(0..=3))]
@@ -99,6 +103,16 @@ struct FakeLlmArgs {
     api_key: Option<String>,
 }
 
+/// `--tool NAME=TEXT`.
+fn described_tool(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, description)) if !name.is_empty() => {
+            Ok((name.to_owned(), description.to_owned()))
+        }
+        _ => Err(format!("{text:?} is not NAME=TEXT")),
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -131,6 +145,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         name: args.name,
         startup_delay: args.startup_delay,
         extra_tools: args.extra_tools,
+        described_tools: args.tools,
         rug_pull: args.rug_pull,
         nagle: args.nagle,
         ..FixtureOptions::default()

@@ -25,16 +25,8 @@ use crate::setup::{self, ConfigSource, Running};
 )]
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct AgentArgs {
-    /// The provider: openai, openai-responses, anthropic, deepseek or compatible (default:
-    /// [agent] provider, else guessed from the model, the base URL or the keys that are set).
-    #[arg(long, value_name = "NAME")]
-    provider: Option<String>,
-    /// The model (default: $TOOLGATE_MODEL, else [agent] model, else the provider's default).
-    #[arg(long, short = 'm', value_name = "MODEL")]
-    model: Option<String>,
-    /// The API's base URL, for OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio).
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
+    #[command(flatten)]
+    model: ModelArgs,
     /// Model turns per prompt before giving up (default: [agent] max_turns, else 20).
     #[arg(long, value_name = "N")]
     max_turns: Option<u32>,
@@ -64,6 +56,49 @@ pub(crate) struct AgentArgs {
     /// otherwise refused.
     #[arg(long)]
     pub(crate) allow_sampling: bool,
+}
+
+/// Which model: the flags of the agent commands and of `scan --judge`, over `[agent]`.
+#[allow(
+    rustdoc::broken_intra_doc_links,
+    reason = "clap help text: [agent] is a table of toolgate.toml, not a link"
+)]
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ModelArgs {
+    /// The provider: openai, openai-responses, anthropic, deepseek or compatible (default:
+    /// [agent] provider, else guessed from the model, the base URL or the keys that are set).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) provider: Option<String>,
+    /// The model (default: $TOOLGATE_MODEL, else [agent] model, else the provider's default).
+    #[arg(long, short = 'm', value_name = "MODEL")]
+    pub(crate) model: Option<String>,
+    /// The API's base URL, for OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+}
+
+impl ModelArgs {
+    /// Whether any of them was given.
+    pub(crate) fn any(&self) -> bool {
+        self.provider.is_some() || self.model.is_some() || self.base_url.is_some()
+    }
+
+    /// The model `[agent]` (`config`), the environment and these flags choose, with the other
+    /// flags of `overrides`; what is missing is a usage error that names what to set.
+    pub(crate) fn resolve(
+        &self,
+        config: &toolgate_config::AgentConfig,
+        overrides: Overrides,
+    ) -> anyhow::Result<Resolved> {
+        let overrides = Overrides {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            ..overrides
+        };
+        settings::resolve(config, &overrides, &|name| std::env::var(name).ok())
+            .map_err(|error| setup::usage(error.to_string()))
+    }
 }
 
 /// `--temperature`: a number from 0 to 2.
@@ -105,15 +140,12 @@ pub(crate) async fn start(
 ) -> anyhow::Result<Started> {
     let (mut config, source) = load_config(global, args)?;
     let overrides = Overrides {
-        provider: args.provider.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
         max_turns: args.max_turns,
         system: args.system.clone(),
         temperature: args.temperature,
+        ..Overrides::default()
     };
-    let resolved = settings::resolve(&config.agent, &overrides, &|name| std::env::var(name).ok())
-        .map_err(|error| setup::usage(error.to_string()))?;
+    let resolved = args.model.resolve(&config.agent, overrides)?;
     let provider = toolgate_llm::provider::connect(resolved.provider.clone())
         .with_context(|| format!("cannot set up the {} provider", resolved.provider_name))?;
     ask_at_the_terminal(&mut config);

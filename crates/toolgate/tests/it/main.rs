@@ -40,6 +40,7 @@ mod redact;
 mod relays;
 mod result_formats;
 mod scan;
+mod scan_judge;
 mod script_tools;
 mod scripts;
 mod sdk_clients;
