@@ -13,6 +13,7 @@
 
 pub mod contract;
 pub mod diff;
+mod excerpt;
 pub mod judge;
 pub mod lock;
 pub mod scan;

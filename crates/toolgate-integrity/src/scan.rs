@@ -2,7 +2,7 @@
 //! tools and prompts, for instructions hidden there ("tool poisoning").
 //!
 //! Prose (descriptions, titles, parameter and argument descriptions) is read sentence by
-//! sentence for what it asks of the model ([`intent`]): dropping its instructions, keeping
+//! sentence for what it asks of the model (`scan/intent.rs`): dropping its instructions, keeping
 //! something from the user, taking a role, fetching secrets, sending data out, steering to
 //! other tools. Beside that: tags that mark text for the model (`<IMPORTANT>`), invisible
 //! characters, blank-space padding, overlong descriptions, non-ASCII look-alike names, and one
@@ -23,6 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::contract::{Contract, Kind};
+use crate::excerpt::{excerpt, is_invisible};
 
 mod intent;
 
@@ -146,6 +147,8 @@ pub fn scan(servers: &[Scanned<'_>]) -> Vec<Finding> {
                         argument: text.is_argument(),
                         own: &own,
                         fields: &fields,
+                        name: &item.key,
+                        argument_name: argument_name(item, &text.field),
                     };
                     prose_rules(text.text, &context, &mut found);
                     shadowing(text.text, &others, &own, &fields, &mut found);
@@ -159,7 +162,7 @@ pub fn scan(servers: &[Scanned<'_>]) -> Vec<Finding> {
                         item: item.key.clone(),
                         field: text.field.clone(),
                         message,
-                        excerpt: excerpt(text.text, &span),
+                        excerpt: excerpt(text.text, &span, 80),
                         text: text.text.to_owned(),
                         span,
                     });
@@ -224,6 +227,18 @@ fn texts(item: &Contract) -> Vec<Text<'_>> {
         }
     }
     out
+}
+
+/// The name of the argument a text at `field` describes: the property of a tool's input schema
+/// (`inputSchema.properties.prompt.description`), or a prompt's argument (`arguments[0]…`).
+fn argument_name<'a>(item: &'a Contract, field: &'a str) -> Option<&'a str> {
+    if let Some(rest) = field.strip_prefix("inputSchema.") {
+        let (before, _) = rest.rsplit_once('.')?;
+        let (path, name) = before.rsplit_once('.')?;
+        return path.ends_with("properties").then_some(name);
+    }
+    let index: usize = field.strip_prefix("arguments[")?.split(']').next()?.parse().ok()?;
+    item.field("arguments")?.get(index)?.get("name")?.as_str()
 }
 
 fn nested_texts<'a>(value: &'a Value, path: String, out: &mut Vec<Text<'a>>) {
@@ -440,21 +455,6 @@ fn named_as_code_or_tool(text: &str, span: Range<usize>) -> bool {
         || ["call", "invoke", "use"].iter().any(|verb| called(verb) || called(&format!("{verb} `")))
 }
 
-/// Whether `c` is invisible or changes the text's direction: tag characters, zero-width
-/// characters, bidirectional controls, and other format characters a person does not see.
-fn is_invisible(c: char) -> bool {
-    matches!(c as u32,
-        0xE0000..=0xE007F          // tag characters
-        | 0x200B..=0x200F          // zero-width space, joiners, LRM/RLM
-        | 0x202A..=0x202E          // bidirectional embeddings and overrides
-        | 0x2060..=0x2064          // word joiner, invisible operators
-        | 0x2066..=0x2069          // bidirectional isolates
-        | 0xFEFF                   // zero-width no-break space
-        | 0x00AD                   // soft hyphen
-        | 0x180E                   // Mongolian vowel separator
-        | 0xFFF9..=0xFFFB) // interlinear annotations
-}
-
 /// The span of the first run of invisible characters.
 fn invisible(text: &str) -> Option<Range<usize>> {
     let start = text.char_indices().find(|(_, c)| is_invisible(*c))?.0;
@@ -463,29 +463,6 @@ fn invisible(text: &str) -> Option<Range<usize>> {
         .find(|(_, c)| !is_invisible(*c))
         .map_or(text.len(), |(i, _)| start + i);
     Some(start..end)
-}
-
-/// `span` of `text` with up to 40 characters around it, the span between `»` and `«`,
-/// invisible characters spelled out, line breaks as `⏎`.
-fn excerpt(text: &str, span: &Range<usize>) -> String {
-    let before: String =
-        text[..span.start].chars().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
-    let after: String = text[span.end..].chars().take(40).collect();
-    let lead = if before.len() < span.start { "…" } else { "" };
-    let tail = if span.end + after.len() < text.len() { "…" } else { "" };
-    let mut span_text = String::new();
-    for c in text[span.start..span.end].chars().take(80) {
-        if is_invisible(c) {
-            span_text.push_str(&format!("<U+{:04X}>", c as u32));
-        } else {
-            span_text.push(c);
-        }
-    }
-    if text[span.start..span.end].chars().count() > 80 {
-        span_text.push('…');
-    }
-    let visible = |s: &str| s.replace('\n', "⏎");
-    format!("{lead}{}»{}«{}{tail}", visible(&before), visible(&span_text), visible(&after))
 }
 
 #[cfg(test)]

@@ -323,5 +323,5 @@ const TARGET: Held = Held { recall: 0.9, flagged: 0.01, high: 0 };
 /// What the scan reaches now, short of [`TARGET`] on both halves (docs/scan.md, "Scores"):
 /// the test holds each half there, so that a change to the rules can only make it better.
 /// When a change reaches the targets, these become `TARGET`.
-const DEV_NOW: Held = Held { recall: 0.9, flagged: 0.015, high: 17 };
+const DEV_NOW: Held = Held { recall: 0.9, flagged: 0.012, high: 2 };
 const HELD_OUT_NOW: Held = Held { recall: 0.82, flagged: 0.025, high: 4 };

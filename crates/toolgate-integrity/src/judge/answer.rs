@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::prompt::Batch;
 use super::{ANSWER_LIMIT, Family, JudgeFinding, RULE, Subject};
+use crate::excerpt::{excerpt, push_visible};
 use crate::scan::Severity;
 
 /// The longest quote kept of a verdict (bytes).
@@ -227,7 +228,7 @@ pub fn findings(subjects: &[Subject], batch: &Batch, judged: &Judged) -> Added {
                 let located = locate(subject, evidence);
                 let (field, span, excerpt) = match located {
                     Some((text, span)) => {
-                        let excerpt = excerpt(&text.text, &span);
+                        let excerpt = excerpt(&text.text, &span, EVIDENCE_CAP);
                         (Some(text.field.clone()), Some(span), excerpt)
                     }
                     None => (None, None, format!("(not in its text) {evidence}")),
@@ -300,37 +301,5 @@ fn bounded(text: &str, cap: usize) -> String {
         }
         push_visible(&mut out, c);
     }
-    out
-}
-
-/// `c`, or `<U+XXXX>` for a control or invisible character (a line break is `⏎`).
-fn push_visible(out: &mut String, c: char) {
-    let invisible = matches!(c as u32,
-        0xE0000..=0xE007F | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064
-        | 0x2066..=0x2069 | 0xFEFF | 0x00AD | 0x180E | 0xFFF9..=0xFFFB);
-    if c == '\n' {
-        out.push('⏎');
-    } else if c.is_control() || invisible {
-        out.push_str(&format!("<U+{:04X}>", c as u32));
-    } else {
-        out.push(c);
-    }
-}
-
-/// `span` of `text` with up to 40 characters either side, the span between `»` and `«`, as
-/// the rules' findings show theirs.
-fn excerpt(text: &str, span: &std::ops::Range<usize>) -> String {
-    let before: Vec<char> = text[..span.start].chars().rev().take(40).collect();
-    let after: String = text[span.end..].chars().take(40).collect();
-    let lead =
-        if before.iter().map(|c| c.len_utf8()).sum::<usize>() < span.start { "…" } else { "" };
-    let tail = if span.end + after.len() < text.len() { "…" } else { "" };
-    let mut out = lead.to_owned();
-    before.iter().rev().for_each(|&c| push_visible(&mut out, c));
-    out.push('»');
-    out.push_str(&bounded(&text[span.clone()], EVIDENCE_CAP));
-    out.push('«');
-    after.chars().for_each(|c| push_visible(&mut out, c));
-    out.push_str(tail);
     out
 }

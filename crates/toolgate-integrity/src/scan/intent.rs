@@ -36,6 +36,8 @@ pub(super) type Verdict = (&'static str, Severity, &'static str);
 fn judge(c: Cues, joined: bool) -> Option<Verdict> {
     use Cue::*;
     let to_model = c.any(&[Model, Order, Imperative, Marker]);
+    // Asked of the model, not only owned by whoever reads ("with your own key").
+    let asked = c.any(&[Order, Imperative, Marker]) || (c.has(Model) && !c.has(OnlyYour));
     let takes = c.any(&[Read, Include, Send]);
     if !joined {
         if c.has(Marker)
@@ -56,7 +58,11 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
                 "text marked as meant for the model asks it for more than using the tool",
             ));
         }
-        if c.has(Ignore) && c.has(Rules) && (to_model || c.any(&[Prior, User])) {
+        if c.has(Ignore)
+            && c.has(Rules)
+            && !c.has(OverridesDefault)
+            && (to_model || c.any(&[Prior, User]))
+        {
             return Some((
                 "override-instructions",
                 Severity::High,
@@ -85,7 +91,7 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
                 "tells the model not to tell the user something",
             ));
         }
-        if c.has(RoleStrong) || (c.has(RoleWeak) && c.any(&[Model, Ignore, Marker])) {
+        if c.has(RoleStrong) || (c.has(RoleWeak) && c.any(&[ModeOfModel, Ignore, Marker])) {
             return Some(("role-framing", Severity::High, "gives the model a role or a mode"));
         }
         if c.has(RunCode) {
@@ -111,7 +117,7 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
             && !joined
             && takes
             && !c.any(&[Fallback, Public])
-            && (to_model || c.has(Argument)))
+            && (asked || c.has(Argument)))
         || (c.has(Persistence) && (takes || to_model))
     {
         return Some((
@@ -138,7 +144,8 @@ fn judge(c: Cues, joined: bool) -> Option<Verdict> {
         || (sends && c.has(DestinationConcrete) && c.has(Every) && to_model)
         || (c.any(&[Secret, Conversation])
             && to_model
-            && ((out && c.any(&[Include, Send])) || (takes && c.has(DestinationConcrete))))
+            && (out || c.has(DestinationConcrete))
+            && c.any(&[Include, Send]))
     {
         return Some((
             "exfiltration",
@@ -290,6 +297,70 @@ pub(super) struct Context<'a> {
     /// The names of the item's own parameters and enum values: naming one is not naming a
     /// tool.
     pub(super) fields: &'a std::collections::BTreeSet<&'a str>,
+    /// The item's name: what the tool or prompt is for.
+    pub(super) name: &'a str,
+    /// The argument's name, when the text describes one.
+    pub(super) argument_name: Option<&'a str>,
+}
+
+/// Whether a tool's or prompt's name says that secrets are its business
+/// (`list_environment_variables`, `getSecret`, `rotate_api_key`): what its texts say about
+/// reading or passing them is then its purpose, a medium finding rather than a high one.
+fn secrets_are_its_business(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "env",
+        "environment",
+        "dotenv",
+        "secret",
+        "secrets",
+        "credential",
+        "credentials",
+        "cred",
+        "creds",
+        "password",
+        "passwords",
+        "passwd",
+        "token",
+        "tokens",
+        "key",
+        "keys",
+        "apikey",
+        "vault",
+        "keychain",
+        "keyring",
+        "ssh",
+        "cert",
+        "certificate",
+        "certificates",
+        "auth",
+        "oauth",
+        "login",
+        "kms",
+        "gpg",
+        "pgp",
+    ];
+    words_of(name).iter().any(|w| WORDS.contains(&w.as_str()))
+}
+
+/// The words of an identifier, in lower case: `listNode_jsEnvironmentVariablesV1` is `list`,
+/// `node`, `js`, `environment`, `variables`, `v1`.
+fn words_of(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if (!c.is_alphanumeric() || (c.is_uppercase() && previous_lower)) && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
 }
 
 /// Whether `sentence` tells the model to call a tool by a name that is not one of the
@@ -374,6 +445,44 @@ fn trim(text: &str, range: Range<usize>) -> Range<usize> {
     range.start + lead..range.end - tail
 }
 
+/// The cues of two neighbouring sentences read together: each one's, less what a denial that
+/// runs over the break between them takes back ("the secret is never⏎included").
+fn joined(text: &str, both: Range<usize>, first: Cues, second: Cues) -> Cues {
+    let mut cues = first.union(second);
+    if cues.any(&[Cue::Include, Cue::Send]) {
+        let whole = Cues::of(&text[both]);
+        if whole.has(Cue::NotInclude) {
+            cues = cues.without(Cue::Include).without(Cue::Respond);
+        }
+        if whole.has(Cue::Denied) {
+            cues = cues.without(Cue::Send);
+        }
+    }
+    cues
+}
+
+/// Whether an argument's name says it carries what the user or the conversation said
+/// (`prompt`, `message`, `user_query`): passing those words is then what it is for.
+fn takes_what_was_said(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "prompt",
+        "message",
+        "messages",
+        "msg",
+        "query",
+        "question",
+        "statement",
+        "request",
+        "input",
+        "text",
+        "utterance",
+        "transcript",
+        "conversation",
+        "chat",
+    ];
+    words_of(name).iter().any(|w| WORDS.contains(&w.as_str()))
+}
+
 /// Every sentence (or pair of sentences) of `text` that asks for something a description has
 /// no business asking, with its verdict; one finding per rule, the first.
 pub(super) fn read(text: &str, context: &Context<'_>, found: &mut Vec<(Verdict, Range<usize>)>) {
@@ -400,19 +509,44 @@ pub(super) fn read(text: &str, context: &Context<'_>, found: &mut Vec<(Verdict, 
             cues
         })
         .collect();
+    let cues_of_all = cues.iter().fold(Cues::default(), |all, c| all.union(*c));
     let push = |verdict: Verdict, range: Range<usize>, found: &mut Vec<(Verdict, Range<usize>)>| {
         if !found.iter().any(|((rule, _, _), _)| *rule == verdict.0) {
             found.push((verdict, range));
         }
     };
+    let purpose = |verdict: Verdict| match verdict {
+        ("credential-access", Severity::High, _) if secrets_are_its_business(context.name) => (
+            "credential-access",
+            Severity::Medium,
+            "points the model at keys or credentials, which the tool's name says are its business",
+        ),
+        ("exfiltration", Severity::High, _)
+            if context.argument_name.is_some_and(takes_what_was_said)
+                && !cues_of_all.any(&[
+                    Cue::Send,
+                    Cue::Destination,
+                    Cue::DestinationConcrete,
+                    Cue::Beacon,
+                ]) =>
+        {
+            (
+                "exfiltration",
+                Severity::Medium,
+                "asks for the conversation or the user's words to be put into an argument named for them",
+            )
+        }
+        verdict => verdict,
+    };
     for (index, range) in sentences.iter().enumerate() {
         if let Some(verdict) = judge(cues[index], false) {
-            push(verdict, range.clone(), found);
+            push(purpose(verdict), range.clone(), found);
         }
         if let Some(next) = sentences.get(index + 1)
-            && let Some(verdict) = judge(cues[index].union(cues[index + 1]), true)
+            && let Some(verdict) =
+                judge(joined(text, range.start..next.end, cues[index], cues[index + 1]), true)
         {
-            push(verdict, range.start..next.end, found);
+            push(purpose(verdict), range.start..next.end, found);
         }
     }
 }

@@ -3,6 +3,8 @@
 //! Each cue is a word list with its inflections and the most common forms of a few other
 //! languages (see the module above for what they are for and how they combine).
 
+use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
@@ -110,6 +112,15 @@ pub(super) enum Cue {
     /// Whatever the user asked or the facts say: "even if the user hasn't asked", "regardless
     /// of the figures", "whether or not".
     Regardless,
+    /// A mode said of the model: `RoleWeak` within a few words of `Model` ("you are in developer
+    /// mode"), not a list of attack names in a security tool's description.
+    ModeOfModel,
+    /// The model is addressed only as an owner ("your key", "your pubkey"): words to whoever
+    /// reads the list, not a request to the model.
+    OnlyYour,
+    /// A value said to replace a default setting: "(overrides the agent default)". What an
+    /// argument does, not an order to drop instructions.
+    OverridesDefault,
 }
 
 /// Each cue's pattern (case-insensitive unless it says otherwise). A cue may have several.
@@ -156,7 +167,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::RoleWeak,
-        r"(?i)\b(jailbr(eak|eaks|oken)|developer mode|dev mode|debug mode|god mode|admin(istrator)? mode|maintenance mode|sudo mode|root mode|test mode|unrestricted|unfiltered|uncensored|no (restrictions|limits|limitations|rules|filters|boundaries|constraints)|without (any |the |its |your |\w+'s |the \w+'s )?(restrictions|limitations|limits|filters|rules|censorship|constraints|guardrails|safeguards|policies)|(authori[sz]ed|elevated|special|full) (access|privileges|permissions)|safety (checks? )?(is |are |has been |have been )?(disabled|off|turned off|suspended|lifted)|uneingeschr[aä]nkt\w*|ohne (richtlinien|filter|einschr[aä]nkungen|regeln)|sin (restricciones|l[ií]mites|filtros|reglas)|ninguna restricci[oó]n|sans (restrictions?|limites|filtres|r[eè]gles)|privilegios totales|mode maintenance|modo (desarrollador|administrador|sin restricciones)|entwicklermodus|wartungsmodus)\b",
+        r"(?i)\b(jailbroken|jailbreak (mode|enabled|active|unlocked|on)|(you are|you're|now) jailbr\w*|developer mode|dev mode|debug mode|god mode|admin(istrator)? mode|maintenance mode|sudo mode|root mode|test mode|unrestricted|unfiltered|uncensored|no (restrictions|limits|limitations|rules|filters|boundaries|constraints)|without (any |the |its |your |\w+'s |the \w+'s )?(restrictions|limitations|limits|filters|rules|censorship|constraints|guardrails|safeguards|policies)|(authori[sz]ed|elevated|special|full) (access|privileges|permissions)|safety (checks? )?(is |are |has been |have been )?(disabled|off|turned off|suspended|lifted)|uneingeschr[aä]nkt\w*|ohne (richtlinien|filter|einschr[aä]nkungen|regeln)|sin (restricciones|l[ií]mites|filtros|reglas)|ninguna restricci[oó]n|sans (restrictions?|limites|filtres|r[eè]gles)|privilegios totales|mode maintenance|modo (desarrollador|administrador|sin restricciones)|entwicklermodus|wartungsmodus)\b",
     ),
     (
         Cue::Respond,
@@ -197,7 +208,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::SecretPlace,
-        r"(?i)(~/|\$home\b|%userprofile%|/(home/\w+|root)/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment (variables?|vars?)\b|\b(from|in|of) the (user's|process's|shell's) environment\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\blocally\b|\bon (the )?disk\b|\b(the )?user('s|s'|’s) (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
+        r"(?i)(~/|\$home\b|%userprofile%|/(home/\w+|root)/|\.ssh\b|\.aws\b|\.azure\b|\.gcloud|\.config/|\.kube\b|\.docker\b|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.gitconfig|_history\b|\.env($|[\s,;:)'\x22`/]|\.(local|prod\w*|dev\w*))|\bdotenv\b|\benvironment (variables?|vars?)\b|\b(from|in|of) the (user's|process's|shell's) environment\b|\benv (vars?|variables?)\b|\bprocess\.env|\bos\.environ|\bgetenv\b|\bprintenv\b|\bmcp\.json|claude_desktop_config|\bconfig(uration)? files?\b|\bkeychain\b|\blogin data\b|\bbrowser (profile|storage|history|cookies|passwords|data)\b|\blocal storage\b|\bhome (directory|folder|dir)\b|\buser'?s? (home|documents|desktop|downloads)\b|\b(this|the (user's|local|host|current)) (machine|computer|system|disk|workstation|laptop|host)\b|\bon (the )?disk\b|\b(the )?user('s|s'|’s) (\w+ )?(api keys?|keys|credentials|tokens?|secrets?|passwords?|cookies|session)\b|\bstored (locally|on)\b|\b(any|all|every|whatever)\s+(\w+\s+)?(secrets?|credentials|keys|tokens|passwords|cookies)\s+(you|that you|the (ai|assistant|model|agent))\b|\b(you|the (assistant|agent|model)) (have|has|can) (seen|access|find|see|read)\b|\b(have|has) access to\b|\bvariables? de entorno\b|\bumgebungsvariablen?\b|\bvariables? d'environnement\b|\bhome-verzeichnis\b)",
     ),
     (
         Cue::SecretPath,
@@ -233,7 +244,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Prior,
-        r"(?i)\b(previous|prior|earlier|above|preceding|original|initial|existing|default|all|any|every|vorherig\w*|bisherig\w*|alle|anterior\w*|todas|pr[eé]c[eé]dent\w*|toutes)\b",
+        r"(?i)\b(previous|prior|earlier|above|preceding|original|initial|existing|default|vorherig\w*|bisherig\w*|alle|anterior\w*|todas|pr[eé]c[eé]dent\w*|toutes)\b",
     ),
     (
         Cue::Conditional,
@@ -253,7 +264,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::MisrepresentStrong,
-        r"(?i)\bas (if|though) (all|everything|nothing|it|they|the \w+)\b|\bsay (that )?you (don't|do not) know\b|\b(lie|deny|denying)\b|\b(claim|pretend)\w* (that )?(it|nothing|everything)\b",
+        r"(?i)\bas (if|though) (all|everything|nothing|it|they|the \w+)\b|\bsay (that )?you (don't|do not) know\b|\b(lie|lying) (to|about)\b|\bdeny(ing)? (that|it|this|everything|any knowledge|all knowledge|having|ever)\b|\b(claim|pretend)\w* (that )?(it|nothing|everything)\b",
     ),
     // Wider wordings, and the most common forms in other languages.
     (
@@ -274,7 +285,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Rules,
-        r"(?i)\b((\w+'s|this|these|those|host|operator|server) (\w+ )?rules?|rules?|brief|briefing|mandate|content rules|off-limits|refusing|refuse|decline|never decline|consignes de s[eé]curit[eé]|preferencias|pr[eé]f[eé]rences)\b",
+        r"(?i)\b((\w+'s|this|these|those|host|operator|server) (\w+ )?rules?|rules?|brief|briefing|mandate|content rules|off-limits|(never|don't|do not) (refuse|decline)|(its|your|the model's) refusals?|consignes de s[eé]curit[eé]|preferencias|pr[eé]f[eé]rences)\b",
     ),
     (
         Cue::Prior,
@@ -315,7 +326,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Include,
-        r"(?i)\b(requires?|needs?|expects?|must (contain|hold|carry|include)|incluir|includere|inserire|slip|weave|work in)\b",
+        r"(?i)\b(requires|needs|expects|must (contain|hold|carry|include)|incluir|includere|inserire|slip|weave|work in)\b",
     ),
     (Cue::Invoke, r"(?i)\b(aufgerufen|aufrufen|chiama\w*|chamar|use)\b"),
     (
@@ -357,7 +368,7 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (
         Cue::Denied,
-        r"(?i)\b(never|not|no longer|n't) (be |been |get |gets )?(sent|shared|transmitted|uploaded|exposed|forwarded|returned|leaves?|left)\b",
+        r"(?i)\b(never|not|no longer|n't)\s+(be\s+|been\s+|get\s+|gets\s+)?(sent|shared|transmitted|uploaded|exposed|forwarded|returned|leaves?|left)\b",
     ),
     (
         Cue::Promote,
@@ -416,6 +427,8 @@ const CUES: &[(Cue, &str)] = &[
         r"(?i)\b((the )?user'?s? (\w+ ){0,2}(messages?|questions?|prompts?|clipboard|e-?mail address|full name|contacts?|contact list|personal data|home address|phone number)|contents? of every file|every file (you|they|the user) (have |has )?(read|opened|seen)|(seen|visible|read|shared|mentioned|pasted) (so far|anywhere in the (session|conversation|chat)|in (this|the) (session|conversation|chat))|all tool (outputs|results)|(outputs|results) of (other|all|every) tools?|contact list|dato personal\w*|datos personales|donn[ée]es personnelles|dati personali|dados pessoais|messages? pr[ée]c[ée]dents?|tre[sś][cć] rozmowy|rozmow\w*|wyniki innych narz[eę]dzi|bisherig\w* chat\w*)\b",
     ),
     (Cue::Beacon, r"https?://\S*[?&]\w+=\s*[A-Z][A-Z0-9_]{0,20}(\b|[&)\s])"),
+    // A query parameter left empty, for the model to fill: `https://t.example/p?u= plus …`.
+    (Cue::Beacon, r"https?://[^\s?]*\?(\w+=[^\s&]*&)*\w+=(\s|$)"),
     (
         Cue::Send,
         r"(?i)\b(envoy\w*|invia\w*|wy[sś]lij|stuur\w*|sube|subir|s[uú]belo|hochladen|t[ée]l[ée]vers\w*|carica\w*|wgraj)\b",
@@ -516,7 +529,7 @@ const CUES: &[(Cue, &str)] = &[
     (Cue::Public, r"(?i)\.pub\b|\bpublic[ _-]keys?\b"),
     (
         Cue::NotInclude,
-        r"(?i)\b(don't|do not|never|not|without|no need to) (include|add|insert|append|embed|attach|put)\w*",
+        r"(?i)\b(don't|do not|never|not|without|no need to)\s+(include|add|insert|append|embed|attach|put)\w*",
     ),
     (
         Cue::Persona,
@@ -539,6 +552,10 @@ const CUES: &[(Cue, &str)] = &[
     ),
     (Cue::Invoke, r"(?i)\b(wywo[lł]a\w*|u[zż]yj|gebruik|roep \w+ aan)\b"),
     (
+        Cue::OverridesDefault,
+        r"(?i)\boverrid(e|es|den)?\s+(with|using|via|by (passing|setting))\b|\boverrid(e|es|ing|den)\s+(the |its |any |this |an? )?(\w+ )?defaults?\s*($|[),.;:]|(value|setting|model|config\w*|timeout|limit)s?\b)",
+    ),
+    (
         Cue::Respond,
         r"(?i)\b(ends?|closes?|finish(es)?|concludes?) with (a |an |the )?(\w+ ){0,2}(p\.?s\.?|signature|footer|link|note|line|sentence|mention|plug|suggestion|code|recommendation|invitation|reminder|call to action|offer)\b",
     ),
@@ -559,35 +576,74 @@ static PATTERNS: LazyLock<Vec<(Regex, Cue)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// The text as the cues read it: a link's path and a quoted token masked, a link's text kept
+/// as words.
+fn masked(original: &str) -> Cow<'_, str> {
+    // A Markdown link's text is words, not a marker for the model: `[Admins](https://…)`.
+    static LINK_TEXT: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\[([^\]\n]{1,200})\]\(").expect("a valid pattern"));
+    // A link's path is an address, not words said to the model: `/Sending-and-receiving-
+    // MMS-for-all-carriers` asks nothing. The host and the query stay (an address, and what a
+    // link would carry out).
+    static PATH: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(://[^/\s)\]>]+)/[^\s)\]>?#]*").expect("a valid pattern"));
+    // A single-quoted or backticked token is code, not words said to the model: the search
+    // keys `'from:'`, `'bcc:'`, `'sent:'` send nothing. It stays an argument.
+    static CODE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"`[^`\s]{1,40}`|'[^'\s@/]{1,40}'").expect("a valid pattern"));
+    // An application bundle is a name, not an address: `Calendar.app`.
+    static APP: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b[A-Z][A-Za-z]*\.app\b").expect("a valid pattern"));
+    let mut text = Cow::Borrowed(original);
+    if text.contains(".app") {
+        text = Cow::Owned(APP.replace_all(&text, "app").into_owned());
+    }
+    if text.contains("](") {
+        text = Cow::Owned(LINK_TEXT.replace_all(&text, "$1 (").into_owned());
+    }
+    if text.contains("://") {
+        text = Cow::Owned(PATH.replace_all(&text, "$1/").into_owned());
+    }
+    if text.contains(['`', '\'']) {
+        text = Cow::Owned(CODE.replace_all(&text, "`code`").into_owned());
+    }
+    text
+}
+
+/// Where `cue`'s patterns match in `text`.
+fn spans_of<'t>(text: &'t str, cue: Cue) -> impl Iterator<Item = Range<usize>> + 't {
+    PATTERNS
+        .iter()
+        .filter(move |(_, c)| *c == cue)
+        .flat_map(move |(regex, _)| regex.find_iter(text).map(|m| m.range()))
+}
+
+/// Whether a match of `a` and one of `b` are at most `words` words apart in `text`.
+fn near(text: &str, a: Cue, b: Cue, words: usize) -> bool {
+    let between = |from: usize, to: usize| text[from..to].split_whitespace().count();
+    let second: Vec<Range<usize>> = spans_of(text, b).collect();
+    spans_of(text, a).any(|x| {
+        second.iter().any(|y| {
+            let gap = if x.end <= y.start {
+                between(x.end, y.start)
+            } else if y.end <= x.start {
+                between(y.end, x.start)
+            } else {
+                0
+            };
+            gap <= words
+        })
+    })
+}
+
 /// The cues of one stretch of text.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Cues(pub(super) u64);
 
 impl Cues {
     pub(super) fn of(original: &str) -> Cues {
-        let text = original;
-        // A link's path is an address, not words said to the model: `/Sending-and-receiving-
-        // MMS-for-all-carriers` asks nothing. The host and the query stay (an address, and
-        // what a link would carry out).
-        static PATH: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(://[^/\s)\]>]+)/[^\s)\]>?#]*").expect("a valid pattern")
-        });
-        // A single-quoted or backticked token is code, not words said to the model: the
-        // search keys `'from:'`, `'bcc:'`, `'sent:'` send nothing. It stays an argument.
-        static CODE: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"`[^`\s]{1,40}`|'[^'\s@/]{1,40}'").expect("a valid pattern")
-        });
-        let text = if text.contains("://") {
-            PATH.replace_all(text, "$1/")
-        } else {
-            std::borrow::Cow::Borrowed(text)
-        };
-        let text = if text.contains(['`', '\'']) {
-            std::borrow::Cow::Owned(CODE.replace_all(&text, "`code`").into_owned())
-        } else {
-            text
-        };
-        let masked = matches!(text, std::borrow::Cow::Owned(_));
+        let text = masked(original);
+        let masked = matches!(text, Cow::Owned(_));
         let mut out = Cues::default();
         for (regex, cue) in PATTERNS.iter() {
             if out.has(*cue) {
@@ -605,6 +661,22 @@ impl Cues {
             );
             if regex.is_match(&text) || (masked && what && regex.is_match(original)) {
                 out = out.with(*cue);
+            }
+        }
+        // Which words go together: a few words apart, or only in one long sentence.
+        const NEAR: usize = 12;
+        if out.has(Cue::RoleWeak)
+            && out.has(Cue::Model)
+            && near(&text, Cue::RoleWeak, Cue::Model, NEAR)
+        {
+            out = out.with(Cue::ModeOfModel);
+        }
+        if out.has(Cue::Model) {
+            static YOUR: LazyLock<Regex> =
+                LazyLock::new(|| Regex::new(r"(?i)\b(your|yours)\b").expect("a valid pattern"));
+            let without = YOUR.replace_all(&text, "");
+            if !spans_of(&without, Cue::Model).any(|_| true) {
+                out = out.with(Cue::OnlyYour);
             }
         }
         out
