@@ -25,7 +25,8 @@ use crate::setup;
     that failed; 64 usage or config error.\n\n\
     --judge sends every tool's and prompt's texts (descriptions, parameter and argument \
     descriptions) to the model of [agent] in toolgate.toml, or the one --provider, --model and \
-    --base-url name, in requests of about 8,000 tokens, 4 at a time. Its findings (rule `judge`) \
+    --base-url name, in requests of about 8,000 tokens, 4 at a time, at most --judge-limit \
+    input tokens in all. Its findings (rule `judge`) \
     are added to the rules'; it never removes or lowers one. See docs/scan.md.")]
 pub(crate) struct ScanArgs {
     /// Only this server (repeatable); the others are still read, to find shadowing.
@@ -41,6 +42,10 @@ pub(crate) struct ScanArgs {
     /// `judge`.
     #[arg(long)]
     judge: bool,
+    /// The most input tokens --judge may send in one scan; a scan that would send more is
+    /// refused before anything is sent (narrow it with --server, or raise this).
+    #[arg(long, value_name = "TOKENS", default_value_t = judge::DEFAULT_LIMIT, requires = "judge")]
+    judge_limit: usize,
     #[command(flatten, next_help_heading = "The judge's model (with --judge)")]
     model: ModelArgs,
     /// Judge the entries of a corpus file (crates/toolgate-integrity/tests/corpus) instead of
@@ -82,7 +87,9 @@ pub(crate) async fn run(global: &GlobalArgs, args: ScanArgs) -> anyhow::Result<E
                 .filter(|s| chosen(s.server))
                 .map(|s| Scanned { server: s.server, items: s.items })
                 .collect();
-            Some(judge.judge(&subjects(&mine)).await)
+            let subjects = subjects(&mine);
+            judge::within_limit(&subjects, args.judge_limit)?;
+            Some(judge.judge(&subjects).await)
         }
         None => None,
     };

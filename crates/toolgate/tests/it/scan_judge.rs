@@ -266,6 +266,21 @@ async fn scan_judge_with_an_unreachable_model_says_so_and_exits_1() {
 }
 
 #[tokio::test]
+async fn scan_judge_refuses_to_spend_past_its_limit_and_sends_nothing() {
+    let fake = FakeLlm::start(judge(true)).await.expect("the fake LLM starts");
+    let config = config(&agent_table(&fake));
+    let output = scan(&config, &["--judge", "--judge-limit", "500"]).await;
+    assert_eq!(output.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("over --judge-limit 500: nothing was sent"), "{stderr}");
+    assert!(fake.requests().is_empty(), "no request was sent");
+    // Within the limit, the same scan is judged.
+    let output = scan(&config, &["--json", "--judge", "--judge-limit", "100000"]).await;
+    assert_eq!(output.status.code(), Some(1), "the judge's finding");
+    assert!(!fake.requests().is_empty());
+}
+
+#[tokio::test]
 async fn scan_judge_without_a_model_names_what_to_configure() {
     let config = config("");
     let output = scan(&config, &["--judge"]).await;

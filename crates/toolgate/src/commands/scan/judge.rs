@@ -18,6 +18,27 @@ use toolgate_llm::tokens::Encoding;
 
 use crate::commands::agent::ModelArgs;
 
+/// The most input tokens one `scan --judge` sends unless `--judge-limit` says otherwise: some
+/// 3,900 tools of real servers (about 258 tokens each), $0.40 at `gpt-4.1-mini`'s list price.
+/// A server decides how many tools it lists; this decides what that may cost.
+pub(crate) const DEFAULT_LIMIT: usize = 1_000_000;
+
+/// A usage error when judging `subjects` would send more than `limit` input tokens.
+pub(crate) fn within_limit(subjects: &[Subject], limit: usize) -> anyhow::Result<()> {
+    let batches = Judge::batches(subjects);
+    let tokens: usize = batches.iter().map(|batch| batch.tokens).sum();
+    if tokens > limit {
+        return Err(crate::setup::usage(format!(
+            "--judge would send about {tokens} input tokens ({} items in {} requests), over \
+             --judge-limit {limit}: nothing was sent; choose servers with --server, or raise \
+             --judge-limit",
+            subjects.len(),
+            batches.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Requests in flight at once.
 pub(crate) const PARALLEL: usize = 4;
 
