@@ -30,6 +30,7 @@
 
 mod agent;
 mod audit;
+mod auth;
 mod check;
 mod client;
 mod discover;
@@ -49,6 +50,10 @@ mod value;
 use std::path::{Path, PathBuf};
 
 pub use agent::{AGENT_PROVIDERS, PROVIDER_KEY_VARS};
+pub use auth::{
+    DEFAULT_ALGORITHMS, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_CLAIM, JWT_ALGORITHMS,
+    MAX_CLOCK_SKEW, is_api_key_name, parse_key_hash,
+};
 pub use discover::{CONFIG_VAR, Discovered, FILE_NAME, Origin};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};

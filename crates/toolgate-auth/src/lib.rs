@@ -1,0 +1,1 @@
+//! Who a bearer credential belongs to.
