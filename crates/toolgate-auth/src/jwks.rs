@@ -390,4 +390,4 @@ pub fn metadata_urls(issuer: &str) -> Result<Vec<url::Url>, String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
