@@ -193,6 +193,10 @@ impl JwtVerifier {
         if let Some(alg) = settings.algorithms.iter().find(|alg| !public_key(**alg)) {
             return Err(SettingsError::Algorithm(format!("{alg:?}")));
         }
+        // jsonwebtoken picks its backend from its features, and with both (a crate elsewhere
+        // in a build asking for aws-lc) panics at first use; name ours, unless the program
+        // installed one first.
+        let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
         Ok(JwtVerifier { settings, keys })
     }
 
