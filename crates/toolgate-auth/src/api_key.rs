@@ -3,7 +3,9 @@
 //! A key is `tg_` and 32 random bytes in base64url. Its entry stores a digest, never the key:
 //! `sha256:<hex>` (enough for random keys of this length; compared in constant time) or
 //! `argon2:<PHC string>` (for keys chosen by people). A SHA-256 digest is tried first; the
-//! argon2 entries, which are slow on purpose, only when none matched.
+//! argon2 entries, which are slow on purpose, only when none matched: so with argon2 entries
+//! configured, every wrong key presented costs one argon2 verification per entry, and the
+//! server should limit failed attempts before calling [`ApiKeys::verify`].
 
 use std::collections::BTreeMap;
 

@@ -31,6 +31,18 @@ pub enum KeySource {
     Issuer(String),
 }
 
+impl KeySource {
+    /// Where `[auth]` says the keys are: `jwks_url` when set, else the issuer's metadata;
+    /// `None` without an issuer (API keys only).
+    pub fn from_config(auth: &toolgate_config::AuthConfig) -> Option<KeySource> {
+        match (&auth.jwks_url, &auth.issuer) {
+            (Some(url), _) => Some(KeySource::JwksUrl(url.clone())),
+            (None, Some(issuer)) => Some(KeySource::Issuer(issuer.clone())),
+            (None, None) => None,
+        }
+    }
+}
+
 /// The bounds of what a remote document can make the cache hold or do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

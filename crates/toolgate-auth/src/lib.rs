@@ -21,7 +21,7 @@ pub mod jwks;
 pub mod jwt;
 
 pub use api_key::{ApiKeyError, ApiKeys, NewKey, generate_key};
-pub use jwks::{Fetch, FetchError, HttpFetch, JwksCache, JwksError, KeySource};
+pub use jwks::{Fetch, FetchError, HttpFetch, JwksCache, JwksError, KeySource, Limits};
 pub use jwt::{JwtSettings, JwtVerifier, SettingsError, TokenError};
 
 /// How a principal proved who it is.

@@ -167,7 +167,7 @@ pub struct Checked {
     pub path: PathBuf,
     /// What is valid in it. A server, `[[pipeline]]` entry or webhook with a problem is left
     /// out, an `[audit]` field with one is at its default, `[gateway]`, `[agent]` or
-    /// `[scripts]` with one is at its defaults and `[admin]` with one is `None`; a file that
+    /// `[scripts]` with one is at its defaults and `[admin]` or `[auth]` with one is `None`; a file that
     /// cannot be read or parsed gives the default config.
     pub config: Config,
     /// Every problem, each with its path; empty when the file is valid.

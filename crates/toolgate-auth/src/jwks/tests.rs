@@ -122,6 +122,20 @@ async fn discovery_tries_rfc_8414_then_openid_with_the_issuer_path() {
 }
 
 #[test]
+fn key_source_from_config() {
+    use toolgate_config::AuthConfig;
+    let issuer =
+        AuthConfig { issuer: Some("https://id.example.com".into()), ..AuthConfig::default() };
+    assert_eq!(
+        KeySource::from_config(&issuer),
+        Some(KeySource::Issuer("https://id.example.com".into()))
+    );
+    let both = AuthConfig { jwks_url: Some(JWKS.parse().unwrap()), ..issuer };
+    assert_eq!(KeySource::from_config(&both), Some(KeySource::JwksUrl(JWKS.parse().unwrap())));
+    assert_eq!(KeySource::from_config(&AuthConfig::default()), None);
+}
+
+#[test]
 fn metadata_urls_of_an_issuer_without_a_path() {
     let urls: Vec<String> =
         metadata_urls("https://id.example.com/").unwrap().iter().map(|u| u.to_string()).collect();
