@@ -49,6 +49,15 @@ fn plain_http_only_to_loopback() {
 }
 
 #[test]
+fn an_issuer_has_no_query() {
+    let error = auth("[auth]\nissuer = \"https://id.example.com/?realm=x\"").unwrap_err();
+    assert_eq!(error, "auth.issuer: an issuer must not have a query (RFC 8414)");
+    // An audience may.
+    let text = "[auth]\nissuer = \"https://id.example.com\"\naudience = \"https://gw.example.com/mcp?t=1\"";
+    assert!(auth(text).is_ok());
+}
+
+#[test]
 fn hashes_are_interpolated_and_parsed() {
     let auth = auth("[auth.api_keys]\nci = { hash = \"${KEY_HASH}\" }").expect("valid");
     assert_eq!(auth.api_keys["ci"].hash, KeyHash::Sha256([0xab; 32]));
