@@ -94,13 +94,22 @@ pub struct HttpFetch {
 }
 
 impl HttpFetch {
-    /// A client whose requests take at most `timeout` and follow at most 3 redirects.
+    /// A client whose requests take at most `timeout` and follow at most 3 redirects, none to
+    /// plain HTTP on another host.
     pub fn new(timeout: Duration) -> Result<HttpFetch, FetchError> {
         // The process's TLS provider: ring, unless the program installed another.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::limited(3))
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                if attempt.previous().len() >= 3 {
+                    attempt.error("more than 3 redirects")
+                } else if !secure(attempt.url()) {
+                    attempt.error("redirect to plain http on another host")
+                } else {
+                    attempt.follow()
+                }
+            }))
             .build()
             .map_err(|error| FetchError::Http(error.to_string()))?;
         Ok(HttpFetch { client })
@@ -114,7 +123,7 @@ impl Fetch for HttpFetch {
         limit: usize,
     ) -> Pin<Box<dyn Future<Output = Result<Vec<u8>, FetchError>> + Send + 'a>> {
         Box::pin(async move {
-            let http = |error: reqwest::Error| FetchError::Http(error.without_url().to_string());
+            let http = |error: reqwest::Error| FetchError::Http(chain(&error.without_url()));
             let mut response = self
                 .client
                 .get(url.clone())
@@ -138,6 +147,17 @@ impl Fetch for HttpFetch {
             Ok(body)
         })
     }
+}
+
+/// An error and its causes, as one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(&format!(": {error}"));
+        cause = error.source();
+    }
+    text
 }
 
 /// Why no key could be had.

@@ -244,6 +244,31 @@ async fn an_oversize_jwks_is_refused_over_http() {
 }
 
 #[tokio::test]
+async fn http_fetch_refuses_a_redirect_to_plain_http_elsewhere() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/away",
+            axum::routing::get(|| async {
+                axum::response::Redirect::temporary("http://id.example.com/jwks")
+            }),
+        )
+        .route(
+            "/here",
+            axum::routing::get(|| async { axum::response::Redirect::temporary("/jwks") }),
+        )
+        .route("/jwks", axum::routing::get(|| async { "{}" }));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let fetch = HttpFetch::new(Duration::from_secs(10)).unwrap();
+    let here: url::Url = format!("http://{addr}/here").parse().unwrap();
+    assert_eq!(fetch.get(&here, 100).await.unwrap(), b"{}");
+    let away: url::Url = format!("http://{addr}/away").parse().unwrap();
+    let error = fetch.get(&away, 100).await.unwrap_err();
+    assert!(error.to_string().contains("redirect to plain http on another host"), "{error}");
+}
+
+#[tokio::test]
 async fn http_fetch_reads_a_document_within_the_limit() {
     let addr = serve(br#"{"keys": []}"#.to_vec()).await;
     let url: url::Url = format!("http://{addr}/jwks").parse().unwrap();
