@@ -30,6 +30,7 @@
 
 mod agent;
 mod audit;
+mod auth;
 mod check;
 mod client;
 mod discover;
@@ -49,6 +50,10 @@ mod value;
 use std::path::{Path, PathBuf};
 
 pub use agent::{AGENT_PROVIDERS, PROVIDER_KEY_VARS};
+pub use auth::{
+    DEFAULT_ALGORITHMS, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_CLAIM, JWT_ALGORITHMS,
+    MAX_CLOCK_SKEW, is_api_key_name, parse_key_hash,
+};
 pub use discover::{CONFIG_VAR, Discovered, FILE_NAME, Origin};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
@@ -162,7 +167,7 @@ pub struct Checked {
     pub path: PathBuf,
     /// What is valid in it. A server, `[[pipeline]]` entry or webhook with a problem is left
     /// out, an `[audit]` field with one is at its default, `[gateway]`, `[agent]` or
-    /// `[scripts]` with one is at its defaults and `[admin]` with one is `None`; a file that
+    /// `[scripts]` with one is at its defaults and `[admin]` or `[auth]` with one is `None`; a file that
     /// cannot be read or parsed gives the default config.
     pub config: Config,
     /// Every problem, each with its path; empty when the file is valid.

@@ -54,7 +54,7 @@ fn check_str(
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
-    let (gateway, servers, pipeline, audit, admin, agent, scripts, cx) = match format {
+    let (gateway, servers, pipeline, audit, admin, agent, scripts, auth, cx) = match format {
         Format::Toml => {
             let root = match parse_toml(text) {
                 Ok(root) => root,
@@ -63,8 +63,8 @@ fn check_str(
             let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
             let document = native::check(&mut cx, &root);
             let mut servers = document.servers;
-            // Imports are MCP client configs: they add servers and nothing else, so `[agent]`
-            // and `[scripts]` come from this file alone.
+            // Imports are MCP client configs: they add servers and nothing else, so `[agent]`,
+            // `[scripts]` and `[auth]` come from this file alone.
             for import in &document.imports {
                 servers.extend(import_file(&mut cx, &import.path, &import.file));
             }
@@ -76,6 +76,7 @@ fn check_str(
                 document.admin,
                 document.agent,
                 document.scripts,
+                document.auth,
                 cx,
             )
         }
@@ -94,6 +95,7 @@ fn check_str(
                 None,
                 AgentConfig::default(),
                 ScriptsConfig::default(),
+                None,
                 cx,
             )
         }
@@ -107,8 +109,18 @@ fn check_str(
     servers.sort_by(|a, b| a.name.cmp(&b.name));
     servers.dedup_by(|later, first| later.name == first.name);
     withhold(&mut servers, &secret_env);
-    let config =
-        Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings, secret_env };
+    let config = Config {
+        gateway,
+        servers,
+        pipeline,
+        audit,
+        admin,
+        agent,
+        scripts,
+        auth,
+        warnings,
+        secret_env,
+    };
     (config, errors)
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
+pub use crate::auth::{ApiKeyConfig, AuthConfig, KeyHash};
 pub use crate::scripts::ScriptsConfig;
 pub use toolgate_core::{Mode, ResultFormat};
 
@@ -41,6 +42,8 @@ pub struct Config {
     pub agent: AgentConfig,
     /// `[scripts]`: the Rune scripts toolgate loads and their limits (`watch` is on by default).
     pub scripts: ScriptsConfig,
+    /// `[auth]`: who may call the HTTP front, when configured (groundwork: not enforced yet).
+    pub auth: Option<AuthConfig>,
     /// Non-fatal remarks found while loading (ignored client-only keys and the like).
     pub warnings: Vec<String>,
     /// The names of the variables toolgate's own secrets come from: what `[admin] tokens`,

@@ -1,6 +1,6 @@
 //! `toolgate.toml`, toolgate's own format: `import`, `[gateway]`, `[servers.<name>]` and
 //! `[[pipeline]]` (`[audit]` and `[admin]` are checked in `audit`, `[agent]` in `agent`,
-//! `[scripts]` in `scripts`).
+//! `[scripts]` in `scripts`, `[auth]` in `auth`).
 
 use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::error::{index_path, key_path};
@@ -12,7 +12,7 @@ use crate::model::{
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] =
-    &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts"];
+    &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts", "auth"];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
     "allowed_hosts",
@@ -70,6 +70,7 @@ pub(crate) struct Document {
     pub(crate) admin: Option<AdminConfig>,
     pub(crate) agent: crate::agent::AgentConfig,
     pub(crate) scripts: crate::scripts::ScriptsConfig,
+    pub(crate) auth: Option<crate::auth::AuthConfig>,
 }
 
 /// One `import` entry.
@@ -117,6 +118,9 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         && let Some(scripts) = crate::scripts::check_scripts(cx, value)
     {
         document.scripts = scripts;
+    }
+    if let Some(value) = fields.get("auth") {
+        document.auth = crate::auth::check_auth(cx, value);
     }
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")

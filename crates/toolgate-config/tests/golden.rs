@@ -115,8 +115,18 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
 /// A stable, readable dump of a config. Destructures everything, so that a new field fails to
 /// compile here until it is dumped too.
 fn dump(config: &Config) -> String {
-    let Config { gateway, servers, pipeline, audit, admin, agent, scripts, warnings, secret_env } =
-        config;
+    let Config {
+        gateway,
+        servers,
+        pipeline,
+        audit,
+        admin,
+        agent,
+        scripts,
+        auth,
+        warnings,
+        secret_env,
+    } = config;
     let GatewayConfig {
         listen,
         allowed_hosts,
@@ -341,6 +351,39 @@ fn dump(config: &Config) -> String {
         line(w, 1, "timeout", format!("{timeout:?}"));
         line(w, 1, "tool_timeout", format!("{tool_timeout:?}"));
         line(w, 1, "watch", watch);
+    }
+    if let Some(auth) = auth {
+        let toolgate_config::AuthConfig {
+            issuer,
+            audience,
+            scopes,
+            jwks_url,
+            principal_claim,
+            groups_claim,
+            tenant_claim,
+            clock_skew,
+            algorithms,
+            allow_anonymous,
+            api_keys,
+        } = auth;
+        line(w, 0, "auth", "");
+        line(w, 1, "issuer", format!("{issuer:?}"));
+        line(w, 1, "audience", format!("{audience:?}"));
+        line(w, 1, "scopes", format!("{scopes:?}"));
+        line(w, 1, "jwks_url", format!("{:?}", jwks_url.as_ref().map(|u| u.as_str())));
+        line(w, 1, "principal_claim", principal_claim);
+        line(w, 1, "groups_claim", format!("{groups_claim:?}"));
+        line(w, 1, "tenant_claim", format!("{tenant_claim:?}"));
+        line(w, 1, "clock_skew", format!("{clock_skew:?}"));
+        line(w, 1, "algorithms", format!("{algorithms:?}"));
+        line(w, 1, "allow_anonymous", allow_anonymous);
+        for (name, key) in api_keys {
+            let toolgate_config::ApiKeyConfig { hash, groups, tenant } = key;
+            line(w, 1, &format!("api_keys.{name}"), "");
+            line(w, 2, "hash", format!("{hash:?}"));
+            line(w, 2, "groups", format!("{groups:?}"));
+            line(w, 2, "tenant", format!("{tenant:?}"));
+        }
     }
     line(w, 0, "warnings", "");
     for warning in warnings {

@@ -85,6 +85,10 @@ enum Command {
     /// it; list what is trusted, or take trust back.
     #[command(long_about = commands::trust::LONG_ABOUT)]
     Trust(commands::trust::TrustArgs),
+    /// API keys for the HTTP front (groundwork: not checked yet): `new` makes one and prints
+    /// its `[auth.api_keys]` line.
+    #[command(subcommand)]
+    Keys(commands::keys::KeysCommand),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
     Completions(commands::completions::CompletionsArgs),
     /// Print the manual page (roff), or write one page per command into a folder.
@@ -119,6 +123,7 @@ fn main() -> ExitCode {
             Command::Config(command) => commands::config::run(&cli.global, command),
             Command::Audit(command) => commands::audit::run(&cli.global, command).await,
             Command::Trust(args) => commands::trust::run(&cli.global, args),
+            Command::Keys(command) => commands::keys::run(command),
             Command::Completions(args) => commands::completions::run(&args),
             Command::Man(args) => commands::man::run(&args),
             Command::DemoServer => commands::demo::run(&cli.global).await,

@@ -26,6 +26,7 @@ mod fidelity;
 mod http_front;
 mod install_deps;
 mod integrity;
+mod keys;
 mod limits;
 mod matrix;
 mod meta;

@@ -1,0 +1,425 @@
+//! The issuer's signing keys: found, fetched, cached, and refreshed when a token names a key
+//! the cache does not have, at most once per floor.
+//!
+//! Where the keys are comes from `jwks_url`, or from the issuer's metadata: RFC 8414's
+//! `/.well-known/oauth-authorization-server` first, then OpenID discovery's
+//! `/.well-known/openid-configuration`. For an issuer with a path (`https://id.example.com/t1`)
+//! the well-known part goes between the host and the path (RFC 8414 §3.1), and OpenID's
+//! appended form (`https://id.example.com/t1/.well-known/openid-configuration`) is tried last.
+//! The metadata must name the same issuer (RFC 8414 §3.3).
+//!
+//! Every document is read to [`Limits::max_document`] bytes, a key set holds at most
+//! [`Limits::max_keys`] keys, and symmetric (`oct`) keys are dropped: tokens are checked with
+//! public keys only.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonwebtoken::Algorithm;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+/// Where the keys are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// `jwks_url`, given.
+    JwksUrl(url::Url),
+    /// From the metadata of this issuer (as written in `iss`).
+    Issuer(String),
+}
+
+impl KeySource {
+    /// Where `[auth]` says the keys are: `jwks_url` when set, else the issuer's metadata;
+    /// `None` without an issuer (API keys only).
+    pub fn from_config(auth: &toolgate_config::AuthConfig) -> Option<KeySource> {
+        match (&auth.jwks_url, &auth.issuer) {
+            (Some(url), _) => Some(KeySource::JwksUrl(url.clone())),
+            (None, Some(issuer)) => Some(KeySource::Issuer(issuer.clone())),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The bounds of what a remote document can make the cache hold or do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest metadata or key set document read.
+    pub max_document: usize,
+    /// The most keys in a key set.
+    pub max_keys: usize,
+    /// The shortest time between two fetches of the key set.
+    pub refresh_floor: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_document: 256 * 1024, max_keys: 64, refresh_floor: Duration::from_secs(30) }
+    }
+}
+
+/// Why a document could not be fetched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// The server answered with this status.
+    #[error("HTTP status {0}")]
+    Status(u16),
+    /// The document is longer than the limit.
+    #[error("document larger than {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// The request failed.
+    #[error("{0}")]
+    Http(String),
+}
+
+/// Reads a document over HTTP(S): [`HttpFetch`], or a test's own.
+pub trait Fetch: Send + Sync {
+    /// The body of `url`, at most `limit` bytes, or why not.
+    fn get<'a>(
+        &'a self,
+        url: &'a url::Url,
+        limit: usize,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<u8>, FetchError>> + Send + 'a>>;
+}
+
+/// [`Fetch`] with reqwest, over rustls with ring, as toolgate's other HTTPS clients.
+#[derive(Debug, Clone)]
+pub struct HttpFetch {
+    client: reqwest::Client,
+}
+
+impl HttpFetch {
+    /// A client whose requests take at most `timeout` and follow at most 3 redirects, none to
+    /// plain HTTP on another host.
+    pub fn new(timeout: Duration) -> Result<HttpFetch, FetchError> {
+        // The process's TLS provider: ring, unless the program installed another.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                if attempt.previous().len() >= 3 {
+                    attempt.error("more than 3 redirects")
+                } else if !secure(attempt.url()) {
+                    attempt.error("redirect to plain http on another host")
+                } else {
+                    attempt.follow()
+                }
+            }))
+            .build()
+            .map_err(|error| FetchError::Http(error.to_string()))?;
+        Ok(HttpFetch { client })
+    }
+}
+
+impl Fetch for HttpFetch {
+    fn get<'a>(
+        &'a self,
+        url: &'a url::Url,
+        limit: usize,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<u8>, FetchError>> + Send + 'a>> {
+        Box::pin(async move {
+            let http = |error: reqwest::Error| FetchError::Http(chain(&error.without_url()));
+            let mut response = self
+                .client
+                .get(url.clone())
+                .header("accept", "application/json")
+                .send()
+                .await
+                .map_err(http)?;
+            if !response.status().is_success() {
+                return Err(FetchError::Status(response.status().as_u16()));
+            }
+            if response.content_length().is_some_and(|length| length > limit as u64) {
+                return Err(FetchError::TooLarge { limit });
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(http)? {
+                if body.len() + chunk.len() > limit {
+                    return Err(FetchError::TooLarge { limit });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(body)
+        })
+    }
+}
+
+/// An error and its causes, as one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(&format!(": {error}"));
+        cause = error.source();
+    }
+    text
+}
+
+/// Why no key could be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JwksError {
+    /// A document could not be fetched.
+    #[error("{url}: {source}")]
+    Fetch {
+        /// What was fetched.
+        url: String,
+        /// Why it failed.
+        source: FetchError,
+    },
+    /// A document is not what it should be.
+    #[error("{url}: {reason}")]
+    Invalid {
+        /// What was fetched.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The key set has more keys than the limit.
+    #[error("{url}: {count} keys, more than the {max} accepted")]
+    TooManyKeys {
+        /// The key set.
+        url: String,
+        /// How many it has.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// No metadata document of the issuer could be read.
+    #[error("no metadata for issuer {issuer}: {}", tried.join("; "))]
+    Discovery {
+        /// The issuer.
+        issuer: String,
+        /// Each URL tried, and what became of it.
+        tried: Vec<String>,
+    },
+    /// The key set has no key with this `kid` (none fitting the algorithm, for a token without
+    /// one), even after a refresh, or a refresh was not allowed yet.
+    #[error("no signing key {} ({})", which_kid(kid.as_deref()), refresh_word(*refreshed))]
+    UnknownKey {
+        /// The token's `kid`.
+        kid: Option<String>,
+        /// Whether the key set was refetched for it.
+        refreshed: bool,
+    },
+}
+
+fn which_kid(kid: Option<&str>) -> String {
+    kid.map_or("for a token without kid".to_owned(), |kid| format!("{kid:?}"))
+}
+
+fn refresh_word(refreshed: bool) -> &'static str {
+    if refreshed {
+        "the key set was refetched"
+    } else {
+        "the key set was fetched less than the refresh floor ago"
+    }
+}
+
+#[derive(Default)]
+struct State {
+    jwks_url: Option<url::Url>,
+    keys: Vec<Jwk>,
+    last_fetch: Option<Instant>,
+}
+
+/// The cache of one issuer's keys.
+pub struct JwksCache {
+    source: KeySource,
+    fetch: Arc<dyn Fetch>,
+    limits: Limits,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for JwksCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwksCache")
+            .field("source", &self.source)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl JwksCache {
+    /// A cache that fetches nothing until a key is asked for.
+    pub fn new(source: KeySource, fetch: Arc<dyn Fetch>, limits: Limits) -> JwksCache {
+        JwksCache { source, fetch, limits, state: Mutex::new(State::default()) }
+    }
+
+    /// The key a token signed with `alg` and naming `kid` is checked with. The key set is
+    /// fetched the first time, and again when it has no such key, unless it was fetched less
+    /// than [`Limits::refresh_floor`] ago. Callers wait for one fetch at a time.
+    pub async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<Jwk, JwksError> {
+        let mut state = self.state.lock().await;
+        if state.last_fetch.is_some()
+            && let Some(key) = lookup(&state.keys, kid, alg)
+        {
+            return Ok(key.clone());
+        }
+        if let Some(last) = state.last_fetch
+            && last.elapsed() < self.limits.refresh_floor
+        {
+            return Err(JwksError::UnknownKey { kid: kid.map(str::to_owned), refreshed: false });
+        }
+        // A failed fetch counts too: a broken issuer is not asked more often than the floor.
+        state.last_fetch = Some(Instant::now());
+        let url = match &state.jwks_url {
+            Some(url) => url.clone(),
+            None => {
+                let url = self.jwks_url().await?;
+                state.jwks_url = Some(url.clone());
+                url
+            }
+        };
+        state.keys = self.fetch_keys(&url).await?;
+        lookup(&state.keys, kid, alg)
+            .cloned()
+            .ok_or_else(|| JwksError::UnknownKey { kid: kid.map(str::to_owned), refreshed: true })
+    }
+
+    async fn jwks_url(&self) -> Result<url::Url, JwksError> {
+        let issuer = match &self.source {
+            KeySource::JwksUrl(url) => return Ok(url.clone()),
+            KeySource::Issuer(issuer) => issuer,
+        };
+        let candidates = metadata_urls(issuer)
+            .map_err(|reason| JwksError::Invalid { url: issuer.clone(), reason })?;
+        let mut tried = Vec::new();
+        for url in candidates {
+            let body = match self.fetch.get(&url, self.limits.max_document).await {
+                Ok(body) => body,
+                Err(error) => {
+                    tried.push(format!("{url}: {error}"));
+                    continue;
+                }
+            };
+            let invalid = |reason: String| JwksError::Invalid { url: url.to_string(), reason };
+            let document: serde_json::Value = serde_json::from_slice(&body)
+                .map_err(|error| invalid(format!("not JSON: {error}")))?;
+            let found = document.get("issuer").and_then(|v| v.as_str());
+            if found != Some(issuer.as_str()) {
+                return Err(invalid(format!(
+                    "names issuer {found:?}, not {issuer:?} (RFC 8414 §3.3)"
+                )));
+            }
+            let jwks_uri = document
+                .get("jwks_uri")
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| invalid("no jwks_uri".to_owned()))?;
+            let jwks_uri = url::Url::parse(jwks_uri)
+                .map_err(|error| invalid(format!("jwks_uri is not a URL: {error}")))?;
+            if !secure(&jwks_uri) {
+                return Err(invalid(
+                    "jwks_uri must be https (http only to a loopback host)".to_owned(),
+                ));
+            }
+            return Ok(jwks_uri);
+        }
+        Err(JwksError::Discovery { issuer: issuer.clone(), tried })
+    }
+
+    async fn fetch_keys(&self, url: &url::Url) -> Result<Vec<Jwk>, JwksError> {
+        let body = self
+            .fetch
+            .get(url, self.limits.max_document)
+            .await
+            .map_err(|source| JwksError::Fetch { url: url.to_string(), source })?;
+        let invalid = |reason: String| JwksError::Invalid { url: url.to_string(), reason };
+        #[derive(serde::Deserialize)]
+        struct RawSet {
+            keys: Vec<serde_json::Value>,
+        }
+        let set: RawSet = serde_json::from_slice(&body)
+            .map_err(|error| invalid(format!("not a JWK set: {error}")))?;
+        if set.keys.len() > self.limits.max_keys {
+            return Err(JwksError::TooManyKeys {
+                url: url.to_string(),
+                count: set.keys.len(),
+                max: self.limits.max_keys,
+            });
+        }
+        let mut keys = Vec::with_capacity(set.keys.len());
+        for raw in set.keys {
+            // A key this crate cannot use (another key type, a symmetric key, one for
+            // encryption) is left out, not an error: the set may serve other parties too.
+            let Ok(key) = serde_json::from_value::<Jwk>(raw) else { continue };
+            let signing = key
+                .common
+                .public_key_use
+                .as_ref()
+                .is_none_or(|u| *u == jsonwebtoken::jwk::PublicKeyUse::Signature);
+            if signing && !matches!(key.algorithm, AlgorithmParameters::OctetKey(_)) {
+                keys.push(key);
+            }
+        }
+        tracing::debug!(url = %url, keys = keys.len(), "fetched the issuer's signing keys");
+        Ok(keys)
+    }
+}
+
+/// The key for `kid`, or for a token without one the only key that fits `alg`.
+fn lookup<'k>(keys: &'k [Jwk], kid: Option<&str>, alg: Algorithm) -> Option<&'k Jwk> {
+    match kid {
+        Some(kid) => keys.iter().find(|key| key.common.key_id.as_deref() == Some(kid)),
+        None => {
+            let mut fitting = keys.iter().filter(|key| fits(key, alg));
+            match (fitting.next(), fitting.next()) {
+                (Some(key), None) => Some(key),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// Whether `key` is of the type `alg` signs with.
+pub(crate) fn fits(key: &Jwk, alg: Algorithm) -> bool {
+    use Algorithm::*;
+    match &key.algorithm {
+        AlgorithmParameters::RSA(_) => matches!(alg, RS256 | RS384 | RS512 | PS256 | PS384 | PS512),
+        AlgorithmParameters::EllipticCurve(_) => matches!(alg, ES256 | ES384),
+        AlgorithmParameters::OctetKeyPair(_) => matches!(alg, EdDSA),
+        AlgorithmParameters::OctetKey(_) => false,
+    }
+}
+
+fn secure(url: &url::Url) -> bool {
+    url.scheme() == "https"
+        || (url.scheme() == "http"
+            && match url.host() {
+                Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                None => false,
+            })
+}
+
+/// Where the metadata of `issuer` may be, in the order they are tried.
+pub fn metadata_urls(issuer: &str) -> Result<Vec<url::Url>, String> {
+    let base = url::Url::parse(issuer).map_err(|error| format!("not a URL: {error}"))?;
+    if !secure(&base) {
+        return Err("must be https (http only to a loopback host)".to_owned());
+    }
+    let path = base.path().trim_end_matches('/').to_owned();
+    let at = |p: String| {
+        let mut url = base.clone();
+        url.set_query(None);
+        url.set_fragment(None);
+        url.set_path(&p);
+        url
+    };
+    let mut urls = vec![
+        at(format!("/.well-known/oauth-authorization-server{path}")),
+        at(format!("/.well-known/openid-configuration{path}")),
+    ];
+    if !path.is_empty() {
+        urls.push(at(format!("{path}/.well-known/openid-configuration")));
+    }
+    Ok(urls)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
