@@ -207,6 +207,21 @@ fn where_numbers_differ_only_in_how_they_are_written_they_are_the_same() {
     // 2^63 and -2^63 are floats exactly, at the ends of what u64 and i64 hold.
     assert!(convert::same(&json!(9_223_372_036_854_775_808_u64), &json!(9.223_372_036_854_776e18)));
     assert!(convert::same(&json!(i64::MIN), &json!(-9.223_372_036_854_776e18)));
+    // Just inside them, the largest i64 and u64 are not: as floats they round up to 2^63 and
+    // 2^64, which no i64 or u64 holds.
+    assert!(!convert::same(&json!(i64::MAX), &json!(9.223_372_036_854_776e18)));
+    assert!(!convert::same(&json!(u64::MAX), &json!(1.844_674_407_370_955_2e19)));
+}
+
+#[test]
+fn a_toon_text_that_reads_back_as_other_json_is_refused() {
+    assert!(convert::decodes_to("a: 1", &json!({"a": 1})));
+    assert!(!convert::decodes_to("a: 1", &json!({"a": 2})));
+    assert!(!convert::decodes_to("a: 1", &json!({"a": 1, "b": 2})));
+    assert!(convert::decodes_to("[2]: 1,2", &json!([1, 2])));
+    assert!(!convert::decodes_to("[2]: 1,2", &json!([2, 1])));
+    // Strict: an array whose length says otherwise does not decode at all.
+    assert!(!convert::decodes_to("[3]: 1,2", &json!([1, 2])));
 }
 
 // === converting one block ===
@@ -290,6 +305,11 @@ fn small_json_stays() {
     assert_eq!(convert(&text, tokens + 1), Err(Kept::Small));
     // Too short in bytes to have that many tokens: not even parsed.
     assert_eq!(convert("[1]", 4), Err(Kept::Small));
+    // As many tokens as bytes, as many as asked for: not small, and then not shorter.
+    assert_eq!(O200K.count("[1,2]"), 5);
+    assert_eq!(convert("[1,2]", 5), Err(Kept::NotShorter));
+    assert_eq!(convert("[oops", 6), Err(Kept::Small));
+    assert_eq!(convert("[12345678901234567890123]", 26), Err(Kept::Small));
     assert!(convert(&text, tokens).is_ok());
 }
 
@@ -339,6 +359,12 @@ fn toon_must_beat_both_the_text_as_sent_and_compact_json() {
     assert!(convert::toon(&value, O200K, toon_tokens + 1).is_ok());
     assert_eq!(convert::toon(&value, O200K, toon_tokens), Err(NoToon::NotShorter));
     assert_eq!(convert::toon(&value, O200K, 0), Err(NoToon::NotShorter));
+    // An empty object is the empty TOON text, of no tokens: fewer than one, but not fewer
+    // than none.
+    let empty = json!({});
+    assert_eq!(convert::encode(&empty).as_deref(), Some(""));
+    assert_eq!(convert::toon(&empty, O200K, 1), Ok((String::new(), 0)));
+    assert_eq!(convert::toon(&empty, O200K, 0), Err(NoToon::NotShorter));
 }
 
 #[test]
@@ -476,6 +502,9 @@ fn compacting_alone_brings_no_note() {
     let rewritten = toon(json!({})).rewrite(&result).expect("compacted");
     assert_eq!(texts(&rewritten.result), [people(24).to_string()]);
     assert_eq!((rewritten.toon_blocks, rewritten.compact_blocks), (0, 1));
+    // The figures count no note either.
+    assert_eq!(rewritten.tokens_after, O200K.count(&people(24).to_string()));
+    assert_eq!(rewritten.tokens_before, O200K.count(texts(&result)[0]));
     assert_eq!(toon(json!({ "compact": false })).rewrite(&result), None);
 }
 
