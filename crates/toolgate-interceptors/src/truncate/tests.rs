@@ -235,6 +235,12 @@ fn a_single_huge_line_is_cut_within_the_line() {
     assert!(text.starts_with("abc-123 abc-123"));
     assert!(text.contains("[toolgate: "));
     assert!(tokens(&transform::model_text(&cut.result)) <= 800);
+    // The kept document splits the line into pieces; the note's offset is the piece that holds
+    // the last byte shown, so that reading on from there skips nothing.
+    let head = &text[..text.find("\n[toolgate: ").expect("the note after the head")];
+    assert!(line.starts_with(head) && head.len() > 1000, "{} bytes", head.len());
+    let piece = Document::new(line.clone()).line_at(head.len() - 1);
+    assert!(text.contains(&format!("\"offset\": {piece}}}")), "not piece {piece}: {text}");
 }
 
 #[test]
@@ -261,6 +267,117 @@ fn json_text_stays_json_and_the_cuts_are_listed() {
     let meta = &cut.result.meta.as_ref().unwrap().0[META_KEY];
     assert_eq!(meta["omitted"][0]["cut"]["total"], json!(500));
     assert!(tokens(&transform::model_text(&cut.result)) <= 1000);
+}
+
+#[tokio::test]
+async fn the_note_after_a_cut_json_block_reads_on_from_where_that_block_starts() {
+    let (truncate, _) = truncate(json!({"max_tokens": 1000}));
+    let entities: Vec<Value> =
+        (0..500).map(|i| json!({"name": format!("entity_{i}"), "kind": "person"})).collect();
+    let json = serde_json::to_string_pretty(&json!({ "entities": entities })).unwrap();
+    let result = mcp::CallToolResult::success(vec![
+        mcp::ContentBlock::text("Found 500 entities:"),
+        mcp::ContentBlock::text(json),
+    ]);
+    let ctx = ctx();
+    let cut = truncate.shorten(&result, None, &owner(&ctx)).expect("cut");
+    let shown = texts(&cut.result);
+    assert_eq!(shown[0], "Found 500 entities:");
+    let note = shown.last().copied().unwrap();
+    // The kept document: the first block on line 0, the JSON from line 1.
+    assert!(note.contains("\"offset\": 1}"), "{note}");
+    let arguments = json!({"handle": handle_of(&cut.result), "offset": 1, "limit": 2});
+    let page = truncate.call_own_tool(read::NAME, arguments.as_object().cloned(), &ctx).await;
+    assert!(texts(&page.unwrap())[0].starts_with("{\n  \"entities\": [\n"));
+}
+
+#[test]
+fn the_budget_is_shared_small_parts_first() {
+    // Parts under an equal share keep their cost; the others share what is left equally.
+    assert_eq!(share(&[Some(10), None, None], 100), [10, 45, 45]);
+    assert_eq!(share(&[None, Some(30), Some(5)], 90), [55, 30, 5]);
+    assert_eq!(share(&[Some(40), Some(40)], 60), [30, 30]);
+    assert_eq!(share(&[], 60), Vec::<usize>::new());
+}
+
+#[test]
+fn the_note_lists_five_cuts_and_counts_the_rest() {
+    let cut = |i: usize| json::Omission { path: format!("/{i}"), kept: 1, total: 9, unit: "items" };
+    let five: Vec<json::Omission> = (0..5).map(cut).collect();
+    assert_eq!(
+        describe_cuts(&five),
+        "/0: 1 of 9 items, /1: 1 of 9 items, /2: 1 of 9 items, /3: 1 of 9 items, /4: 1 of 9 items"
+    );
+    let seven: Vec<json::Omission> = (0..7).map(cut).collect();
+    assert!(describe_cuts(&seven).ends_with("/4: 1 of 9 items, and 2 more cuts"));
+    assert_eq!(describe_cuts(&[]), "nothing cut");
+}
+
+#[test]
+fn a_byte_prefix_ends_on_a_character_boundary_within_the_limit() {
+    let meter = Meter::new(Budget::Bytes(2000));
+    assert_eq!(meter.prefix("aé", 2), 1);
+    assert_eq!(meter.prefix("aé", 3), 3);
+    assert_eq!(meter.prefix("😀😀", 7), 4);
+    assert_eq!(meter.prefix("abc", 10), 3);
+}
+
+#[tokio::test]
+async fn a_line_over_the_page_is_a_page_of_its_own() {
+    let (truncate, _) = truncate(json!({"max_bytes": 2000, "page_bytes": 400}));
+    // A line of 1000 bytes (over the page), then an empty line (1 byte), then short ones.
+    let text = format!("{}\n\n{}", "x".repeat(999), "a short line\n".repeat(200));
+    let ctx = ctx();
+    let cut = truncate.shorten(&text_result(&text), None, &owner(&ctx)).expect("cut");
+    let handle = handle_of(&cut.result);
+    let page = |offset: usize| {
+        let arguments = json!({"handle": handle, "offset": offset}).as_object().cloned();
+        let (truncate, ctx) = (&truncate, &ctx);
+        async move { truncate.call_own_tool(read::NAME, arguments, ctx).await.unwrap() }
+    };
+    let first = page(0).await;
+    let structured = first.structured_content.as_ref().unwrap();
+    assert_eq!((&structured["lines"], &structured["next_offset"]), (&json!(1), &json!(1)));
+    assert!(texts(&first)[0].starts_with(&"x".repeat(999)));
+    // The next page: the empty line and 30 lines of 13 bytes (391 bytes; a 31st would pass 400).
+    let second = page(1).await;
+    assert_eq!(second.structured_content.as_ref().unwrap()["lines"], json!(31));
+}
+
+#[tokio::test]
+async fn a_handle_kept_by_one_entry_is_read_through_another() {
+    let services = Services::new(EventBus::new());
+    let entry = |path: &str| {
+        let entry = test_entry(KIND, path, json!({"max_tokens": 600}));
+        Truncate::from_config(&entry, &services).expect("valid options")
+    };
+    let (first, second) = (entry("pipeline[0]"), entry("pipeline[1]"));
+    let ctx = ctx();
+    let log = text_result(&long_log());
+    let by_first = handle_of(&first.shorten(&log, None, &owner(&ctx)).unwrap().result);
+    let by_second = handle_of(&second.shorten(&log, None, &owner(&ctx)).unwrap().result);
+    for (reader, handle) in [(&second, &by_first), (&first, &by_second), (&first, &by_first)] {
+        let arguments = json!({"handle": handle, "limit": 1}).as_object().cloned();
+        let page = reader.call_own_tool(read::NAME, arguments, &ctx).await.unwrap();
+        assert_eq!(page.is_error, Some(false), "{page:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_event_counts_in_the_configured_encoding() {
+    let (truncate, services) = truncate(json!({"max_tokens": 600, "encoding": "cl100k_base"}));
+    let mut events = services.events.subscribe("transform/*".parse().unwrap(), 8);
+    // Japanese, which the two encodings count differently.
+    let log: String = (0..3000).map(|i| format!("ログの{i}行目: 値が見つかりません\n")).collect();
+    assert_ne!(Encoding::Cl100kBase.count(&log), tokens(&log));
+    let message = Message::ToolResult(text_result(&log));
+    let outcome = truncate
+        .intercept(InterceptionEvent::ToolsCall, Phase::Response, &message, &mut ctx())
+        .await
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Rewrite(_)));
+    let event = events.recv().await.expect("transform/applied");
+    assert_eq!(event.get("tokens_before"), Some(&json!(Encoding::Cl100kBase.count(&log))));
 }
 
 fn structured_result(count: usize) -> mcp::CallToolResult {
@@ -363,16 +480,20 @@ fn images_are_kept_or_noted_and_do_not_count() {
     assert!(note.contains("an image (image/png, 29.3 KiB) was left out"), "{note}");
 }
 
-#[test]
-fn embedded_text_resources_are_cut_like_text() {
+#[tokio::test]
+async fn embedded_text_resources_are_cut_like_text() {
     let resource = mcp::ContentBlock::Resource(mcp::EmbeddedResource::new(
         mcp::ResourceContents::text(long_log(), "file:///build.log"),
     ));
     let result =
         mcp::CallToolResult::success(vec![mcp::ContentBlock::text("see the log"), resource]);
     let (truncate, _) = truncate(json!({"max_tokens": 1000}));
-    let cut = truncate.shorten(&result, None, "me").expect("cut");
+    let ctx = ctx();
+    let cut = truncate.shorten(&result, None, &owner(&ctx)).expect("cut");
     assert_eq!(texts(&cut.result)[0], "see the log");
+    // The kept result holds the resource's text too.
+    let read = read_all(&truncate, &ctx, &handle_of(&cut.result)).await;
+    assert!(read == format!("see the log\n{}", long_log()), "{} bytes read", read.len());
     let mcp::ContentBlock::Resource(r) = &cut.result.content[1] else { panic!("still a resource") };
     let mcp::ResourceContents::TextResourceContents { text, uri, .. } = &r.resource else {
         panic!("still text")
@@ -448,6 +569,8 @@ fn the_store_stays_within_its_limits_forgetting_the_oldest() {
         store.put("me", Document::new("z".repeat(61))),
         Err(spill::SpillError::TooLarge { bytes: 61, limit: 60 })
     ));
+    // Exactly the limit is kept.
+    assert!(store.put("me", Document::new("z".repeat(60))).is_ok());
 }
 
 #[test]
@@ -482,6 +605,7 @@ fn options_are_checked_with_their_paths() {
         ["pipeline[0].head: expected a number between 0 and 1, found 1.5"]
     );
     assert_eq!(errors(json!({"head": 0})).len(), 1, "the head must be more than nothing");
+    assert_eq!(errors(json!({"head": 1})).len(), 1, "and leave room for a tail");
     truncate(json!({"max_tokens": 1000, "head": 0.5})); // builds
     assert_eq!(
         errors(json!({"structured": "trim"})),
