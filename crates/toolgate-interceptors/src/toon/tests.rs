@@ -702,22 +702,45 @@ async fn a_large_result_is_converted_on_the_blocking_pool_to_the_same_result() {
     assert_eq!(outcome, Outcome::Rewrite(Message::ToolResult(expected)));
 }
 
-/// Where the conversion runs: a large one on the blocking pool, so that the first poll of the
-/// rewrite waits for it instead of holding the runtime thread; a small one inline, done on the
-/// first poll.
-#[tokio::test(flavor = "current_thread")]
-async fn only_a_large_conversion_leaves_the_runtime_thread() {
-    let toon = toon(json!({}));
-    let large = serde_json::to_string_pretty(&listing(1000)).expect("json");
-    let large = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(large)]);
-    let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&large));
-    assert!(futures::poll!(&mut rewrite).is_pending(), "converted on the runtime thread");
-    let converted = rewrite.await.expect("no failure").expect("converted");
-    assert_eq!(Some(converted.result), toon.rewrite(&large).map(|r| r.result));
+/// Where the conversion runs: one of more than `COUNT_INLINE` bytes on the blocking pool, so that
+/// the rewrite waits for the pool instead of holding the runtime thread; one of up to
+/// `COUNT_INLINE` bytes inline, done on the first poll even while the pool is busy. The pool here
+/// has one thread, held busy until the large conversion is let through.
+#[test]
+fn only_a_conversion_over_count_inline_bytes_leaves_the_runtime_thread() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(1)
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let busy = tokio::task::spawn_blocking(move || held.recv());
+        let toon = toon(json!({}));
+        // Pretty JSON padded with spaces to exactly the limit, then one byte more.
+        let rows = (20..).find(|&rows| {
+            serde_json::to_string_pretty(&listing(rows + 1)).expect("json").len()
+                > transform::COUNT_INLINE
+        });
+        let text = serde_json::to_string_pretty(&listing(rows.expect("rows"))).expect("json");
+        let padded = |bytes: usize| format!("{text}{}", " ".repeat(bytes - text.len()));
+        let at_limit = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(padded(
+            transform::COUNT_INLINE,
+        ))]);
+        let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&at_limit));
+        let futures::task::Poll::Ready(done) = futures::poll!(&mut rewrite) else {
+            panic!("waited for the blocking pool")
+        };
+        let done = done.expect("no failure").expect("converted");
+        assert_eq!(Some(done.result), toon.rewrite(&at_limit).map(|r| r.result));
 
-    let small = serde_json::to_string_pretty(&listing(20)).expect("json");
-    assert!(small.len() < transform::COUNT_INLINE);
-    let small = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(small)]);
-    let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&small));
-    assert!(futures::poll!(&mut rewrite).is_ready(), "sent to the blocking pool");
+        let over = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(padded(
+            transform::COUNT_INLINE + 1,
+        ))]);
+        let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&over));
+        assert!(futures::poll!(&mut rewrite).is_pending(), "converted on the runtime thread");
+        release.send(()).expect("the pool's thread waits");
+        let done = rewrite.await.expect("no failure").expect("converted");
+        assert_eq!(Some(done.result), toon.rewrite(&over).map(|r| r.result));
+        busy.await.expect("the pool's thread ends").expect("released");
+    });
 }
