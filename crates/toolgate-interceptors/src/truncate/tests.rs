@@ -390,6 +390,33 @@ async fn the_event_counts_in_the_configured_encoding() {
     assert_eq!(event.get("tokens_before"), Some(&json!(Encoding::Cl100kBase.count(&log))));
 }
 
+/// `fit_json` gives JSON within the allowance that uses most of it (at least 90 %), for values
+/// of few and of many bytes a token, pretty or compact, in tokens or in bytes.
+#[test]
+fn shortened_json_is_within_its_allowance_and_uses_most_of_it() {
+    let records: Vec<Value> = (0..2000)
+        .map(|i| json!({"id": i, "path": format!("/srv/projects/documentation/chapter_{i}/introduction.md")}))
+        .collect();
+    let numbers: Vec<Value> = (0..20_000).map(|i| json!(i * 7919 % 100_000)).collect();
+    let prose = json!({"text": "Mutation testing changes the code in small ways. ".repeat(2000)});
+    let (by_tokens, _) = truncate(json!({"max_tokens": 8000}));
+    let (by_bytes, _) = truncate(json!({"max_bytes": 32000}));
+    for value in [json!(records), json!(numbers), prose] {
+        for pretty in [false, true] {
+            for allowance in [500, 1500, 4000] {
+                let (shrunk, text, _) =
+                    by_tokens.fit_json(&value, allowance, pretty).expect("a shortening fits");
+                assert_eq!(serde_json::from_str::<Value>(&text).expect("JSON"), shrunk);
+                let cost = tokens(&text);
+                assert!(cost <= allowance && cost * 10 >= allowance * 9, "{cost} of {allowance}");
+                let (_, text, _) = by_bytes.fit_json(&value, allowance * 3, pretty).expect("fits");
+                let cost = text.len();
+                assert!(cost <= allowance * 3 && cost * 10 >= allowance * 27, "{cost} bytes");
+            }
+        }
+    }
+}
+
 fn structured_result(count: usize) -> mcp::CallToolResult {
     let items: Vec<Value> =
         (0..count).map(|i| json!({"id": i, "path": format!("/srv/file_{i}.txt")})).collect();
