@@ -280,6 +280,20 @@ fn json_text_stays_json_and_the_cuts_are_listed() {
 }
 
 #[tokio::test]
+async fn the_kept_result_names_a_resource_link_on_a_line_of_its_own() {
+    let link: mcp::ContentBlock = serde_json::from_value(
+        json!({"type": "resource_link", "uri": "file:///srv/build.log", "name": "build.log"}),
+    )
+    .expect("a resource link");
+    let result = mcp::CallToolResult::success(vec![link, mcp::ContentBlock::text(long_log())]);
+    let (truncate, _) = truncate(json!({"max_tokens": 1000}));
+    let ctx = ctx();
+    let cut = truncate.shorten(&result, None, &owner(&ctx)).expect("cut");
+    let read = read_all(&truncate, &ctx, &handle_of(&cut.result)).await;
+    assert!(read == format!("[resource link file:///srv/build.log]\n{}", long_log()), "{read:.80}");
+}
+
+#[tokio::test]
 async fn the_note_after_a_cut_json_block_reads_on_from_where_that_block_starts() {
     let (truncate, _) = truncate(json!({"max_tokens": 1000}));
     let entities: Vec<Value> =
