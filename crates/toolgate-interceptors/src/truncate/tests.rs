@@ -529,6 +529,16 @@ fn images_are_kept_or_noted_and_do_not_count() {
     let cut = noting.shorten(&result, None, "me").expect("cut");
     let note = texts(&cut.result)[0];
     assert!(note.contains("an image (image/png, 29.3 KiB) was left out"), "{note}");
+    // Audio too.
+    let audio: mcp::ContentBlock = serde_json::from_value(
+        json!({"type": "audio", "data": "B".repeat(4000), "mimeType": "audio/wav"}),
+    )
+    .expect("an audio block");
+    result.content[0] = audio.clone();
+    assert_eq!(keeping.shorten(&result, None, "me").expect("cut").result.content[0], audio);
+    let cut = noting.shorten(&result, None, "me").expect("cut");
+    let note = texts(&cut.result)[0];
+    assert!(note.contains("an audio (audio/wav, 2.9 KiB) was left out"), "{note}");
 }
 
 #[tokio::test]
