@@ -224,6 +224,18 @@ async fn read_result_checks_its_arguments() {
     assert!(text.starts_with("[00010] "), "{text}");
     assert_eq!(text.lines().count(), 4, "three lines and the note: {text}");
     assert_eq!(page.structured_content.as_ref().unwrap()["next_offset"], json!(13));
+    // The last page says how many lines it holds; an offset at the very end is an empty page.
+    for (offset, lines) in [(3990, 10), (4000, 0)] {
+        let arguments = json!({"handle": handle, "offset": offset}).as_object().cloned();
+        let page = truncate.call_own_tool(read::NAME, arguments, &ctx).await.unwrap();
+        assert_eq!(page.is_error, Some(false), "{page:?}");
+        let structured = page.structured_content.as_ref().unwrap();
+        assert_eq!(
+            (&structured["lines"], &structured["next_offset"]),
+            (&json!(lines), &json!(null))
+        );
+        assert!(texts(&page)[0].ends_with("[toolgate: end of the result (4000 lines)]"));
+    }
 }
 
 #[test]
@@ -349,8 +361,8 @@ fn a_byte_prefix_ends_on_a_character_boundary_within_the_limit() {
 #[tokio::test]
 async fn a_line_over_the_page_is_a_page_of_its_own() {
     let (truncate, _) = truncate(json!({"max_bytes": 2000, "page_bytes": 400}));
-    // A line of 1000 bytes (over the page), then an empty line (1 byte), then short ones.
-    let text = format!("{}\n\n{}", "x".repeat(999), "a short line\n".repeat(200));
+    // A line of 1000 bytes (over the page), then an empty line (1 byte), then lines of 21.
+    let text = format!("{}\n\n{}", "x".repeat(999), format!("{}\n", "y".repeat(20)).repeat(200));
     let ctx = ctx();
     let cut = truncate.shorten(&text_result(&text), None, &owner(&ctx)).expect("cut");
     let handle = handle_of(&cut.result);
@@ -363,9 +375,9 @@ async fn a_line_over_the_page_is_a_page_of_its_own() {
     let structured = first.structured_content.as_ref().unwrap();
     assert_eq!((&structured["lines"], &structured["next_offset"]), (&json!(1), &json!(1)));
     assert!(texts(&first)[0].starts_with(&"x".repeat(999)));
-    // The next page: the empty line and 30 lines of 13 bytes (391 bytes; a 31st would pass 400).
+    // The next page: the empty line and 19 lines of 21 bytes, exactly the 400 bytes of a page.
     let second = page(1).await;
-    assert_eq!(second.structured_content.as_ref().unwrap()["lines"], json!(31));
+    assert_eq!(second.structured_content.as_ref().unwrap()["lines"], json!(20));
 }
 
 #[tokio::test]
