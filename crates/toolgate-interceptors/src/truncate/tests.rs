@@ -614,7 +614,10 @@ async fn kept_results_expire() {
         SpillStore::new(SpillLimits { ttl: Duration::from_secs(60), ..SpillLimits::default() });
     let handle = store.put("me", Document::new("a\nb\n".into())).unwrap();
     assert!(store.get("me", &handle).is_some());
-    tokio::time::advance(Duration::from_secs(61)).await;
+    tokio::time::advance(Duration::from_secs(59)).await;
+    assert!(store.get("me", &handle).is_some());
+    // Kept for 60 seconds, not one instant more.
+    tokio::time::advance(Duration::from_secs(1)).await;
     assert!(store.get("me", &handle).is_none());
     assert_eq!(store.usage(), (0, 0));
 }
