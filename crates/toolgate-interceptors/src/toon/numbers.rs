@@ -144,6 +144,9 @@ mod tests {
             r#"{"escaped \" 99": 7, "x": "\\", "y": 8}"#,
             "{\"é\": -12.5e-3}",
             "[]",
+            // A number that ends the text.
+            "7",
+            "-12.5e3",
         ] {
             assert!(check(text), "{text}");
         }

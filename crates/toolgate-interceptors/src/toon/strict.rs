@@ -67,10 +67,6 @@ impl<'de> Visitor<'de> for StrictVisitor {
         Ok(Value::String(value.to_owned()))
     }
 
-    fn visit_string<E>(self, value: String) -> Result<Value, E> {
-        Ok(Value::String(value))
-    }
-
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         while let Some(Strict(item)) = seq.next_element()? {
@@ -103,6 +99,8 @@ mod tests {
         let text = r#"{"a": [1, -2, 2.5, "x", null, true, {"b": {}}], "c": "é\u00e9", "d": []}"#;
         assert_eq!(parse(text), Ok(serde_json::from_str::<Value>(text).expect("JSON")));
         assert_eq!(parse("[]"), Ok(json!([])));
+        assert_eq!(parse("-12.5e3"), Ok(json!(-12.5e3)));
+        assert_eq!(parse(r#""a \"quoted\" word""#), Ok(json!("a \"quoted\" word")));
     }
 
     #[test]

@@ -207,6 +207,21 @@ fn where_numbers_differ_only_in_how_they_are_written_they_are_the_same() {
     // 2^63 and -2^63 are floats exactly, at the ends of what u64 and i64 hold.
     assert!(convert::same(&json!(9_223_372_036_854_775_808_u64), &json!(9.223_372_036_854_776e18)));
     assert!(convert::same(&json!(i64::MIN), &json!(-9.223_372_036_854_776e18)));
+    // Just inside them, the largest i64 and u64 are not: as floats they round up to 2^63 and
+    // 2^64, which no i64 or u64 holds.
+    assert!(!convert::same(&json!(i64::MAX), &json!(9.223_372_036_854_776e18)));
+    assert!(!convert::same(&json!(u64::MAX), &json!(1.844_674_407_370_955_2e19)));
+}
+
+#[test]
+fn a_toon_text_that_reads_back_as_other_json_is_refused() {
+    assert!(convert::decodes_to("a: 1", &json!({"a": 1})));
+    assert!(!convert::decodes_to("a: 1", &json!({"a": 2})));
+    assert!(!convert::decodes_to("a: 1", &json!({"a": 1, "b": 2})));
+    assert!(convert::decodes_to("[2]: 1,2", &json!([1, 2])));
+    assert!(!convert::decodes_to("[2]: 1,2", &json!([2, 1])));
+    // Strict: an array whose length says otherwise does not decode at all.
+    assert!(!convert::decodes_to("[3]: 1,2", &json!([1, 2])));
 }
 
 // === converting one block ===
@@ -290,6 +305,11 @@ fn small_json_stays() {
     assert_eq!(convert(&text, tokens + 1), Err(Kept::Small));
     // Too short in bytes to have that many tokens: not even parsed.
     assert_eq!(convert("[1]", 4), Err(Kept::Small));
+    // As many tokens as bytes, as many as asked for: not small, and then not shorter.
+    assert_eq!(O200K.count("[1,2]"), 5);
+    assert_eq!(convert("[1,2]", 5), Err(Kept::NotShorter));
+    assert_eq!(convert("[oops", 6), Err(Kept::Small));
+    assert_eq!(convert("[12345678901234567890123]", 26), Err(Kept::Small));
     assert!(convert(&text, tokens).is_ok());
 }
 
@@ -339,6 +359,12 @@ fn toon_must_beat_both_the_text_as_sent_and_compact_json() {
     assert!(convert::toon(&value, O200K, toon_tokens + 1).is_ok());
     assert_eq!(convert::toon(&value, O200K, toon_tokens), Err(NoToon::NotShorter));
     assert_eq!(convert::toon(&value, O200K, 0), Err(NoToon::NotShorter));
+    // An empty object is the empty TOON text, of no tokens: fewer than one, but not fewer
+    // than none.
+    let empty = json!({});
+    assert_eq!(convert::encode(&empty).as_deref(), Some(""));
+    assert_eq!(convert::toon(&empty, O200K, 1), Ok((String::new(), 0)));
+    assert_eq!(convert::toon(&empty, O200K, 0), Err(NoToon::NotShorter));
 }
 
 #[test]
@@ -476,6 +502,9 @@ fn compacting_alone_brings_no_note() {
     let rewritten = toon(json!({})).rewrite(&result).expect("compacted");
     assert_eq!(texts(&rewritten.result), [people(24).to_string()]);
     assert_eq!((rewritten.toon_blocks, rewritten.compact_blocks), (0, 1));
+    // The figures count no note either.
+    assert_eq!(rewritten.tokens_after, O200K.count(&people(24).to_string()));
+    assert_eq!(rewritten.tokens_before, O200K.count(texts(&result)[0]));
     assert_eq!(toon(json!({ "compact": false })).rewrite(&result), None);
 }
 
@@ -673,22 +702,45 @@ async fn a_large_result_is_converted_on_the_blocking_pool_to_the_same_result() {
     assert_eq!(outcome, Outcome::Rewrite(Message::ToolResult(expected)));
 }
 
-/// Where the conversion runs: a large one on the blocking pool, so that the first poll of the
-/// rewrite waits for it instead of holding the runtime thread; a small one inline, done on the
-/// first poll.
-#[tokio::test(flavor = "current_thread")]
-async fn only_a_large_conversion_leaves_the_runtime_thread() {
-    let toon = toon(json!({}));
-    let large = serde_json::to_string_pretty(&listing(1000)).expect("json");
-    let large = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(large)]);
-    let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&large));
-    assert!(futures::poll!(&mut rewrite).is_pending(), "converted on the runtime thread");
-    let converted = rewrite.await.expect("no failure").expect("converted");
-    assert_eq!(Some(converted.result), toon.rewrite(&large).map(|r| r.result));
+/// Where the conversion runs: one of more than `COUNT_INLINE` bytes on the blocking pool, so that
+/// the rewrite waits for the pool instead of holding the runtime thread; one of up to
+/// `COUNT_INLINE` bytes inline, done on the first poll even while the pool is busy. The pool here
+/// has one thread, held busy until the large conversion is let through.
+#[test]
+fn only_a_conversion_over_count_inline_bytes_leaves_the_runtime_thread() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(1)
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let busy = tokio::task::spawn_blocking(move || held.recv());
+        let toon = toon(json!({}));
+        // Pretty JSON padded with spaces to exactly the limit, then one byte more.
+        let rows = (20..).find(|&rows| {
+            serde_json::to_string_pretty(&listing(rows + 1)).expect("json").len()
+                > transform::COUNT_INLINE
+        });
+        let text = serde_json::to_string_pretty(&listing(rows.expect("rows"))).expect("json");
+        let padded = |bytes: usize| format!("{text}{}", " ".repeat(bytes - text.len()));
+        let at_limit = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(padded(
+            transform::COUNT_INLINE,
+        ))]);
+        let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&at_limit));
+        let futures::task::Poll::Ready(done) = futures::poll!(&mut rewrite) else {
+            panic!("waited for the blocking pool")
+        };
+        let done = done.expect("no failure").expect("converted");
+        assert_eq!(Some(done.result), toon.rewrite(&at_limit).map(|r| r.result));
 
-    let small = serde_json::to_string_pretty(&listing(20)).expect("json");
-    assert!(small.len() < transform::COUNT_INLINE);
-    let small = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(small)]);
-    let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&small));
-    assert!(futures::poll!(&mut rewrite).is_ready(), "sent to the blocking pool");
+        let over = mcp::CallToolResult::success(vec![mcp::ContentBlock::text(padded(
+            transform::COUNT_INLINE + 1,
+        ))]);
+        let mut rewrite = std::pin::pin!(toon.rewrite_off_thread(&over));
+        assert!(futures::poll!(&mut rewrite).is_pending(), "converted on the runtime thread");
+        release.send(()).expect("the pool's thread waits");
+        let done = rewrite.await.expect("no failure").expect("converted");
+        assert_eq!(Some(done.result), toon.rewrite(&over).map(|r| r.result));
+        busy.await.expect("the pool's thread ends").expect("released");
+    });
 }

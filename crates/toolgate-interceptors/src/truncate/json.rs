@@ -255,16 +255,34 @@ mod tests {
 
     #[test]
     fn size_up_to_is_exact_up_to_its_cap_and_over_it_past() {
-        let value = json!({"a": [1, 2, {"b": "cccc"}], "d": null, "e": [[], {}]});
-        let exact = size(&value);
-        for cap in 0..exact + 5 {
-            let counted = size_up_to(&value, cap);
-            if exact <= cap {
-                assert_eq!(counted, exact, "cap {cap}");
-            } else {
-                assert!(counted > cap, "cap {cap}: {counted}");
+        let ones = json!(vec![1; 40]);
+        for value in [
+            json!({"a": [1, 2, {"b": "cccc"}], "d": null, "e": [[], {}]}),
+            // Containers inside containers, whose counting stops at the cap they are given.
+            json!([ones, [ones]]),
+            json!({"k": ones, "l": {"m": ones}}),
+        ] {
+            let exact = size(&value);
+            for cap in 0..exact + 5 {
+                let counted = size_up_to(&value, cap);
+                if exact <= cap {
+                    assert_eq!(counted, exact, "{value}, cap {cap}");
+                } else {
+                    assert!(counted > cap, "{value}, cap {cap}: {counted}");
+                }
             }
         }
+    }
+
+    #[test]
+    fn big_values_of_an_object_share_what_is_left_equally() {
+        let value = json!({"a": "x".repeat(1000), "b": "y".repeat(1000), "c": "z".repeat(1000)});
+        let (shrunk, omissions) = shrink(&value, 600);
+        let kept: Vec<usize> = omissions.iter().map(|o| o.kept).collect();
+        assert_eq!(omissions.len(), 3, "{omissions:?}");
+        assert!(kept.iter().all(|k| k.abs_diff(kept[0]) <= 1), "{kept:?}");
+        let length = shrunk.to_string().len();
+        assert!((500..=600).contains(&length), "{length}: {shrunk}");
     }
 
     #[test]
