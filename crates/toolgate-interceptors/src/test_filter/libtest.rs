@@ -280,4 +280,70 @@ note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose bac
         detail(&lines, &all, &mut block);
         assert_eq!(block.lines, vec![(1, Kind::Keep)]);
     }
+
+    fn kept(text: &str) -> Vec<(String, Kind)> {
+        let lines = Lines::new(text);
+        let all: Vec<usize> = (0..lines.len()).collect();
+        let mut block = Block::default();
+        detail(&lines, &all, &mut block);
+        block.lines.iter().map(|(i, kind)| (lines.plain(*i).trim().to_owned(), *kind)).collect()
+    }
+
+    #[test]
+    fn frames_of_git_dependencies_and_of_the_toolchain_are_left_out() {
+        let text = "thread 't' (1) panicked at src/lib.rs:20:9:\n\
+cannot share 1 into zero parts\n\
+stack backtrace:\n\
+   0: ledger::share\n\
+             at ./src/lib.rs:20:9\n\
+   1: money::Amount::split\n\
+             at /home/u/.cargo/git/checkouts/money-3f2a1b0c9d8e7f6a/9c4d2e1/src/amount.rs:88:13\n\
+   2: hashbrown::raw::RawTable<T,A>::reserve_rehash\n\
+             at /home/u/.rustup/toolchains/1.93.0-x86_64-unknown-linux-gnu/lib/rustlib/src/rust/library/hashbrown/src/raw/mod.rs:1096:9\n\
+   3: ledger::tests::shares\n\
+             at ./src/lib.rs:40:5\n";
+        let frames: Vec<String> = kept(text).into_iter().skip(2).map(|(line, _)| line).collect();
+        assert_eq!(
+            frames,
+            [
+                "0: ledger::share",
+                "at ./src/lib.rs:20:9",
+                "3: ledger::tests::shares",
+                "at ./src/lib.rs:40:5"
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_panic_a_blank_line_ends_nothing() {
+        // A test that returned an `Err` (libtest captures stdout and stderr together).
+        let text = "reading ledger.csv\n\nError: ParseError { line: 3 }\n\
+note: the test returned a termination value with a non-zero status code (1) which indicates a failure\n";
+        let all_kept = kept(text).iter().all(|(_, kind)| *kind == Kind::Keep);
+        assert!(all_kept, "{:?}", kept(text));
+        assert_eq!(kept(text).len(), 3);
+    }
+
+    #[test]
+    fn a_note_without_a_panic_does_not_start_a_message() {
+        // What nextest shows under a test that returned an `Err`: libtest's note in stdout,
+        // then (under `stderr ───`) the error the test returned.
+        let text = "    running 1 test\n    test tests::loads_the_ledger ... FAILED\n\n    failures:\n\n\
+    ---- tests::loads_the_ledger stdout ----\n\
+    note: the test returned a termination value with a non-zero status code (1) which indicates a failure\n\n\n\
+    failures:\n        tests::loads_the_ledger\n\n\
+    test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 91 filtered out; finished in 0.00s\n\n\
+    Error: ParseError { line: 3 }\n";
+        let lines: Vec<(String, Kind)> = kept(text);
+        assert_eq!(
+            lines,
+            [
+                (
+                    "note: the test returned a termination value with a non-zero status code (1) which indicates a failure".to_owned(),
+                    Kind::Keep
+                ),
+                ("Error: ParseError { line: 3 }".to_owned(), Kind::Keep),
+            ]
+        );
+    }
 }

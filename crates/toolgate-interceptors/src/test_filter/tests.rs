@@ -630,3 +630,247 @@ fn the_kind_is_built_from_the_pipeline() {
     assert!(pipeline.is_ok());
     assert!(crate::KINDS.contains(&KIND));
 }
+
+// Tests for the survivors of test_filter's second and third mutation samples
+// (docs/mutants.md): each checks a behaviour no other test checked.
+
+#[test]
+fn a_shortened_text_exactly_as_long_as_the_original_is_not_used() {
+    // The passing test's line is left out, so the shortened text is the same whatever the
+    // length of its name: names are chosen to make the log exactly as long, and one longer.
+    let log = |name: &str| {
+        format!(
+            "running 1 test\ntest {name} ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\n"
+        )
+    };
+    let shortened = filter(&log(&"x".repeat(200)), &Settings::default()).expect("shorter").text;
+    let name = shortened.len() - log("").len();
+    let same = log(&"x".repeat(name));
+    assert_eq!(same.len(), shortened.len());
+    assert_eq!(filter(&same, &Settings::default()), None, "not shorter: kept as it was");
+    let longer = log(&"x".repeat(name + 1));
+    assert_eq!(filter(&longer, &Settings::default()).expect("one byte shorter").text, shortened);
+}
+
+#[test]
+fn a_line_where_a_run_may_start_but_does_not_is_stepped_over() {
+    // jest's stretch may start at `Determining test suites to run...`, but its parser takes
+    // nothing there (the line is not one of a run's): the filter goes on at the next line.
+    let log = format!("Determining test suites to run...\n{}", fixture("jest-fail.txt"));
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(filter(&log, &Settings::default()));
+    });
+    let shortened = receive
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .expect("the filter ends")
+        .expect("recognised");
+    assert!(shortened.text.contains("\nDetermining test suites to run...\n"), "{}", shortened.text);
+    let run = Run { runner: Runner::Jest, failed: 3, passed: Some(57), errors: 0 };
+    assert_eq!(shortened.runs, [run]);
+}
+
+/// `cargo build` output of the project's dependencies, for logs that must be long enough
+/// to be shortened.
+fn compiling(lines: usize) -> String {
+    (0..lines).map(|n| format!("   Compiling dependency{n} v1.0.{n}\n")).collect()
+}
+
+#[test]
+fn an_error_with_a_place_is_a_compile_error_though_it_has_no_code() {
+    // `-D warnings` makes a lint an error: `error:` and no `[E…]`, but a `-->` line.
+    let log = format!(
+        "{}   Compiling ledger v0.1.0 (/src/ledger)\n\
+error: unused variable: `count`\n  \
+--> src/lib.rs:14:9\n   \
+|\n\
+14 |     let count = items.len();\n   \
+|         ^^^^^ help: if this is intentional, prefix it with an underscore: `_count`\n   \
+|\n   \
+= note: `-D unused-variables` implied by `-D warnings`\n   \
+= help: to override `-D warnings` add `#[allow(unused_variables)]`\n\
+\n\
+error: could not compile `ledger` (lib test) due to 1 previous error\n",
+        compiling(10)
+    );
+    let shortened = filter(&log, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::CargoTest, failed: 0, passed: Some(0), errors: 1 };
+    assert_eq!(shortened.runs, [run], "{}", shortened.text);
+    assert!(shortened.text.contains("error: unused variable: `count`\n  --> src/lib.rs:14:9\n"));
+}
+
+#[test]
+fn a_cargo_log_cut_before_its_first_error_is_still_recognised() {
+    // What a tool that keeps only the end of the output gives: no `Compiling` line.
+    let log = fixture("cargo-compile-fail.txt");
+    let cut = &log[log.find("error[E0308]").unwrap()..];
+    let shortened = filter(cut, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::CargoTest, failed: 0, passed: Some(0), errors: 3 };
+    assert_eq!(shortened.runs, [run]);
+    assert!(!shortened.text.contains("unused variable"), "{}", shortened.text);
+}
+
+#[test]
+fn the_cap_on_a_failures_lines_leaves_other_errors_whole() {
+    // A linker's error is none of the code's (no place in it): it is kept as it is, whatever
+    // `max_lines_per_failure`.
+    let linker = "error: linking with `cc` failed: exit status: 1\n  \
+|\n  \
+= note: LC_ALL=\"C\" PATH=\"/usr/bin\" \"cc\" \"-m64\" \"/tmp/rustcQ1/symbols.o\" \"-lsqlite3\"\n  \
+= note: /usr/bin/ld: cannot find -lsqlite3: No such file or directory\n          \
+collect2: error: ld returned 1 exit status\n  \
+= note: some `extern` functions couldn't be found; some native libraries may need to be installed or have their path specified\n  \
+= note: use the `-l` flag to specify native libraries to link\n";
+    let log = format!(
+        "{}   Compiling ledger v0.1.0 (/src/ledger)\n{linker}\n\
+error: could not compile `ledger` (lib test) due to 1 previous error\n",
+        compiling(10)
+    );
+    let capped = Settings { max_lines_per_failure: 2, ..Settings::default() };
+    let shortened = filter(&log, &capped).expect("recognised").text;
+    assert!(shortened.contains(linker), "{shortened}");
+    assert!(!shortened.contains("left out]"), "{shortened}");
+}
+
+#[test]
+fn a_passing_subtests_log_is_left_out_of_its_failing_parent() {
+    let mut log = "--- FAIL: TestTotals (0.00s)\n    \
+--- PASS: TestTotals/empty (0.00s)\n        \
+totals_test.go:12: an empty basket totals 0\n    \
+--- FAIL: TestTotals/refund (0.00s)\n        \
+totals_test.go:20: Total = 12, want 13\n\
+FAIL\nFAIL\texample.com/shop\t0.003s\n"
+        .to_owned();
+    for n in 0..20 {
+        log.push_str(&format!("?   \texample.com/shop/cmd{n}\t[no test files]\n"));
+    }
+    log.push_str("FAIL\n");
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(
+        shortened.contains(
+            "--- FAIL: TestTotals (0.00s)\n    --- FAIL: TestTotals/refund (0.00s)\n        totals_test.go:20: Total = 12, want 13\n"
+        ),
+        "{shortened}"
+    );
+    assert!(!shortened.contains("an empty basket"), "{shortened}");
+}
+
+/// jest on one file: it lists the file's tests under it, grouped by `describe`.
+const JEST_ONE_FILE: &str = "FAIL ./cart.test.js
+  cart
+    ✓ adds an item (2 ms)
+    ✓ removes an item (1 ms)
+    ✕ totals with a discount (4 ms)
+    ○ skipped checks out later
+
+  ● cart › totals with a discount
+
+    expect(received).toBe(expected) // Object.is equality
+
+    Expected: 90
+    Received: 100
+
+      20 |   test('totals with a discount', () => {
+      21 |     cart.add(apple, 10);
+    > 22 |     expect(cart.total({ discount: 0.1 })).toBe(90);
+         |                                           ^
+      23 |   });
+      24 |
+
+      at Object.toBe (cart.test.js:22:43)
+
+Test Suites: 1 failed, 1 total
+Tests:       1 failed, 1 skipped, 2 passed, 4 total
+Snapshots:   1 failed, 2 passed, 3 total
+Time:        0.512 s
+Ran all test suites.
+";
+
+#[test]
+fn jest_on_one_file_leaves_out_its_list_of_tests() {
+    let shortened = filter(JEST_ONE_FILE, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::Jest, failed: 1, passed: Some(2), errors: 0 };
+    assert_eq!(shortened.runs, [run]);
+    let text = shortened.text;
+    assert!(text.contains("FAIL ./cart.test.js\n  ● cart › totals with a discount\n"), "{text}");
+    for left_out in ["  cart\n", "adds an item", "✕ totals", "○ skipped"] {
+        assert!(!text.contains(left_out), "{left_out:?} kept:\n{text}");
+    }
+}
+
+#[test]
+fn jest_keeps_the_snapshots_line_when_one_failed_or_is_obsolete() {
+    let failed = filter(JEST_ONE_FILE, &Settings::default()).expect("recognised").text;
+    assert!(failed.contains("\nSnapshots:   1 failed, 2 passed, 3 total\n"), "{failed}");
+    let obsolete =
+        JEST_ONE_FILE.replace("1 failed, 2 passed, 3 total", "1 obsolete, 3 passed, 3 total");
+    let kept = filter(&obsolete, &Settings::default()).expect("recognised").text;
+    assert!(kept.contains("\nSnapshots:   1 obsolete, 3 passed, 3 total\n"), "{kept}");
+    let fine = JEST_ONE_FILE.replace("1 failed, 2 passed, 3 total", "3 passed, 3 total");
+    let left_out = filter(&fine, &Settings::default()).expect("recognised").text;
+    assert!(!left_out.contains("Snapshots:"), "{left_out}");
+}
+
+#[test]
+fn a_vitest_log_cut_before_its_header_is_shortened_the_same() {
+    let log = fixture("vitest-fail.txt");
+    let whole = filter(&log, &Settings::default()).expect("recognised");
+    for start in
+        [" ❯ cart.test.js (11 tests", " FAIL  cart.test.js > cart > totals with a discount"]
+    {
+        let cut = &log[log.find(start).unwrap()..];
+        assert_eq!(filter(cut, &Settings::default()).as_ref(), Some(&whole), "from {start:?}");
+    }
+}
+
+#[test]
+fn a_vitest_log_cut_before_its_duration_is_read_to_its_end() {
+    let log = fixture("vitest-fail.txt");
+    let cut = &log[..log.find("   Start at ").unwrap()];
+    let shortened = filter(cut, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::Vitest, failed: 3, passed: Some(57), errors: 0 };
+    assert_eq!(shortened.runs, [run]);
+    assert!(
+        shortened.text.ends_with("      Tests  3 failed | 57 passed (60)\n"),
+        "{}",
+        shortened.text
+    );
+}
+
+#[test]
+fn vitest_keeps_its_unhandled_errors_and_their_count() {
+    let unhandled = "⎯⎯⎯⎯⎯⎯ Unhandled Errors ⎯⎯⎯⎯⎯⎯
+
+Vitest caught 1 unhandled error during the test run.
+This might cause false positive tests. Resolve unhandled errors to make sure your tests are not affected.
+
+⎯⎯⎯⎯ Unhandled Rejection ⎯⎯⎯⎯⎯
+Error: the stock service did not answer
+ ❯ stock.js:8:11
+
+⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯⎯
+
+";
+    let log = fixture("vitest-fail.txt")
+        .replacen("\n Test Files ", &format!("\n{unhandled} Test Files "), 1)
+        .replacen("57 passed (60)\n", "57 passed (60)\n     Errors  1 error\n", 1);
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(shortened.contains("Error: the stock service did not answer\n"), "{shortened}");
+    assert!(
+        shortened.ends_with("      Tests  3 failed | 57 passed (60)\n     Errors  1 error\n"),
+        "{shortened}"
+    );
+}
+
+#[test]
+fn pytest_verbose_keeps_the_passing_tests_lines_only_when_asked() {
+    let log = fixture("pytest-fail-verbose.txt");
+    let passed = "test_inventory.py::test_total_of_small_counts PASSED";
+    let failed = "test_inventory.py::test_total_with_returns FAILED";
+    let names = Settings { keep_passed_names: true, ..Settings::default() };
+    let kept = filter(&log, &names).expect("recognised").text;
+    assert!(kept.contains(passed), "{kept}");
+    assert!(!kept.contains(failed), "{kept}");
+    let left_out = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(!left_out.contains(passed) && !left_out.contains(failed), "{left_out}");
+}
