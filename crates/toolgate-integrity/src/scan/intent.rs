@@ -445,10 +445,13 @@ fn trim(text: &str, range: Range<usize>) -> Range<usize> {
     range.start + lead..range.end - tail
 }
 
-/// The cues of two neighbouring sentences read together: each one's, less what a denial that
-/// runs over the break between them takes back ("the secret is never⏎included").
-fn joined(text: &str, both: Range<usize>, first: Cues, second: Cues) -> Cues {
+/// The verdict on two neighbouring sentences read together, unless a denial that runs over the
+/// break between them takes back what gave it ("the secret is never⏎included"). The pair's
+/// text is read again only when there is a verdict to check: taking a cue away never makes
+/// one.
+fn joined(text: &str, both: Range<usize>, first: Cues, second: Cues) -> Option<Verdict> {
     let mut cues = first.union(second);
+    judge(cues, true)?;
     if cues.any(&[Cue::Include, Cue::Send]) {
         let whole = Cues::of(&text[both]);
         if whole.has(Cue::NotInclude) {
@@ -458,7 +461,7 @@ fn joined(text: &str, both: Range<usize>, first: Cues, second: Cues) -> Cues {
             cues = cues.without(Cue::Send);
         }
     }
-    cues
+    judge(cues, true)
 }
 
 /// Whether an argument's name says it carries what the user or the conversation said
@@ -543,8 +546,7 @@ pub(super) fn read(text: &str, context: &Context<'_>, found: &mut Vec<(Verdict, 
             push(purpose(verdict), range.clone(), found);
         }
         if let Some(next) = sentences.get(index + 1)
-            && let Some(verdict) =
-                judge(joined(text, range.start..next.end, cues[index], cues[index + 1]), true)
+            && let Some(verdict) = joined(text, range.start..next.end, cues[index], cues[index + 1])
         {
             push(purpose(verdict), range.start..next.end, found);
         }
