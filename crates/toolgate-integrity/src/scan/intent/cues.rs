@@ -619,20 +619,34 @@ fn spans_of<'t>(text: &'t str, cue: Cue) -> impl Iterator<Item = Range<usize>> +
 }
 
 /// Whether a match of `a` and one of `b` are at most `words` words apart in `text`.
+///
+/// In time about linear in the text, however many matches a hostile description repeats in
+/// one sentence: each match becomes a span of word positions (the words that start before its
+/// start and its end), and each `a` is compared with the `b`s that start soon enough after it,
+/// of which only the one reaching furthest back matters.
 fn near(text: &str, a: Cue, b: Cue, words: usize) -> bool {
-    let between = |from: usize, to: usize| text[from..to].split_whitespace().count();
-    let second: Vec<Range<usize>> = spans_of(text, b).collect();
-    spans_of(text, a).any(|x| {
-        second.iter().any(|y| {
-            let gap = if x.end <= y.start {
-                between(x.end, y.start)
-            } else if y.end <= x.start {
-                between(y.end, x.start)
-            } else {
-                0
-            };
-            gap <= words
+    let starts: Vec<usize> = text
+        .char_indices()
+        .filter(|&(at, c)| {
+            !c.is_whitespace() && text[..at].chars().next_back().is_none_or(char::is_whitespace)
         })
+        .map(|(at, _)| at)
+        .collect();
+    let word = |byte: usize| starts.partition_point(|&start| start < byte);
+    let span = |range: Range<usize>| (word(range.start), word(range.end));
+    let mut second: Vec<(usize, usize)> = spans_of(text, b).map(span).collect();
+    second.sort_unstable();
+    // The furthest-reaching end among the first i `b`s.
+    let reach: Vec<usize> = second
+        .iter()
+        .scan(0, |furthest, &(_, end)| {
+            *furthest = end.max(*furthest);
+            Some(*furthest)
+        })
+        .collect();
+    spans_of(text, a).map(span).any(|(start, end)| {
+        let soon = second.partition_point(|&(b_start, _)| b_start <= end + words);
+        soon > 0 && reach[soon - 1] + words >= start
     })
 }
 
