@@ -34,7 +34,7 @@ use crate::host::{
 
 /// The agent's principal: `agent:<user>`.
 pub fn agent_principal() -> Principal {
-    Principal { kind: "agent".to_owned(), id: Principal::local().id }
+    Principal::new("agent", Principal::local().id)
 }
 
 /// The model that answers upstreams' sampling requests.

@@ -265,7 +265,7 @@ impl Recorder {
 /// An event about one request other than a tool call: who, and about what (the server and the
 /// name or URI there, when it has a target).
 fn request_event(kind: &str, ctx: &CallContext) -> Event {
-    let mut event = Event::new(kind).with("principal", ctx.principal.to_string());
+    let mut event = with_principal(Event::new(kind), ctx);
     if let Some(target) = &ctx.target {
         event = event
             .with("server", target.server.clone())
@@ -281,6 +281,11 @@ fn request_event(kind: &str, ctx: &CallContext) -> Event {
     event
 }
 
+/// `event` with who asked (see `Principal::fields`).
+fn with_principal(event: Event, ctx: &CallContext) -> Event {
+    ctx.principal.fields().into_iter().fold(event, |event, (key, value)| event.with(key, value))
+}
+
 /// An event about one call: who, where, which.
 fn call_event(kind: &str, ctx: &CallContext, exposed: &str) -> Event {
     let mut event = Event::new(kind).with("exposed", exposed.to_owned());
@@ -290,7 +295,7 @@ fn call_event(kind: &str, ctx: &CallContext, exposed: &str) -> Event {
     if let Some(target) = &ctx.target {
         event = event.with("server", target.server.clone()).with("tool", target.original.clone());
     }
-    event = event.with("principal", ctx.principal.to_string());
+    event = with_principal(event, ctx);
     if let Some(session) = &ctx.session {
         event = event.with("session", session.clone());
     }

@@ -242,9 +242,9 @@ impl ToolCaller for GatewayCaller {
         Box::pin(async move {
             let gateway = gateway.ok_or("the gateway is not running")?;
             // Nobody known: the least a caller can be.
-            let principal = origin
-                .principal
-                .map_or_else(Principal::anonymous, |p| Principal { kind: p.kind, id: p.id });
+            let principal = origin.principal.map_or_else(Principal::anonymous, |p| {
+                Principal::new(p.kind, p.id).with_groups(p.groups).with_tenant(p.tenant)
+            });
             let mut ctx = CallContext::new(principal);
             ctx.session = origin.session;
             ctx.elicitor = origin.asker.and_then(|handle| gateway.askers().find(&handle));

@@ -14,24 +14,51 @@ use toolgate_core::mcp;
 
 use crate::outcome::Decision;
 
-/// Who is calling.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Who is calling: a kind (how it came in or proved itself), an id within that kind, and,
+/// for an authenticated HTTP client, its groups and tenant.
+///
+/// Two principals are the same caller when kind, id and tenant agree: groups say what a
+/// caller may do, not who it is, so a token issued after a change of groups is still the
+/// same person (their sessions, grants and kept results stay theirs).
+#[derive(Debug, Clone)]
 pub struct Principal {
-    /// `local` (stdio, the CLI), `anonymous` (unauthenticated HTTP), or an authenticated kind.
+    /// `local` (stdio, the CLI), `agent`, `cli`, `anonymous` (unauthenticated HTTP), `jwt`
+    /// (an OAuth access token), `key` (an `[auth.api_keys]` entry), `upstream`, ...
     pub kind: String,
-    /// Who, within that kind.
+    /// Who, within that kind: a token's principal claim, a key's name, a user name.
     pub id: String,
+    /// The groups it is in (a token's groups claim, a key's `groups`); empty when unknown.
+    pub groups: Vec<String>,
+    /// Its tenant (a token's tenant claim, a key's `tenant`), if it belongs to one.
+    pub tenant: Option<String>,
 }
 
 impl Principal {
+    /// `kind:id`, in no group or tenant.
+    pub fn new(kind: impl Into<String>, id: impl Into<String>) -> Principal {
+        Principal { kind: kind.into(), id: id.into(), groups: Vec::new(), tenant: None }
+    }
+
+    /// The same principal in `groups`.
+    pub fn with_groups(mut self, groups: Vec<String>) -> Principal {
+        self.groups = groups;
+        self
+    }
+
+    /// The same principal in `tenant`.
+    pub fn with_tenant(mut self, tenant: Option<String>) -> Principal {
+        self.tenant = tenant;
+        self
+    }
+
     /// The person at the terminal or the desktop client that launched toolgate.
     pub fn local() -> Principal {
-        Principal { kind: "local".into(), id: whoami() }
+        Principal::new("local", whoami())
     }
 
     /// An HTTP client that did not authenticate.
     pub fn anonymous() -> Principal {
-        Principal { kind: "anonymous".into(), id: "anonymous".into() }
+        Principal::new("anonymous", "anonymous")
     }
 
     /// Whether it names nobody: every client that did not authenticate is the same
@@ -42,7 +69,41 @@ impl Principal {
 
     /// An upstream speaking of its own accord (a log message about no call), by its name.
     pub fn upstream(server: &str) -> Principal {
-        Principal { kind: "upstream".into(), id: server.into() }
+        Principal::new("upstream", server)
+    }
+
+    /// What events and the audit log say of it: `principal` (as displayed), and `tenant` and
+    /// `groups` when it has them.
+    pub fn fields(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let mut fields = vec![("principal", serde_json::Value::String(self.to_string()))];
+        if let Some(tenant) = &self.tenant {
+            fields.push(("tenant", tenant.clone().into()));
+        }
+        if !self.groups.is_empty() {
+            fields.push(("groups", self.groups.clone().into()));
+        }
+        fields
+    }
+
+    /// Whether it is in `group`.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+impl PartialEq for Principal {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.id == other.id && self.tenant == other.tenant
+    }
+}
+
+impl Eq for Principal {}
+
+impl std::hash::Hash for Principal {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.kind.hash(state);
+        self.id.hash(state);
+        self.tenant.hash(state);
     }
 }
 
@@ -50,9 +111,15 @@ fn whoami() -> String {
     std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "local".into())
 }
 
+/// `kind:id`, and `@tenant` after it when it has one: what events, approvals and the audit
+/// log show, and what tells callers apart where a text key is kept.
 impl std::fmt::Display for Principal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.kind, self.id)
+        write!(f, "{}:{}", self.kind, self.id)?;
+        match &self.tenant {
+            Some(tenant) => write!(f, "@{tenant}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -327,11 +394,30 @@ mod tests {
         assert!(!CallerKey::Nobody.is_one_caller());
 
         // Someone with a name is that someone, whichever session or address.
-        let bob = Principal { kind: "token".into(), id: "bob".into() };
+        let bob = Principal::new("jwt", "bob");
         let mut named = CallContext::new(bob.clone());
         named.session = Some("s2".into());
         named.client_address = Some(address);
         assert_eq!(named.caller_key(), CallerKey::Principal(bob));
         assert!(named.caller_key().is_one_caller());
+    }
+
+    #[test]
+    fn a_principal_is_kind_id_and_tenant_not_its_groups() {
+        let alice = Principal::new("jwt", "alice").with_tenant(Some("acme".into()));
+        let regrouped = alice.clone().with_groups(vec!["oncall".into()]);
+        assert_eq!(alice, regrouped, "groups say what, not who");
+        assert!(regrouped.in_group("oncall") && !alice.in_group("oncall"));
+        let elsewhere = Principal::new("jwt", "alice").with_tenant(Some("globex".into()));
+        assert_ne!(alice, elsewhere);
+        assert_ne!(alice, Principal::new("key", "alice").with_tenant(Some("acme".into())));
+        let hash = |p: &Principal| {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(p)
+        };
+        assert_eq!(hash(&alice), hash(&regrouped));
+        assert_ne!(hash(&alice), hash(&elsewhere));
+        assert_eq!(alice.to_string(), "jwt:alice@acme");
+        assert_eq!(Principal::new("key", "ci").to_string(), "key:ci");
     }
 }

@@ -280,7 +280,7 @@ impl Call {
             ("files__read_file", arguments)
         };
         let params = mcp::CallToolRequestParams::new(name).with_arguments(object(arguments));
-        let principal = Principal { kind: "local".into(), id: "ana".into() };
+        let principal = Principal::new("local", "ana");
         Call { params, target, targets: Arc::new(targets), principal }
     }
 

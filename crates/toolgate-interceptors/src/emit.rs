@@ -285,7 +285,9 @@ impl Emit {
                 .with("tool", target.original.clone())
                 .with("exposed", target.exposed.clone());
         }
-        event = event.with("principal", ctx.principal.to_string());
+        for (key, value) in ctx.principal.fields() {
+            event = event.with(key, value);
+        }
         if let Some(session) = &ctx.session {
             event = event.with("session", session.clone());
         }

@@ -366,6 +366,8 @@ fn ctx_json(ctx: &CallContext, kept: Value) -> Value {
         "server": ctx.target.as_ref().map(|t| t.server.clone()),
         "tool": ctx.target.as_ref().map(|t| t.original.clone()),
         "principal": ctx.principal.to_string(),
+        "groups": ctx.principal.groups.clone(),
+        "tenant": ctx.principal.tenant.clone(),
         "session": ctx.session.clone(),
         "request_id": ctx.request_id.clone(),
         "kept": kept,

@@ -50,6 +50,12 @@ pub struct Origin {
 pub struct PrincipalName {
     pub kind: String,
     pub id: String,
+    /// Its groups: a script's own calls are decided for the same groups as its caller's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// Its tenant: a script's own calls stay within its caller's tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 impl Origin {
@@ -169,7 +175,12 @@ mod tests {
     #[test]
     fn the_origin_travels_in_meta_and_a_bad_one_is_nobody() {
         let origin = Origin {
-            principal: Some(PrincipalName { kind: "local".into(), id: "ann".into() }),
+            principal: Some(PrincipalName {
+                kind: "jwt".into(),
+                id: "ann".into(),
+                groups: vec!["oncall".into()],
+                tenant: Some("acme".into()),
+            }),
             session: Some("s1".into()),
             depth: 2,
             asker: Some("a1".into()),

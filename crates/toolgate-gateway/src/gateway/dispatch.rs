@@ -577,6 +577,8 @@ impl Gateway {
             principal: Some(PrincipalName {
                 kind: ctx.principal.kind.clone(),
                 id: ctx.principal.id.clone(),
+                groups: ctx.principal.groups.clone(),
+                tenant: ctx.principal.tenant.clone(),
             }),
             session: ctx.session.clone(),
             depth: ctx.get::<crate::script_tools::CallDepth>().map_or(0, |depth| depth.0),

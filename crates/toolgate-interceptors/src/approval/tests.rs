@@ -41,7 +41,7 @@ fn context(principal: Principal) -> CallContext {
 }
 
 fn bob() -> Principal {
-    Principal { kind: "token".into(), id: "bob".into() }
+    Principal::new("jwt", "bob")
 }
 
 async fn run(
@@ -100,7 +100,7 @@ async fn external_approval_lets_the_call_through_and_binds_it_to_the_digest() {
     let pending = first_pending(&desk).await;
     assert_eq!(pending.exposed, "fs__write");
     assert_eq!(pending.arguments, json!({"path": "a"}));
-    assert_eq!(pending.caller, "token:bob");
+    assert_eq!(pending.caller, "jwt:bob");
     assert_eq!(pending.reason, "writes need a person");
     assert_eq!(pending.to_json()["expires_in_ms"], json!(300_000));
     desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).expect("decided");
@@ -530,7 +530,7 @@ fn durations_of_zero_are_refused() {
 #[tokio::test(start_paused = true)]
 async fn remembered_approvals_are_capped_forgetting_the_one_that_ends_soonest() {
     let desk = ApprovalDesk::new(EventBus::new());
-    let alice = CallerKey::Principal(Principal { kind: "token".into(), id: "alice".into() });
+    let alice = CallerKey::Principal(Principal::new("jwt", "alice"));
     desk.remember(&alice, "first", "bob", false, Duration::from_secs(60));
     for i in 0..MOST_REMEMBERED {
         desk.remember(&alice, &format!("d{i}"), "bob", false, Duration::from_secs(600));

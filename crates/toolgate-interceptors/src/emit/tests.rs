@@ -25,7 +25,7 @@ fn option_errors(options: Value) -> Vec<String> {
 }
 
 fn context() -> CallContext {
-    let mut ctx = CallContext::new(Principal { kind: "local".into(), id: "alice".into() });
+    let mut ctx = CallContext::new(Principal::new("local", "alice"));
     ctx.session = Some("s-1".into());
     ctx.request_id = Some("7".into());
     ctx.target = Some(Target {

@@ -388,7 +388,7 @@ async fn the_examples_do_what_they_say() {
     let mut refused = 0;
     for _ in 0..11 {
         let mut ctx = ctx();
-        ctx.principal = Principal { kind: "test".into(), id: "rate-limit-example".into() };
+        ctx.principal = Principal::new("test", "rate-limit-example");
         if through(&limit, &mut ctx, json!({}), text("x")).await.is_err() {
             refused += 1;
         }

@@ -158,7 +158,12 @@ async fn a_tool_calls_through_the_caller_as_its_own_caller_one_level_deeper() {
     let echo = Arc::new(Echo::default());
     let served = serve(TOOLS, Some(echo.clone())).await;
     let origin = Origin {
-        principal: Some(PrincipalName { kind: "local".into(), id: "ann".into() }),
+        principal: Some(PrincipalName {
+            kind: "local".into(),
+            id: "ann".into(),
+            groups: vec![],
+            tenant: None,
+        }),
         session: Some("s1".into()),
         depth: 0,
         asker: None,
