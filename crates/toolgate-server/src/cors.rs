@@ -18,7 +18,8 @@ use http::{HeaderName, Method};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// The answer headers a browser client must be able to read.
-const EXPOSED_HEADERS: [&str; 2] = ["mcp-session-id", "mcp-protocol-version"];
+// `www-authenticate`: a browser client reads the 401's challenge to find where to log in.
+const EXPOSED_HEADERS: [&str; 3] = ["mcp-session-id", "mcp-protocol-version", "www-authenticate"];
 
 /// How long a browser may keep a preflight's answer.
 const MAX_AGE: Duration = Duration::from_secs(3600);

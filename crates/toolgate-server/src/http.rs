@@ -8,7 +8,7 @@
 //! `subscriptions/listen` streams are in `listen`. GET and DELETE are in `stream`, the events
 //! of a stream and their resumption in `sse`. Who may talk to it at all is `guard`; what the
 //! MCP headers must say, `headers`; who counts as one client for the bounds per client,
-//! `client`.
+//! `client`. Who is calling is `auth`.
 //!
 //! Everything a client can make it hold is bounded: sessions (in all and per client, idle ones
 //! making room), listen streams (in all and per client), what each stream holds for a slow
@@ -18,6 +18,7 @@
 // A refusal is the HTTP response that says so, built on a cold path and returned as it is.
 #![allow(clippy::result_large_err)]
 
+mod auth;
 mod client;
 mod guard;
 mod headers;
@@ -38,7 +39,9 @@ use axum::response::Response;
 use tokio_util::sync::CancellationToken;
 
 use toolgate_gateway::{Dispatcher, Gateway};
+use toolgate_intercept::Principal;
 
+pub use auth::{AuthSetupError, Authenticator};
 pub use listen::{DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT};
 pub use sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE};
 
@@ -69,28 +72,42 @@ pub(crate) struct Front {
     stream_max_age: std::time::Duration,
     /// Fired at shutdown: every stream ends.
     shutdown: CancellationToken,
+    /// Who may call; `None`: everyone, as `anonymous:anonymous` (loopback without `[auth]`).
+    auth: Option<Arc<Authenticator>>,
+}
+
+/// What a front holds for its clients at most, and for how long.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Sessions, in all and per client, and how long an idle one lasts.
+    pub(crate) sessions: Bounds,
+    /// `subscriptions/listen` streams, in all and per client.
+    pub(crate) listen: ListenBounds,
+    /// How long a GET or listen stream lasts.
+    pub(crate) stream_max_age: std::time::Duration,
+    /// The largest body read.
+    pub(crate) body_limit: usize,
 }
 
 impl Front {
-    /// A front over `dispatcher`.
+    /// A front over `dispatcher`, letting in what `guard` and `auth` let in.
     pub(crate) fn new(
         dispatcher: Arc<Dispatcher>,
         guard: Guard,
-        bounds: Bounds,
-        listen: ListenBounds,
-        stream_max_age: std::time::Duration,
-        body_limit: usize,
+        auth: Option<Arc<Authenticator>>,
+        limits: Limits,
         shutdown: CancellationToken,
     ) -> Arc<Front> {
         Arc::new(Front {
             dispatcher,
-            sessions: sessions::HttpSessions::new(bounds),
+            sessions: sessions::HttpSessions::new(limits.sessions),
             guard,
-            body_limit,
-            listening: Arc::new(listen::ListenStreams::new(listen)),
-            stream_queue: bounds.queue,
-            stream_max_age,
+            body_limit: limits.body_limit,
+            listening: Arc::new(listen::ListenStreams::new(limits.listen)),
+            stream_queue: limits.sessions.queue,
+            stream_max_age: limits.stream_max_age,
             shutdown,
+            auth,
         })
     }
 
@@ -122,11 +139,20 @@ impl Front {
     }
 }
 
-/// The `/mcp` endpoint: every method, behind the guard.
-pub(crate) async fn endpoint(State(front): State<Arc<Front>>, request: Request) -> Response {
+/// The `/mcp` endpoint: every method, behind the guard, then as the principal its
+/// credential proves (in the request's extensions for the handlers).
+pub(crate) async fn endpoint(State(front): State<Arc<Front>>, mut request: Request) -> Response {
     if let Err(refused) = front.guard.check(request.uri(), request.headers()) {
         return refused;
     }
+    let principal = match &front.auth {
+        Some(auth) => match auth.authenticate(request.headers()).await {
+            Ok(principal) => principal,
+            Err(refused) => return refused,
+        },
+        None => Principal::anonymous(),
+    };
+    request.extensions_mut().insert(principal);
     match *request.method() {
         http::Method::POST => post::post(front, request).await,
         http::Method::GET => stream::get(front, request).await,

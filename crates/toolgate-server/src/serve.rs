@@ -11,9 +11,9 @@ use crate::cors;
 use toolgate_gateway::{Dispatcher, Gateway};
 
 use crate::http::{
-    self, DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, DEFAULT_MAX_SESSIONS,
-    DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE, DEFAULT_STREAM_MAX_AGE,
-    DEFAULT_STREAM_QUEUE,
+    self, Authenticator, DEFAULT_MAX_LISTEN_STREAMS, DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
+    DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_SESSION_IDLE,
+    DEFAULT_STREAM_MAX_AGE, DEFAULT_STREAM_QUEUE,
 };
 use crate::jsonrpc::DEFAULT_MAX_MESSAGE_BYTES;
 use crate::stdio;
@@ -73,6 +73,8 @@ pub struct HttpOptions {
     /// How long a GET or `subscriptions/listen` stream lasts before it ends
     /// ([`DEFAULT_STREAM_MAX_AGE`]); clients open another.
     pub stream_max_age: std::time::Duration,
+    /// Who may call (`[auth]`); `None`: every client is `anonymous:anonymous`.
+    pub auth: Option<Arc<Authenticator>>,
 }
 
 /// Serves one MCP client on stdin/stdout until the client closes stdin (requests still
@@ -95,8 +97,9 @@ pub async fn serve_stdio(
     .map_err(ServeError::Stdio)
 }
 
-/// The HTTP application: the MCP endpoint at [`MCP_PATH`] and `/healthz`. `shutdown` ends every
-/// session and stream.
+/// The HTTP application: the MCP endpoint at [`MCP_PATH`], `/healthz`, and with an issuer in
+/// `[auth]` the protected resource metadata (RFC 9728) at its two well-known paths. `shutdown`
+/// ends every session and stream.
 pub fn http_router(
     gateway: Arc<Gateway>,
     options: &HttpOptions,
@@ -123,24 +126,42 @@ pub fn http_router(
             most_per_client: options.max_listen_streams_per_client,
         };
         let limit = options.max_body_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES);
+        let limits = http::Limits {
+            sessions: bounds,
+            listen,
+            stream_max_age: options.stream_max_age,
+            body_limit: limit,
+        };
         let front = http::Front::new(
             Arc::new(Dispatcher::new(gateway)),
             guard,
-            bounds,
-            listen,
-            options.stream_max_age,
-            limit,
+            options.auth.clone(),
+            limits,
             shutdown,
         );
         front.keep_tidy();
         axum::Router::new()
             .route("/", axum::routing::any(http::endpoint))
             .with_state(front)
-            .layer(cors::layer(origins))
+            .layer(cors::layer(origins.clone()))
     };
-    axum::Router::new()
+    let mut router = axum::Router::new()
         .nest_service(MCP_PATH, mcp)
-        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    if let Some(document) = options.auth.as_ref().and_then(|auth| auth.metadata()).cloned() {
+        // Where a client that got a 401 finds the authorization server: at the path the
+        // challenge names (the well-known prefix before `/mcp`), and at the bare prefix, where
+        // clients that ignore the challenge look. Public, as the 401 that points to it.
+        let document = Arc::new(document);
+        let metadata = axum::routing::get(move || {
+            let document = document.clone();
+            async move { axum::Json((*document).clone()) }
+        })
+        .layer(cors::layer(origins));
+        let root = toolgate_auth::challenge::METADATA_PATH;
+        router = router.route(&format!("{root}{MCP_PATH}"), metadata.clone()).route(root, metadata);
+    }
+    router
 }
 
 impl Default for HttpOptions {
@@ -158,6 +179,7 @@ impl Default for HttpOptions {
             max_listen_streams_per_client: DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT,
             stream_queue: DEFAULT_STREAM_QUEUE,
             stream_max_age: DEFAULT_STREAM_MAX_AGE,
+            auth: None,
         }
     }
 }

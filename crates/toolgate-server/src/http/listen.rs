@@ -106,7 +106,7 @@ impl ListenStreams {
             ));
         }
         open.all += 1;
-        *open.per_client.entry(client).or_default() += 1;
+        *open.per_client.entry(client.clone()).or_default() += 1;
         Ok(Place { streams: self.clone(), client })
     }
 
@@ -254,11 +254,11 @@ mod tests {
         let id = mcp::RequestId::Number(1);
         let status = |taken: Result<Place, Response>| taken.err().map(|r| r.status().as_u16());
         let local = ClientKey::of("127.0.0.1".parse().unwrap());
-        let a = streams.take(local, &id).expect("one");
+        let a = streams.take(local.clone(), &id).expect("one");
         let _b = streams.take(ClientKey::of("127.0.0.9".parse().unwrap()), &id).expect("two");
-        assert_eq!(status(streams.take(local, &id)), Some(429), "loopback is one client");
+        assert_eq!(status(streams.take(local.clone(), &id)), Some(429), "loopback is one client");
         let other = ClientKey::of("10.0.0.1".parse().unwrap());
-        let _c = streams.take(other, &id).expect("three");
+        let _c = streams.take(other.clone(), &id).expect("three");
         assert_eq!(status(streams.take(other, &id)), Some(503), "the gateway is full");
         drop(a);
         assert_eq!(streams.len(), 2);

@@ -162,13 +162,13 @@ impl Front {
         let session = if stateless {
             None
         } else {
-            match self.session_of(&parts.headers) {
+            match self.session_of(&parts) {
                 Ok(session) => Some(session),
                 Err(response) => return response,
             }
         };
         let client = Client {
-            principal: Principal::anonymous(),
+            principal: caller(&parts).clone(),
             session: session.as_ref().map(|s| s.gateway_session.clone()),
             session_id: session.as_ref().map(|s| s.id.to_string()),
             address: Some(client_address(&parts)),
@@ -182,7 +182,7 @@ impl Front {
             }
         };
         if let mcp::ClientRequest::SubscriptionsListenRequest(listen) = request {
-            let address = ClientKey::of(client_address(&parts));
+            let address = ClientKey::of_caller(caller(&parts), client_address(&parts));
             return listen::listen(self, id, listen.params, &era, client, address).await;
         }
         self.serve(id, request, session, client, era).await
@@ -234,7 +234,9 @@ impl Front {
         parts: &Parts,
     ) -> Response {
         let version = protocol::negotiate(&params.protocol_version);
-        let session = match self.sessions.open(client_address(parts), params, version) {
+        let owner = caller(parts).clone();
+        let key = ClientKey::of_caller(&owner, client_address(parts));
+        let session = match self.sessions.open(owner, key, params, version) {
             Ok(session) => session,
             Err(full) => {
                 let error = mcp::ErrorData::new(mcp::ErrorCode(-32000), full.to_string(), None);
@@ -260,15 +262,16 @@ impl Front {
         response
     }
 
-    /// The open session a request names, or the answer to a request without one.
-    pub(crate) fn session_of(&self, headers: &HeaderMap) -> Result<Arc<HttpSession>, Response> {
-        let Some(id) = headers.get(SESSION_ID) else {
+    /// The open session a request names, or the answer to a request without one. A session
+    /// opened by another principal is not found (404), as one that never existed.
+    pub(crate) fn session_of(&self, parts: &Parts) -> Result<Arc<HttpSession>, Response> {
+        let Some(id) = parts.headers.get(SESSION_ID) else {
             return Err(text(
                 StatusCode::BAD_REQUEST,
                 "Bad Request: this request needs the Mcp-Session-Id header (initialize first)",
             ));
         };
-        let session = id.to_str().ok().and_then(|id| self.sessions.get(id));
+        let session = id.to_str().ok().and_then(|id| self.sessions.get(id, caller(parts)));
         session.ok_or_else(|| {
             let body = serde_json::json!({
                 "jsonrpc": "2.0",
@@ -286,7 +289,7 @@ impl Front {
             // A 2026-07-28 client cancels by closing the request's stream.
             return StatusCode::ACCEPTED.into_response();
         }
-        let session = match self.session_of(&parts.headers) {
+        let session = match self.session_of(parts) {
             Ok(session) => session,
             Err(response) => return response,
         };
@@ -316,7 +319,7 @@ impl Front {
                 &mcp::JsonRpcMessage::Error(mcp::JsonRpcError::new(None, error)),
             );
         }
-        match self.session_of(&parts.headers) {
+        match self.session_of(parts) {
             Ok(session) => {
                 session.answered(&id, answer);
                 StatusCode::ACCEPTED.into_response()
@@ -369,6 +372,13 @@ pub(crate) fn is_modern_header(headers: &HeaderMap) -> bool {
 }
 
 /// The address of the client, for the bounds per client and the pipeline.
+/// Who sent the request, as `endpoint` found (anonymous when nothing was put there, which
+/// only a test of a handler alone does).
+pub(crate) fn caller(parts: &Parts) -> &Principal {
+    static NOBODY: std::sync::LazyLock<Principal> = std::sync::LazyLock::new(Principal::anonymous);
+    parts.extensions.get::<Principal>().unwrap_or(&NOBODY)
+}
+
 fn client_address(parts: &Parts) -> IpAddr {
     parts
         .extensions

@@ -9,7 +9,6 @@
 #![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
@@ -17,7 +16,9 @@ use tokio::time::Instant;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
+use toolgate_intercept::Principal;
 
+use super::client::ClientKey;
 use super::sse::{EventStream, Urgency};
 use toolgate_gateway::link::{Answer, Notify, Questions, RequestLink};
 use toolgate_gateway::session::Session;
@@ -31,8 +32,10 @@ pub(crate) const MOST_KEPT_STREAMS: usize = 16;
 pub(crate) struct HttpSession {
     /// Its `Mcp-Session-Id`.
     pub(crate) id: Arc<str>,
-    /// The address of the client that opened it.
-    pub(crate) client: IpAddr,
+    /// Who opened it: only this principal may use it.
+    pub(crate) owner: Principal,
+    /// Whom it counts against, for the bounds per client.
+    pub(crate) client: ClientKey,
     /// The version negotiated at `initialize`.
     pub(crate) version: mcp::ProtocolVersion,
     /// What the client declared it can answer.
@@ -90,10 +93,11 @@ impl Notify for Standalone {
 }
 
 impl HttpSession {
-    /// A session for a client at `client` that asked `initialize` with `params`.
+    /// A session for `owner`, counted as `client`, that asked `initialize` with `params`.
     pub(crate) fn new(
         id: Arc<str>,
-        client: IpAddr,
+        owner: Principal,
+        client: ClientKey,
         params: &mcp::InitializeRequestParams,
         version: mcp::ProtocolVersion,
         now_ms: u64,
@@ -106,6 +110,7 @@ impl HttpSession {
         let gateway_session = Arc::new(Session::new(standalone.clone()));
         HttpSession {
             id,
+            owner,
             client,
             version,
             capabilities: params.capabilities.clone(),
@@ -303,7 +308,8 @@ mod tests {
         .expect("params");
         Arc::new(HttpSession::new(
             "s".into(),
-            "127.0.0.1".parse().unwrap(),
+            Principal::anonymous(),
+            ClientKey::Loopback,
             &params,
             mcp::ProtocolVersion::V_2025_11_25,
             0,

@@ -9,13 +9,13 @@
 #![allow(deprecated)] // the handshake's types are legacy in 2026-07-28 but still spoken
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use toolgate_core::mcp;
+use toolgate_intercept::Principal;
 
 use super::client::ClientKey;
 use super::session::{HttpSession, millis_since};
@@ -82,8 +82,8 @@ struct Table {
 }
 
 impl Table {
-    fn held_by(&self, client: ClientKey) -> usize {
-        self.per_client.get(&client).copied().unwrap_or(0)
+    fn held_by(&self, client: &ClientKey) -> usize {
+        self.per_client.get(client).copied().unwrap_or(0)
     }
 
     /// The session to close to make room: an idle one of `client` (any client for `None`),
@@ -92,9 +92,9 @@ impl Table {
         self.by_id
             .iter()
             .filter(|(_, session)| session.is_idle())
-            .filter(|(_, session)| client.is_none_or(|c| ClientKey::of(session.client) == c))
+            .filter(|(_, session)| client.as_ref().is_none_or(|c| session.client == *c))
             .max_by_key(|(_, session)| {
-                let held = self.held_by(ClientKey::of(session.client));
+                let held = self.held_by(&session.client);
                 (held, std::cmp::Reverse(session.last_used()))
             })
             .map(|(id, _)| id.clone())
@@ -102,7 +102,7 @@ impl Table {
 
     fn remove(&mut self, id: &str) -> Option<Arc<HttpSession>> {
         let removed = self.by_id.remove(id)?;
-        forget_client(&mut self.per_client, ClientKey::of(removed.client));
+        forget_client(&mut self.per_client, removed.client.clone());
         Some(removed)
     }
 }
@@ -116,29 +116,31 @@ impl HttpSessions {
         millis_since(self.epoch)
     }
 
-    /// Opens a session for `client`, which asked `initialize` with `params` and was given
-    /// `version`, in the place of an idle one when a bound is reached.
+    /// Opens a session for `owner`, counted against `client`, which asked `initialize` with
+    /// `params` and was given `version`, in the place of an idle one when a bound is reached.
     pub(crate) fn open(
         &self,
-        client: IpAddr,
+        owner: Principal,
+        client: ClientKey,
         params: &mcp::InitializeRequestParams,
         version: mcp::ProtocolVersion,
     ) -> Result<Arc<HttpSession>, Full> {
         let id: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+        let key = client.clone();
         let session = Arc::new(HttpSession::new(
             id.clone(),
+            owner,
             client,
             params,
             version,
             self.now(),
             self.bounds.queue,
         ));
-        let key = ClientKey::of(client);
         let mut displaced = Vec::new();
         {
             let mut table = self.table.write().expect("sessions lock must not be poisoned");
-            if table.held_by(key) >= self.bounds.most_per_client {
-                let idle = table.to_displace(Some(key));
+            if table.held_by(&key) >= self.bounds.most_per_client {
+                let idle = table.to_displace(Some(key.clone()));
                 let room = idle.and_then(|id| table.remove(&id));
                 displaced.push(room.ok_or(Full::Client(self.bounds.most_per_client))?);
             }
@@ -150,8 +152,7 @@ impl HttpSessions {
                     None => {
                         // Put back what was taken for this client's place: nothing changed.
                         for session in displaced {
-                            *table.per_client.entry(ClientKey::of(session.client)).or_default() +=
-                                1;
+                            *table.per_client.entry(session.client.clone()).or_default() += 1;
                             table.by_id.insert(session.id.clone(), session);
                         }
                         return Err(Full::Gateway(self.bounds.most));
@@ -162,28 +163,37 @@ impl HttpSessions {
             table.by_id.insert(id, session.clone());
         }
         for old in displaced {
-            tracing::debug!(session = %old.id, client = %ClientKey::of(old.client), "an idle session made room for a new one");
+            tracing::debug!(session = %old.id, client = %old.client, "an idle session made room for a new one");
             old.close();
         }
         Ok(session)
     }
 
-    /// The open session `id`, marked as used now.
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+    /// The open session `id` when `caller` opened it, marked as used now. Another
+    /// principal's session is not there for `caller`, as if it did not exist.
+    pub(crate) fn get(&self, id: &str, caller: &Principal) -> Option<Arc<HttpSession>> {
         let session = self
             .table
             .read()
             .expect("sessions lock must not be poisoned")
             .by_id
             .get(id)
+            .filter(|session| session.owner == *caller)
             .cloned()?;
         session.touch(self.now());
         Some(session)
     }
 
-    /// Closes session `id`; `false` when it was not open.
-    pub(crate) fn close(&self, id: &str) -> bool {
-        let removed = self.table.write().expect("sessions lock must not be poisoned").remove(id);
+    /// Closes session `id` when `caller` opened it; `false` when it was not open (or not
+    /// `caller`'s).
+    pub(crate) fn close(&self, id: &str, caller: &Principal) -> bool {
+        let removed = {
+            let mut table = self.table.write().expect("sessions lock must not be poisoned");
+            match table.by_id.get(id) {
+                Some(session) if session.owner == *caller => table.remove(id),
+                _ => None,
+            }
+        };
         match removed {
             Some(session) => {
                 session.close();
@@ -274,7 +284,13 @@ mod tests {
     }
 
     fn open(sessions: &HttpSessions, client: &str) -> Result<Arc<HttpSession>, Full> {
-        sessions.open(client.parse().unwrap(), &params(), mcp::ProtocolVersion::V_2025_11_25)
+        let address: std::net::IpAddr = client.parse().unwrap();
+        sessions.open(
+            Principal::anonymous(),
+            ClientKey::of(address),
+            &params(),
+            mcp::ProtocolVersion::V_2025_11_25,
+        )
     }
 
     #[test]
@@ -291,12 +307,15 @@ mod tests {
         let _b1_busy = b1.busy();
         assert_eq!(open(&sessions, "10.0.0.3").unwrap_err(), Full::Gateway(3));
         assert_eq!(sessions.len(), 3, "a refusal changes nothing");
-        assert!(sessions.close(&a1.id));
-        assert!(!sessions.close(&a1.id), "closed once");
+        let nobody = Principal::anonymous();
+        assert!(!sessions.close(&a1.id, &Principal::new("jwt", "mallory")), "not theirs");
+        assert!(sessions.close(&a1.id, &nobody));
+        assert!(!sessions.close(&a1.id, &nobody), "closed once");
         assert!(a1.closed().is_cancelled());
         open(&sessions, "127.0.0.1").expect("room again for that client");
-        assert!(sessions.get(&b1.id).is_some());
-        assert!(sessions.get("no-such-session").is_none());
+        assert!(sessions.get(&b1.id, &nobody).is_some());
+        assert!(sessions.get(&b1.id, &Principal::new("key", "ci")).is_none(), "not theirs");
+        assert!(sessions.get("no-such-session", &nobody).is_none());
         assert_eq!(sessions.len(), 3);
         sessions.close_all();
         assert_eq!(sessions.len(), 0);
@@ -324,7 +343,7 @@ mod tests {
         assert!(!newer.closed().is_cancelled());
         assert!(!other.closed().is_cancelled(), "a busy session is never displaced");
         assert_eq!(sessions.len(), 4);
-        assert!(sessions.get(&fresh.id).is_some());
+        assert!(sessions.get(&fresh.id, &Principal::anonymous()).is_some());
     }
 
     #[test]

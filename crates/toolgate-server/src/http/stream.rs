@@ -27,7 +27,8 @@ const LAST_EVENT_ID: &str = "last-event-id";
 
 /// Handles a GET.
 pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
-    let headers = request.headers();
+    let (parts, _) = request.into_parts();
+    let headers = &parts.headers;
     if !accepts(headers, "text/event-stream") {
         return text(
             StatusCode::NOT_ACCEPTABLE,
@@ -37,7 +38,7 @@ pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
     if is_modern_header(headers) {
         return not_allowed();
     }
-    let session = match front.session_of(headers) {
+    let session = match front.session_of(&parts) {
         Ok(session) => session,
         Err(response) => return response,
     };
@@ -76,7 +77,8 @@ pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
 
 /// Handles a DELETE: the session ends (`204`), or was not open (`404`).
 pub(crate) async fn delete(front: Arc<Front>, request: Request) -> Response {
-    let headers = request.headers();
+    let (parts, _) = request.into_parts();
+    let headers = &parts.headers;
     if is_modern_header(headers) {
         return not_allowed();
     }
@@ -89,7 +91,7 @@ pub(crate) async fn delete(front: Arc<Front>, request: Request) -> Response {
             "Bad Request: DELETE needs the Mcp-Session-Id header",
         );
     };
-    if front.sessions.close(id) {
+    if front.sessions.close(id, super::post::caller(&parts)) {
         // The session is gone when the answer leaves: nothing is left to accept, so not 202
         // (which the Python SDK takes for a failure).
         StatusCode::NO_CONTENT.into_response()

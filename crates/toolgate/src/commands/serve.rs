@@ -26,6 +26,16 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
     // stdout belongs to MCP in --stdio mode, and desktop clients show stderr: keep it quiet.
     setup::init_logging(global, if args.stdio { "warn" } else { "info" });
     let (config, source) = setup::load_config(global)?;
+    let address = args.listen.unwrap_or(config.gateway.listen);
+    if !args.stdio {
+        check_exposure(address, config.auth.as_ref())?;
+        if config.auth.as_ref().is_some_and(|auth| auth.allow_anonymous) {
+            tracing::warn!(
+                "[auth] allow_anonymous = true: requests without credentials are served, as \
+                 anonymous:anonymous"
+            );
+        }
+    }
     tracing::info!("{}", setup::describe(&source));
     if args.stdio && matches!(source, setup::ConfigSource::Demo) {
         tracing::warn!("{}", setup::describe(&source));
@@ -73,7 +83,6 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
         });
         toolgate_server::serve_stdio(gateway.clone(), session).await.map_err(anyhow::Error::from)
     } else {
-        let address = args.listen.unwrap_or(config.gateway.listen);
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
@@ -83,6 +92,17 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             servers = gateway.upstreams().len(),
             "serving MCP at http://{bound}{MCP_PATH}"
         );
+        let auth = match &config.auth {
+            Some(auth) => {
+                let resource = url::Url::parse(&format!("http://{bound}{MCP_PATH}"))
+                    .context("the address of /mcp is not a URL")?;
+                let authenticator = toolgate_server::Authenticator::new(auth, &resource)
+                    .context("cannot use [auth]")?;
+                tracing::info!(resource = %authenticator.resource(), "{}", describe_auth(auth));
+                Some(std::sync::Arc::new(authenticator))
+            }
+            None => None,
+        };
         let defaults = HttpOptions::default();
         let options = HttpOptions {
             allowed_hosts: config.gateway.allowed_hosts.clone(),
@@ -104,6 +124,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
                 .unwrap_or(defaults.max_listen_streams_per_client),
             stream_queue: config.gateway.stream_queue.unwrap_or(defaults.stream_queue),
             stream_max_age: config.gateway.stream_max_age.unwrap_or(defaults.stream_max_age),
+            auth,
             ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)
@@ -116,6 +137,50 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
     gateway.shutdown().await;
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses to serve HTTP beyond this machine without `[auth]`: every client would be
+/// `anonymous:anonymous`, calling every tool the policy allows. `[auth] allow_anonymous = true`
+/// says that is meant. With an issuer, tokens are for the URL clients reach `/mcp` at, which
+/// only `audience` can say when the address is not loopback.
+fn check_exposure(
+    address: SocketAddr,
+    auth: Option<&toolgate_config::AuthConfig>,
+) -> anyhow::Result<()> {
+    if address.ip().is_loopback() {
+        return Ok(());
+    }
+    let Some(auth) = auth else {
+        anyhow::bail!(
+            "refusing to serve on {address} without [auth]: anyone who can reach it could call \
+             every tool. Add [auth] (an issuer or [auth.api_keys]; see `toolgate keys new`), \
+             set [auth] allow_anonymous = true to serve anyone, or listen on 127.0.0.1"
+        );
+    };
+    if auth.issuer.is_some() && auth.audience.is_none() {
+        anyhow::bail!(
+            "[auth] audience is needed to serve on {address}: set it to the URL clients reach \
+             /mcp at (for example https://gateway.example.com/mcp), which tokens must be issued for"
+        );
+    }
+    Ok(())
+}
+
+/// One line on who may call: the issuer, how many API keys, whether anonymous is let in.
+fn describe_auth(auth: &toolgate_config::AuthConfig) -> String {
+    let mut parts = Vec::new();
+    if let Some(issuer) = &auth.issuer {
+        parts.push(format!("access tokens from {issuer}"));
+    }
+    match auth.api_keys.len() {
+        0 => {}
+        1 => parts.push("1 API key".to_owned()),
+        n => parts.push(format!("{n} API keys")),
+    }
+    if auth.allow_anonymous {
+        parts.push("anonymous requests".to_owned());
+    }
+    format!("[auth]: accepting {}", parts.join(", "))
 }
 
 /// Binds the admin API and serves it in the background until `shutdown`.

@@ -24,6 +24,7 @@ mod every_method;
 mod failures;
 mod fidelity;
 mod http_front;
+mod identity;
 mod install_deps;
 mod integrity;
 mod keys;

@@ -1,0 +1,190 @@
+//! Who is calling, on the HTTP front of the built binary: API keys (a request without one is
+//! 401 and says where to authenticate), the principal a key proves in the audit log, sessions
+//! that belong to who opened them, and the refusal to serve beyond loopback without `[auth]`.
+
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const ACCEPT: &str = "application/json, text/event-stream";
+
+/// Two keys of tenant `acme` (`ci` in group `deploy`, `ops`), `auth` more lines of `[auth]`,
+/// the fixture as `fx`, an audit log; the keys, in that order.
+fn keyed_config(auth: &str) -> (ConfigDir, String, String) {
+    let ci = toolgate_auth::generate_key().expect("a key");
+    let ops = toolgate_auth::generate_key().expect("a key");
+    let text = format!(
+        "{}\n[audit]\nfile = \"audit.jsonl\"\n\n[auth]\n{auth}\n[auth.api_keys]\n{}\n{}\n",
+        fixture_server("fx", "stdio", None),
+        ci.config_line("ci", &["deploy".to_owned()], Some("acme")),
+        ops.config_line("ops", &[], Some("acme")),
+    );
+    (ConfigDir::new(&text), ci.key, ops.key)
+}
+
+/// POSTs `message` with `key` (and `session`): status, `WWW-Authenticate`, session id, body.
+async fn post(
+    url: &str,
+    key: Option<&str>,
+    session: Option<&str>,
+    message: Value,
+) -> (u16, Option<String>, Option<String>, String) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.body(message.to_string()).send().await.expect("answered");
+    let header =
+        |name: &str| response.headers().get(name).map(|v| v.to_str().expect("ascii").to_owned());
+    let (challenge, session) = (header("www-authenticate"), header("mcp-session-id"));
+    (response.status().as_u16(), challenge, session, response.text().await.expect("body"))
+}
+
+fn initialize() -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}
+        }
+    })
+}
+
+fn ping() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+}
+
+/// An MCP client (rmcp) sending `key`.
+async fn client_with_key(url: &str, key: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(key);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("client connects with its key")
+}
+
+#[tokio::test]
+async fn without_a_key_a_request_is_401_and_with_one_it_is_served_as_the_key() {
+    let (config, ci, _) = keyed_config("");
+    let gateway = HttpGateway::start(&config.path()).await;
+
+    let (status, challenge, session, body) = post(&gateway.url, None, None, initialize()).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(challenge.as_deref(), Some("Bearer"), "keys only: no issuer to name");
+    assert_eq!(session, None, "no session for nobody");
+    assert!(body.contains("needs a credential"), "{body}");
+
+    let (status, challenge, _, body) =
+        post(&gateway.url, Some("tg_wrong"), None, initialize()).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(challenge.as_deref(), Some("Bearer error=\"invalid_token\""));
+
+    let client = client_with_key(&gateway.url, &ci).await;
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "hi"}))),
+        )
+        .await
+        .expect("the call is served");
+    assert_eq!(first_text(&result), "hi");
+    client.cancel().await.expect("closes");
+    assert!(gateway.terminate().await.success());
+
+    let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("the audit log");
+    let records: Vec<Value> =
+        audit.lines().map(|line| serde_json::from_str(line).expect("JSON")).collect();
+    let call = records
+        .iter()
+        .find(|r| r["exposed"] == "fx__echo" && r["principal"].is_string())
+        .unwrap_or_else(|| panic!("a record of the call: {audit}"));
+    assert_eq!(call["principal"], "key:ci@acme", "{call}");
+    assert_eq!(call["tenant"], "acme", "{call}");
+    assert_eq!(call["groups"], json!(["deploy"]), "{call}");
+    assert!(!audit.contains(&ci), "the key itself is never written");
+}
+
+#[tokio::test]
+async fn a_session_is_not_found_with_another_principals_key() {
+    let (config, ci, ops) = keyed_config("");
+    let gateway = HttpGateway::start(&config.path()).await;
+    let (status, _, session, body) = post(&gateway.url, Some(&ci), None, initialize()).await;
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+
+    // Same tenant, another key: the session is not theirs, as if it did not exist.
+    let (status, _, _, body) = post(&gateway.url, Some(&ops), Some(&session), ping()).await;
+    assert_eq!(status, 404, "{body}");
+    let stream = reqwest::Client::new()
+        .get(&gateway.url)
+        .bearer_auth(&ops)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(stream.status().as_u16(), 404, "nor its stream");
+    let delete = |key: &str| {
+        reqwest::Client::new()
+            .delete(&gateway.url)
+            .bearer_auth(key)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+    };
+    assert_eq!(delete(&ops).await.expect("answered").status().as_u16(), 404, "nor to end");
+
+    // Its owner still has it, and may end it.
+    let (status, _, _, body) = post(&gateway.url, Some(&ci), Some(&session), ping()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(delete(&ci).await.expect("answered").status().as_u16(), 204);
+    assert!(gateway.terminate().await.success());
+}
+
+#[tokio::test]
+async fn anonymous_requests_are_served_only_when_allowed_and_the_first_line_says_so() {
+    let (config, ci, _) = keyed_config("allow_anonymous = true\n");
+    let gateway = HttpGateway::start(&config.path()).await;
+    let first = gateway.wait_for_log(&["allow_anonymous"]).await;
+    assert!(first.contains("anonymous:anonymous"), "{first}");
+    let (status, _, _, body) = post(&gateway.url, None, None, initialize()).await;
+    assert_eq!(status, 200, "anonymous is let in: {body}");
+    let (status, _, _, body) =
+        post(&gateway.url, Some(&format!("{ci}x")), None, initialize()).await;
+    assert_eq!(status, 401, "a wrong key is still refused: {body}");
+    assert!(gateway.terminate().await.success());
+}
+
+#[tokio::test]
+async fn serving_beyond_loopback_needs_auth_or_a_word_that_anyone_may_call() {
+    // Refused before anything is bound: no traffic leaves this machine.
+    let config = ConfigDir::new(&fixture_server("fx", "stdio", None));
+    let path = config.path();
+    let path = path.to_str().expect("UTF-8 path");
+    let output = run_toolgate(&["serve", "--config", path, "--listen", "0.0.0.0:0"]).await;
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("refusing to serve on 0.0.0.0:0 without [auth]"), "{stderr}");
+    assert!(stderr.contains("allow_anonymous"), "says how to mean it: {stderr}");
+
+    let config = ConfigDir::new(&format!(
+        "{}\n[auth]\nissuer = \"https://id.example\"\n",
+        fixture_server("fx", "stdio", None)
+    ));
+    let path = config.path();
+    let path = path.to_str().expect("UTF-8 path");
+    let output = run_toolgate(&["serve", "--config", path, "--listen", "0.0.0.0:0"]).await;
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("[auth] audience is needed"), "{stderr}");
+}
