@@ -1,6 +1,6 @@
 //! Who a bearer credential belongs to (see ARCHITECTURE.md, `toolgate-auth`).
 //!
-//! Groundwork for identity on the HTTP front: the HTTP server does not call this crate yet.
+//! The HTTP front (`toolgate-server`) calls it for every request to `/mcp`.
 //!
 //! - [`api_key`]: `[auth.api_keys]` entries checked against a presented key (`sha256:` in
 //!   constant time, `argon2:` PHC strings), and fresh keys for `toolgate keys new`.

@@ -18,7 +18,7 @@
 //! ```
 //!
 //! Only the file is checked: nothing here contacts the issuer. URLs must be `https`, except
-//! to a loopback host. This is groundwork: the HTTP front does not read `[auth]` yet.
+//! to a loopback host. The HTTP front (`toolgate-server`) enforces it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

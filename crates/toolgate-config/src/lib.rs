@@ -31,6 +31,7 @@
 mod agent;
 mod audit;
 mod auth;
+mod tenants;
 mod check;
 mod client;
 mod discover;
@@ -54,6 +55,7 @@ pub use auth::{
     DEFAULT_ALGORITHMS, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_CLAIM, JWT_ALGORITHMS,
     MAX_CLOCK_SKEW, is_api_key_name, parse_key_hash,
 };
+pub use tenants::is_tenant_name;
 pub use discover::{CONFIG_VAR, Discovered, FILE_NAME, Origin};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};

@@ -54,7 +54,7 @@ fn check_str(
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
-    let (gateway, servers, pipeline, audit, admin, agent, scripts, auth, cx) = match format {
+    let (gateway, servers, pipeline, audit, admin, agent, scripts, auth, tenants, cx) = match format {
         Format::Toml => {
             let root = match parse_toml(text) {
                 Ok(root) => root,
@@ -77,6 +77,7 @@ fn check_str(
                 document.agent,
                 document.scripts,
                 document.auth,
+                document.tenants,
                 cx,
             )
         }
@@ -96,14 +97,21 @@ fn check_str(
                 AgentConfig::default(),
                 ScriptsConfig::default(),
                 None,
+                BTreeMap::new(),
                 cx,
             )
         }
     };
     let secret_env = secret_env(cx.secret_vars(), &agent, &pipeline);
-    let (mut errors, warnings) = cx.finish();
+    let (mut errors, mut warnings) = cx.finish();
     errors.extend(duplicate_names(&servers));
     errors.extend(duplicate_prefixes(&servers));
+    let names: Vec<&str> = servers.iter().map(|entry| entry.server.name.as_str()).collect();
+    let no_keys = BTreeMap::new();
+    let keys = auth.as_ref().map_or(&no_keys, |auth| &auth.api_keys);
+    let (tenant_errors, tenant_warnings) = crate::tenants::cross_check(&tenants, keys, &names);
+    errors.extend(tenant_errors);
+    warnings.extend(tenant_warnings);
     let mut servers: Vec<_> = servers.into_iter().map(|entry| entry.server).collect();
     // A server defined twice was reported above; the first definition is the one kept.
     servers.sort_by(|a, b| a.name.cmp(&b.name));
@@ -118,6 +126,7 @@ fn check_str(
         agent,
         scripts,
         auth,
+        tenants,
         warnings,
         secret_env,
     };

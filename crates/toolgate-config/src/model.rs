@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
 pub use crate::auth::{ApiKeyConfig, AuthConfig, KeyHash};
+pub use crate::tenants::TenantConfig;
 pub use crate::scripts::ScriptsConfig;
 pub use toolgate_core::{Mode, ResultFormat};
 
@@ -42,8 +43,11 @@ pub struct Config {
     pub agent: AgentConfig,
     /// `[scripts]`: the Rune scripts toolgate loads and their limits (`watch` is on by default).
     pub scripts: ScriptsConfig,
-    /// `[auth]`: who may call the HTTP front, when configured (groundwork: not enforced yet).
+    /// `[auth]`: who may call the HTTP front, when configured.
     pub auth: Option<AuthConfig>,
+    /// `[tenants]`: the servers each tenant's principals reach, by tenant name; empty when
+    /// there are none (every caller reaches every server).
+    pub tenants: BTreeMap<String, TenantConfig>,
     /// Non-fatal remarks found while loading (ignored client-only keys and the like).
     pub warnings: Vec<String>,
     /// The names of the variables toolgate's own secrets come from: what `[admin] tokens`,

@@ -12,7 +12,7 @@ use crate::model::{
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] =
-    &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts", "auth"];
+    &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts", "auth", "tenants"];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
     "allowed_hosts",
@@ -71,6 +71,7 @@ pub(crate) struct Document {
     pub(crate) agent: crate::agent::AgentConfig,
     pub(crate) scripts: crate::scripts::ScriptsConfig,
     pub(crate) auth: Option<crate::auth::AuthConfig>,
+    pub(crate) tenants: std::collections::BTreeMap<String, crate::tenants::TenantConfig>,
 }
 
 /// One `import` entry.
@@ -121,6 +122,11 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
     }
     if let Some(value) = fields.get("auth") {
         document.auth = crate::auth::check_auth(cx, value);
+    }
+    if let Some(value) = fields.get("tenants")
+        && let Some(tenants) = crate::tenants::check_tenants(cx, value)
+    {
+        document.tenants = tenants;
     }
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")

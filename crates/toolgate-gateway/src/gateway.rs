@@ -86,6 +86,8 @@ pub struct Gateway {
     in_flight: tokio::sync::watch::Sender<usize>,
     /// The people at the clients of script tool calls now running.
     askers: crate::askers::Askers,
+    /// Which servers each caller reaches (`[tenants]`).
+    tenants: RwLock<Arc<crate::Tenants>>,
 }
 
 /// Counts a request as in flight until dropped.
@@ -170,7 +172,19 @@ impl Gateway {
             upstream_log_level: Mutex::default(),
             in_flight: tokio::sync::watch::Sender::new(0),
             askers: crate::askers::Askers::default(),
+            tenants: RwLock::default(),
         }
+    }
+
+    /// Sets which servers each caller reaches (`[tenants]`); none set: every caller reaches
+    /// every server.
+    pub fn set_tenants(&self, tenants: crate::Tenants) {
+        *self.tenants.write().expect("tenants lock must not be poisoned") = Arc::new(tenants);
+    }
+
+    /// Which servers each caller reaches.
+    pub fn tenants(&self) -> Arc<crate::Tenants> {
+        self.tenants.read().expect("tenants lock must not be poisoned").clone()
     }
 
     /// The current inventory snapshot.

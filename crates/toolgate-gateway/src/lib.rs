@@ -22,6 +22,7 @@ pub mod protocol;
 mod record;
 mod script_tools;
 pub mod session;
+mod tenants;
 pub mod unrecognised;
 
 pub use error::GatewayError;
@@ -31,5 +32,6 @@ pub use gateway::{
 pub use protocol::Dispatcher;
 pub use record::Recorder;
 pub use script_tools::{GatewayCaller, ScriptTools};
+pub use tenants::{Tenants, TenantsError};
 pub use session::{MOST_SUBSCRIBED_BYTES, MOST_SUBSCRIPTIONS, Session, Sessions};
 pub use toolgate_upstream::StartupWait;

@@ -85,8 +85,7 @@ enum Command {
     /// it; list what is trusted, or take trust back.
     #[command(long_about = commands::trust::LONG_ABOUT)]
     Trust(commands::trust::TrustArgs),
-    /// API keys for the HTTP front (groundwork: not checked yet): `new` makes one and prints
-    /// its `[auth.api_keys]` line.
+    /// API keys for the HTTP front: `new` makes one and prints its `[auth.api_keys]` line.
     #[command(subcommand)]
     Keys(commands::keys::KeysCommand),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell.

@@ -283,9 +283,12 @@ pub(crate) async fn start(
     if let Some(key) = &config.audit.hash_key {
         recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());
     }
+    let tenants = toolgate_gateway::Tenants::new(&config.tenants).context("cannot use [tenants]")?;
     let gateway =
         Gateway::start_with(&config.servers, script_tools.initial(), wait, pipeline, recorder)
             .await;
+    // Before any front serves a request: nothing is answered without its tenant's view.
+    gateway.set_tenants(tenants);
     script_tools.attach(&gateway);
     // Scripts that came or went while the gateway started.
     script_tools.sync().await;

@@ -48,11 +48,15 @@ impl Gateway {
     /// `tools/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
     pub async fn list_tools(&self, ctx: &mut CallContext) -> Result<Vec<mcp::Tool>, GatewayError> {
         let inventory = self.inventory();
-        if self.pipeline.is_empty() {
+        let tenants = self.tenants();
+        if self.pipeline.is_empty() && tenants.reaches_all(&ctx.principal) {
             return Ok(inventory.tools().to_vec());
         }
         let mut listed = listed(inventory.tools(), |tool| inventory.tool_route(&tool.name));
-        listed.retain(|l| self.pipeline.own_tool(&l.item.name).is_none());
+        listed.retain(|l| {
+            self.pipeline.own_tool(&l.item.name).is_none()
+                && tenants.reaches(&ctx.principal, &l.server)
+        });
         listed.extend(self.pipeline.own_tools().iter().map(|own| Listed {
             server: OWN_SERVER.to_owned(),
             original: own.original.clone(),
@@ -71,7 +75,7 @@ impl Gateway {
         ctx: &mut CallContext,
     ) -> Result<bytes::Bytes, GatewayError> {
         let inventory = self.inventory();
-        if self.pipeline.is_empty() {
+        if self.pipeline.is_empty() && self.tenants().reaches_all(&ctx.principal) {
             return Ok(written.whole(&inventory));
         }
         let tools = self.list_tools(ctx).await?;
@@ -84,10 +88,11 @@ impl Gateway {
         ctx: &mut CallContext,
     ) -> Result<Vec<mcp::Prompt>, GatewayError> {
         let inventory = self.inventory();
-        if self.pipeline.is_empty() {
+        if self.pipeline.is_empty() && self.tenants().reaches_all(&ctx.principal) {
             return Ok(inventory.prompts().to_vec());
         }
         let listed = listed(inventory.prompts(), |prompt| inventory.prompt_route(&prompt.name));
+        let listed = self.reachable(listed, ctx);
         let shown = self.list::<ListPrompts>(listed, ctx).await?;
         Ok(shown.into_iter().map(|l| l.item).collect())
     }
@@ -98,12 +103,13 @@ impl Gateway {
         ctx: &mut CallContext,
     ) -> Result<Vec<mcp::Resource>, GatewayError> {
         let inventory = self.inventory();
-        if self.pipeline.is_empty() {
+        if self.pipeline.is_empty() && self.tenants().reaches_all(&ctx.principal) {
             return Ok(inventory.resources().to_vec());
         }
         let listed = listed(inventory.resources(), |resource| {
             inventory.listed_resource_route(&resource.uri)
         });
+        let listed = self.reachable(listed, ctx);
         let shown = self.list::<ListResources>(listed, ctx).await?;
         Ok(shown.into_iter().map(|l| l.item).collect())
     }
@@ -114,14 +120,29 @@ impl Gateway {
         ctx: &mut CallContext,
     ) -> Result<Vec<mcp::ResourceTemplate>, GatewayError> {
         let inventory = self.inventory();
-        if self.pipeline.is_empty() {
+        if self.pipeline.is_empty() && self.tenants().reaches_all(&ctx.principal) {
             return Ok(inventory.resource_templates().to_vec());
         }
         let listed = listed(inventory.resource_templates(), |template| {
             inventory.template_route(&template.uri_template)
         });
+        let listed = self.reachable(listed, ctx);
         let shown = self.list::<ListResourceTemplates>(listed, ctx).await?;
         Ok(shown.into_iter().map(|l| l.item).collect())
+    }
+
+    /// The items of a list on servers `ctx`'s caller reaches (see `Tenants`).
+    fn reachable<T>(&self, mut listed: Vec<Listed<T>>, ctx: &CallContext) -> Vec<Listed<T>> {
+        let tenants = self.tenants();
+        if !tenants.reaches_all(&ctx.principal) {
+            listed.retain(|l| tenants.reaches(&ctx.principal, &l.server));
+        }
+        listed
+    }
+
+    /// Whether `ctx`'s caller reaches `server` (see `Tenants`).
+    pub(crate) fn reaches(&self, ctx: &CallContext, server: &str) -> bool {
+        self.tenants().reaches(&ctx.principal, server)
     }
 
     /// A list, through the pipeline; what was decided is recorded.
@@ -188,6 +209,7 @@ impl Gateway {
                 let name = self.pipeline.alias_of(&params.name)?;
                 tool_target(&self.pipeline, &inventory, &name)
             })
+            .filter(|target| self.reaches(ctx, &target.server))
             .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
         ctx.target = Some(target);
         self.recorder.call_started(ctx, &params);
@@ -201,6 +223,12 @@ impl Gateway {
             Requested::Send(params) => params,
             Requested::Answered(result) => return Ok(ToolAnswer::Parsed(result)),
         };
+        // A mutator may have renamed the call: to a tool of a server the caller reaches only.
+        if let Some(target) = &ctx.target
+            && !self.reaches(ctx, &target.server)
+        {
+            return Err(GatewayError::UnknownTool(params.name.to_string()));
+        }
         self.check_approval(ctx, &params)?;
         // Asked after the request phase, which may have re-targeted the call.
         let read = self.pipeline.runs_on(InterceptionEvent::ToolsCall, Phase::Response, ctx);
@@ -307,7 +335,10 @@ impl Gateway {
         ctx: &mut CallContext,
     ) -> Result<mcp::GetPromptResult, GatewayError> {
         let _in_flight = self.in_flight();
-        let route = prompt_route(&self.inventory(), &params.name)?;
+        let route = prompt_route(&self.inventory(), &params.name)
+            .ok()
+            .filter(|route| self.reaches(ctx, &route.upstream))
+            .ok_or_else(|| GatewayError::UnknownPrompt(params.name.to_string()))?;
         let exposed = params.name.to_string();
         self.routed::<GetPrompt>(
             &route,
@@ -337,6 +368,7 @@ impl Gateway {
         let route = self
             .inventory()
             .resource_route(&asked)
+            .filter(|route| self.reaches(ctx, &route.upstream))
             .ok_or_else(|| GatewayError::UnknownResource(asked.clone()))?;
         self.routed::<ReadResource>(
             &route,
@@ -370,9 +402,13 @@ impl Gateway {
         let _in_flight = self.in_flight();
         let inventory = self.inventory();
         let route = match &params.r#ref {
-            mcp::Reference::Prompt(prompt) => prompt_route(&inventory, &prompt.name)?,
+            mcp::Reference::Prompt(prompt) => prompt_route(&inventory, &prompt.name)
+                .ok()
+                .filter(|route| self.reaches(ctx, &route.upstream))
+                .ok_or_else(|| GatewayError::UnknownPrompt(prompt.name.clone()))?,
             mcp::Reference::Resource(resource) => inventory
                 .resource_route(&resource.uri)
+                .filter(|route| self.reaches(ctx, &route.upstream))
                 .ok_or_else(|| GatewayError::UnknownResource(resource.uri.clone()))?,
             // Nothing toolgate can route: nobody offers completions for it.
             _ => return Ok(mcp::CompleteResult::default()),
@@ -445,7 +481,8 @@ impl Gateway {
                 for uri in uris {
                     // Only what an upstream offers is followed (and acknowledged): a URI no
                     // upstream lists would only make one hold a subscription for nothing.
-                    if inventory.offered_resource_route(&uri).is_none() {
+                    let offered = inventory.offered_resource_route(&uri);
+                    if offered.is_none_or(|route| !self.reaches(ctx, &route.upstream)) {
                         continue;
                     }
                     let mut one = ctx.for_another_request();

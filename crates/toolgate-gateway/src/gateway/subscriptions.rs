@@ -118,6 +118,7 @@ impl Gateway {
         let route = self
             .inventory()
             .resource_route(uri)
+            .filter(|route| self.reaches(ctx, &route.upstream))
             .ok_or_else(|| GatewayError::UnknownResource(uri.to_owned()))?;
         ctx.target = Some(Target {
             server: route.upstream.to_string(),

@@ -1,6 +1,4 @@
 //! `toolgate keys new`: a fresh API key, shown once, and its `[auth.api_keys]` line.
-//!
-//! Groundwork: the HTTP front does not check credentials yet.
 
 use std::process::ExitCode;
 
@@ -21,8 +19,7 @@ pub(crate) enum KeysCommand {
     a new one and replace the line.\n\n\
     Examples:\n  \
     toolgate keys new ci --groups deploy,readers --tenant acme\n  \
-    toolgate keys new ci --json | jq -r .key\n\n\
-    Groundwork: the HTTP front does not check API keys yet.")]
+    toolgate keys new ci --json | jq -r .key")]
 pub(crate) struct NewArgs {
     /// The key's name, the principal it stands for: letters, digits, `_`, `-` or `.`.
     #[arg(value_name = "NAME")]
@@ -79,7 +76,6 @@ fn new(args: NewArgs) -> anyhow::Result<ExitCode> {
         println!("  {line}");
         println!();
         println!("Clients send the key as `Authorization: Bearer <key>`.");
-        println!("Groundwork: the HTTP front does not check API keys yet.");
     }
     Ok(ExitCode::SUCCESS)
 }

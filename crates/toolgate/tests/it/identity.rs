@@ -188,3 +188,60 @@ async fn serving_beyond_loopback_needs_auth_or_a_word_that_anyone_may_call() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("[auth] audience is needed"), "{stderr}");
 }
+
+/// Two tenants on one gateway: each lists and calls only its own servers (a server of the
+/// other is not there at all, not merely refused), and a server no tenant names is for callers
+/// without a tenant.
+#[tokio::test]
+async fn two_tenants_on_one_gateway_do_not_see_each_others_servers() {
+    let acme = toolgate_auth::generate_key().expect("a key");
+    let globex = toolgate_auth::generate_key().expect("a key");
+    let loner = toolgate_auth::generate_key().expect("a key");
+    let text = format!(
+        "{}{}{}\n[tenants.acme]\nservers = [\"a*\"]\n\n[tenants.globex]\nservers = [\"b\"]\n\n\
+         [auth.api_keys]\n{}\n{}\n{}\n",
+        fixture_server("a", "stdio", None),
+        fixture_server("b", "stdio", None),
+        fixture_server("shared", "stdio", None),
+        acme.config_line("acme-ci", &[], Some("acme")),
+        globex.config_line("globex-ci", &[], Some("globex")),
+        loner.config_line("loner", &[], None),
+    );
+    let config = ConfigDir::new(&text);
+    let gateway = HttpGateway::start(&config.path()).await;
+
+    let servers_seen = async |key: &str| {
+        let client = client_with_key(&gateway.url, key).await;
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let mut servers: Vec<String> = tools
+            .iter()
+            .filter_map(|tool| tool.name.split_once("__").map(|(server, _)| server.to_owned()))
+            .collect();
+        servers.dedup();
+        (client, servers)
+    };
+    let (acme_client, seen) = servers_seen(&acme.key).await;
+    assert_eq!(seen, ["a"], "acme sees its server only");
+    let (globex_client, seen) = servers_seen(&globex.key).await;
+    assert_eq!(seen, ["b"]);
+    let (loner_client, seen) = servers_seen(&loner.key).await;
+    assert_eq!(seen, ["shared"], "no tenant: what no tenant names");
+
+    let echo = |name: &str| {
+        CallToolRequestParams::new(name.to_owned()).with_arguments(object(json!({"text": "x"})))
+    };
+    let own = acme_client.call_tool(echo("a__echo")).await.expect("its own tool");
+    assert_eq!(first_text(&own), "x");
+    for (client, other) in
+        [(&acme_client, "b__echo"), (&globex_client, "a__echo"), (&loner_client, "a__echo")]
+    {
+        let error = client.call_tool(echo(other)).await.expect_err("another tenant's tool");
+        let text = error.to_string();
+        assert!(text.contains("unknown tool") || text.contains("Unknown tool"), "{text}");
+        assert!(text.contains(other), "answered as for a name that does not exist: {text}");
+    }
+    for client in [acme_client, globex_client, loner_client] {
+        client.cancel().await.expect("closes");
+    }
+    assert!(gateway.terminate().await.success());
+}
