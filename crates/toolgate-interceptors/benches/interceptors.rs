@@ -6,7 +6,8 @@
 //!   interceptor it runs); the result is one short text (`small`) or one 100 KiB text block
 //!   (`100KB`).
 //! - `tools_list/<stage>`: the response phase of a 100-tool `tools/list`, and what one copy
-//!   of that list costs (`copy_of_list`), to read the stages against.
+//!   of that list costs (`copy_of_list`), to read the stages against; `policy_principals` is a
+//!   policy whose rules name principals and groups.
 //! - `toon/<input>`: `toon` converting a 1000-row listing and two nested objects (one to
 //!   TOON, one to compact JSON), and the parts of the 1000-row conversion (`encode`,
 //!   `decode_check`, `count_compact_json`).
@@ -110,6 +111,25 @@ fn policy(index: usize) -> InterceptorConfig {
                     "annotations": { "read_only": false },
                     "decision": "ask",
                 },
+            ],
+        }),
+    )
+}
+
+/// A policy whose rules are for some principals and groups, as a team gateway's would be.
+fn policy_principals(index: usize) -> InterceptorConfig {
+    entry(
+        "policy",
+        index,
+        json!({
+            "default": "allow",
+            "trust": { "scratch": "sandboxed" },
+            "rules": [
+                { "tools": ["delete_*"], "principals": ["jwt:admin", "key:ci-*"], "decision": "allow" },
+                { "tools": ["delete_*"], "decision": "deny" },
+                { "servers": ["github"], "groups": ["engineering", "ops-*"], "decision": "allow" },
+                { "servers": ["github"], "principals": ["agent:*"], "decision": "ask" },
+                { "servers": ["github"], "decision": "deny" },
             ],
         }),
     )
@@ -443,15 +463,20 @@ fn tools_list(c: &mut Criterion) {
     // With how many tools each stage shows the caller: `policy` hides 2 `delete_*` tools and
     // the 12 of `scratch`'s that are not read-only; `arg_map` adds `read` and swaps
     // `github__search_issues` for `issues`.
-    let stages = [
-        ("bare", pipeline(&[]), LISTED_TOOLS),
-        ("policy", pipeline(&[policy(0)]), 86),
-        ("arg_map", pipeline(&[arg_map(0)]), 101),
-        ("policy+arg_map", pipeline(&[arg_map(0), policy(1)]), 87),
+    // `policy_principals` lists for a member of `engineering`, who sees what `policy` shows.
+    let anonymous = Principal::anonymous;
+    let engineer = || Principal::new("jwt", "alice").with_groups(vec!["engineering".into()]);
+    type Caller = fn() -> Principal;
+    let stages: [(&str, Pipeline, usize, Caller); 5] = [
+        ("bare", pipeline(&[]), LISTED_TOOLS, anonymous),
+        ("policy", pipeline(&[policy(0)]), 86, anonymous),
+        ("policy_principals", pipeline(&[policy_principals(0)]), 86, engineer),
+        ("arg_map", pipeline(&[arg_map(0)]), 101, anonymous),
+        ("policy+arg_map", pipeline(&[arg_map(0), policy(1)]), 87, anonymous),
     ];
     let mut group = c.benchmark_group("tools_list");
-    for (name, pipeline, shown) in &stages {
-        let mut ctx = CallContext::new(Principal::anonymous());
+    for (name, pipeline, shown, caller) in &stages {
+        let mut ctx = CallContext::new(caller());
         let tools = Message::Tools(listed.clone());
         match runtime.block_on(pipeline.response(InterceptionEvent::ToolsList, tools, &mut ctx)) {
             Ok(Message::Tools(tools)) => assert_eq!(tools.len(), *shown, "{name}"),
@@ -459,7 +484,7 @@ fn tools_list(c: &mut Criterion) {
         }
         group.bench_function(BenchmarkId::new(*name, LISTED_TOOLS), |b| {
             b.to_async(&runtime).iter_batched(
-                || (CallContext::new(Principal::anonymous()), Message::Tools(listed.clone())),
+                || (CallContext::new(caller()), Message::Tools(listed.clone())),
                 |(mut ctx, tools)| async move {
                     pipeline
                         .response(InterceptionEvent::ToolsList, tools, &mut ctx)

@@ -21,7 +21,10 @@
 //!   admin API (`GET /approvals`, `POST /approvals/{id}` with
 //!   `{"decision": "allow" | "deny", "remember": "10m", "reason": "..."}`), and logs a
 //!   one-line notice saying so. With `separate_duties` the approver (the admin token's name)
-//!   must differ from the caller.
+//!   must not name the caller: not its id (a bare name is taken to be the same person under
+//!   any kind: `alice` is `jwt:alice`, `key:alice` and `local:alice`), nor its `kind:id`, nor
+//!   its `kind:id@tenant`. A name with a kind names that identity only (`key:alice` may
+//!   approve a call of `jwt:alice`).
 //!   It needs an `[admin]` section: without one, the pipeline is refused at start-up (and by
 //!   `toolgate config check`). Where the admin API does not run (`toolgate call`), nobody
 //!   could decide, so the call is refused at once, saying so.
@@ -34,7 +37,8 @@
 //! time is let through without asking, and the grant is recorded as `remembered`.
 //!
 //! The caller is whom toolgate can tell apart ([`CallerKey`]): a principal that names someone
-//! (`local`, `agent:<user>`) in any of its sessions, but an anonymous HTTP client (all of them
+//! (`local`, `agent:<user>`, `jwt:<sub>`, `key:<name>`; its kind, id and tenant, so the same
+//! id in another tenant is another caller) in any of its sessions, but an anonymous HTTP client (all of them
 //! are `anonymous:anonymous` until clients authenticate) only in its own session, so a grant
 //! given for one stranger's call never lets another's through. A client with no session (a
 //! 2026-07-28 request) is asked every time: all it has is an address, which every client on a
@@ -289,7 +293,7 @@ impl Approval {
                     exposed: target.exposed.clone(),
                     arguments: call.arguments.clone().map(Value::Object).unwrap_or(json!({})),
                     caller: caller.clone(),
-                    caller_id: ctx.principal.id.clone(),
+                    caller_principal: ctx.principal.clone(),
                     reason: required.reason.clone(),
                     asked_by: required.by.clone(),
                     requested_at: SystemTime::now(),
@@ -315,7 +319,7 @@ impl Approval {
             Settled::Decided { by, answer: Ruling::Allow { remember } } => {
                 if let (Some(duration), Some(key)) = (remember, &remembered_for) {
                     // Asked at the client, the caller approved its own call.
-                    let own = via == Via::Elicit || by == ctx.principal.id;
+                    let own = via == Via::Elicit || desk::is_caller(&by, &ctx.principal);
                     self.desk.remember(key, &digest, &by, own, duration);
                 }
                 let mut granted = event(kind::APPROVAL_GRANTED).with("by", by.clone());

@@ -12,8 +12,19 @@
 //!   { tools = ["run"], when = { path = "cmd", matches = "^rm " }, decision = "deny" },
 //!   { servers = ["github"], annotations = { read_only = false }, decision = "ask" },
 //!   { events = ["sampling/createMessage"], servers = ["scratch"], decision = "deny" },
+//!   { tools = ["deploy"], principals = ["jwt:alice", "key:ci-*"], decision = "allow" },
+//!   { servers = ["prod"], groups = ["oncall"], decision = "allow" },
 //! ]
 //! ```
+//!
+//! A rule with `principals` or `groups` (globs) is only for some callers: a `principals`
+//! pattern with a `:` matches the caller's `kind:id` (the tenant is not part of it); one
+//! without matches the id of a caller that proved who it is to toolgate, of kind `jwt` or
+//! `key`, and never `anonymous`, `local`, `cli`, `agent` or `upstream` (their ids are user
+//! and server names, not an identity provider's; write `"local:alice"`, `"agent:*"`).
+//! `groups` matches when one glob matches one of the caller's groups. With both, both must
+//! hold; an empty list is refused. The decisions below skip the rules for other callers, and
+//! the lists are filtered for each caller.
 //!
 //! A rule applies to `tools/call` unless it names other `events` (globs on the interception
 //! events, such as `completion/complete`, `resources/*` or `sampling/createMessage`). For
@@ -61,7 +72,8 @@ use toolgate_config::InterceptorConfig;
 use toolgate_core::mcp;
 use toolgate_intercept::{
     ApprovalRequired, CallContext, Descriptor, Hook, InterceptError, InterceptionEvent,
-    Interceptor, InterceptorType, Listed, Message, Mode, Outcome, Phase, Refusal, TrustedTool,
+    Interceptor, InterceptorType, Listed, Message, Mode, Outcome, Phase, Principal, Refusal,
+    TrustedTool,
 };
 
 use crate::options::{OptionError, Options};
@@ -124,10 +136,40 @@ struct Rule {
     event_patterns: Vec<String>,
     servers: Option<GlobSet>,
     tools: Option<GlobSet>,
+    /// Whom it is for (`principals`); `None`: anyone.
+    principals: Option<Principals>,
+    /// The groups it is for (`groups`): one of the caller's must match; `None`: anyone.
+    groups: Option<GlobSet>,
     when: Vec<Condition>,
     annotations: Annotations,
     decision: Decision,
     reason: Option<String>,
+}
+
+/// A rule's `principals`: the patterns with a `:`, matched against `kind:id`, and those
+/// without, matched against the id of a caller that authenticated to toolgate.
+#[derive(Debug)]
+struct Principals {
+    qualified: GlobSet,
+    bare: GlobSet,
+}
+
+/// The kinds whose id a pattern without a `:` matches: callers that proved who they are to
+/// toolgate (an OAuth token, an API key). Not `anonymous` (nobody), not `local`, `cli` or
+/// `agent` (the user name of the process, another namespace than an identity provider's), not
+/// `upstream` (a server's name): a rule names those with their kind (`"agent:*"`).
+const AUTHENTICATED_KINDS: &[&str] = &["jwt", "key"];
+
+/// The caller a decision is for, with its `kind:id` written once.
+struct Caller<'a> {
+    principal: &'a Principal,
+    kind_id: String,
+}
+
+impl<'a> Caller<'a> {
+    fn new(principal: &'a Principal) -> Caller<'a> {
+        Caller { principal, kind_id: format!("{}:{}", principal.kind, principal.id) }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -221,6 +263,19 @@ impl Rule {
         }
     }
 
+    /// Whether the rule is for `caller`: one of its `principals` patterns matches it (a
+    /// pattern with a `:` its `kind:id`, one without the id of a caller of an
+    /// [`AUTHENTICATED_KINDS`] kind), and one of its `groups` globs matches one of the
+    /// caller's groups; either left out matches anyone.
+    fn is_for(&self, caller: &Caller<'_>) -> bool {
+        let principal = caller.principal;
+        self.principals.as_ref().is_none_or(|p| {
+            p.qualified.is_match(&caller.kind_id)
+                || (AUTHENTICATED_KINDS.contains(&principal.kind.as_str())
+                    && p.bare.is_match(&principal.id))
+        }) && self.groups.as_ref().is_none_or(|g| principal.groups.iter().any(|n| g.is_match(n)))
+    }
+
     fn matches(
         &self,
         server: &str,
@@ -242,20 +297,25 @@ impl Rule {
 }
 
 impl Policy {
-    /// Decides a call of `tool` (the upstream's own name) on `server` with `arguments`.
+    /// Decides a call of `tool` (the upstream's own name) on `server` with `arguments` by
+    /// `principal`.
     pub fn decide(
         &self,
+        principal: &Principal,
         server: &str,
         tool: &str,
         definition: Option<&mcp::Tool>,
         arguments: Option<&Map<String, Value>>,
     ) -> Verdict {
-        self.evaluate(server, tool, definition, Some(arguments)).expect("arguments are known")
+        let caller = Caller::new(principal);
+        self.evaluate(&caller, server, tool, definition, Some(arguments))
+            .expect("arguments are known")
     }
 
     /// The decision, or `None` when it depends on the arguments (`arguments` = `None`).
     fn evaluate(
         &self,
+        caller: &Caller<'_>,
         server: &str,
         tool: &str,
         definition: Option<&mcp::Tool>,
@@ -271,7 +331,10 @@ impl Policy {
                 ),
             });
         }
-        let for_calls = self.rules.iter().filter(|r| r.covers(InterceptionEvent::ToolsCall));
+        let for_calls = self
+            .rules
+            .iter()
+            .filter(|r| r.covers(InterceptionEvent::ToolsCall) && r.is_for(caller));
         let (tool_rules, server_rules): (Vec<&Rule>, Vec<&Rule>) =
             for_calls.partition(|r| r.tools.is_some());
         let mut verdict = None;
@@ -305,21 +368,34 @@ impl Policy {
         Some(verdict)
     }
 
-    /// Decides a request other than a tool call: the first rule about `event` whose `servers`
-    /// and `tools` globs match `server` and `name` (the tool, prompt or URI it is about);
-    /// `default_requests` when none does.
+    /// Decides a request other than a tool call by `principal`: the first rule about `event`
+    /// for the principal whose `servers` and `tools` globs match `server` and `name` (the tool,
+    /// prompt or URI it is about); `default_requests` when none does.
     pub fn decide_request(
         &self,
+        principal: &Principal,
         event: InterceptionEvent,
         server: Option<&str>,
         name: Option<&str>,
     ) -> Verdict {
-        self.rule_about(event, server, name).unwrap_or_else(|| self.requests_default(event))
+        self.request(&Caller::new(principal), event, server, name)
     }
 
-    /// The verdict of the first rule about `event` that matches `server` and `name`, if any.
+    fn request(
+        &self,
+        caller: &Caller<'_>,
+        event: InterceptionEvent,
+        server: Option<&str>,
+        name: Option<&str>,
+    ) -> Verdict {
+        self.rule_about(caller, event, server, name).unwrap_or_else(|| self.requests_default(event))
+    }
+
+    /// The verdict of the first rule about `event` for `caller` that matches `server` and
+    /// `name`, if any.
     fn rule_about(
         &self,
+        caller: &Caller<'_>,
         event: InterceptionEvent,
         server: Option<&str>,
         name: Option<&str>,
@@ -331,6 +407,7 @@ impl Policy {
         };
         let rule = self.rules.iter().find(|rule| {
             rule.covers(event)
+                && rule.is_for(caller)
                 && glob_matches(&rule.servers, server)
                 && glob_matches(&rule.tools, name)
         })?;
@@ -353,12 +430,18 @@ impl Policy {
 
     /// Decides reading `uri` on `server`; for a template (`templated`), whether every read
     /// through it would be denied (see [`Policy::every_read_denied`]).
-    fn decide_read(&self, server: Option<&str>, uri: &str, templated: bool) -> Verdict {
+    fn decide_read(
+        &self,
+        caller: &Caller<'_>,
+        server: Option<&str>,
+        uri: &str,
+        templated: bool,
+    ) -> Verdict {
         let event = InterceptionEvent::ResourcesRead;
         if !templated {
-            return self.decide_request(event, server, Some(uri));
+            return self.request(caller, event, server, Some(uri));
         }
-        self.every_read_denied(server, uri).unwrap_or_else(|| Verdict {
+        self.every_read_denied(caller, server, uri).unwrap_or_else(|| Verdict {
             decision: Decision::Allow,
             reason: format!("some {event} through `{uri}` may be allowed"),
         })
@@ -369,8 +452,14 @@ impl Policy {
     /// template as written decides it (its expansions match too); one whose glob does not
     /// match it may still match some expansions, so an `allow` means some read may be allowed
     /// and a `deny` leaves the rest to the next rules; one without a `tools` glob decides the
-    /// rest; then `default_requests`. `None` when some read may be allowed.
-    fn every_read_denied(&self, server: Option<&str>, template: &str) -> Option<Verdict> {
+    /// rest; then `default_requests`. Only the rules for `caller` count. `None` when some read
+    /// may be allowed.
+    fn every_read_denied(
+        &self,
+        caller: &Caller<'_>,
+        server: Option<&str>,
+        template: &str,
+    ) -> Option<Verdict> {
         let event = InterceptionEvent::ResourcesRead;
         for rule in &self.rules {
             let server_matches = match (&rule.servers, server) {
@@ -378,7 +467,7 @@ impl Policy {
                 (Some(globs), Some(server)) => globs.is_match(server),
                 (Some(_), None) => false,
             };
-            if !rule.covers(event) || !server_matches {
+            if !rule.covers(event) || !server_matches || !rule.is_for(caller) {
                 continue;
             }
             let decides = rule.tools.as_ref().is_none_or(|t| t.is_match(template));
@@ -406,23 +495,24 @@ impl Policy {
     /// would be, else as a rule about completions says, else allowed.
     fn decide_completion(
         &self,
+        caller: &Caller<'_>,
         server: Option<&str>,
         name: Option<&str>,
         reference: &mcp::Reference,
     ) -> Verdict {
         let event = InterceptionEvent::CompletionComplete;
-        let rule = self.rule_about(event, server, name);
+        let rule = self.rule_about(caller, event, server, name);
         if let Some(verdict) = rule.as_ref().filter(|v| v.decision == Decision::Deny) {
             return verdict.clone();
         }
         let (what, reach) = match reference {
             mcp::Reference::Prompt(_) => (
                 "getting the prompt",
-                self.decide_request(InterceptionEvent::PromptsGet, server, name),
+                self.request(caller, InterceptionEvent::PromptsGet, server, name),
             ),
             mcp::Reference::Resource(resource) => {
                 let uri = name.unwrap_or(&resource.uri);
-                ("reading the resource", self.decide_read(server, uri, uri.contains('{')))
+                ("reading the resource", self.decide_read(caller, server, uri, uri.contains('{')))
             }
             // A kind of reference rmcp may add later: the rules about completions alone.
             _ => return rule.unwrap_or_else(|| self.requests_default(event)),
@@ -445,6 +535,7 @@ impl Policy {
     /// stands for) would not be denied.
     fn shows_item(
         &self,
+        caller: &Caller<'_>,
         list: InterceptionEvent,
         server: &str,
         name: &str,
@@ -453,7 +544,7 @@ impl Policy {
         if !self.descriptor.covers_target(server, name) {
             return true;
         }
-        let listed = self.rule_about(list, Some(server), Some(name));
+        let listed = self.rule_about(caller, list, Some(server), Some(name));
         listed.is_none_or(|v| v.decision != Decision::Deny) && used().decision != Decision::Deny
     }
 
@@ -515,6 +606,10 @@ impl Interceptor for Policy {
         message: &'a Message,
         ctx: &'a mut CallContext,
     ) -> BoxFuture<'a, Result<Outcome, InterceptError>> {
+        // Every list is filtered for this caller: what the pipeline leaves of a list is
+        // never kept for another caller (the gateway runs the pipeline for each request).
+        let caller = Caller::new(&ctx.principal);
+        let caller = &caller;
         let outcome = match message {
             Message::CallTool(call) => {
                 let Some(target) = &ctx.target else {
@@ -525,8 +620,15 @@ impl Interceptor for Policy {
                 // What `integrity` trusts (pinned annotations, overrides), else the server's word.
                 let trusted = ctx.get::<TrustedTool>().map(|t| t.0.clone());
                 let tool = trusted.as_deref().or(target.tool.as_deref());
-                let verdict =
-                    self.decide(&target.server, &target.original, tool, call.arguments.as_ref());
+                let verdict = self
+                    .evaluate(
+                        caller,
+                        &target.server,
+                        &target.original,
+                        tool,
+                        Some(call.arguments.as_ref()),
+                    )
+                    .expect("arguments are known");
                 match verdict.decision {
                     Decision::Allow => Outcome::Continue,
                     Decision::Deny => Outcome::Refuse(self.refusal(&verdict)),
@@ -548,7 +650,13 @@ impl Interceptor for Policy {
                 let shown = |listed: &&Listed<mcp::Tool>| {
                     !self.descriptor.covers_target(&listed.server, &listed.original)
                         || self
-                            .evaluate(&listed.server, &listed.original, Some(&listed.item), None)
+                            .evaluate(
+                                caller,
+                                &listed.server,
+                                &listed.original,
+                                Some(&listed.item),
+                                None,
+                            )
                             .is_none_or(|v| v.decision != Decision::Deny)
                 };
                 let shown_flags: Vec<bool> = tools.iter().map(|t| shown(&t)).collect();
@@ -566,8 +674,9 @@ impl Interceptor for Policy {
                 }
             }
             Message::Prompts(prompts) => filtered(prompts, Message::Prompts, |listed| {
-                self.shows_item(event, &listed.server, &listed.original, || {
-                    self.decide_request(
+                self.shows_item(caller, event, &listed.server, &listed.original, || {
+                    self.request(
+                        caller,
                         InterceptionEvent::PromptsGet,
                         Some(&listed.server),
                         Some(&listed.original),
@@ -575,20 +684,20 @@ impl Interceptor for Policy {
                 })
             }),
             Message::Resources(resources) => filtered(resources, Message::Resources, |listed| {
-                self.shows_item(event, &listed.server, &listed.original, || {
-                    self.decide_read(Some(&listed.server), &listed.original, false)
+                self.shows_item(caller, event, &listed.server, &listed.original, || {
+                    self.decide_read(caller, Some(&listed.server), &listed.original, false)
                 })
             }),
             Message::ResourceTemplates(templates) => {
                 filtered(templates, Message::ResourceTemplates, |listed| {
-                    self.shows_item(event, &listed.server, &listed.original, || {
-                        self.decide_read(Some(&listed.server), &listed.original, true)
+                    self.shows_item(caller, event, &listed.server, &listed.original, || {
+                        self.decide_read(caller, Some(&listed.server), &listed.original, true)
                     })
                 })
             }
             // A list request: refused only by a rule about the whole list (its items are
             // filtered in the response phase, each by its own server and name).
-            Message::Empty if is_list(event) => match self.rule_about(event, None, None) {
+            Message::Empty if is_list(event) => match self.rule_about(caller, event, None, None) {
                 Some(verdict) if verdict.decision == Decision::Deny => {
                     Outcome::Refuse(self.refusal(&verdict))
                 }
@@ -599,14 +708,14 @@ impl Interceptor for Policy {
                 let (server, name) = ctx.server_and_tool();
                 let verdict = match message {
                     Message::Complete(params) => {
-                        self.decide_completion(server, name, &params.r#ref)
+                        self.decide_completion(caller, server, name, &params.r#ref)
                     }
                     Message::Subscribe(params) => {
-                        let subscribed = self.decide_request(event, server, name);
+                        let subscribed = self.request(caller, event, server, name);
                         let uri = name.unwrap_or(&params.uri);
                         match subscribed.decision {
                             Decision::Deny => subscribed,
-                            _ => match self.decide_read(server, uri, false) {
+                            _ => match self.decide_read(caller, server, uri, false) {
                                 read if read.decision == Decision::Deny => Verdict {
                                     decision: Decision::Deny,
                                     reason: format!(
@@ -619,7 +728,7 @@ impl Interceptor for Policy {
                             },
                         }
                     }
-                    _ => self.decide_request(event, server, name),
+                    _ => self.request(caller, event, server, name),
                 };
                 match verdict.decision {
                     Decision::Deny => Outcome::Refuse(self.refusal(&verdict)),

@@ -6,6 +6,10 @@
 //! description overridden, an argument renamed): a listed tool whose definition is still the
 //! inventory's (compared field by field; the schemas by pointer first) uses the kept JSON, any
 //! other is serialized as it is. Without a pipeline the whole array is kept.
+//!
+//! What is kept is each tool's JSON, never a list as the pipeline left it for one caller: the
+//! pipeline runs for every request, so each caller gets the list it may see (`policy` rules
+//! can name principals and groups).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -145,6 +149,124 @@ mod tests {
         changed.description = Some("overridden".into());
         let shown = vec![changed.clone()];
         assert_eq!(parsed(&json.array(&inventory, &shown)), serde_json::to_value(&shown).unwrap());
+    }
+
+    /// These tools, served in this process.
+    #[derive(Clone)]
+    struct Served(Vec<mcp::Tool>);
+
+    impl rmcp::ServerHandler for Served {
+        fn get_info(&self) -> mcp::ServerConfig {
+            mcp::ServerConfig::new(mcp::ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<mcp::PaginatedRequestParams>,
+            _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+        ) -> Result<mcp::ListToolsResult, mcp::ErrorData> {
+            Ok(mcp::ListToolsResult::with_all_items(self.0.clone()))
+        }
+    }
+
+    impl toolgate_upstream::InProcessServer for Served {
+        fn serve(&self, stream: tokio::io::DuplexStream) {
+            let served = self.clone();
+            tokio::spawn(async move {
+                if let Ok(service) = rmcp::ServiceExt::serve(served, stream).await {
+                    let _ = service.waiting().await;
+                }
+            });
+        }
+    }
+
+    /// Shows each caller only the tools whose names start with its id.
+    struct Mine(toolgate_intercept::Descriptor);
+
+    impl toolgate_intercept::Interceptor for Mine {
+        fn descriptor(&self) -> &toolgate_intercept::Descriptor {
+            &self.0
+        }
+
+        fn intercept<'a>(
+            &'a self,
+            _event: toolgate_intercept::InterceptionEvent,
+            _phase: toolgate_intercept::Phase,
+            message: &'a toolgate_intercept::Message,
+            ctx: &'a mut toolgate_intercept::CallContext,
+        ) -> futures::future::BoxFuture<
+            'a,
+            Result<toolgate_intercept::Outcome, toolgate_intercept::InterceptError>,
+        > {
+            use toolgate_intercept::{Message, Outcome};
+            let outcome = match message {
+                Message::Tools(tools) => {
+                    let id = &ctx.principal.id;
+                    let mine = tools.iter().filter(|l| l.original.starts_with(id.as_str()));
+                    Outcome::Rewrite(Message::Tools(mine.cloned().collect()))
+                }
+                _ => Outcome::Continue,
+            };
+            Box::pin(async move { Ok(outcome) })
+        }
+    }
+
+    /// The dispatcher keeps one `ToolJson` for every caller: what it keeps is each tool's JSON,
+    /// never a list the pipeline filtered for one caller, so each caller gets its own list
+    /// (here an interceptor that shows each only its own tools, as `policy` with `principals`
+    /// does).
+    #[tokio::test]
+    async fn a_list_filtered_for_one_caller_is_never_served_to_another() {
+        use toolgate_intercept::{CallContext, Hook, Phase, Pipeline, Principal};
+        let tools = vec![tool("alice_a", "1"), tool("alice_b", "2"), tool("bob_a", "3")];
+        let config = toolgate_config::ServerConfig {
+            name: "s".to_owned(),
+            transport: toolgate_config::TransportConfig::InProcess(
+                toolgate_config::InProcessConfig { origin: "test".into() },
+            ),
+            prefix: "s".to_owned(),
+            tools: Default::default(),
+            protocol: Default::default(),
+            startup_timeout: toolgate_config::DEFAULT_STARTUP_TIMEOUT,
+            timeout: std::time::Duration::from_secs(10),
+            restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
+            required: true,
+            enabled: true,
+            integrity: None,
+            response_format: Vec::new(),
+        };
+        let server: Arc<dyn toolgate_upstream::InProcessServer> = Arc::new(Served(tools));
+        let hooks = vec![Hook::new(["tools/list"], Phase::Response).expect("a literal event")];
+        let mine = Mine(toolgate_intercept::Descriptor::new(
+            "mine",
+            "mine",
+            toolgate_intercept::InterceptorType::Mutation,
+            hooks,
+        ));
+        let pipeline = Pipeline::new(vec![Arc::new(mine)]).expect("one interceptor");
+        let recorder = crate::Recorder::new(toolgate_audit::EventBus::new(), Vec::new());
+        let gateway = crate::Gateway::start_with(
+            &[],
+            vec![(config, server)],
+            toolgate_upstream::StartupWait::All,
+            pipeline,
+            recorder,
+        )
+        .await;
+        assert_eq!(gateway.inventory().tools().len(), 3, "the server is listed");
+        let json = ToolJson::default();
+        let names = async |id: &str| {
+            let mut ctx = CallContext::new(Principal::new("jwt", id));
+            let listed = gateway.list_tools_json(&json, &mut ctx).await.expect("listed");
+            let listed = parsed(&listed);
+            let names = listed.as_array().expect("an array").iter();
+            names.map(|t| t["name"].as_str().expect("a name").to_owned()).collect::<Vec<_>>()
+        };
+        for _ in 0..2 {
+            assert_eq!(names("alice").await, ["s__alice_a", "s__alice_b"]);
+            assert_eq!(names("bob").await, ["s__bob_a"]);
+            assert_eq!(names("carol").await, Vec::<String>::new());
+        }
     }
 
     #[test]

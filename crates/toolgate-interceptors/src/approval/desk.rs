@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use toolgate_audit::{Event as AuditEvent, EventBus};
-use toolgate_intercept::CallerKey;
+use toolgate_intercept::{CallerKey, Principal};
 
 #[cfg(doc)]
 use toolgate_intercept::call_digest;
@@ -32,10 +32,10 @@ pub struct PendingApproval {
     pub exposed: String,
     /// The arguments, as they will be sent.
     pub arguments: Value,
-    /// Who asked (`kind:id`).
+    /// Who asked (`kind:id`, and `@tenant` when it has one).
     pub caller: String,
-    /// The caller's id, for separation of duties.
-    pub(super) caller_id: String,
+    /// Who asked, for separation of duties (see [`is_caller`]).
+    pub(super) caller_principal: Principal,
     /// Why approval is needed.
     pub reason: String,
     /// The interceptor that asked for approval.
@@ -105,6 +105,31 @@ pub enum DecideError {
         /// Who tried.
         approver: String,
     },
+}
+
+/// Whether `approver`, a name (an admin token's), names `caller`: the caller's `kind:id@tenant`
+/// as displayed, its `kind:id` (in any tenant), or its bare id (whatever its kind or tenant).
+///
+/// An approver is known only by a name, which says nothing of how they would come in as a
+/// caller, so a bare name is taken to be the same person under every kind (`alice` is
+/// `jwt:alice`, `key:alice` and `local:alice`): separation of duties errs towards refusing. A
+/// name with a kind is that identity: `key:alice` is not `jwt:alice`, and `jwt:alice@globex`
+/// is not `jwt:alice@acme`.
+pub(super) fn is_caller(approver: &str, caller: &Principal) -> bool {
+    if approver == caller.id {
+        return true;
+    }
+    let Some(rest) = approver.strip_prefix(caller.kind.as_str()).and_then(|r| r.strip_prefix(':'))
+    else {
+        return false;
+    };
+    match rest.strip_prefix(caller.id.as_str()) {
+        Some("") => true,
+        Some(tenant) => {
+            tenant.strip_prefix('@').is_some_and(|t| caller.tenant.as_deref() == Some(t))
+        }
+        None => false,
+    }
 }
 
 /// How a wait on the desk ended.
@@ -209,7 +234,8 @@ impl ApprovalDesk {
         let mut state = self.state.lock().expect("approval desk lock");
         let waiting =
             state.pending.get(id).ok_or_else(|| DecideError::NotPending(id.to_owned()))?;
-        if waiting.request.separate_duties && waiting.request.caller_id == approver {
+        if waiting.request.separate_duties && is_caller(approver, &waiting.request.caller_principal)
+        {
             return Err(DecideError::OwnCall { approver: approver.to_owned() });
         }
         let waiting = state.pending.remove(id).expect("it was just found");

@@ -679,3 +679,74 @@ async fn with_separate_duties_a_grant_given_at_the_client_does_not_replace_an_ap
     assert_eq!(outcome, Outcome::Continue);
     assert_eq!(approved.expect("approved").by, "alice");
 }
+
+#[test]
+fn an_approver_is_the_caller_by_a_bare_name_or_by_the_callers_identity() {
+    use super::desk::is_caller;
+    let bob = Principal::new("jwt", "bob").with_tenant(Some("acme".into()));
+    for same in ["bob", "jwt:bob", "jwt:bob@acme"] {
+        assert!(is_caller(same, &bob), "{same}");
+    }
+    for other in ["key:bob", "local:bob", "jwt:bob@globex", "jwt:bobby", "jwt:bo", "alice", "b"] {
+        assert!(!is_caller(other, &bob), "{other}");
+    }
+    // A bare name says nothing of the kind: the same person under any of them.
+    assert!(is_caller("bob", &Principal::new("local", "bob")));
+    assert!(is_caller("bob", &Principal::new("key", "bob")));
+    // An id with an `@` in it, in no tenant.
+    let mail = Principal::new("jwt", "bob@example.com");
+    assert!(is_caller("jwt:bob@example.com", &mail));
+    assert!(!is_caller("jwt:bob", &mail));
+}
+
+/// An admin token named after the caller's identity (`jwt:bob`) is the caller: comparing the
+/// id alone let it approve its own call.
+#[tokio::test(start_paused = true)]
+async fn separation_of_duties_knows_the_caller_by_its_whole_identity() {
+    let (approval, desk, _) = approval(json!({ "via": "external", "separate_duties": true }));
+    let approval = Arc::new(approval);
+    let caller = Principal::new("jwt", "bob").with_tenant(Some("acme".into()));
+    let waiting = held(&approval, context(caller));
+    let pending = first_pending(&desk).await;
+    assert_eq!(pending.caller, "jwt:bob@acme");
+    for own in ["bob", "jwt:bob", "jwt:bob@acme"] {
+        assert_eq!(
+            desk.decide(&pending.id, own, Ruling::Allow { remember: None }),
+            Err(DecideError::OwnCall { approver: own.into() })
+        );
+    }
+    // Another identity with the same id is someone else.
+    desk.decide(&pending.id, "key:bob", Ruling::Allow { remember: None }).unwrap();
+    let (outcome, approved) = waiting.await.unwrap();
+    assert_eq!(outcome, Outcome::Continue);
+    assert_eq!(approved.expect("approved").by, "key:bob");
+}
+
+/// A grant is kept for the caller's kind, id and tenant: the same id in another tenant is
+/// asked again; the same caller with other groups is not.
+#[tokio::test(start_paused = true)]
+async fn a_remembered_grant_is_not_shared_across_tenants() {
+    let (approval, desk, _) = approval(json!({ "via": "external" }));
+    let approval = Arc::new(approval);
+    let alice = |tenant: &str| Principal::new("jwt", "alice").with_tenant(Some(tenant.into()));
+    let first = held(&approval, context(alice("acme")));
+    let pending = first_pending(&desk).await;
+    let remember = Some(Duration::from_secs(600));
+    desk.decide(&pending.id, "carol", Ruling::Allow { remember }).unwrap();
+    assert_eq!(first.await.unwrap().0, Outcome::Continue);
+
+    let regrouped = alice("acme").with_groups(vec!["oncall".into()]);
+    let (outcome, approved) = held(&approval, context(regrouped)).await.unwrap();
+    assert_eq!(outcome, Outcome::Continue);
+    assert_eq!(approved.expect("approved").by, "carol (remembered)");
+
+    let elsewhere = held(&approval, context(alice("globex")));
+    let pending = first_pending(&desk).await;
+    assert_eq!(pending.caller, "jwt:alice@globex", "held again for the other tenant");
+    desk.decide(&pending.id, "carol", Ruling::Deny { reason: None }).unwrap();
+    assert!(matches!(elsewhere.await.unwrap().0, Outcome::Refuse(_)));
+    let untenanted = held(&approval, context(Principal::new("jwt", "alice")));
+    let pending = first_pending(&desk).await;
+    desk.decide(&pending.id, "carol", Ruling::Deny { reason: None }).unwrap();
+    assert!(matches!(untenanted.await.unwrap().0, Outcome::Refuse(_)), "nor in no tenant");
+}

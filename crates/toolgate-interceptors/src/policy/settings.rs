@@ -1,6 +1,6 @@
 //! `policy`'s options: `default`, `default_requests`, `trust` and `rules` (each rule's
-//! `tools`, `servers`, `events`, `when`, `annotations`, `decision` and `reason`), each problem
-//! reported with its path.
+//! `tools`, `servers`, `events`, `principals`, `groups`, `when`, `annotations`, `decision` and
+//! `reason`), each problem reported with its path.
 
 use super::*;
 
@@ -112,7 +112,17 @@ fn parse_rule(
     table: &Map<String, Value>,
 ) -> Option<Rule> {
     let mut rule = Options::new(path, table);
-    rule.only(&["events", "servers", "tools", "when", "annotations", "decision", "reason"]);
+    rule.only(&[
+        "events",
+        "servers",
+        "tools",
+        "principals",
+        "groups",
+        "when",
+        "annotations",
+        "decision",
+        "reason",
+    ]);
     let event_patterns = rule.strings("events");
     let events = globs(&mut rule, "events");
     if let Some(Some(set)) = &events {
@@ -158,6 +168,8 @@ fn parse_rule(
     }
     let servers = globs(&mut rule, "servers");
     let tools = globs(&mut rule, "tools");
+    let principals = principals(&mut rule);
+    let groups = callers_globs(&mut rule, "groups");
     let decided = match rule.string("decision") {
         Some(text) => {
             let at = rule.at("decision");
@@ -218,6 +230,8 @@ fn parse_rule(
         event_patterns,
         servers: servers?,
         tools: tools?,
+        principals: principals?,
+        groups: groups?,
         when,
         annotations,
         decision: decided?,
@@ -245,6 +259,63 @@ fn globs(rule: &mut Options<'_>, key: &str) -> Option<Option<GlobSet>> {
         }
     }
     set.build().ok().map(Some)
+}
+
+/// `principals`: each pattern with a `:` for `kind:id`, each without for an authenticated
+/// caller's id (see [`AUTHENTICATED_KINDS`]). `Some(None)` when left out.
+fn principals(rule: &mut Options<'_>) -> Option<Option<Principals>> {
+    if !named_someone(rule, "principals") {
+        return None;
+    }
+    let patterns = rule.strings("principals");
+    if patterns.is_empty() {
+        return Some(None);
+    }
+    let (mut qualified, mut bare) = (GlobSetBuilder::new(), GlobSetBuilder::new());
+    let mut ok = true;
+    for (i, pattern) in patterns.iter().enumerate() {
+        let at = format!("{}[{i}]", rule.at("principals"));
+        match Glob::new(pattern) {
+            Ok(glob) if pattern.contains(':') => {
+                qualified.add(glob);
+            }
+            Ok(glob) => {
+                bare.add(glob);
+            }
+            Err(error) => {
+                rule.error(&at, format!("invalid glob {pattern:?}: {}", error.kind()));
+                ok = false;
+            }
+        }
+    }
+    if !ok {
+        return None;
+    }
+    match (qualified.build(), bare.build()) {
+        (Ok(qualified), Ok(bare)) => Some(Some(Principals { qualified, bare })),
+        _ => None,
+    }
+}
+
+/// The globs of `key` (`groups`), which must name someone when present.
+fn callers_globs(rule: &mut Options<'_>, key: &str) -> Option<Option<GlobSet>> {
+    if !named_someone(rule, key) {
+        return None;
+    }
+    globs(rule, key)
+}
+
+/// Whether `key` (`principals` or `groups`), when given, is a list that names someone: an
+/// empty list is refused rather than read as "anyone", the opposite of what it says.
+fn named_someone(rule: &mut Options<'_>, key: &str) -> bool {
+    if let Some(Value::Array(items)) = rule.get(key)
+        && items.is_empty()
+    {
+        let at = rule.at(key);
+        rule.error(&at, "an empty list names nobody; leave it out to mean anyone");
+        return false;
+    }
+    true
 }
 
 fn condition(rule: &mut Options<'_>, path: &str, table: &Map<String, Value>) -> Option<Condition> {

@@ -1,5 +1,5 @@
-//! Tests of the `policy` interceptor: rule order, argument conditions, trust levels and list
-//! hiding.
+//! Tests of the `policy` interceptor: rule order, argument conditions, trust levels, list
+//! hiding, and rules for some principals or groups.
 
 use serde_json::json;
 use toolgate_intercept::{Listed, Principal, Target};
@@ -22,6 +22,11 @@ fn tool(name: &str, read_only: Option<bool>) -> mcp::Tool {
     tool
 }
 
+/// A caller no rule of these tests names (rules without `principals` or `groups`).
+fn anyone() -> Principal {
+    Principal::local()
+}
+
 fn args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().expect("an object")
 }
@@ -35,11 +40,11 @@ fn tool_rules_come_before_server_rules_and_then_the_default() {
             { "servers": ["fs"], "tools": ["delete_*"], "decision": "deny", "reason": "no deleting" },
         ]
     }));
-    let delete = p.decide("fs", "delete_file", None, None);
+    let delete = p.decide(&anyone(), "fs", "delete_file", None, None);
     assert_eq!(delete.decision, Decision::Deny);
     assert!(delete.reason.contains("no deleting") && delete.reason.contains("rules[1]"));
-    assert_eq!(p.decide("fs", "read_file", None, None).decision, Decision::Allow);
-    let other = p.decide("gh", "issue", None, None);
+    assert_eq!(p.decide(&anyone(), "fs", "read_file", None, None).decision, Decision::Allow);
+    let other = p.decide(&anyone(), "gh", "issue", None, None);
     assert_eq!(other, Verdict { decision: Decision::Deny, reason: "the policy's default".into() });
 }
 
@@ -52,7 +57,8 @@ fn conditions_look_at_argument_values() {
             { "tools": ["deploy"], "when": { "path": "env", "one_of": ["prod", "staging"] }, "decision": "deny" },
         ]
     }));
-    let decide = |tool: &str, a: Value| p.decide("s", tool, None, Some(&args(a))).decision;
+    let decide =
+        |tool: &str, a: Value| p.decide(&anyone(), "s", tool, None, Some(&args(a))).decision;
     assert_eq!(decide("run", json!({"cmd": "rm -rf /"})), Decision::Deny);
     assert_eq!(decide("run", json!({"cmd": "ls"})), Decision::Allow);
     assert_eq!(decide("push", json!({"options": {"force": true}})), Decision::Ask);
@@ -75,15 +81,15 @@ fn annotations_and_trust_levels() {
     }));
     let read = tool("read", Some(true));
     let write = tool("write", Some(false));
-    assert_eq!(p.decide("box", "read", Some(&read), None).decision, Decision::Allow);
-    let boxed = p.decide("box", "write", Some(&write), None);
+    assert_eq!(p.decide(&anyone(), "box", "read", Some(&read), None).decision, Decision::Allow);
+    let boxed = p.decide(&anyone(), "box", "write", Some(&write), None);
     assert_eq!(boxed.decision, Decision::Deny);
     assert!(boxed.reason.contains("sandboxed"), "{}", boxed.reason);
-    assert_eq!(p.decide("wild", "write", Some(&write), None).decision, Decision::Ask);
-    assert_eq!(p.decide("wild", "read", Some(&read), None).decision, Decision::Allow);
-    assert_eq!(p.decide("home", "write", Some(&write), None).decision, Decision::Allow);
-    assert_eq!(p.decide("other", "read", Some(&read), None).decision, Decision::Allow);
-    assert_eq!(p.decide("other", "write", Some(&write), None).decision, Decision::Deny);
+    assert_eq!(p.decide(&anyone(), "wild", "write", Some(&write), None).decision, Decision::Ask);
+    assert_eq!(p.decide(&anyone(), "wild", "read", Some(&read), None).decision, Decision::Allow);
+    assert_eq!(p.decide(&anyone(), "home", "write", Some(&write), None).decision, Decision::Allow);
+    assert_eq!(p.decide(&anyone(), "other", "read", Some(&read), None).decision, Decision::Allow);
+    assert_eq!(p.decide(&anyone(), "other", "write", Some(&write), None).decision, Decision::Deny);
 }
 
 #[test]
@@ -176,23 +182,42 @@ fn rules_about_other_events_decide_them_and_leave_tool_calls_alone() {
             { "events": ["resources/read"], "decision": "allow" },
         ]
     }));
-    let completion = p.decide_request(InterceptionEvent::CompletionComplete, Some("fs"), None);
+    let completion =
+        p.decide_request(&anyone(), InterceptionEvent::CompletionComplete, Some("fs"), None);
     assert_eq!(completion.decision, Decision::Deny);
     assert!(completion.reason.contains("no hints") && completion.reason.contains("rules[0]"));
-    let elsewhere = p.decide_request(InterceptionEvent::CompletionComplete, Some("gh"), None);
+    let elsewhere =
+        p.decide_request(&anyone(), InterceptionEvent::CompletionComplete, Some("gh"), None);
     assert_eq!(elsewhere.decision, Decision::Allow, "the rule names only fs");
     for event in [InterceptionEvent::SamplingCreateMessage, InterceptionEvent::ElicitationCreate] {
-        assert_eq!(p.decide_request(event, Some("gh"), Some("t")).decision, Decision::Deny);
+        assert_eq!(
+            p.decide_request(&anyone(), event, Some("gh"), Some("t")).decision,
+            Decision::Deny
+        );
     }
-    let secret = p.decide_request(InterceptionEvent::ResourcesRead, Some("fs"), Some("secret://k"));
+    let secret = p.decide_request(
+        &anyone(),
+        InterceptionEvent::ResourcesRead,
+        Some("fs"),
+        Some("secret://k"),
+    );
     assert_eq!(secret.decision, Decision::Deny);
     assert!(secret.reason.contains("rules[2]"), "the first matching rule decides");
-    let open = p.decide_request(InterceptionEvent::ResourcesRead, Some("fs"), Some("file:///a"));
+    let open = p.decide_request(
+        &anyone(),
+        InterceptionEvent::ResourcesRead,
+        Some("fs"),
+        Some("file:///a"),
+    );
     assert_eq!(open.decision, Decision::Allow);
     assert!(open.reason.contains("rules[3]"));
-    let unnamed = p.decide_request(InterceptionEvent::LoggingSetLevel, None, None);
+    let unnamed = p.decide_request(&anyone(), InterceptionEvent::LoggingSetLevel, None, None);
     assert_eq!(unnamed.decision, Decision::Allow, "`default` is about tool calls only");
-    assert_eq!(p.decide("fs", "read", None, None).decision, Decision::Deny, "calls keep default");
+    assert_eq!(
+        p.decide(&anyone(), "fs", "read", None, None).decision,
+        Decision::Deny,
+        "calls keep default"
+    );
 }
 
 #[test]
@@ -203,10 +228,10 @@ fn a_rule_with_events_applies_to_tool_calls_only_when_it_names_them() {
             { "events": ["tools/*"], "tools": ["drop"], "decision": "deny" },
         ]
     }));
-    assert_eq!(p.decide("s", "run", None, None).decision, Decision::Allow);
-    assert_eq!(p.decide("s", "drop", None, None).decision, Decision::Deny);
+    assert_eq!(p.decide(&anyone(), "s", "run", None, None).decision, Decision::Allow);
+    assert_eq!(p.decide(&anyone(), "s", "drop", None, None).decision, Decision::Deny);
     assert_eq!(
-        p.decide_request(InterceptionEvent::ToolsList, Some("s"), Some("drop")).decision,
+        p.decide_request(&anyone(), InterceptionEvent::ToolsList, Some("s"), Some("drop")).decision,
         Decision::Deny,
         "tools/* covers tools/list too"
     );
@@ -290,7 +315,7 @@ fn conditions_follow_array_indexes_in_their_path() {
             { "tools": ["mail"], "when": { "path": "to.1.domain", "equals": "evil.example" }, "decision": "deny" },
         ]
     }));
-    let decide = |a: Value| p.decide("s", "mail", None, Some(&args(a))).decision;
+    let decide = |a: Value| p.decide(&anyone(), "s", "mail", None, Some(&args(a))).decision;
     let second_is_evil = json!({"to": [{"domain": "ok.example"}, {"domain": "evil.example"}]});
     assert_eq!(decide(second_is_evil), Decision::Deny);
     let first_is_evil = json!({"to": [{"domain": "evil.example"}, {"domain": "ok.example"}]});
@@ -315,7 +340,8 @@ fn each_annotation_a_rule_names_must_match_the_tool() {
     let destructive = annotated("t", true, true, false);
     let once_only = annotated("t", false, false, false);
     let outward = annotated("t", false, true, true);
-    let decide = |server: &str, tool: &mcp::Tool| p.decide(server, "t", Some(tool), None);
+    let decide =
+        |server: &str, tool: &mcp::Tool| p.decide(&anyone(), server, "t", Some(tool), None);
     assert_eq!(decide("a", &destructive).decision, Decision::Deny);
     assert!(decide("a", &destructive).reason.starts_with("destroys"));
     assert_eq!(decide("a", &harmless).decision, Decision::Allow);
@@ -340,13 +366,13 @@ fn a_standard_server_is_decided_by_rules_and_the_default() {
     let write = tool("write", Some(false));
     let read = tool("read", Some(true));
     // Neither promoted like `trusted` nor made to ask like `untrusted`.
-    let written = p.decide("fs", "write", Some(&write), None);
+    let written = p.decide(&anyone(), "fs", "write", Some(&write), None);
     assert_eq!(
         written,
         Verdict { decision: Decision::Deny, reason: "the policy's default".into() }
     );
-    assert_eq!(p.decide("fs", "read", Some(&read), None).decision, Decision::Allow);
-    assert_eq!(p.decide("home", "write", Some(&write), None).decision, Decision::Allow);
+    assert_eq!(p.decide(&anyone(), "fs", "read", Some(&read), None).decision, Decision::Allow);
+    assert_eq!(p.decide(&anyone(), "home", "write", Some(&write), None).decision, Decision::Allow);
 }
 
 #[test]
@@ -455,10 +481,20 @@ fn templates(items: &[(&str, &str)]) -> Message {
 /// The (server, original) pairs of the list `p` leaves of `message` in the response phase of
 /// `event`.
 async fn shown(p: &Policy, event: InterceptionEvent, message: Message) -> Vec<(String, String)> {
+    shown_to(p, anyone(), event, message).await
+}
+
+/// [`shown`], to `principal`.
+async fn shown_to(
+    p: &Policy,
+    principal: Principal,
+    event: InterceptionEvent,
+    message: Message,
+) -> Vec<(String, String)> {
     fn pairs<T>(items: &[Listed<T>]) -> Vec<(String, String)> {
         items.iter().map(|l| (l.server.clone(), l.original.clone())).collect()
     }
-    let mut ctx = CallContext::new(Principal::local());
+    let mut ctx = CallContext::new(principal);
     let outcome = p.intercept(event, Phase::Response, &message, &mut ctx).await.expect("decides");
     let message = match outcome {
         Outcome::Continue => message,
@@ -625,9 +661,16 @@ async fn default_requests_deny_cuts_off_every_request_no_rule_allows() {
             { "events": ["logging/setLevel"], "decision": "allow" },
         ]
     }));
-    assert_eq!(p.decide("any", "tool", None, None).decision, Decision::Allow, "tools: `default`");
-    assert_eq!(p.decide_request(E::LoggingSetLevel, None, None).decision, Decision::Allow);
-    let sampling = p.decide_request(E::SamplingCreateMessage, Some("open"), None);
+    assert_eq!(
+        p.decide(&anyone(), "any", "tool", None, None).decision,
+        Decision::Allow,
+        "tools: `default`"
+    );
+    assert_eq!(
+        p.decide_request(&anyone(), E::LoggingSetLevel, None, None).decision,
+        Decision::Allow
+    );
+    let sampling = p.decide_request(&anyone(), E::SamplingCreateMessage, Some("open"), None);
     assert_eq!(sampling.decision, Decision::Deny);
     assert!(sampling.reason.contains("default_requests"), "{}", sampling.reason);
     for event in [E::PromptsList, E::ResourcesList, E::ResourceTemplatesList] {
@@ -670,4 +713,257 @@ async fn a_rule_about_a_list_that_names_a_server_hides_that_servers_items() {
     let whole = policy(json!({ "rules": [{ "events": ["resources/list"], "decision": "deny" }] }));
     let refused = request(&whole, E::ResourcesList, "", "", Message::Empty).await;
     assert!(matches!(refused, Outcome::Refuse(_)), "a rule about the whole list refuses it");
+}
+
+// === rules for some principals or groups ===
+
+fn jwt(id: &str) -> Principal {
+    Principal::new("jwt", id)
+}
+
+fn key(id: &str) -> Principal {
+    Principal::new("key", id)
+}
+
+fn in_groups(principal: Principal, groups: &[&str]) -> Principal {
+    principal.with_groups(groups.iter().map(|g| (*g).to_owned()).collect())
+}
+
+#[test]
+fn a_rule_with_principals_is_for_those_principals_only() {
+    let p = policy(json!({
+        "default": "deny",
+        "rules": [
+            { "tools": ["deploy"], "principals": ["jwt:alice", "key:ci-*"], "decision": "allow" },
+            { "tools": ["deploy"], "decision": "deny", "reason": "deploys are for alice and CI" },
+        ]
+    }));
+    let deploy = |who: &Principal| p.decide(who, "ops", "deploy", None, None);
+    assert_eq!(deploy(&jwt("alice")).decision, Decision::Allow);
+    assert!(deploy(&jwt("alice")).reason.contains("rules[0]"));
+    assert_eq!(deploy(&key("ci-build")).decision, Decision::Allow, "a glob on the id");
+    let tenant = jwt("alice").with_tenant(Some("acme".into()));
+    assert_eq!(deploy(&tenant).decision, Decision::Allow, "`kind:id`, whatever the tenant");
+    for other in [jwt("bob"), key("alice"), jwt("ci-build"), Principal::new("local", "alice")] {
+        let verdict = deploy(&other);
+        assert_eq!(verdict.decision, Decision::Deny, "{other}");
+        assert!(verdict.reason.contains("rules[1]"), "{other}: {}", verdict.reason);
+    }
+}
+
+#[test]
+fn a_rule_with_groups_is_for_the_members_of_one_of_them() {
+    let p = policy(json!({
+        "rules": [{ "servers": ["prod"], "groups": ["ops-*", "sre"], "decision": "ask" }]
+    }));
+    let decide = |who: &Principal| p.decide(who, "prod", "restart", None, None).decision;
+    assert_eq!(decide(&in_groups(jwt("alice"), &["dev", "ops-eu"])), Decision::Ask);
+    assert_eq!(decide(&in_groups(key("pager"), &["sre"])), Decision::Ask, "any kind");
+    assert_eq!(decide(&in_groups(jwt("bob"), &["dev"])), Decision::Allow);
+    assert_eq!(decide(&jwt("carol")), Decision::Allow, "in no group");
+    assert_eq!(decide(&Principal::anonymous()), Decision::Allow);
+}
+
+#[test]
+fn a_rule_with_principals_and_groups_needs_both() {
+    let p = policy(json!({
+        "default": "deny",
+        "rules": [{ "principals": ["jwt:*"], "groups": ["admins"], "decision": "allow" }]
+    }));
+    let decide = |who: &Principal| p.decide(who, "s", "t", None, None).decision;
+    assert_eq!(decide(&in_groups(jwt("alice"), &["admins"])), Decision::Allow);
+    assert_eq!(decide(&in_groups(key("alice"), &["admins"])), Decision::Deny, "not a token");
+    assert_eq!(decide(&in_groups(jwt("bob"), &["users"])), Decision::Deny, "not an admin");
+}
+
+/// A pattern without a `:` is about the id of a caller that proved who it is to toolgate
+/// (`jwt`, `key`): never the anonymous caller, nor a local user name, nor an upstream.
+#[test]
+fn a_pattern_without_a_kind_names_authenticated_callers_only() {
+    let p = policy(json!({
+        "default": "deny",
+        "rules": [
+            { "principals": ["alice"], "decision": "allow", "reason": "alice" },
+            { "principals": ["*"], "tools": ["whoami"], "decision": "allow", "reason": "any" },
+        ]
+    }));
+    let decide = |who: &Principal, tool: &str| p.decide(who, "s", tool, None, None).decision;
+    assert_eq!(decide(&jwt("alice"), "t"), Decision::Allow);
+    assert_eq!(decide(&key("alice"), "t"), Decision::Allow, "a key named alice too");
+    assert_eq!(
+        decide(&jwt("alice").with_tenant(Some("acme".into())), "t"),
+        Decision::Allow,
+        "in any tenant"
+    );
+    assert_eq!(decide(&jwt("bob"), "t"), Decision::Deny);
+    for nobody in [
+        Principal::anonymous(),
+        Principal::new("local", "alice"),
+        Principal::new("agent", "alice"),
+        Principal::new("cli", "alice"),
+        Principal::upstream("alice"),
+    ] {
+        assert_eq!(decide(&nobody, "t"), Decision::Deny, "{nobody}");
+        assert_eq!(decide(&nobody, "whoami"), Decision::Deny, "`*` is not {nobody}");
+    }
+    // With the kind written, the pattern means what it says.
+    let p = policy(json!({
+        "default": "deny",
+        "rules": [{ "principals": ["anonymous:*", "local:alice"], "decision": "allow" }]
+    }));
+    assert_eq!(p.decide(&Principal::anonymous(), "s", "t", None, None).decision, Decision::Allow);
+    let local = Principal::new("local", "alice");
+    assert_eq!(p.decide(&local, "s", "t", None, None).decision, Decision::Allow);
+}
+
+#[test]
+fn a_rule_for_the_agent() {
+    let p = policy(json!({
+        "rules": [{ "principals": ["agent:*"], "tools": ["run"], "decision": "ask", "reason": "the model runs it" }]
+    }));
+    let agent = Principal::new("agent", "me");
+    let verdict = p.decide(&agent, "shell", "run", None, None);
+    assert_eq!(verdict.decision, Decision::Ask);
+    assert_eq!(verdict.reason, "the model runs it (rules[0])");
+    for other in [Principal::new("local", "me"), Principal::new("cli", "me"), jwt("agent")] {
+        assert_eq!(p.decide(&other, "shell", "run", None, None).decision, Decision::Allow);
+    }
+}
+
+fn tools_of(server: &str, names: &[&str]) -> Message {
+    Message::Tools(
+        names
+            .iter()
+            .map(|name| Listed {
+                server: server.into(),
+                original: (*name).into(),
+                item: tool(&format!("{server}__{name}"), None),
+            })
+            .collect(),
+    )
+}
+
+/// The names of the tools `p` leaves of `list` for `principal`.
+async fn tools_shown_to(p: &Policy, principal: Principal, list: &Message) -> Vec<String> {
+    let mut ctx = CallContext::new(principal);
+    let outcome = p
+        .intercept(InterceptionEvent::ToolsList, Phase::Response, list, &mut ctx)
+        .await
+        .expect("decides");
+    let kept = match (outcome, list) {
+        (Outcome::Continue, Message::Tools(all)) => all.clone(),
+        (Outcome::Rewrite(Message::Tools(kept)), _) => kept,
+        other => panic!("a list is filtered: {other:?}"),
+    };
+    kept.into_iter().map(|l| l.original).collect()
+}
+
+/// The same list, passed through the same policy for two callers, shows each what it may use.
+#[tokio::test]
+async fn each_caller_sees_the_list_of_what_it_may_use() {
+    let p = policy(json!({
+        "rules": [
+            { "tools": ["drop_*"], "principals": ["jwt:dba"], "decision": "ask" },
+            { "tools": ["drop_*"], "decision": "deny" },
+            { "tools": ["query"], "principals": ["key:*"], "decision": "deny" },
+        ]
+    }));
+    let list = tools_of("db", &["query", "drop_table", "drop_index"]);
+    assert_eq!(tools_shown_to(&p, jwt("dba"), &list).await, ["query", "drop_table", "drop_index"]);
+    assert_eq!(tools_shown_to(&p, jwt("dev"), &list).await, ["query"]);
+    assert_eq!(tools_shown_to(&p, key("ci"), &list).await, Vec::<String>::new());
+    assert_eq!(tools_shown_to(&p, jwt("dba"), &list).await.len(), 3, "and again, the same");
+
+    // Prompts and templates too.
+    let p = policy(json!({
+        "default_requests": "deny",
+        "rules": [
+            { "events": ["prompts/get", "resources/read"], "principals": ["jwt:alice"], "decision": "allow" },
+        ]
+    }));
+    use InterceptionEvent as E;
+    let greet = || prompts(&[("s", "greet")]);
+    assert_eq!(shown_to(&p, jwt("alice"), E::PromptsList, greet()).await.len(), 1);
+    assert!(shown_to(&p, jwt("bob"), E::PromptsList, greet()).await.is_empty());
+    let list = || templates(&[("s", "t://{id}")]);
+    assert_eq!(shown_to(&p, jwt("alice"), E::ResourceTemplatesList, list()).await.len(), 1);
+    assert!(shown_to(&p, jwt("bob"), E::ResourceTemplatesList, list()).await.is_empty());
+    let read = |who: &Principal| p.decide_request(who, E::ResourcesRead, Some("s"), Some("t://1"));
+    assert_eq!(read(&jwt("alice")).decision, Decision::Allow);
+    assert_eq!(read(&jwt("bob")).decision, Decision::Deny);
+}
+
+/// `default = "deny"` and one group allowed: the group sees and calls the tools, anyone else
+/// sees none and is refused.
+#[tokio::test]
+async fn deny_by_default_with_a_group_allowed() {
+    let p = policy(json!({
+        "default": "deny",
+        "rules": [{ "servers": ["github"], "groups": ["engineering"], "decision": "allow" }]
+    }));
+    let list = tools_of("github", &["search", "create_issue"]);
+    let engineer = in_groups(jwt("alice"), &["engineering"]);
+    assert_eq!(tools_shown_to(&p, engineer.clone(), &list).await, ["search", "create_issue"]);
+    let outsider = in_groups(jwt("bob"), &["sales"]);
+    assert!(tools_shown_to(&p, outsider.clone(), &list).await.is_empty());
+    assert!(tools_shown_to(&p, Principal::anonymous(), &list).await.is_empty());
+
+    let call = Message::CallTool(mcp::CallToolRequestParams::new("github__search"));
+    let target = Target {
+        server: "github".into(),
+        original: "search".into(),
+        exposed: "github__search".into(),
+        tool: None,
+    };
+    let mut ctx = CallContext::new(engineer);
+    ctx.target = Some(target.clone());
+    let outcome = p.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call, &mut ctx).await;
+    assert!(matches!(outcome, Ok(Outcome::Continue)), "{outcome:?}");
+    let mut ctx = CallContext::new(outsider);
+    ctx.target = Some(target);
+    match p.intercept(InterceptionEvent::ToolsCall, Phase::Request, &call, &mut ctx).await {
+        Ok(Outcome::Refuse(refusal)) => assert_eq!(refusal.reason, "the policy's default"),
+        other => panic!("expected a refusal: {other:?}"),
+    }
+}
+
+#[test]
+fn principals_and_groups_are_checked_with_their_paths() {
+    let errors = Policy::from_config(&entry(json!({
+        "rules": [
+            { "decision": "deny" },
+            { "decision": "deny" },
+            { "principals": ["jwt:alice", "key:[ci"], "decision": "allow" },
+            { "groups": ["ops", "{a"], "decision": "allow" },
+            { "principals": [], "decision": "allow" },
+            { "groups": [], "decision": "allow" },
+            { "principals": "jwt:alice", "decision": "allow" },
+            { "groups": [1], "decision": "allow" },
+            { "principal": ["jwt:alice"], "decision": "allow" },
+        ]
+    })))
+    .expect_err("invalid");
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let text = text.join("\n");
+    for expected in [
+        "pipeline[0].rules[2].principals[1]: invalid glob \"key:[ci\"",
+        "pipeline[0].rules[3].groups[1]: invalid glob \"{a\"",
+        "pipeline[0].rules[4].principals: an empty list names nobody",
+        "pipeline[0].rules[5].groups: an empty list names nobody",
+        "pipeline[0].rules[6].principals: expected an array of strings",
+        "pipeline[0].rules[7].groups: expected an array of strings",
+        "pipeline[0].rules[8].principal: unknown option",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    assert!(!text.contains("rules[0]") && !text.contains("rules[1]"), "{text}");
+
+    // What `toolgate config check` runs reports them the same way.
+    let bad = entry(json!({ "rules": [{ "principals": ["a", "[b"], "decision": "allow" }] }));
+    let checked: Vec<String> =
+        crate::check_pipeline(&[bad], false).iter().map(ToString::to_string).collect();
+    assert!(
+        checked.iter().any(|e| e.starts_with("pipeline[0].rules[0].principals[1]: invalid glob")),
+        "{checked:?}"
+    );
 }
