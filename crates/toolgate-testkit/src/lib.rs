@@ -15,7 +15,9 @@
 //!   Messages; streamed or not) answering from a script and recording what it received, in
 //!   process or as `toolgate-fixture fake-llm`;
 //! - [`deps`]: where the test dependencies of `scripts/install-test-deps` are, for every
-//!   crate's tests, failing the test that needs one that is missing.
+//!   crate's tests, failing the test that needs one that is missing;
+//! - [`oidc`]: a real OAuth authorization server (oidc-provider, from the npm test
+//!   dependencies) for the tests of toolgate as a resource server.
 
 pub mod deps;
 mod diagnostic;
@@ -24,6 +26,7 @@ mod fixture;
 mod http;
 mod hub;
 mod input;
+pub mod oidc;
 mod process;
 mod rug_pull;
 mod sse;
