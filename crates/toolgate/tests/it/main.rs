@@ -25,6 +25,7 @@ mod failures;
 mod fidelity;
 mod http_front;
 mod identity;
+mod oauth;
 mod install_deps;
 mod integrity;
 mod keys;
