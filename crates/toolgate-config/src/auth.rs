@@ -15,6 +15,10 @@
 //!
 //! [auth.api_keys]
 //! ci = { hash = "sha256:<64 hex digits>", groups = ["deploy"], tenant = "acme" }
+//!
+//! [auth.roles]                               # who may use the admin API with these
+//! approvers = ["group:oncall"]               # GET /approvals, POST /approvals/{id}
+//! admins = ["jwt:alice", "key:ops-*"]        # everything
 //! ```
 //!
 //! Only the file is checked: nothing here contacts the issuer. URLs must be `https`, except
@@ -39,7 +43,9 @@ const AUTH_KEYS: &[&str] = &[
     "algorithms",
     "allow_anonymous",
     "api_keys",
+    "roles",
 ];
+const ROLE_KEYS: &[&str] = &["approvers", "admins"];
 const API_KEY_KEYS: &[&str] = &["hash", "groups", "tenant"];
 
 /// Default `clock_skew`: how far `exp` and `nbf` may be off.
@@ -81,6 +87,19 @@ pub struct AuthConfig {
     pub allow_anonymous: bool,
     /// `[auth.api_keys]`, by name.
     pub api_keys: BTreeMap<String, ApiKeyConfig>,
+    /// `[auth.roles]`: who may use the admin API with these credentials.
+    pub roles: Roles,
+}
+
+/// `[auth.roles]`: each role a list of members, each `group:NAME` (everyone in that group)
+/// or a principal as `kind:id`, where the id may be a glob (`key:ops-*`). Nobody anonymous is
+/// ever a member.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Roles {
+    /// May list held calls and decide them.
+    pub approvers: Vec<String>,
+    /// May use the whole admin API.
+    pub admins: Vec<String>,
 }
 
 impl Default for AuthConfig {
@@ -97,6 +116,7 @@ impl Default for AuthConfig {
             algorithms: DEFAULT_ALGORITHMS.iter().map(|a| (*a).to_owned()).collect(),
             allow_anonymous: false,
             api_keys: BTreeMap::new(),
+            roles: Roles::default(),
         }
     }
 }
@@ -186,6 +206,9 @@ pub(crate) fn check_auth(cx: &mut Checker<'_>, value: &Value) -> Option<AuthConf
     if let Some(value) = fields.get("api_keys") {
         track(api_keys(cx, value, &at("api_keys")).map(|keys| auth.api_keys = keys));
     }
+    if let Some(value) = fields.get("roles") {
+        track(roles(cx, value, &at("roles")).map(|roles| auth.roles = roles));
+    }
     if ok && auth.issuer.is_none() {
         for key in ["audience", "jwks_url", "scopes", "groups_claim", "tenant_claim"] {
             if fields.contains_key(key) {
@@ -251,6 +274,53 @@ fn scopes(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Vec<String>
         }
     }
     out
+}
+
+fn roles(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Roles> {
+    let entries = cx.table(value, path)?;
+    let fields = cx.known_keys(entries, path, ROLE_KEYS);
+    let mut roles = Roles::default();
+    let mut ok = true;
+    for (key, out) in [("approvers", &mut roles.approvers), ("admins", &mut roles.admins)] {
+        let Some(value) = fields.get(key) else { continue };
+        let at = key_path(path, key);
+        let Some(members) = cx.strings(value, &at) else {
+            ok = false;
+            continue;
+        };
+        for (i, member) in members.into_iter().enumerate() {
+            match role_member_problem(member) {
+                None => out.push(member.to_owned()),
+                Some(problem) => {
+                    cx.error(&crate::error::index_path(&at, i), problem);
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok.then_some(roles)
+}
+
+/// What is wrong with a role's member, if anything: it is `group:NAME` or `kind:id-glob`, and
+/// never anonymous.
+fn role_member_problem(member: &str) -> Option<String> {
+    let Some((kind, rest)) = member.split_once(':') else {
+        return Some(format!(
+            "{member:?}: write `group:NAME` or a principal as `kind:id` (`jwt:alice`, `key:ci`)"
+        ));
+    };
+    if rest.is_empty() {
+        return Some(format!("{member:?}: nothing after `{kind}:`"));
+    }
+    if kind == "anonymous" || kind.contains(['*', '?', '[']) {
+        return Some(format!("{member:?}: a role is for someone who authenticated"));
+    }
+    if kind != "group"
+        && let Err(error) = globset::Glob::new(rest)
+    {
+        return Some(format!("{member:?}: not a glob: {}", error.kind()));
+    }
+    None
 }
 
 fn claim(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<String> {

@@ -31,7 +31,6 @@
 mod agent;
 mod audit;
 mod auth;
-mod tenants;
 mod check;
 mod client;
 mod discover;
@@ -46,6 +45,7 @@ mod model;
 mod native;
 mod response_format;
 mod scripts;
+mod tenants;
 mod value;
 
 use std::path::{Path, PathBuf};
@@ -53,15 +53,15 @@ use std::path::{Path, PathBuf};
 pub use agent::{AGENT_PROVIDERS, PROVIDER_KEY_VARS};
 pub use auth::{
     DEFAULT_ALGORITHMS, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_CLAIM, JWT_ALGORITHMS,
-    MAX_CLOCK_SKEW, is_api_key_name, parse_key_hash,
+    MAX_CLOCK_SKEW, Roles, is_api_key_name, parse_key_hash,
 };
-pub use tenants::is_tenant_name;
 pub use discover::{CONFIG_VAR, Discovered, FILE_NAME, Origin};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};
 pub use fingerprint::{Fingerprint, fingerprint};
 pub use model::*;
+pub use tenants::is_tenant_name;
 
 /// The language of a configuration text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

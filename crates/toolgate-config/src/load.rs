@@ -54,7 +54,8 @@ fn check_str(
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
-    let (gateway, servers, pipeline, audit, admin, agent, scripts, auth, tenants, cx) = match format {
+    let (gateway, servers, pipeline, audit, admin, agent, scripts, auth, tenants, cx) = match format
+    {
         Format::Toml => {
             let root = match parse_toml(text) {
                 Ok(root) => root,

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
 pub use crate::auth::{ApiKeyConfig, AuthConfig, KeyHash};
-pub use crate::tenants::TenantConfig;
 pub use crate::scripts::ScriptsConfig;
+pub use crate::tenants::TenantConfig;
 pub use toolgate_core::{Mode, ResultFormat};
 
 /// Default address of the streamable HTTP endpoint.

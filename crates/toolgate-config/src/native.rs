@@ -11,8 +11,10 @@ use crate::model::{
 };
 use crate::value::Value;
 
-const TOP_KEYS: &[&str] =
-    &["import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts", "auth", "tenants"];
+const TOP_KEYS: &[&str] = &[
+    "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts", "auth",
+    "tenants",
+];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
     "allowed_hosts",

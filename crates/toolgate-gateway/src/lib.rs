@@ -32,6 +32,6 @@ pub use gateway::{
 pub use protocol::Dispatcher;
 pub use record::Recorder;
 pub use script_tools::{GatewayCaller, ScriptTools};
-pub use tenants::{Tenants, TenantsError};
 pub use session::{MOST_SUBSCRIBED_BYTES, MOST_SUBSCRIPTIONS, Session, Sessions};
+pub use tenants::{Tenants, TenantsError};
 pub use toolgate_upstream::StartupWait;

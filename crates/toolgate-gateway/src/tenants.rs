@@ -93,7 +93,10 @@ mod tests {
 
     fn tenants() -> Tenants {
         let mut config = BTreeMap::new();
-        config.insert("acme".into(), TenantConfig { servers: vec!["github".into(), "jira-*".into()] });
+        config.insert(
+            "acme".into(),
+            TenantConfig { servers: vec!["github".into(), "jira-*".into()] },
+        );
         config.insert("globex".into(), TenantConfig { servers: vec!["linear".into()] });
         Tenants::new(&config).unwrap()
     }
@@ -128,7 +131,8 @@ mod tests {
     #[test]
     fn this_machine_reaches_everything_and_so_does_everyone_without_tenants() {
         let tenants = tenants();
-        for here in [Principal::local(), Principal::new("agent", "ann"), Principal::new("cli", "ann")]
+        for here in
+            [Principal::local(), Principal::new("agent", "ann"), Principal::new("cli", "ann")]
         {
             assert!(tenants.reaches_all(&here) && tenants.reaches(&here, "linear"), "{here}");
         }

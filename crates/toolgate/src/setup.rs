@@ -283,7 +283,8 @@ pub(crate) async fn start(
     if let Some(key) = &config.audit.hash_key {
         recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());
     }
-    let tenants = toolgate_gateway::Tenants::new(&config.tenants).context("cannot use [tenants]")?;
+    let tenants =
+        toolgate_gateway::Tenants::new(&config.tenants).context("cannot use [tenants]")?;
     let gateway =
         Gateway::start_with(&config.servers, script_tools.initial(), wait, pipeline, recorder)
             .await;

@@ -97,3 +97,25 @@ fn api_key_names() {
         assert!(!is_api_key_name(name), "{name}");
     }
 }
+
+#[test]
+fn roles_name_groups_and_principals_never_strangers() {
+    let text = "[auth]\nallow_anonymous = true\n[auth.roles]\napprovers = [\"group:oncall\", \"jwt:alice\"]\nadmins = [\"key:ops-*\"]\n";
+    let roles = auth(text).expect("valid").roles;
+    assert_eq!(roles.approvers, ["group:oncall", "jwt:alice"]);
+    assert_eq!(roles.admins, ["key:ops-*"]);
+    for (member, problem) in [
+        ("alice", "write `group:NAME`"),
+        ("anonymous:anonymous", "someone who authenticated"),
+        ("*:alice", "someone who authenticated"),
+        ("jwt:", "nothing after"),
+        ("key:[", "not a glob"),
+    ] {
+        let text = format!("[auth]\nallow_anonymous = true\n[auth.roles]\nadmins = [{member:?}]\n");
+        let error = auth(&text).expect_err(member);
+        assert!(error.starts_with("auth.roles.admins[0]: "), "{error}");
+        assert!(error.contains(problem), "{member}: {error}");
+    }
+    let error = auth("[auth]\nallow_anonymous = true\n[auth.roles]\nowners = []\n").unwrap_err();
+    assert!(error.contains("auth.roles.owners"), "{error}");
+}

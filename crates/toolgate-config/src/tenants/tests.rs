@@ -48,8 +48,5 @@ fn a_key_of_an_unknown_tenant_is_an_error_and_a_pattern_that_matches_nothing_a_w
     assert!(!error.contains("api_keys.ci"), "{error}");
     let text = text.replace("tenant = \"initech\"", "tenant = \"acme\"");
     let config = parse(&text).expect("valid");
-    assert_eq!(
-        config.warnings,
-        ["tenants.acme.servers[0]: `gitlab` matches no configured server"]
-    );
+    assert_eq!(config.warnings, ["tenants.acme.servers[0]: `gitlab` matches no configured server"]);
 }

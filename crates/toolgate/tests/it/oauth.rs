@@ -45,10 +45,8 @@ async fn initialize(url: &str, token: Option<&str>) -> (u16, Option<String>, Str
         request = request.bearer_auth(token);
     }
     let response = request.body(message.to_string()).send().await.expect("answered");
-    let challenge = response
-        .headers()
-        .get("www-authenticate")
-        .map(|v| v.to_str().expect("ascii").to_owned());
+    let challenge =
+        response.headers().get("www-authenticate").map(|v| v.to_str().expect("ascii").to_owned());
     (response.status().as_u16(), challenge, response.text().await.expect("body"))
 }
 
@@ -133,7 +131,11 @@ async fn tokens_that_are_wrong_in_one_way_each_are_refused() {
         (
             "expired",
             provider
-                .mint(claims(json!({"iat": now - 900, "exp": now - 600})), json!({}), Sign::Provider)
+                .mint(
+                    claims(json!({"iat": now - 900, "exp": now - 600})),
+                    json!({}),
+                    Sign::Provider,
+                )
                 .await,
         ),
         (
@@ -142,7 +144,10 @@ async fn tokens_that_are_wrong_in_one_way_each_are_refused() {
                 .mint(claims(json!({"iss": "http://127.0.0.1:9"})), json!({}), Sign::Provider)
                 .await,
         ),
-        ("a stranger's signature", provider.mint(claims(json!({})), json!({}), Sign::Stranger).await),
+        (
+            "a stranger's signature",
+            provider.mint(claims(json!({})), json!({}), Sign::Stranger).await,
+        ),
         ("unsigned", provider.mint(claims(json!({})), json!({"alg": "none"}), Sign::None).await),
         ("tampered", {
             let (head, rest) = good.split_once('.').expect("a JWS");
