@@ -7,10 +7,12 @@
 // SIGTERM. crates/toolgate-testkit/src/oidc.rs drives it.
 //
 // What it serves (everything else is oidc-provider's own, unchanged):
-// - issuer http://127.0.0.1:PORT (no trailing slash), OpenID discovery at
-//   /.well-known/openid-configuration (oidc-provider has no /.well-known/oauth-authorization-server),
+// - issuer http://127.0.0.1:PORT (no trailing slash), its metadata at
+//   /.well-known/oauth-authorization-server (RFC 8414) and /.well-known/openid-configuration,
 //   keys at /jwks;
-// - dynamic client registration at /reg, open (no initial access token);
+// - dynamic client registration at /reg, open (no initial access token), with the resource scopes
+//   below among the scopes a client may register for (the MCP SDKs register with the scope a
+//   resource's challenge names);
 // - resource indicators (RFC 8707): any `resource` is a resource server whose access tokens are
 //   JWTs (typ at+jwt) with `aud` = the resource, scopes mcp:tools and mcp:admin, 10 minutes;
 // - grants: authorization_code (response_type code only, PKCE S256 required of every
@@ -197,6 +199,9 @@ provider = new Provider(issuer, {
     const who = token.accountId ? ACCOUNTS[token.accountId] : STATIC_CLIENTS[token.clientId];
     return who ? { groups: who.groups, tenant: who.tenant } : undefined;
   },
+  // The resource scopes too, so that a client may register (RFC 7591 `scope`) with the scope a
+  // resource's challenge names, as the MCP SDKs do.
+  scopes: ['openid', 'offline_access', ...SCOPES.split(' ')],
   responseTypes: ['code'],
   pkce: { required: () => true },
   async issueRefreshToken(ctx, client) {

@@ -47,6 +47,7 @@ mod scan_judge;
 mod script_tools;
 mod scripts;
 mod sdk_clients;
+mod sdk_oauth;
 mod session_notifications;
 mod slow_clients;
 mod startup;
