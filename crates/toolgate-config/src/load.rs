@@ -111,6 +111,7 @@ fn check_str(
     let no_keys = BTreeMap::new();
     let keys = auth.as_ref().map_or(&no_keys, |auth| &auth.api_keys);
     let (tenant_errors, tenant_warnings) = crate::tenants::cross_check(&tenants, keys, &names);
+
     errors.extend(tenant_errors);
     warnings.extend(tenant_warnings);
     let mut servers: Vec<_> = servers.into_iter().map(|entry| entry.server).collect();

@@ -125,6 +125,19 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
     if let Some(value) = fields.get("auth") {
         document.auth = crate::auth::check_auth(cx, value);
     }
+    if let Some(Value::Table(admin)) = fields.get("admin")
+        && !admin.iter().any(|(key, _)| key == "tokens")
+        && document
+            .auth
+            .as_ref()
+            .is_none_or(|auth| auth.roles.admins.is_empty() && auth.roles.approvers.is_empty())
+    {
+        cx.error(
+            "admin",
+            "missing `tokens`: the admin API needs at least one `name = \"${TOKEN_VAR}\"` (the \
+             name is who approves), or members in [auth.roles]",
+        );
+    }
     if let Some(value) = fields.get("tenants")
         && let Some(tenants) = crate::tenants::check_tenants(cx, value)
     {

@@ -124,6 +124,7 @@ fn dump(config: &Config) -> String {
         agent,
         scripts,
         auth,
+        tenants,
         warnings,
         secret_env,
     } = config;
@@ -365,6 +366,7 @@ fn dump(config: &Config) -> String {
             algorithms,
             allow_anonymous,
             api_keys,
+            roles,
         } = auth;
         line(w, 0, "auth", "");
         line(w, 1, "issuer", format!("{issuer:?}"));
@@ -384,6 +386,17 @@ fn dump(config: &Config) -> String {
             line(w, 2, "groups", format!("{groups:?}"));
             line(w, 2, "tenant", format!("{tenant:?}"));
         }
+        // Shown only when set, so that fixtures written before it existed still hold.
+        if *roles != toolgate_config::Roles::default() {
+            let toolgate_config::Roles { approvers, admins } = roles;
+            line(w, 1, "roles.approvers", format!("{approvers:?}"));
+            line(w, 1, "roles.admins", format!("{admins:?}"));
+        }
+    }
+    for (name, tenant) in tenants {
+        let toolgate_config::TenantConfig { servers } = tenant;
+        line(w, 0, &format!("tenants.{name}"), "");
+        line(w, 1, "servers", format!("{servers:?}"));
     }
     line(w, 0, "warnings", "");
     for warning in warnings {

@@ -13,7 +13,14 @@
 //!   `integrity/approved` event;
 //! - `GET /healthz`.
 //!
-//! Every route but `/healthz` needs `Authorization: Bearer <token>`, one of `[admin] tokens`.
+//! Every route but `/healthz` needs `Authorization: Bearer <credential>`: one of
+//! `[admin] tokens` (an admin of the whole gateway), or, with `[auth]`, the same credentials
+//! as `/mcp` (an access token or an API key) of a principal in `[auth.roles]`: approvers may
+//! list and decide held calls, admins everything. A principal in a tenant sees and decides
+//! only its tenant's held calls and events; the pipeline and tool contracts are the whole
+//! gateway's, for admins in no tenant.
+
+mod roles;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -33,7 +40,10 @@ use toolgate_interceptors::{ApprovalDesk, DecideError};
 
 use toolgate_gateway::Gateway;
 use toolgate_gateway::interceptors_list;
-use toolgate_server::ConnectionLimits;
+use toolgate_server::{Authenticator, ConnectionLimits};
+
+use roles::Role;
+pub(crate) use roles::RoleMembers;
 
 /// Who may use the admin API: bearer tokens by the name of who holds them.
 #[derive(Clone)]
@@ -77,6 +87,8 @@ struct Admin {
     approvals: Arc<ApprovalDesk>,
     integrity: Arc<IntegrityLocks>,
     tokens: AdminTokens,
+    /// The front's credentials, when `[auth]` is set, and who holds which role.
+    identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
 }
 
 /// The admin application.
@@ -85,8 +97,9 @@ pub(crate) fn admin_router(
     approvals: Arc<ApprovalDesk>,
     integrity: Arc<IntegrityLocks>,
     tokens: AdminTokens,
+    identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
 ) -> axum::Router {
-    let admin = Admin { gateway, approvals, integrity, tokens };
+    let admin = Admin { gateway, approvals, integrity, tokens, identity };
     axum::Router::new()
         .route("/approvals", axum::routing::get(list_approvals))
         .route("/approvals/{id}", axum::routing::post(decide))
@@ -115,42 +128,70 @@ fn problem(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
-/// Why a request is not let in.
-enum Unauthorised {
-    NoToken,
-    UnknownToken,
+/// A 401: no credential, or one nobody holds.
+fn unauthorised(message: &str) -> Response {
+    let mut response = problem(StatusCode::UNAUTHORIZED, message);
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("valid"));
+    response
 }
 
-impl IntoResponse for Unauthorised {
-    fn into_response(self) -> Response {
-        let message = match self {
-            Unauthorised::NoToken => {
-                "missing `Authorization: Bearer <token>` (one of [admin] tokens)"
-            }
-            Unauthorised::UnknownToken => "unknown token",
-        };
-        let mut response = problem(StatusCode::UNAUTHORIZED, message);
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("valid"));
-        response
+/// Who is using the admin API.
+struct Operator {
+    /// As approvals and events name it: the token's name, or the principal (`kind:id@tenant`).
+    name: String,
+    /// The tenant it acts within; `None`: the whole gateway.
+    tenant: Option<String>,
+}
+
+impl Operator {
+    /// Whether something of `tenant` is this operator's to see.
+    fn sees(&self, tenant: Option<&str>) -> bool {
+        self.tenant.as_deref().is_none_or(|own| tenant == Some(own))
     }
 }
 
-/// The name behind the request's bearer token.
-fn authorised<'a>(admin: &'a Admin, headers: &HeaderMap) -> Result<&'a str, Unauthorised> {
+/// Who the request's credential is, if it may do what `role` allows; else the answer.
+async fn authorised(admin: &Admin, headers: &HeaderMap, role: Role) -> Result<Operator, Response> {
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .ok_or(Unauthorised::NoToken)?;
-    admin.tokens.holder(presented).ok_or(Unauthorised::UnknownToken)
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, credential)| credential.trim());
+    if let Some(name) = presented.and_then(|credential| admin.tokens.holder(credential)) {
+        return Ok(Operator { name: name.to_owned(), tenant: None });
+    }
+    let Some((auth, roles)) = &admin.identity else {
+        return Err(match presented {
+            None => unauthorised("missing `Authorization: Bearer <token>` (one of [admin] tokens)"),
+            Some(_) => unauthorised("unknown token"),
+        });
+    };
+    if presented.is_none() {
+        return Err(unauthorised(
+            "missing `Authorization: Bearer <credential>` (one of [admin] tokens, or a \
+             credential of a principal in [auth.roles])",
+        ));
+    }
+    let principal = auth.authenticate(headers).await?;
+    if let Err(why) = roles.check(&principal, role) {
+        return Err(problem(StatusCode::FORBIDDEN, why));
+    }
+    Ok(Operator { name: principal.to_string(), tenant: principal.tenant.clone() })
 }
 
 async fn list_approvals(State(admin): State<Admin>, headers: HeaderMap) -> Response {
-    if let Err(unauthorised) = authorised(&admin, &headers) {
-        return unauthorised.into_response();
-    }
-    let pending: Vec<Value> = admin.approvals.pending().iter().map(|p| p.to_json()).collect();
+    let operator = match authorised(&admin, &headers, Role::Approver).await {
+        Ok(operator) => operator,
+        Err(refused) => return refused,
+    };
+    let pending: Vec<Value> = admin
+        .approvals
+        .pending()
+        .iter()
+        .filter(|p| operator.sees(p.caller_tenant()))
+        .map(|p| p.to_json())
+        .collect();
     Json(json!({ "approvals": pending })).into_response()
 }
 
@@ -160,10 +201,17 @@ async fn decide(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let approver = match authorised(&admin, &headers) {
-        Ok(name) => name.to_owned(),
-        Err(unauthorised) => return unauthorised.into_response(),
+    let operator = match authorised(&admin, &headers, Role::Approver).await {
+        Ok(operator) => operator,
+        Err(refused) => return refused,
     };
+    // Another tenant's held call is not there for this approver.
+    let theirs =
+        admin.approvals.pending().iter().any(|p| p.id == id && operator.sees(p.caller_tenant()));
+    if !theirs {
+        return problem(StatusCode::NOT_FOUND, DecideError::NotPending(id).to_string());
+    }
+    let approver = operator.name;
     match admin.approvals.decide_body(&id, &approver, &body) {
         Ok((decided, decision)) => {
             tracing::info!(
@@ -207,9 +255,9 @@ async fn approve_contract(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let approver = match authorised(&admin, &headers) {
-        Ok(name) => name.to_owned(),
-        Err(unauthorised) => return unauthorised.into_response(),
+    let approver = match gateway_admin(&admin, &headers).await {
+        Ok(name) => name,
+        Err(refused) => return refused,
     };
     let expected = match reviewed_digest(&body) {
         Ok(digest) => digest,
@@ -280,9 +328,25 @@ async fn approve_contract(
     .into_response()
 }
 
+/// An admin of the whole gateway (in no tenant): its name, else the answer.
+async fn gateway_admin(admin: &Admin, headers: &HeaderMap) -> Result<String, Response> {
+    let operator = authorised(admin, headers, Role::Admin).await?;
+    if let Some(tenant) = &operator.tenant {
+        return Err(problem(
+            StatusCode::FORBIDDEN,
+            format!(
+                "{} is an admin of tenant {tenant}; this is the whole gateway's, for admins in \
+                 no tenant",
+                operator.name
+            ),
+        ));
+    }
+    Ok(operator.name)
+}
+
 async fn interceptors(State(admin): State<Admin>, headers: HeaderMap) -> Response {
-    if let Err(unauthorised) = authorised(&admin, &headers) {
-        return unauthorised.into_response();
+    if let Err(refused) = gateway_admin(&admin, &headers).await {
+        return refused;
     }
     Json(interceptors_list(admin.gateway.pipeline())).into_response()
 }
@@ -292,9 +356,10 @@ async fn events(
     headers: HeaderMap,
     Query(query): Query<Vec<(String, String)>>,
 ) -> Response {
-    if let Err(unauthorised) = authorised(&admin, &headers) {
-        return unauthorised.into_response();
-    }
+    let operator = match authorised(&admin, &headers, Role::Admin).await {
+        Ok(operator) => operator,
+        Err(refused) => return refused,
+    };
     let patterns: Vec<&str> =
         query.iter().filter(|(k, _)| k == "pattern").map(|(_, v)| v.as_str()).collect();
     for (key, _) in &query {
@@ -314,11 +379,23 @@ async fn events(
         }
     };
     let subscription = admin.gateway.recorder().bus().subscribe(pattern, SINK_CAPACITY);
-    let stream = futures::stream::unfold(subscription, |mut subscription| async move {
-        let event = subscription.recv().await?;
-        let data = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned());
-        let sse = SseEvent::default().event(event.kind.clone()).data(data);
-        Some((Ok::<_, Infallible>(sse), subscription))
+    // A tenant's admin reads the events of its tenant's callers only: events about no caller
+    // (an upstream's, a list that changed) name servers of every tenant.
+    let tenant = operator.tenant;
+    let stream = futures::stream::unfold(subscription, move |mut subscription| {
+        let tenant = tenant.clone();
+        async move {
+            let event = loop {
+                let event = subscription.recv().await?;
+                let of = event.fields.get("tenant").and_then(Value::as_str);
+                if tenant.as_deref().is_none_or(|own| of == Some(own)) {
+                    break event;
+                }
+            };
+            let data = serde_json::to_string(&event).unwrap_or_else(|_| "{}".to_owned());
+            let sse = SseEvent::default().event(event.kind.clone()).data(data);
+            Some((Ok::<_, Infallible>(sse), subscription))
+        }
     });
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }

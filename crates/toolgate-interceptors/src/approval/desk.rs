@@ -49,6 +49,11 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
+    /// The tenant of who asked, if it is in one.
+    pub fn caller_tenant(&self) -> Option<&str> {
+        self.caller_principal.tenant.as_deref()
+    }
+
     /// As JSON for the admin API.
     pub fn to_json(&self) -> Value {
         let now = Instant::now();

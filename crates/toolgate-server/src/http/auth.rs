@@ -138,7 +138,7 @@ impl Authenticator {
     }
 
     /// The principal a request's headers prove, or the refusal to send.
-    pub(crate) async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Response> {
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Response> {
         let credential = match bearer(headers) {
             Ok(Some(credential)) => credential,
             Ok(None) if self.allow_anonymous => return Ok(Principal::anonymous()),

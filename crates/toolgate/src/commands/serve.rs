@@ -58,11 +58,42 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
     });
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone())?);
-    let admin = match &config.admin {
-        Some(admin) => Some(
-            start_admin(admin, connection_limits(&config.gateway), &gateway, shutdown.clone())
-                .await?,
+    // Bound before the admin API starts: the canonical URL of /mcp is the audience of the
+    // tokens both accept.
+    let listener = match args.stdio {
+        true => None,
+        false => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen on {address}"))?,
         ),
+    };
+    let mcp_address = match &listener {
+        Some(listener) => listener.local_addr().context("cannot read the bound address")?,
+        None => address,
+    };
+    let auth = match &config.auth {
+        Some(auth) => {
+            let resource = url::Url::parse(&format!("http://{mcp_address}{MCP_PATH}"))
+                .context("the address of /mcp is not a URL")?;
+            let authenticator = toolgate_server::Authenticator::new(auth, &resource)
+                .context("cannot use [auth]")?;
+            if !args.stdio {
+                tracing::info!(resource = %authenticator.resource(), "{}", describe_auth(auth));
+            }
+            Some(std::sync::Arc::new(authenticator))
+        }
+        None => None,
+    };
+    let admin = match &config.admin {
+        Some(admin) => {
+            let identity = auth.clone().map(|auth| {
+                let roles = config.auth.as_ref().map(|a| a.roles.clone()).unwrap_or_default();
+                (auth, std::sync::Arc::new(crate::admin::RoleMembers::new(&roles)))
+            });
+            let limits = connection_limits(&config.gateway);
+            Some(start_admin(admin, limits, &gateway, identity, shutdown.clone()).await?)
+        }
         None => None,
     };
     let served = if args.stdio {
@@ -83,26 +114,13 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
         });
         toolgate_server::serve_stdio(gateway.clone(), session).await.map_err(anyhow::Error::from)
     } else {
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .with_context(|| format!("cannot listen on {address}"))?;
-        let bound = listener.local_addr().context("cannot read the bound address")?;
+        let listener = listener.expect("bound for HTTP above");
+        let bound = mcp_address;
         tracing::info!(
             tools = inventory.tools().len(),
             servers = gateway.upstreams().len(),
             "serving MCP at http://{bound}{MCP_PATH}"
         );
-        let auth = match &config.auth {
-            Some(auth) => {
-                let resource = url::Url::parse(&format!("http://{bound}{MCP_PATH}"))
-                    .context("the address of /mcp is not a URL")?;
-                let authenticator = toolgate_server::Authenticator::new(auth, &resource)
-                    .context("cannot use [auth]")?;
-                tracing::info!(resource = %authenticator.resource(), "{}", describe_auth(auth));
-                Some(std::sync::Arc::new(authenticator))
-            }
-            None => None,
-        };
         let defaults = HttpOptions::default();
         let options = HttpOptions {
             allowed_hosts: config.gateway.allowed_hosts.clone(),
@@ -188,6 +206,10 @@ async fn start_admin(
     config: &toolgate_config::AdminConfig,
     limits: ConnectionLimits,
     running: &setup::Running,
+    identity: Option<(
+        std::sync::Arc<toolgate_server::Authenticator>,
+        std::sync::Arc<crate::admin::RoleMembers>,
+    )>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -202,6 +224,7 @@ async fn start_admin(
         running.approvals.clone(),
         running.integrity_locks.clone(),
         tokens,
+        identity,
     );
     tracing::info!("admin API at http://{bound} (approvals, events, interceptors, integrity)");
     running.approvals.set_attended(true);

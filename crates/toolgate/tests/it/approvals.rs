@@ -210,7 +210,7 @@ async fn held_calls(http: &reqwest::Client, admin: &str) -> Value {
 }
 
 /// Reads a server-sent events body into (event, data) pairs on a channel.
-fn sse_events(
+pub(crate) fn sse_events(
     response: reqwest::Response,
 ) -> tokio::sync::mpsc::UnboundedReceiver<(String, Value)> {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -242,7 +242,7 @@ fn sse_events(
     receiver
 }
 
-async fn next_event(
+pub(crate) async fn next_event(
     events: &mut tokio::sync::mpsc::UnboundedReceiver<(String, Value)>,
 ) -> (String, Value) {
     tokio::time::timeout(Duration::from_secs(30), events.recv())

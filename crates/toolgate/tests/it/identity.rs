@@ -245,3 +245,116 @@ async fn two_tenants_on_one_gateway_do_not_see_each_others_servers() {
     }
     assert!(gateway.terminate().await.success());
 }
+
+/// The admin API takes the front's credentials with `[auth.roles]`: an approver of one tenant
+/// lists and decides that tenant's held calls only, cannot reach the whole gateway's pipeline,
+/// and a tenant's admin reads only its tenant's events; a caller with no role is refused.
+#[tokio::test]
+async fn approvers_and_admins_are_principals_with_roles_within_their_tenant() {
+    let keys: Vec<(&str, toolgate_auth::NewKey, &[&str], &str)> = vec![
+        ("dev", toolgate_auth::generate_key().unwrap(), &[], "acme"),
+        ("gdev", toolgate_auth::generate_key().unwrap(), &[], "globex"),
+        ("oncall-acme", toolgate_auth::generate_key().unwrap(), &["oncall"], "acme"),
+        ("oncall-globex", toolgate_auth::generate_key().unwrap(), &["oncall"], "globex"),
+        ("acme-admin", toolgate_auth::generate_key().unwrap(), &[], "acme"),
+        ("globex-admin", toolgate_auth::generate_key().unwrap(), &[], "globex"),
+    ];
+    let lines: Vec<String> = keys
+        .iter()
+        .map(|(name, key, groups, tenant)| {
+            let groups: Vec<String> = groups.iter().map(|g| (*g).to_owned()).collect();
+            key.config_line(name, &groups, Some(tenant))
+        })
+        .collect();
+    let config = ConfigDir::new(&format!(
+        "{}\n[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{{ tools = [\"env_get\"], decision = \"ask\", reason = \"it reads the environment\" }}]\n\n\
+         [[pipeline]]\nkind = \"approval\"\nvia = \"external\"\nseparate_duties = true\n\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\n\n\
+         [tenants.acme]\nservers = [\"fx\"]\n[tenants.globex]\nservers = [\"fx\"]\n\n\
+         [auth.roles]\napprovers = [\"group:oncall\"]\nadmins = [\"key:*-admin\"]\n\n\
+         [auth.api_keys]\n{}\n",
+        fixture_server("fx", "stdio", None),
+        lines.join("\n"),
+    ));
+    let key = |name: &str| keys.iter().find(|k| k.0 == name).expect("a key").1.key.clone();
+    let gateway = HttpGateway::start(&config.path()).await;
+    let line = gateway.wait_for_log(&["admin API at http://"]).await;
+    let admin = line[line.find("http://").expect("url")..]
+        .split_whitespace()
+        .next()
+        .expect("url")
+        .to_owned();
+    let http = reqwest::Client::new();
+    let get =
+        |path: &str, who: &str| http.get(format!("{admin}{path}")).bearer_auth(key(who)).send();
+
+    // The tenants' admins watch the calls' events.
+    let acme_events = get("/events?pattern=tools/call/*", "acme-admin").await.expect("GET");
+    assert_eq!(acme_events.status(), 200);
+    let mut acme_events = crate::approvals::sse_events(acme_events);
+    let globex_events = get("/events?pattern=tools/call/*", "globex-admin").await.expect("GET");
+    let mut globex_events = crate::approvals::sse_events(globex_events);
+
+    // An acme caller's call is held.
+    let dev = client_with_key(&gateway.url, &key("dev")).await;
+    let peer = dev.peer().clone();
+    let held = tokio::spawn(async move {
+        let params = CallToolRequestParams::new("fx__env_get")
+            .with_arguments(object(json!({"name": "HOME"})));
+        peer.call_tool(params).await.expect("a tool result")
+    });
+    gateway.wait_for_log(&["is held for approval"]).await;
+
+    let listed = |who: &'static str| {
+        let get = &get;
+        async move {
+            let response = get("/approvals", who).await.expect("GET");
+            (response.status().as_u16(), response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, globex_view) = listed("oncall-globex").await;
+    assert_eq!((status, globex_view["approvals"].as_array().map(Vec::len)), (200, Some(0)));
+    let (status, acme_view) = listed("oncall-acme").await;
+    assert_eq!(status, 200);
+    let entry = &acme_view["approvals"][0];
+    assert_eq!(entry["caller"], "key:dev@acme", "{acme_view}");
+    let id = entry["id"].as_str().expect("an id").to_owned();
+    assert_eq!(listed("dev").await.0, 403, "a caller with no role");
+    assert_eq!(get("/approvals", "dev").await.unwrap().status(), 403);
+    assert_eq!(http.get(format!("{admin}/approvals")).send().await.unwrap().status(), 401);
+
+    let decide = |who: &str| {
+        http.post(format!("{admin}/approvals/{id}"))
+            .bearer_auth(key(who))
+            .json(&json!({"decision": "allow"}))
+            .send()
+    };
+    assert_eq!(decide("oncall-globex").await.unwrap().status(), 404, "not there for globex");
+    assert_eq!(decide("dev").await.unwrap().status(), 403, "no role");
+    let granted = decide("oncall-acme").await.expect("POST");
+    assert_eq!(granted.status(), 200);
+    let granted: Value = granted.json().await.expect("JSON");
+    assert_eq!(granted["by"], "key:oncall-acme@acme");
+    let result = held.await.expect("the held call ends");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+
+    // The pipeline is the whole gateway's: not for an approver, nor a tenant's admin.
+    assert_eq!(get("/interceptors", "oncall-acme").await.unwrap().status(), 403);
+    assert_eq!(get("/interceptors", "acme-admin").await.unwrap().status(), 403);
+
+    // Then a globex call: the globex admin's first event is it, not acme's earlier ones.
+    let gdev = client_with_key(&gateway.url, &key("gdev")).await;
+    gdev.call_tool(
+        CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "g"}))),
+    )
+    .await
+    .expect("served");
+    let (_, first) = crate::approvals::next_event(&mut globex_events).await;
+    assert_eq!(first["principal"], "key:gdev@globex", "{first}");
+    let (_, first) = crate::approvals::next_event(&mut acme_events).await;
+    assert_eq!(first["principal"], "key:dev@acme", "{first}");
+    dev.cancel().await.expect("closes");
+    gdev.cancel().await.expect("closes");
+    assert!(gateway.terminate().await.success());
+}
