@@ -358,3 +358,45 @@ async fn approvers_and_admins_are_principals_with_roles_within_their_tenant() {
     gdev.cancel().await.expect("closes");
     assert!(gateway.terminate().await.success());
 }
+
+/// A result `truncate` kept for one tenant's caller is not there for another tenant's, though
+/// both reach the server it came from and call `toolgate__read_result` with its handle.
+#[tokio::test]
+async fn a_kept_result_is_read_only_by_the_principal_it_was_kept_for() {
+    let acme = toolgate_auth::generate_key().expect("a key");
+    let globex = toolgate_auth::generate_key().expect("a key");
+    let text = format!(
+        "{}\n[[pipeline]]\nkind = \"truncate\"\nmax_tokens = 500\n\n\
+         [tenants.acme]\nservers = [\"fx\"]\n[tenants.globex]\nservers = [\"fx\"]\n\n\
+         [auth.api_keys]\n{}\n{}\n",
+        fixture_server("fx", "stdio", None),
+        acme.config_line("acme-ci", &[], Some("acme")),
+        globex.config_line("acme-ci-twin", &[], Some("globex")),
+    );
+    let config = ConfigDir::new(&text);
+    let gateway = HttpGateway::start(&config.path()).await;
+    let owner = client_with_key(&gateway.url, &acme.key).await;
+    let long: String = (0..3000).map(|i| format!("word{i} ")).collect();
+    let cut = owner
+        .call_tool(
+            CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": long}))),
+        )
+        .await
+        .expect("served");
+    let meta = cut.meta.as_ref().expect("_meta: the result was cut");
+    let handle = meta.0["io.toolgate/truncated"]["handle"].as_str().expect("a handle").to_owned();
+    let read = |handle: &str| {
+        CallToolRequestParams::new("toolgate__read_result")
+            .with_arguments(object(json!({"handle": handle})))
+    };
+    let page = owner.call_tool(read(&handle)).await.expect("served");
+    assert_ne!(page.is_error, Some(true), "its owner reads it: {page:?}");
+
+    let other = client_with_key(&gateway.url, &globex.key).await;
+    let refused = other.call_tool(read(&handle)).await.expect("a tool result");
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(first_text(&refused).contains("no kept result has the handle"), "{refused:?}");
+    owner.cancel().await.expect("closes");
+    other.cancel().await.expect("closes");
+    assert!(gateway.terminate().await.success());
+}
