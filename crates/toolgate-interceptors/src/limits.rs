@@ -28,6 +28,7 @@
 //! | `concurrency` | integer >= 1 | how many calls may be in flight at once |
 //! | `rate` | `"N/s"`, `"N/sec"`, `"N/min"`, `"N/hour"` (also `second`, `minute`, `h`) | how many calls per period |
 //! | `burst` | integer >= 1 (needs `rate`) | how many calls may go at once after a quiet spell; default `N`, at most 100 |
+//! | `per` | `"gateway"` (the default), `"caller"` or `"tenant"` | whose calls count together: everyone's, each caller's, or each tenant's |
 //!
 //! # Semantics
 //!
@@ -38,6 +39,13 @@
 //!   lists (what a client may send to a passthrough server) share one limiter per glob key,
 //!   so that made-up names cannot each get a fresh one; and a tool's limiter that is at rest
 //!   (no call in flight, its bucket full) may be forgotten, since a new one behaves the same.
+//! - **Whose calls**: by default a key counts everyone's calls together. With
+//!   `per = "caller"` each caller gets its own limiter under the key: an authenticated or
+//!   local principal wherever it calls from, an anonymous client by its session (else its
+//!   address). With `per = "tenant"` each tenant's principals share one, and principals in no
+//!   tenant share another. So `server.github = { rate = "30/min", per = "caller" }` lets
+//!   each person make 30 calls a minute, and a second key without `per` can cap them all.
+//!   Limiters at rest are forgotten as callers come and go, as for glob keys.
 //! - **Every matching key applies.** A call must pass its server's limiter and every `tool`
 //!   key that matches it. The limiters are all checked before any is charged: a call refused
 //!   by one limit uses up nothing of the others.
@@ -86,8 +94,8 @@ use tokio::time::Instant;
 use toolgate_config::InterceptorConfig;
 use toolgate_core::duration::{self, Precision};
 use toolgate_intercept::{
-    CallContext, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor, InterceptorType,
-    Message, Mode, Outcome, Phase, Refusal, UpstreamTimeout,
+    CallContext, CallerKey, Descriptor, Hook, InterceptError, InterceptionEvent, Interceptor,
+    InterceptorType, Message, Mode, Outcome, Phase, Refusal, UpstreamTimeout,
 };
 
 use crate::options::{ABOVE_ZERO, OptionError, Options};
@@ -113,13 +121,25 @@ const UNLISTED: &str = "";
 #[derive(Debug)]
 pub struct Limits {
     descriptor: Descriptor,
-    servers: BTreeMap<String, Arc<Limiter>>,
+    servers: BTreeMap<String, ServerKey>,
     /// In config order.
     tools: Vec<ToolKey>,
     /// Held while the rate limiters of one call are checked and charged, so that two calls
     /// cannot both pass a check that only one of them fits.
     rate_gate: Mutex<()>,
 }
+
+/// One `server` key.
+#[derive(Debug)]
+struct ServerKey {
+    name: String,
+    spec: Spec,
+    /// By whose calls they count ([`SHARED`] for a key without `per`).
+    limiters: Mutex<ToolLimiters>,
+}
+
+/// The limiter key of calls counted together for everyone.
+const SHARED: &str = "";
 
 /// One `tool` key.
 #[derive(Debug)]
@@ -152,6 +172,40 @@ struct Spec {
     timeout: Option<Duration>,
     concurrency: Option<u32>,
     rate: Option<Rate>,
+    per: Scope,
+}
+
+/// Whose calls one limiter counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Everyone's.
+    Gateway,
+    /// Each caller's (see `CallerKey`).
+    Caller,
+    /// Each tenant's.
+    Tenant,
+}
+
+impl Scope {
+    /// Whose calls `ctx`'s call counts with, as a limiter key and the words for a refusal.
+    fn of(self, ctx: &CallContext) -> (String, String) {
+        match self {
+            Scope::Gateway => (SHARED.to_owned(), String::new()),
+            Scope::Caller => {
+                let who = match ctx.caller_key() {
+                    CallerKey::Principal(principal) => principal.to_string(),
+                    CallerKey::Session(session) => format!("session {session}"),
+                    CallerKey::Address(address) => format!("address {address}"),
+                    CallerKey::Nobody => "anonymous".to_owned(),
+                };
+                (format!("caller\u{0}{who}"), format!(" for {who}"))
+            }
+            Scope::Tenant => match &ctx.principal.tenant {
+                Some(tenant) => (format!("tenant\u{0}{tenant}"), format!(" for tenant {tenant}")),
+                None => ("tenant".to_owned(), " for callers in no tenant".to_owned()),
+            },
+        }
+    }
 }
 
 /// N calls per period, `burst` at once.
@@ -174,8 +228,6 @@ enum Per {
 struct Limiter {
     /// `server "github"`, `tool "github__create_issue"`.
     label: String,
-    /// The key's timeout (used for server keys; tool keys are read from their spec).
-    timeout: Option<Duration>,
     slots: Option<(Arc<Semaphore>, u32)>,
     bucket: Option<Bucket>,
 }
@@ -253,7 +305,6 @@ impl Limiter {
     fn new(label: String, spec: &Spec) -> Limiter {
         Limiter {
             label,
-            timeout: spec.timeout,
             slots: spec.concurrency.map(|n| (Arc::new(Semaphore::new(n as usize)), n)),
             bucket: spec.rate.map(Bucket::new),
         }
@@ -284,8 +335,9 @@ impl Limits {
             for (server, value) in table {
                 let path = format!("{at}.{server}");
                 if let Some(spec) = parse_spec(&mut options, &path, value) {
-                    let label = format!("server {server:?}");
-                    servers.insert(server.clone(), Arc::new(Limiter::new(label, &spec)));
+                    let limiters = Mutex::default();
+                    servers
+                        .insert(server.clone(), ServerKey { name: server.clone(), spec, limiters });
                 }
             }
         }
@@ -323,18 +375,25 @@ impl Limits {
         })
     }
 
-    /// Admits a call of the exposed tool `tool` on `server` (`listed`: a server lists it), or
-    /// says why not.
-    fn admit(&self, server: &str, tool: &str, listed: bool) -> Result<Admitted, String> {
-        let server_limiter = self.servers.get(server);
+    /// Admits `ctx`'s call of the exposed tool `tool` on `server` (`listed`: a server lists
+    /// it), or says why not.
+    fn admit(
+        &self,
+        server: &str,
+        tool: &str,
+        listed: bool,
+        ctx: &CallContext,
+    ) -> Result<Admitted, String> {
+        let server_key = self.servers.get(server);
         let matching: Vec<&ToolKey> = self.tools.iter().filter(|t| t.matches(tool)).collect();
-        let mut limiters: Vec<Arc<Limiter>> = server_limiter.into_iter().cloned().collect();
-        limiters.extend(matching.iter().map(|key| key.limiter(tool, listed)));
+        let mut limiters: Vec<Arc<Limiter>> =
+            server_key.into_iter().map(|key| key.limiter(ctx)).collect();
+        limiters.extend(matching.iter().map(|key| key.limiter(tool, listed, ctx)));
 
         let exact = matching.iter().find(|t| t.glob.is_none()).and_then(|t| t.spec.timeout);
         let globbed = matching.iter().filter(|t| t.glob.is_some()).filter_map(|t| t.spec.timeout);
         let timeout =
-            exact.or_else(|| globbed.min()).or_else(|| server_limiter.and_then(|l| l.timeout));
+            exact.or_else(|| globbed.min()).or_else(|| server_key.and_then(|k| k.spec.timeout));
 
         let mut permits = Vec::new();
         for limiter in &limiters {
@@ -381,6 +440,36 @@ impl Limits {
     }
 }
 
+// === impl ServerKey ===
+
+impl ServerKey {
+    /// The limiter `ctx`'s call counts against under this key (created on first use).
+    fn limiter(&self, ctx: &CallContext) -> Arc<Limiter> {
+        let (who, for_whom) = self.spec.per.of(ctx);
+        let label = format!("server {:?}{for_whom}", self.name);
+        let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
+        limiters.get_or_make(&who, || Limiter::new(label, &self.spec))
+    }
+}
+
+impl ToolLimiters {
+    /// The limiter under `key`, made by `make` when there is none; before it adds one to a
+    /// map at its sweep size, the limiters at rest are forgotten.
+    fn get_or_make(&mut self, key: &str, make: impl FnOnce() -> Limiter) -> Arc<Limiter> {
+        if let Some(limiter) = self.by_name.get(key) {
+            return limiter.clone();
+        }
+        if self.by_name.len() >= self.sweep_at {
+            let now = Instant::now();
+            self.by_name.retain(|_, limiter| !limiter.at_rest(now));
+            self.sweep_at = (self.by_name.len() * 2).max(LIMITERS_BEFORE_SWEEP);
+        }
+        let limiter = Arc::new(make());
+        self.by_name.insert(key.to_owned(), limiter.clone());
+        limiter
+    }
+}
+
 // === impl ToolKey ===
 
 impl ToolKey {
@@ -391,27 +480,19 @@ impl ToolKey {
         }
     }
 
-    /// The limiter of `tool` under this key (created on its first call). A glob key gives
-    /// the names no server lists one limiter together.
-    fn limiter(&self, tool: &str, listed: bool) -> Arc<Limiter> {
-        let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
+    /// The limiter of `ctx`'s call of `tool` under this key (created on its first call). A
+    /// glob key gives the names no server lists one limiter together.
+    fn limiter(&self, tool: &str, listed: bool, ctx: &CallContext) -> Arc<Limiter> {
+        let (who, for_whom) = self.spec.per.of(ctx);
         let (name, label) = match (&self.glob, listed) {
             (Some(_), false) => {
-                (UNLISTED, format!("tools matching {:?} that no server lists", self.key))
+                (UNLISTED, format!("tools matching {:?} that no server lists{for_whom}", self.key))
             }
-            _ => (tool, format!("tool {tool:?}")),
+            _ => (tool, format!("tool {tool:?}{for_whom}")),
         };
-        if let Some(limiter) = limiters.by_name.get(name) {
-            return limiter.clone();
-        }
-        if limiters.by_name.len() >= limiters.sweep_at {
-            let now = Instant::now();
-            limiters.by_name.retain(|_, limiter| !limiter.at_rest(now));
-            limiters.sweep_at = (limiters.by_name.len() * 2).max(LIMITERS_BEFORE_SWEEP);
-        }
-        let limiter = Arc::new(Limiter::new(label, &self.spec));
-        limiters.by_name.insert(name.to_owned(), limiter.clone());
-        limiter
+        let key = format!("{who}\u{0}{name}");
+        let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
+        limiters.get_or_make(&key, || Limiter::new(label, &self.spec))
     }
 }
 
@@ -430,7 +511,7 @@ fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Sp
         return None;
     };
     let mut limits = Options::new(path, table);
-    limits.only(&["timeout", "concurrency", "rate", "burst"]);
+    limits.only(&["timeout", "concurrency", "rate", "burst", "per"]);
     if !["timeout", "concurrency", "rate"].iter().any(|k| table.contains_key(*k)) {
         limits.error(path, "sets no limit (expected timeout, concurrency or rate)");
     }
@@ -450,6 +531,26 @@ fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Sp
             None
         }
     });
+    let per = match limits.string("per") {
+        None | Some("gateway") => Some(Scope::Gateway),
+        Some("caller") => Some(Scope::Caller),
+        Some("tenant") => Some(Scope::Tenant),
+        Some(other) => {
+            let at = limits.at("per");
+            limits.error(
+                &at,
+                format!("expected \"gateway\", \"caller\" or \"tenant\", found {other:?}"),
+            );
+            None
+        }
+    };
+    if table.contains_key("per")
+        && !table.contains_key("rate")
+        && !table.contains_key("concurrency")
+    {
+        let at = limits.at("per");
+        limits.error(&at, "needs a `rate` or `concurrency` to count");
+    }
     let burst = limits.integer("burst", 1u32);
     if burst.is_some() && !table.contains_key("rate") {
         let at = limits.at("burst");
@@ -462,7 +563,7 @@ fn parse_spec(options: &mut Options<'_>, path: &str, value: &Value) -> Option<Sp
     });
     let ok = limits.errors.is_empty();
     options.errors.append(&mut limits.errors);
-    ok.then_some(Spec { timeout, concurrency, rate })
+    ok.then_some(Spec { timeout, concurrency, rate, per: per? })
 }
 
 /// `N/unit`.
@@ -492,7 +593,7 @@ impl Interceptor for Limits {
     ) -> BoxFuture<'a, Result<Outcome, InterceptError>> {
         let outcome = match (message, &ctx.target) {
             (Message::CallTool(_), Some(target)) => {
-                match self.admit(&target.server, &target.exposed, target.tool.is_some()) {
+                match self.admit(&target.server, &target.exposed, target.tool.is_some(), ctx) {
                     Err(reason) => self.refuse(reason),
                     Ok(Admitted { permits, timeout }) => {
                         if let Some(ours) = timeout

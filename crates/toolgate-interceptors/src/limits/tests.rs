@@ -272,7 +272,7 @@ fn option_errors_name_the_field() {
         "pipeline[2].server.github: sets no limit (expected timeout, concurrency or rate)",
         "pipeline[2].server.files.timeout: invalid duration \"soon\": expected a number at character 1",
         "pipeline[2].server.files.concurrency: expected an integer of at least 1, found 0",
-        "pipeline[2].server.files.colour: unknown option (expected one of: timeout, concurrency, rate, burst)",
+        "pipeline[2].server.files.colour: unknown option (expected one of: timeout, concurrency, rate, burst, per)",
         "pipeline[2].server.slack.rate: expected a rate such as \"10/min\"",
         "pipeline[2].server.slack.burst: expected an integer of at least 1, found 0",
         "pipeline[2].server.jira.concurrency: expected an integer of at least 1, found \"4\"",
@@ -380,4 +380,100 @@ async fn a_spent_bucket_is_not_forgotten() {
     }
     let refused = call(&l, "fx__spent").await.expect_err("its hour is not over");
     assert!(refused.starts_with("tool \"fx__spent\" is limited to 1 call per hour"), "{refused}");
+}
+
+/// Runs `l` on a call of the listed tool `exposed` by `principal`.
+async fn call_as(l: &Limits, exposed: &str, principal: Principal) -> Result<CallContext, String> {
+    let mut ctx = ctx(exposed, true);
+    ctx.principal = principal;
+    let message =
+        Message::CallTool(toolgate_core::mcp::CallToolRequestParams::new(exposed.to_owned()));
+    match l.intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx).await {
+        Ok(Outcome::Continue) => Ok(ctx),
+        Ok(Outcome::Refuse(refusal)) => Err(refusal.reason),
+        other => panic!("a validator continues or refuses: {other:?}"),
+    }
+}
+
+fn person(id: &str, tenant: Option<&str>) -> Principal {
+    Principal::new("jwt", id).with_tenant(tenant.map(str::to_owned))
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_caller_each_caller_has_its_own_limit_and_a_shared_key_caps_them_all() {
+    let l = limits(json!({
+        "server": { "github": { "rate": "2/min", "per": "caller" } },
+        "tool": { "github__*": { "rate": "3/min" } },
+    }));
+    let alice = || person("alice", Some("acme"));
+    call_as(&l, "github__search", alice()).await.expect("1");
+    call_as(&l, "github__search", alice()).await.expect("2");
+    let refused = call_as(&l, "github__search", alice()).await.expect_err("her third");
+    assert!(
+        refused
+            .starts_with("server \"github\" for jwt:alice@acme is limited to 2 calls per minute"),
+        "{refused}"
+    );
+    // Another caller has a limit of its own; the same id in another tenant is another caller.
+    call_as(&l, "github__search", person("alice", Some("globex"))).await.expect("her own two");
+    // The glob key counts everyone's calls of each tool: alice's refused call used none.
+    let capped = call_as(&l, "github__search", person("bob", None)).await.expect_err("cap");
+    assert!(capped.starts_with("tool \"github__search\" is limited to 3 calls"), "{capped}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_tenant_a_tenants_principals_share_and_anonymous_sessions_are_callers() {
+    let l = limits(json!({ "server": { "github": { "concurrency": 1, "per": "tenant" } } }));
+    let held = call_as(&l, "github__search", person("alice", Some("acme"))).await.expect("free");
+    let refused =
+        call_as(&l, "github__search", person("bob", Some("acme"))).await.expect_err("acme's slot");
+    assert_eq!(refused, "server \"github\" for tenant acme already has 1 call in flight (limit 1)");
+    let _other = call_as(&l, "github__search", person("carol", Some("globex"))).await.expect("own");
+    let _none = call_as(&l, "github__search", person("dan", None)).await.expect("no tenant");
+    drop(held);
+    call_as(&l, "github__search", person("bob", Some("acme"))).await.expect("released");
+
+    let l = limits(json!({ "tool": { "github__search": { "rate": "1/min", "per": "caller" } } }));
+    let in_session = |session: &str| {
+        let mut ctx = ctx("github__search", true);
+        ctx.principal = Principal::anonymous();
+        ctx.session = Some(session.to_owned());
+        ctx
+    };
+    let message =
+        Message::CallTool(toolgate_core::mcp::CallToolRequestParams::new("github__search"));
+    for session in ["s1", "s2"] {
+        let mut ctx = in_session(session);
+        let outcome = l.intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut ctx);
+        assert!(matches!(outcome.await, Ok(Outcome::Continue)), "{session}'s first");
+    }
+    let mut again = in_session("s1");
+    let outcome = l.intercept(InterceptionEvent::ToolsCall, Phase::Request, &message, &mut again);
+    match outcome.await {
+        Ok(Outcome::Refuse(refusal)) => {
+            assert!(refusal.reason.contains("for session s1"), "{}", refusal.reason)
+        }
+        other => panic!("s1's second is refused: {other:?}"),
+    }
+}
+
+#[test]
+fn per_is_one_of_three_and_needs_something_to_count() {
+    let problems = errors(json!({ "server": {
+        "a": { "rate": "1/s", "per": "person" },
+        "b": { "timeout": "1s", "per": "caller" },
+    } }));
+    assert!(
+        problems.contains(
+            &"pipeline[2].server.a.per: expected \"gateway\", \"caller\" or \"tenant\", found \"person\""
+                .to_owned()
+        ),
+        "{problems:?}"
+    );
+    assert!(
+        problems.contains(
+            &"pipeline[2].server.b.per: needs a `rate` or `concurrency` to count".to_owned()
+        ),
+        "{problems:?}"
+    );
 }
