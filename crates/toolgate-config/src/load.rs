@@ -64,6 +64,8 @@ fn check_str(
             let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
             let document = native::check(&mut cx, &root);
             let mut servers = document.servers;
+            let mut pipeline = document.pipeline;
+            pipeline.extend(document.tenant_pipeline);
             // Imports are MCP client configs: they add servers and nothing else, so `[agent]`,
             // `[scripts]` and `[auth]` come from this file alone.
             for import in &document.imports {
@@ -72,7 +74,7 @@ fn check_str(
             (
                 document.gateway,
                 servers,
-                document.pipeline,
+                pipeline,
                 document.audit,
                 document.admin,
                 document.agent,

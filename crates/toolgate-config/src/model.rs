@@ -81,6 +81,9 @@ pub struct InterceptorConfig {
     pub servers: Vec<String>,
     /// Only for these tools (globs on the upstream's own names); empty = all.
     pub tools: Vec<String>,
+    /// Only for callers in these tenants (names); empty = every caller. Set for the entries
+    /// of a `[[tenants.NAME.pipeline]]`, which run after the others of the same priority.
+    pub tenants: Vec<String>,
     /// Every other key of the table.
     pub options: serde_json::Map<String, serde_json::Value>,
 }
@@ -103,6 +106,7 @@ impl InterceptorConfig {
             timeout: None,
             servers: Vec::new(),
             tools: Vec::new(),
+            tenants: Vec::new(),
             options,
         }
     }

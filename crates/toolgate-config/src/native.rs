@@ -74,6 +74,8 @@ pub(crate) struct Document {
     pub(crate) scripts: crate::scripts::ScriptsConfig,
     pub(crate) auth: Option<crate::auth::AuthConfig>,
     pub(crate) tenants: std::collections::BTreeMap<String, crate::tenants::TenantConfig>,
+    /// The entries of every `[[tenants.NAME.pipeline]]`, each for its tenant only.
+    pub(crate) tenant_pipeline: Vec<InterceptorConfig>,
 }
 
 /// One `import` entry.
@@ -139,9 +141,10 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         );
     }
     if let Some(value) = fields.get("tenants")
-        && let Some(tenants) = crate::tenants::check_tenants(cx, value)
+        && let Some((tenants, pipeline)) = crate::tenants::check_tenants(cx, value)
     {
         document.tenants = tenants;
+        document.tenant_pipeline = pipeline;
     }
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")
@@ -169,7 +172,11 @@ fn check_pipeline(cx: &mut Checker<'_>, value: &Value) -> Vec<InterceptorConfig>
         .collect()
 }
 
-fn check_interceptor(cx: &mut Checker<'_>, path: &str, value: &Value) -> Option<InterceptorConfig> {
+pub(crate) fn check_interceptor(
+    cx: &mut Checker<'_>,
+    path: &str,
+    value: &Value,
+) -> Option<InterceptorConfig> {
     let entries = cx.table(value, path)?;
     let at = |key: &str| key_path(path, key);
     let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v);
@@ -224,6 +231,7 @@ fn check_interceptor(cx: &mut Checker<'_>, path: &str, value: &Value) -> Option<
         timeout: timeout?,
         servers: servers?.unwrap_or_default(),
         tools: tools?.unwrap_or_default(),
+        tenants: Vec::new(),
         options,
     })
 }

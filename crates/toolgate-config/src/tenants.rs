@@ -6,21 +6,28 @@
 //!
 //! [tenants.globex]
 //! servers = ["linear"]
+//!
+//! [[tenants.globex.pipeline]]       # entries for globex's callers only
+//! kind = "limits"
+//! server.linear = { rate = "100/min", per = "tenant" }
 //! ```
 //!
 //! A principal's tenant comes from its token's `tenant_claim` or its API key's `tenant`. Once
 //! any tenant is configured, a caller from the network reaches only its tenant's servers (one
-//! without a tenant, only the servers no tenant names); the gateway enforces it.
+//! without a tenant, only the servers no tenant names); the gateway enforces it. A tenant's
+//! `pipeline` entries are `[[pipeline]]` entries that run for its callers only, after the
+//! others of their priority; each is named `<kind>@<tenant>` unless it has a `name`.
 
 use std::collections::BTreeMap;
 
 use globset::Glob;
 
+use crate::InterceptorConfig;
 use crate::check::Checker;
 use crate::error::key_path;
 use crate::value::Value;
 
-const TENANT_KEYS: &[&str] = &["servers"];
+const TENANT_KEYS: &[&str] = &["servers", "pipeline"];
 
 /// One `[tenants.NAME]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,19 +43,20 @@ pub fn is_tenant_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
-/// Checks `[tenants]`.
+/// Checks `[tenants]`: the tenants, and their pipeline entries (each for its tenant only).
 pub(crate) fn check_tenants(
     cx: &mut Checker<'_>,
     value: &Value,
-) -> Option<BTreeMap<String, TenantConfig>> {
+) -> Option<(BTreeMap<String, TenantConfig>, Vec<InterceptorConfig>)> {
     let entries = cx.table(value, "tenants")?;
-    let mut out = Some(BTreeMap::new());
+    let mut out = Some((BTreeMap::new(), Vec::new()));
     for (name, value) in entries {
         let path = key_path("tenants", name);
         let tenant = check_tenant(cx, name, value, &path);
         match (tenant, &mut out) {
-            (Some(tenant), Some(out)) => {
-                out.insert(name.clone(), tenant);
+            (Some((tenant, pipeline)), Some((tenants, entries))) => {
+                tenants.insert(name.clone(), tenant);
+                entries.extend(pipeline);
             }
             _ => out = None,
         }
@@ -61,7 +69,7 @@ fn check_tenant(
     name: &str,
     value: &Value,
     path: &str,
-) -> Option<TenantConfig> {
+) -> Option<(TenantConfig, Vec<InterceptorConfig>)> {
     let entries = cx.table(value, path)?;
     let fields = cx.known_keys(entries, path, TENANT_KEYS);
     let mut ok = true;
@@ -90,7 +98,25 @@ fn check_tenant(
             }
         }
     }
-    ok.then_some(TenantConfig { servers })
+    let mut pipeline = Vec::new();
+    if let Some(value) = fields.get("pipeline") {
+        let at = key_path(path, "pipeline");
+        let Value::Array(items) = value else {
+            cx.expected(&at, "an array of tables ([[tenants.NAME.pipeline]])", value);
+            return None;
+        };
+        for (i, item) in items.iter().enumerate() {
+            match crate::native::check_interceptor(cx, &crate::error::index_path(&at, i), item) {
+                Some(mut entry) => {
+                    entry.tenants = vec![name.to_owned()];
+                    entry.name.get_or_insert_with(|| format!("{}@{name}", entry.kind));
+                    pipeline.push(entry);
+                }
+                None => ok = false,
+            }
+        }
+    }
+    ok.then_some((TenantConfig { servers }, pipeline))
 }
 
 /// What the rest of the file must agree with: every tenant an API key names is configured,

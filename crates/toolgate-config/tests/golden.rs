@@ -280,6 +280,7 @@ fn dump(config: &Config) -> String {
             timeout,
             servers,
             tools,
+            tenants,
             options,
         } = entry;
         line(w, 1, path, "");
@@ -291,6 +292,10 @@ fn dump(config: &Config) -> String {
         line(w, 2, "timeout", format!("{timeout:?}"));
         line(w, 2, "servers", format!("{servers:?}"));
         line(w, 2, "tools", format!("{tools:?}"));
+        // Shown only when set, so that fixtures written before it existed still hold.
+        if !tenants.is_empty() {
+            line(w, 2, "tenants", format!("{tenants:?}"));
+        }
         line(w, 2, "options", serde_json::Value::Object(options.clone()));
     }
     if *audit != AuditConfig::default() {

@@ -96,6 +96,8 @@ pub struct Descriptor {
     tools: Option<GlobSet>,
     server_patterns: Vec<String>,
     tool_patterns: Vec<String>,
+    /// Only for callers in these tenants; empty = every caller.
+    tenants: Vec<String>,
 }
 
 /// Default time one invocation may take.
@@ -123,7 +125,19 @@ impl Descriptor {
             tools: None,
             server_patterns: Vec::new(),
             tool_patterns: Vec::new(),
+            tenants: Vec::new(),
         }
+    }
+
+    /// Only for callers in these tenants; empty = every caller.
+    pub fn for_tenants(mut self, tenants: &[String]) -> Descriptor {
+        self.tenants = tenants.to_vec();
+        self
+    }
+
+    /// Whether it runs for a caller in `tenant` (`None`: in no tenant).
+    pub fn covers_tenant(&self, tenant: Option<&str>) -> bool {
+        self.tenants.is_empty() || tenant.is_some_and(|t| self.tenants.iter().any(|own| own == t))
     }
 
     /// Only for these servers (globs on the configured name); empty = all.
@@ -175,6 +189,15 @@ impl Descriptor {
             .iter()
             .map(|h| json!({ "events": h.events, "phase": h.phase.as_str() }))
             .collect();
+        let mut own = json!({
+            "kind": self.kind,
+            "timeoutMs": u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
+            "servers": self.server_patterns,
+            "tools": self.tool_patterns,
+        });
+        if !self.tenants.is_empty() {
+            own["tenants"] = json!(self.tenants);
+        }
         json!({
             "name": self.name,
             "type": match self.interceptor_type {
@@ -185,12 +208,7 @@ impl Descriptor {
             "mode": self.mode.as_str(),
             "failOpen": self.fail_open,
             "priorityHint": self.priority,
-            "toolgate": {
-                "kind": self.kind,
-                "timeoutMs": u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
-                "servers": self.server_patterns,
-                "tools": self.tool_patterns,
-            },
+            "toolgate": own,
         })
     }
 }
@@ -270,5 +288,17 @@ mod tests {
     fn bad_globs_are_reported_with_the_pattern() {
         let error = Hook::new(["tools/[x"], Phase::Request).expect_err("bad glob");
         assert!(error.to_string().contains("tools/[x"), "{error}");
+    }
+
+    #[test]
+    fn an_entry_of_tenants_runs_for_their_callers_only() {
+        let hooks = vec![Hook::new(["tools/call"], Phase::Request).expect("hook")];
+        let d = Descriptor::new("p", "policy", InterceptorType::Validation, hooks);
+        assert!(d.covers_tenant(None) && d.covers_tenant(Some("acme")), "no tenants: everyone");
+        assert!(d.to_json()["toolgate"].get("tenants").is_none());
+        let d = d.for_tenants(&["acme".into()]);
+        assert!(d.covers_tenant(Some("acme")));
+        assert!(!d.covers_tenant(Some("globex")) && !d.covers_tenant(None));
+        assert_eq!(d.to_json()["toolgate"]["tenants"][0], "acme");
     }
 }

@@ -257,8 +257,11 @@ impl Pipeline {
     /// (so a message nobody reads need not be parsed for them).
     pub fn runs_on(&self, event: InterceptionEvent, phase: Phase, ctx: &CallContext) -> bool {
         let (server, tool) = ctx.server_and_tool();
+        let tenant = ctx.principal.tenant.as_deref();
         self.chain.load().order(phase).iter().any(|i| {
-            i.descriptor().applies(event, phase, server, tool) && i.acts_on(event, phase, ctx)
+            i.descriptor().applies(event, phase, server, tool)
+                && i.descriptor().covers_tenant(tenant)
+                && i.acts_on(event, phase, ctx)
         })
     }
 
@@ -345,7 +348,9 @@ async fn run_one(
 ) -> Outcome {
     let descriptor = interceptor.descriptor();
     let (server, tool) = ctx.server_and_tool();
-    if !descriptor.applies(event, phase, server, tool) {
+    if !descriptor.applies(event, phase, server, tool)
+        || !descriptor.covers_tenant(ctx.principal.tenant.as_deref())
+    {
         return Outcome::Continue;
     }
     let started = Instant::now();

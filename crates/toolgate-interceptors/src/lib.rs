@@ -240,6 +240,7 @@ pub(crate) fn configure(
     let bad = |what: &str, e: toolgate_intercept::DescriptorError| {
         vec![OptionError::new(format!("{}.{what}", entry.path), e.to_string())]
     };
+    descriptor = descriptor.for_tenants(&entry.tenants);
     descriptor = descriptor.for_servers(&entry.servers).map_err(|e| bad("servers", e))?;
     descriptor.for_tools(&entry.tools).map_err(|e| bad("tools", e))
 }

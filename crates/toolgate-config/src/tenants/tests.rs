@@ -29,8 +29,8 @@ fn bad_entries_are_errors_with_their_place() {
     assert!(error.contains("tenants.acme.servers[0]: not a glob"), "{error}");
     let error = parse("[tenants.acme]\n").unwrap_err();
     assert!(error.contains("tenants.acme: missing `servers`"), "{error}");
-    let error = parse("[tenants.acme]\nservers = []\npipeline = []\n").unwrap_err();
-    assert!(error.contains("tenants.acme") && error.contains("pipeline"), "{error}");
+    let error = parse("[tenants.acme]\nservers = []\npolicy = []\n").unwrap_err();
+    assert!(error.contains("tenants.acme.policy: unknown key"), "{error}");
     let error = parse("[tenants.\"a b\"]\nservers = []\n").unwrap_err();
     assert!(error.contains("a tenant's name is"), "{error}");
 }
@@ -49,4 +49,31 @@ fn a_key_of_an_unknown_tenant_is_an_error_and_a_pattern_that_matches_nothing_a_w
     let text = text.replace("tenant = \"initech\"", "tenant = \"acme\"");
     let config = parse(&text).expect("valid");
     assert_eq!(config.warnings, ["tenants.acme.servers[0]: `gitlab` matches no configured server"]);
+}
+
+#[test]
+fn a_tenants_pipeline_entries_are_for_it_only_and_named_for_it() {
+    let config = parse(&format!(
+        "{SERVERS}[[pipeline]]\nkind = \"limits\"\n\
+         [tenants.acme]\nservers = [\"github\"]\n\
+         [[tenants.acme.pipeline]]\nkind = \"limits\"\nserver.github = {{ rate = \"1/s\" }}\n\
+         [[tenants.acme.pipeline]]\nkind = \"redact\"\nname = \"acme-redact\"\n"
+    ))
+    .expect("valid");
+    let entries: Vec<(&str, Option<&str>, Vec<String>)> = config
+        .pipeline
+        .iter()
+        .map(|e| (e.path.as_str(), e.name.as_deref(), e.tenants.clone()))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("pipeline[0]", None, vec![]),
+            ("tenants.acme.pipeline[0]", Some("limits@acme"), vec!["acme".to_owned()]),
+            ("tenants.acme.pipeline[1]", Some("acme-redact"), vec!["acme".to_owned()]),
+        ]
+    );
+    let error = parse("[tenants.acme]\nservers = []\n[[tenants.acme.pipeline]]\nmode = \"x\"\n")
+        .unwrap_err();
+    assert!(error.contains("tenants.acme.pipeline[0]: missing `kind`"), "{error}");
 }

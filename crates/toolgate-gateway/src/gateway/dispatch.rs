@@ -508,7 +508,9 @@ impl Gateway {
         &self,
         ctx: &mut CallContext,
     ) -> Result<serde_json::Value, GatewayError> {
-        let list = interceptors_list(&self.pipeline);
+        // A tenant's own entries are for its callers' eyes only.
+        let tenant = ctx.principal.tenant.clone();
+        let list = interceptors_list_of(&self.pipeline, |d| d.covers_tenant(tenant.as_deref()));
         let outcome =
             through_pipeline::<ListInterceptors>(&self.pipeline, (), ctx, async |(), _| Ok(list))
                 .await;
@@ -631,12 +633,22 @@ pub const INTERCEPTORS_LIST: &str = "interceptors/list";
 
 /// `interceptors/list`: the chain in config order, and the order each phase runs in.
 pub fn interceptors_list(pipeline: &toolgate_intercept::Pipeline) -> serde_json::Value {
+    interceptors_list_of(pipeline, |_| true)
+}
+
+/// [`interceptors_list`] of the entries `shown` keeps.
+fn interceptors_list_of(
+    pipeline: &toolgate_intercept::Pipeline,
+    shown: impl Fn(&toolgate_intercept::Descriptor) -> bool,
+) -> serde_json::Value {
     use toolgate_intercept::Phase;
     let names = |phase: Phase| -> Vec<String> {
-        pipeline.run_order(phase).into_iter().map(|d| d.name.clone()).collect()
+        let order = pipeline.run_order(phase).into_iter().filter(|d| shown(d));
+        order.map(|d| d.name.clone()).collect()
     };
+    let descriptors = pipeline.descriptors();
     serde_json::json!({
-        "interceptors": pipeline.descriptors().iter().map(|d| d.to_json()).collect::<Vec<_>>(),
+        "interceptors": descriptors.iter().filter(|d| shown(d)).map(|d| d.to_json()).collect::<Vec<_>>(),
         "runOrder": { "request": names(Phase::Request), "response": names(Phase::Response) },
     })
 }

@@ -244,24 +244,13 @@ fn load_config(global: &GlobalArgs, args: &AgentArgs) -> anyhow::Result<(Config,
 /// here (the `approval` interceptor, `via = "elicit"`, whose question the agent shows as its
 /// own prompt) unless the config already says how approvals are made.
 fn ask_at_the_terminal(config: &mut Config) {
-    if config.pipeline.iter().any(|entry| entry.kind == "approval") {
+    // An approval entry of a tenant's is not the agent's: the agent is in no tenant.
+    if config.pipeline.iter().any(|entry| entry.kind == "approval" && entry.tenants.is_empty()) {
         return;
     }
-    config.pipeline.push(InterceptorConfig {
-        path: "agent approval".to_owned(),
-        kind: "approval".to_owned(),
-        name: None,
-        mode: Default::default(),
-        fail_open: None,
-        priority: 0,
-        timeout: None,
-        servers: Vec::new(),
-        tools: Vec::new(),
-        options: serde_json::Map::from_iter([(
-            "via".to_owned(),
-            serde_json::Value::String("elicit".to_owned()),
-        )]),
-    });
+    let via = serde_json::Value::String("elicit".to_owned());
+    let options = serde_json::Map::from_iter([("via".to_owned(), via)]);
+    config.pipeline.push(InterceptorConfig::new("agent approval", "approval", options));
 }
 
 /// The session store as the agent's journal.

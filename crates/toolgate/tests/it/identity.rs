@@ -400,3 +400,42 @@ async fn a_kept_result_is_read_only_by_the_principal_it_was_kept_for() {
     other.cancel().await.expect("closes");
     assert!(gateway.terminate().await.success());
 }
+
+/// A tenant's own pipeline entries run for its callers only: its policy hides and refuses a
+/// tool that another tenant, on the same server, lists and calls.
+#[tokio::test]
+async fn a_tenants_own_pipeline_entries_apply_to_its_callers_only() {
+    let acme = toolgate_auth::generate_key().expect("a key");
+    let globex = toolgate_auth::generate_key().expect("a key");
+    let text = format!(
+        "{}\n[tenants.acme]\nservers = [\"fx\"]\n\n\
+         [[tenants.acme.pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{{ tools = [\"echo\"], decision = \"deny\", reason = \"not for acme\" }}]\n\n\
+         [tenants.globex]\nservers = [\"fx\"]\n\n[auth.api_keys]\n{}\n{}\n",
+        fixture_server("fx", "stdio", None),
+        acme.config_line("acme-ci", &[], Some("acme")),
+        globex.config_line("globex-ci", &[], Some("globex")),
+    );
+    let config = ConfigDir::new(&text);
+    let gateway = HttpGateway::start(&config.path()).await;
+    let echo =
+        || CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "hi"})));
+    let lists_echo = async |client: &Client| {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        tools.iter().any(|tool| tool.name == "fx__echo")
+    };
+
+    let acme_client = client_with_key(&gateway.url, &acme.key).await;
+    assert!(!lists_echo(&acme_client).await, "acme's policy hides it");
+    let refused = acme_client.call_tool(echo()).await.expect("a tool result");
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(first_text(&refused).contains("not for acme"), "{refused:?}");
+
+    let globex_client = client_with_key(&gateway.url, &globex.key).await;
+    assert!(lists_echo(&globex_client).await, "acme's entries are not globex's");
+    let served = globex_client.call_tool(echo()).await.expect("served");
+    assert_eq!(first_text(&served), "hi");
+    acme_client.cancel().await.expect("closes");
+    globex_client.cancel().await.expect("closes");
+    assert!(gateway.terminate().await.success());
+}
