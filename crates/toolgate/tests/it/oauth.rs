@@ -148,6 +148,10 @@ async fn tokens_that_are_wrong_in_one_way_each_are_refused() {
             "a stranger's signature",
             provider.mint(claims(json!({})), json!({}), Sign::Stranger).await,
         ),
+        (
+            "a key the issuer does not have",
+            provider.mint(claims(json!({})), json!({"kid": "not-theirs"}), Sign::Stranger).await,
+        ),
         ("unsigned", provider.mint(claims(json!({})), json!({"alg": "none"}), Sign::None).await),
         ("tampered", {
             let (head, rest) = good.split_once('.').expect("a JWS");
