@@ -18,6 +18,8 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     stdio: bool,
     /// Address for streamable HTTP (overrides `[gateway] listen`; default 127.0.0.1:8931).
+    /// An address other than loopback needs `[auth]` (access tokens or API keys), or
+    /// `[auth] allow_anonymous = true` to serve anyone.
     #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
     listen: Option<SocketAddr>,
 }
