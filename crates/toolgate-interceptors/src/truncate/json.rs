@@ -297,4 +297,48 @@ mod tests {
         let (_, omissions) = shrink(&value, 100);
         assert_eq!(omissions[0].path, "/a~1b~0c");
     }
+
+    #[test]
+    fn size_up_to_stops_counting_soon_after_its_cap() {
+        // Past the cap by at most one string or one array's brackets and commas, however the
+        // arrays nest: a huge value is not counted whole against a small cap.
+        let word = json!("b".repeat(30));
+        let value = json!(vec![vec![vec![word; 5]; 5]; 20]);
+        let exact = size(&value);
+        for cap in 0..exact {
+            let counted = size_up_to(&value, cap);
+            assert!(counted > cap && counted <= cap + 32, "cap {cap}: {counted}");
+        }
+    }
+
+    #[test]
+    fn a_cut_string_fills_its_target_with_its_quotes_and_mark() {
+        let (shrunk, omissions) = shrink(&json!("x".repeat(1000)), 100);
+        assert_eq!(shrunk.to_string().len(), 100, "{shrunk}");
+        assert_eq!(omissions[0].kept, 95);
+    }
+
+    #[test]
+    fn an_array_keeps_every_first_item_that_fits_its_target() {
+        // Ten items are 21 bytes; nine, 19.
+        let (shrunk, omissions) = shrink(&json!(vec![1; 10]), 20);
+        assert_eq!(shrunk, json!(vec![1; 9]));
+        assert_eq!(omissions[0].kept, 9);
+    }
+
+    #[test]
+    fn an_array_whose_only_item_is_shortened_keeps_every_item() {
+        let (shrunk, omissions) = shrink(&json!(["x".repeat(5000)]), 500);
+        assert_eq!(shrunk.as_array().unwrap().len(), 1);
+        let paths: Vec<&str> = omissions.iter().map(|o| o.path.as_str()).collect();
+        assert_eq!(paths, ["/0"], "the string is cut, not the array");
+    }
+
+    #[test]
+    fn an_object_with_one_long_value_fills_its_target() {
+        // The key, its quotes, the colon and the braces are counted once.
+        let (shrunk, _) = shrink(&json!({"description": "x".repeat(10_000)}), 500);
+        let length = shrunk.to_string().len();
+        assert!((495..=500).contains(&length), "{length}: {shrunk}");
+    }
 }

@@ -115,7 +115,7 @@ fn read(
     if !(1..=MOST_LINES).contains(&limit) {
         return Err(format!("`limit` must be between 1 and {MOST_LINES}, not {limit}"));
     }
-    let Some((document, _)) = stores.get(owner, handle) else {
+    let Some(document) = stores.get(owner, handle) else {
         return Err(format!(
             "no kept result has the handle {handle:?}: it expired, was pushed out by newer \
              results, or was never kept for this session; call the original tool again"

@@ -245,12 +245,15 @@ impl SpillStores {
         stores.push(Arc::downgrade(store));
     }
 
-    /// The result `handle` names in any store, if it is `owner`'s, with the store's limits.
-    pub fn get(&self, owner: &str, handle: &str) -> Option<(Arc<Document>, SpillLimits)> {
+    /// The result `handle` names in any store, if it is `owner`'s.
+    pub fn get(&self, owner: &str, handle: &str) -> Option<Arc<Document>> {
         let stores = self.stores.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        stores
-            .iter()
-            .filter_map(Weak::upgrade)
-            .find_map(|store| store.get(owner, handle).map(|document| (document, store.limits)))
+        stores.iter().filter_map(Weak::upgrade).find_map(|store| store.get(owner, handle))
+    }
+
+    /// How many stores it holds, dropped ones included until the next [`register`](Self::register).
+    #[cfg(test)]
+    pub(super) fn held(&self) -> usize {
+        self.stores.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 }

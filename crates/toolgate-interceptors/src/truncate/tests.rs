@@ -760,3 +760,142 @@ fn parts_each_within_the_budget_but_over_their_share_are_cut_to_fit_together() {
     assert!((3000..=4000).contains(&shown), "{shown} bytes");
     assert_eq!(texts(&cut.result).len(), 5, "every part keeps something");
 }
+
+#[test]
+fn cut_points_keep_whole_a_text_the_head_budget_holds() {
+    // The tail, taken line by line from the end, stops where it meets the head: here at once.
+    // The loop runs on a thread, so that a loop that does not stop fails the test.
+    let (truncate, _services) = truncate(json!({"max_bytes": 2000}));
+    let text = "first line\nsecond line\nthird line\n";
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(truncate.cut_points(text, 1000));
+    });
+    let cut = receive.recv_timeout(Duration::from_secs(5)).expect("the cut points are found");
+    assert_eq!(cut, (text.len(), text.len()), "nothing left out");
+}
+
+#[test]
+fn json_whose_keys_alone_are_over_the_budget_is_cut_as_text() {
+    // Every key is kept when JSON is shortened: no shortening of 300 keys fits 2,000 bytes, so
+    // the text is cut at line boundaries instead, and none of the too-long tries is used.
+    let (truncate, _) = truncate(json!({"max_bytes": 2000}));
+    let settings: serde_json::Map<String, Value> =
+        (0..300).map(|i| (format!("setting_number_{i:03}"), json!(i))).collect();
+    let pretty = serde_json::to_string_pretty(&Value::Object(settings)).unwrap();
+    let cut = truncate.shorten(&text_result(&pretty), None, "me").expect("cut");
+    let shown = transform::model_text(&cut.result);
+    assert!(shown.len() <= 2000, "{} bytes", shown.len());
+    let text = texts(&cut.result)[0];
+    assert!(text.starts_with("{\n  \"setting_number_000\": 0,\n"), "{text}");
+    assert!(text.contains(" lines ("), "a note of the lines left out: {text}");
+}
+
+#[test]
+fn the_note_after_a_cut_json_block_first_in_the_result_reads_from_line_0() {
+    let (truncate, _) = truncate(json!({"max_tokens": 1000}));
+    let entities: Vec<Value> =
+        (0..500).map(|i| json!({"name": format!("entity_{i}"), "kind": "person"})).collect();
+    let json = serde_json::to_string_pretty(&json!({ "entities": entities })).unwrap();
+    let result = mcp::CallToolResult::success(vec![
+        mcp::ContentBlock::text(json),
+        mcp::ContentBlock::text("Found 500 entities."),
+    ]);
+    let cut = truncate.shorten(&result, None, "me").expect("cut");
+    let note = texts(&cut.result).last().copied().unwrap();
+    assert!(note.contains("(JSON) was shortened"), "{note}");
+    assert!(note.contains("\"offset\": 0}"), "{note}");
+}
+
+#[tokio::test]
+async fn the_kept_result_names_an_embedded_blob_on_a_line_of_its_own() {
+    let blob: mcp::ContentBlock = serde_json::from_value(json!({
+        "type": "resource",
+        "resource": {"uri": "file:///srv/core.dump", "mimeType": "application/octet-stream", "blob": "A".repeat(4000)}
+    }))
+    .expect("an embedded blob");
+    let result = mcp::CallToolResult::success(vec![blob, mcp::ContentBlock::text(long_log())]);
+    let (truncate, _) = truncate(json!({"max_tokens": 1000}));
+    let ctx = ctx();
+    let cut = truncate.shorten(&result, None, &owner(&ctx)).expect("cut");
+    let read = read_all(&truncate, &ctx, &handle_of(&cut.result)).await;
+    let line = "[embedded resource file:///srv/core.dump (application/octet-stream, 2.9 KiB)]";
+    assert!(read == format!("{line}\n{}", long_log()), "{read:.100}");
+}
+
+#[tokio::test]
+async fn structured_content_that_only_wraps_the_text_is_kept_once() {
+    let mut result = text_result(&long_log());
+    result.structured_content = Some(json!({"content": long_log()}));
+    let (truncate, _) = truncate(json!({"max_tokens": 1000}));
+    let ctx = ctx();
+    let cut = truncate.shorten(&result, None, &owner(&ctx)).expect("cut");
+    let read = read_all(&truncate, &ctx, &handle_of(&cut.result)).await;
+    assert!(read == long_log(), "the text alone: {} bytes", read.len());
+}
+
+#[tokio::test]
+async fn structured_content_starts_a_line_of_its_own_in_the_kept_result() {
+    // After a text without a last newline.
+    let log = long_log();
+    let mut result = text_result(log.trim_end());
+    result.structured_content = Some(json!({"modules": 4000, "status": "built"}));
+    let (truncate, _) = truncate(json!({"max_tokens": 1000}));
+    let ctx = ctx();
+    let cut = truncate.shorten(&result, None, &owner(&ctx)).expect("cut");
+    let read = read_all(&truncate, &ctx, &handle_of(&cut.result)).await;
+    let end = "ok in 22ms\n{\n  \"modules\": 4000,\n  \"status\": \"built\"\n}\n";
+    assert!(read.ends_with(end), "{:?}", &read[read.len() - 80..]);
+}
+
+#[test]
+fn read_result_declares_its_arguments_and_what_a_page_holds() {
+    let tool = read::definition();
+    assert_eq!(tool.input_schema["required"], json!(["handle"]));
+    let arguments: Vec<&String> =
+        tool.input_schema["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(arguments, ["handle", "offset", "limit"]);
+    assert_eq!(tool.input_schema["additionalProperties"], json!(false));
+    let output = tool.output_schema.as_ref().expect("an output schema");
+    assert_eq!(
+        output["required"],
+        json!(["handle", "offset", "lines", "total_lines", "next_offset"])
+    );
+}
+
+#[test]
+fn the_note_says_how_long_the_whole_result_is_kept() {
+    let (truncate, _) = truncate(json!({"max_tokens": 600, "spill_ttl": "2m"}));
+    let cut = truncate.shorten(&text_result(&long_log()), None, "me").expect("cut");
+    let text = texts(&cut.result)[0];
+    assert!(text.contains(" lines) is kept for 2m: call toolgate__read_result"), "{text}");
+}
+
+#[test]
+fn a_store_filled_exactly_to_its_limit_forgets_nothing() {
+    let limits = SpillLimits {
+        max_bytes: 100,
+        caller_bytes: 60,
+        caller_results: 3,
+        ..SpillLimits::default()
+    };
+    let store = SpillStore::new(limits);
+    let theirs = store.put("them", Document::new("x".repeat(50))).unwrap();
+    let mine = store.put("me", Document::new("y".repeat(50))).unwrap();
+    assert!(store.get("them", &theirs).is_some() && store.get("me", &mine).is_some());
+    assert_eq!(store.usage(), (2, 100));
+}
+
+#[test]
+fn entries_built_again_do_not_pile_up_in_the_shared_stores() {
+    // A reload builds the pipeline's entries again and drops the old ones: each new store
+    // forgets the dropped ones as it joins.
+    let services = Services::new(EventBus::new());
+    let entry = test_entry(KIND, "pipeline[0]", json!({"max_tokens": 600}));
+    for _ in 0..3 {
+        drop(Truncate::from_config(&entry, &services).expect("valid options"));
+    }
+    let kept = Truncate::from_config(&entry, &services).expect("valid options");
+    assert_eq!(services.spill.held(), 1);
+    drop(kept);
+}
