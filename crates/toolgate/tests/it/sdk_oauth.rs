@@ -44,13 +44,14 @@ impl Front {
         Front { provider, config, gateway, key: key.key }
     }
 
-    /// An access token for alice and this gateway that expired a minute ago, signed by the
+    /// An access token for alice and this gateway that expired ten minutes ago (well past any
+    /// clock skew the gateway allows), signed by the
     /// authorization server.
     async fn expired_token(&self) -> String {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_secs();
         let claims = json!({
             "sub": "alice", "aud": self.gateway.url, "scope": "mcp:tools", "client_id": "sdk",
-            "groups": ["oncall"], "tenant": "acme", "iat": now - 660, "exp": now - 60,
+            "groups": ["oncall"], "tenant": "acme", "iat": now - 1200, "exp": now - 600,
         });
         self.provider.mint(claims, json!({}), Sign::Provider).await
     }
