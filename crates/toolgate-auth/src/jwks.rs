@@ -91,6 +91,8 @@ pub trait Fetch: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct HttpFetch {
     client: reqwest::Client,
+    /// For POSTs, which carry a client's secret: no redirect is followed.
+    pub(crate) no_redirect: reqwest::Client,
 }
 
 impl HttpFetch {
@@ -112,7 +114,37 @@ impl HttpFetch {
             }))
             .build()
             .map_err(|error| FetchError::Http(error.to_string()))?;
-        Ok(HttpFetch { client })
+        let no_redirect = reqwest::Client::builder()
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| FetchError::Http(error.to_string()))?;
+        Ok(HttpFetch { client, no_redirect })
+    }
+
+    /// The body of the answer to `request`, when its status is a success, at most `limit`
+    /// bytes.
+    pub(crate) async fn read(
+        &self,
+        request: reqwest::RequestBuilder,
+        limit: usize,
+    ) -> Result<Vec<u8>, FetchError> {
+        let http = |error: reqwest::Error| FetchError::Http(chain(&error.without_url()));
+        let mut response = request.send().await.map_err(http)?;
+        if !response.status().is_success() {
+            return Err(FetchError::Status(response.status().as_u16()));
+        }
+        if response.content_length().is_some_and(|length| length > limit as u64) {
+            return Err(FetchError::TooLarge { limit });
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(http)? {
+            if body.len() + chunk.len() > limit {
+                return Err(FetchError::TooLarge { limit });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 }
 
@@ -123,28 +155,8 @@ impl Fetch for HttpFetch {
         limit: usize,
     ) -> Pin<Box<dyn Future<Output = Result<Vec<u8>, FetchError>> + Send + 'a>> {
         Box::pin(async move {
-            let http = |error: reqwest::Error| FetchError::Http(chain(&error.without_url()));
-            let mut response = self
-                .client
-                .get(url.clone())
-                .header("accept", "application/json")
-                .send()
-                .await
-                .map_err(http)?;
-            if !response.status().is_success() {
-                return Err(FetchError::Status(response.status().as_u16()));
-            }
-            if response.content_length().is_some_and(|length| length > limit as u64) {
-                return Err(FetchError::TooLarge { limit });
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(http)? {
-                if body.len() + chunk.len() > limit {
-                    return Err(FetchError::TooLarge { limit });
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(body)
+            let request = self.client.get(url.clone()).header("accept", "application/json");
+            self.read(request, limit).await
         })
     }
 }

@@ -153,6 +153,14 @@ pub enum TokenError {
         /// What is wrong.
         reason: String,
     },
+    /// The authorization server says the token is not active (unknown, revoked, expired), or
+    /// it is not an access token.
+    #[error("token not active at the authorization server")]
+    Inactive,
+    /// The token could not be checked: the introspection endpoint did not answer, or not as
+    /// RFC 7662 says. Not the token's fault: a 503, and nothing is cached.
+    #[error("introspection failed: {0}")]
+    Unavailable(String),
     /// The token lacks required scopes.
     #[error("insufficient scope: missing {}", missing.join(" "))]
     InsufficientScope {
@@ -168,6 +176,11 @@ impl TokenError {
             TokenError::InsufficientScope { missing } => Some(missing),
             _ => None,
         }
+    }
+
+    /// Whether the token could not be checked at all (a 503, not a 401).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, TokenError::Unavailable(_))
     }
 }
 
@@ -244,7 +257,7 @@ impl JwtVerifier {
         }
         let key = DecodingKey::from_jwk(&jwk).map_err(|error| mismatch(error.to_string()))?;
         let claims = self.decode(token, alg, &key)?;
-        self.identity(&claims)
+        identity(&self.settings, &claims, Method::Jwt)
     }
 
     fn decode(
@@ -281,50 +294,53 @@ impl JwtVerifier {
             }),
         }
     }
+}
 
-    fn identity(&self, claims: &Map<String, Value>) -> Result<Identity, TokenError> {
-        let settings = &self.settings;
-        let principal = match claims.get(&settings.principal_claim) {
-            Some(Value::String(text)) if !text.is_empty() => {
-                bounded(&settings.principal_claim, text)?
-            }
+/// The identity `claims` give per `settings` (principal, groups, tenant, scopes), or why not;
+/// the required scopes are checked last. For a JWT, and for an introspection's answer.
+pub(crate) fn identity(
+    settings: &JwtSettings,
+    claims: &Map<String, Value>,
+    method: Method,
+) -> Result<Identity, TokenError> {
+    let principal = match claims.get(&settings.principal_claim) {
+        Some(Value::String(text)) if !text.is_empty() => bounded(&settings.principal_claim, text)?,
+        Some(_) => {
+            return Err(TokenError::InvalidClaim {
+                claim: settings.principal_claim.clone(),
+                reason: "not a non-empty string".into(),
+            });
+        }
+        None => return Err(TokenError::MissingClaim(settings.principal_claim.clone())),
+    };
+    let groups = match &settings.groups_claim {
+        Some(claim) => strings(claim, claims.get(claim))?,
+        None => Vec::new(),
+    };
+    let tenant = match &settings.tenant_claim {
+        Some(claim) => match claims.get(claim) {
+            Some(Value::String(text)) if !text.is_empty() => Some(bounded(claim, text)?),
+            None => None,
             Some(_) => {
                 return Err(TokenError::InvalidClaim {
-                    claim: settings.principal_claim.clone(),
+                    claim: claim.clone(),
                     reason: "not a non-empty string".into(),
                 });
             }
-            None => return Err(TokenError::MissingClaim(settings.principal_claim.clone())),
-        };
-        let groups = match &settings.groups_claim {
-            Some(claim) => strings(claim, claims.get(claim))?,
-            None => Vec::new(),
-        };
-        let tenant = match &settings.tenant_claim {
-            Some(claim) => match claims.get(claim) {
-                Some(Value::String(text)) if !text.is_empty() => Some(bounded(claim, text)?),
-                None => None,
-                Some(_) => {
-                    return Err(TokenError::InvalidClaim {
-                        claim: claim.clone(),
-                        reason: "not a non-empty string".into(),
-                    });
-                }
-            },
-            None => None,
-        };
-        let scopes = match (claims.get("scope"), claims.get("scp")) {
-            (Some(scope), _) => strings("scope", Some(scope))?,
-            (None, scp) => strings("scp", scp)?,
-        };
-        let granted: BTreeSet<&str> = scopes.iter().map(String::as_str).collect();
-        let missing: Vec<String> =
-            settings.scopes.iter().filter(|s| !granted.contains(s.as_str())).cloned().collect();
-        if !missing.is_empty() {
-            return Err(TokenError::InsufficientScope { missing });
-        }
-        Ok(Identity { principal, groups, tenant, method: Method::Jwt, scopes })
+        },
+        None => None,
+    };
+    let scopes = match (claims.get("scope"), claims.get("scp")) {
+        (Some(scope), _) => strings("scope", Some(scope))?,
+        (None, scp) => strings("scp", scp)?,
+    };
+    let granted: BTreeSet<&str> = scopes.iter().map(String::as_str).collect();
+    let missing: Vec<String> =
+        settings.scopes.iter().filter(|s| !granted.contains(s.as_str())).cloned().collect();
+    if !missing.is_empty() {
+        return Err(TokenError::InsufficientScope { missing });
     }
+    Ok(Identity { principal, groups, tenant, method, scopes })
 }
 
 fn bounded(claim: &str, text: &str) -> Result<String, TokenError> {

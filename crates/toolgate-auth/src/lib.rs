@@ -10,17 +10,21 @@
 //! - [`jwks`]: the issuer's signing keys, found through its metadata (RFC 8414, then OpenID
 //!   discovery) or `jwks_url`, cached, and refetched on an unknown `kid` at most once per
 //!   floor. Everything a remote document controls is bounded.
+//! - [`introspect`]: opaque access tokens, checked at the issuer's introspection endpoint
+//!   (RFC 7662) as a JWT's claims are, with a cache bounded in size and time.
 //! - [`challenge`]: what the server answers: RFC 9728 protected resource metadata and the
 //!   `WWW-Authenticate` values of a 401 and a 403.
 //!
-//! No server code; the only IO is fetching the issuer's metadata and keys.
+//! No server code; the only IO is fetching the issuer's metadata and keys, and introspecting.
 
 pub mod api_key;
 pub mod challenge;
+pub mod introspect;
 pub mod jwks;
 pub mod jwt;
 
 pub use api_key::{ApiKeyError, ApiKeys, NewKey, generate_key};
+pub use introspect::{Introspector, PostForm};
 pub use jwks::{Fetch, FetchError, HttpFetch, JwksCache, JwksError, KeySource, Limits};
 pub use jwt::{JwtSettings, JwtVerifier, SettingsError, TokenError};
 
@@ -31,14 +35,17 @@ pub enum Method {
     Jwt,
     /// An `[auth.api_keys]` entry.
     ApiKey,
+    /// An opaque OAuth access token, which the issuer's introspection endpoint vouched for.
+    Introspection,
 }
 
 impl Method {
-    /// `jwt` or `api_key`, as events and the audit log will name it.
+    /// `jwt`, `api_key` or `introspection`, as events and the audit log will name it.
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Jwt => "jwt",
             Method::ApiKey => "api_key",
+            Method::Introspection => "introspection",
         }
     }
 }
@@ -46,7 +53,8 @@ impl Method {
 /// Who a credential belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
-    /// The principal: the token's `principal_claim`, or the API key's name.
+    /// The principal: the token's (or introspection answer's) `principal_claim`, or the API
+    /// key's name.
     pub principal: String,
     /// Its groups: the token's `groups_claim`, or the key's `groups`.
     pub groups: Vec<String>,

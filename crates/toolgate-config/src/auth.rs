@@ -12,6 +12,11 @@
 //! clock_skew = "60s"                         # the default
 //! algorithms = ["RS256", "ES256"]            # the default; never `none` or HMAC
 //! allow_anonymous = false
+//! introspection_url = "https://id.example.com/introspect"  # opaque tokens (RFC 7662)
+//! introspection_client_id = "toolgate"       # toolgate's client there
+//! introspection_client_secret = "${INTROSPECTION_SECRET}"
+//! introspection_cache_size = 1024            # the default; 0: no cache
+//! introspection_cache_ttl = "60s"            # the default, at most 300s
 //!
 //! [auth.api_keys]
 //! ci = { hash = "sha256:<64 hex digits>", groups = ["deploy"], tenant = "acme" }
@@ -22,13 +27,20 @@
 //! ```
 //!
 //! Only the file is checked: nothing here contacts the issuer. URLs must be `https`, except
-//! to a loopback host. The HTTP front (`toolgate-server`) enforces it.
+//! to a loopback host. With `introspection_url` (which needs `issuer`; it is not discovered
+//! from the issuer's metadata), a credential that is not a JWT and not an API key is an opaque
+//! token, sent to that endpoint with the client's id and secret (`client_secret_basic`): it
+//! must be active, for the audience (`aud` is required), and is read as a JWT's claims are. An
+//! active answer is kept at most `introspection_cache_ttl` and never past the token's `exp`; a
+//! refusal is not kept. When the endpoint cannot be asked, the request is refused with 503.
+//! The HTTP front (`toolgate-server`) enforces it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::check::Checker;
 use crate::error::key_path;
+use crate::model::Secret;
 use crate::value::Value;
 
 const AUTH_KEYS: &[&str] = &[
@@ -42,6 +54,11 @@ const AUTH_KEYS: &[&str] = &[
     "clock_skew",
     "algorithms",
     "allow_anonymous",
+    "introspection_url",
+    "introspection_client_id",
+    "introspection_client_secret",
+    "introspection_cache_size",
+    "introspection_cache_ttl",
     "api_keys",
     "roles",
 ];
@@ -52,6 +69,14 @@ const API_KEY_KEYS: &[&str] = &["hash", "groups", "tenant"];
 pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(60);
 /// The largest `clock_skew` accepted.
 pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(300);
+/// Default `introspection_cache_size`: how many introspected tokens are remembered.
+pub const DEFAULT_INTROSPECTION_CACHE_SIZE: usize = 1024;
+/// The largest `introspection_cache_size` accepted.
+pub const MAX_INTROSPECTION_CACHE_SIZE: usize = 1_000_000;
+/// Default `introspection_cache_ttl`: how long an active answer is kept, at most.
+pub const DEFAULT_INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
+/// The largest `introspection_cache_ttl` accepted: a revoked token is served at most this long.
+pub const MAX_INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(300);
 /// Default `principal_claim`.
 pub const DEFAULT_PRINCIPAL_CLAIM: &str = "sub";
 /// Default `algorithms`.
@@ -85,10 +110,28 @@ pub struct AuthConfig {
     pub algorithms: Vec<String>,
     /// Whether a request without credentials is let through, as `anonymous`.
     pub allow_anonymous: bool,
+    /// Opaque tokens checked at the issuer's introspection endpoint (RFC 7662); `None`: not
+    /// at all.
+    pub introspection: Option<IntrospectionConfig>,
     /// `[auth.api_keys]`, by name.
     pub api_keys: BTreeMap<String, ApiKeyConfig>,
     /// `[auth.roles]`: who may use the admin API with these credentials.
     pub roles: Roles,
+}
+
+/// The `introspection_*` keys of `[auth]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntrospectionConfig {
+    /// The introspection endpoint.
+    pub url: url::Url,
+    /// The client toolgate authenticates as there (`client_secret_basic`).
+    pub client_id: String,
+    /// Its secret.
+    pub client_secret: Secret,
+    /// The most tokens remembered; 0: none.
+    pub cache_size: usize,
+    /// The longest an active answer is remembered (never past the token's `exp`).
+    pub cache_ttl: Duration,
 }
 
 /// `[auth.roles]`: each role a list of members, each `group:NAME` (everyone in that group)
@@ -115,6 +158,7 @@ impl Default for AuthConfig {
             clock_skew: DEFAULT_CLOCK_SKEW,
             algorithms: DEFAULT_ALGORITHMS.iter().map(|a| (*a).to_owned()).collect(),
             allow_anonymous: false,
+            introspection: None,
             api_keys: BTreeMap::new(),
             roles: Roles::default(),
         }
@@ -203,6 +247,18 @@ pub(crate) fn check_auth(cx: &mut Checker<'_>, value: &Value) -> Option<AuthConf
     if let Some(value) = fields.get("allow_anonymous") {
         track(cx.boolean(value, &at("allow_anonymous")).map(|b| auth.allow_anonymous = b));
     }
+    let introspection_keys: Vec<&str> =
+        AUTH_KEYS.iter().copied().filter(|k| k.starts_with("introspection_")).collect();
+    if fields.contains_key("introspection_url") {
+        track(introspection(cx, &fields).map(|i| auth.introspection = Some(i)));
+    } else {
+        for key in &introspection_keys {
+            if fields.contains_key(key) {
+                cx.error(&at(key), "applies to introspection: set auth.introspection_url");
+                track(None);
+            }
+        }
+    }
     if let Some(value) = fields.get("api_keys") {
         track(api_keys(cx, value, &at("api_keys")).map(|keys| auth.api_keys = keys));
     }
@@ -210,7 +266,9 @@ pub(crate) fn check_auth(cx: &mut Checker<'_>, value: &Value) -> Option<AuthConf
         track(roles(cx, value, &at("roles")).map(|roles| auth.roles = roles));
     }
     if ok && auth.issuer.is_none() {
-        for key in ["audience", "jwks_url", "scopes", "groups_claim", "tenant_claim"] {
+        for key in
+            ["audience", "jwks_url", "scopes", "groups_claim", "tenant_claim", "introspection_url"]
+        {
             if fields.contains_key(key) {
                 cx.error(&at(key), "applies to tokens, which need `issuer`: set auth.issuer");
                 ok = false;
@@ -222,6 +280,78 @@ pub(crate) fn check_auth(cx: &mut Checker<'_>, value: &Value) -> Option<AuthConf
         }
     }
     ok.then_some(auth)
+}
+
+/// The `introspection_*` keys, `introspection_url` among them.
+fn introspection(
+    cx: &mut Checker<'_>,
+    fields: &BTreeMap<&str, &Value>,
+) -> Option<IntrospectionConfig> {
+    let at = |key: &str| key_path("auth", key);
+    let url = url_text(cx, fields["introspection_url"], &at("introspection_url"), false)
+        .and_then(|text| url::Url::parse(&text).ok());
+    let client_id = match fields.get("introspection_client_id") {
+        Some(value) => claim(cx, value, &at("introspection_client_id")),
+        None => {
+            cx.error(&at("introspection_client_id"), "missing: the client toolgate introspects as");
+            None
+        }
+    };
+    let path = at("introspection_client_secret");
+    let client_secret = match fields.get("introspection_client_secret") {
+        Some(value) => cx.secret(|cx| {
+            let text = cx.string(value, &path)?;
+            let secret = cx.interpolate(text, &path)?;
+            if secret.is_empty() {
+                cx.error(&path, "must not be empty");
+                return None;
+            }
+            Some(Secret::new(secret))
+        }),
+        None => {
+            cx.error(&path, "missing: the client's secret, as `${VAR}`");
+            None
+        }
+    };
+    let cache_size = match fields.get("introspection_cache_size") {
+        Some(value) => {
+            let path = at("introspection_cache_size");
+            match value {
+                Value::Integer(n) if (0..=MAX_INTROSPECTION_CACHE_SIZE as i64).contains(n) => {
+                    Some(*n as usize)
+                }
+                Value::Integer(_) => {
+                    cx.error(&path, format!("from 0 to {MAX_INTROSPECTION_CACHE_SIZE}"));
+                    None
+                }
+                other => {
+                    cx.expected(&path, "an integer", other);
+                    None
+                }
+            }
+        }
+        None => Some(DEFAULT_INTROSPECTION_CACHE_SIZE),
+    };
+    let cache_ttl = match fields.get("introspection_cache_ttl") {
+        Some(value) => {
+            let path = at("introspection_cache_ttl");
+            cx.duration(value, &path).and_then(|ttl| {
+                if ttl > MAX_INTROSPECTION_CACHE_TTL {
+                    cx.error(&path, format!("at most {}s", MAX_INTROSPECTION_CACHE_TTL.as_secs()));
+                    return None;
+                }
+                Some(ttl)
+            })
+        }
+        None => Some(DEFAULT_INTROSPECTION_CACHE_TTL),
+    };
+    Some(IntrospectionConfig {
+        url: url?,
+        client_id: client_id?,
+        client_secret: client_secret?,
+        cache_size: cache_size?,
+        cache_ttl: cache_ttl?,
+    })
 }
 
 /// A URL written as text, checked: `http(s)`, `https` unless the host is loopback, no

@@ -52,8 +52,10 @@ use std::path::{Path, PathBuf};
 
 pub use agent::{AGENT_PROVIDERS, PROVIDER_KEY_VARS};
 pub use auth::{
-    DEFAULT_ALGORITHMS, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_CLAIM, JWT_ALGORITHMS,
-    MAX_CLOCK_SKEW, Roles, is_api_key_name, parse_key_hash,
+    DEFAULT_ALGORITHMS, DEFAULT_CLOCK_SKEW, DEFAULT_INTROSPECTION_CACHE_SIZE,
+    DEFAULT_INTROSPECTION_CACHE_TTL, DEFAULT_PRINCIPAL_CLAIM, IntrospectionConfig, JWT_ALGORITHMS,
+    MAX_CLOCK_SKEW, MAX_INTROSPECTION_CACHE_SIZE, MAX_INTROSPECTION_CACHE_TTL, Roles,
+    is_api_key_name, parse_key_hash,
 };
 pub use discover::{CONFIG_VAR, Discovered, FILE_NAME, Origin};
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};

@@ -370,6 +370,7 @@ fn dump(config: &Config) -> String {
             clock_skew,
             algorithms,
             allow_anonymous,
+            introspection,
             api_keys,
             roles,
         } = auth;
@@ -384,6 +385,21 @@ fn dump(config: &Config) -> String {
         line(w, 1, "clock_skew", format!("{clock_skew:?}"));
         line(w, 1, "algorithms", format!("{algorithms:?}"));
         line(w, 1, "allow_anonymous", allow_anonymous);
+        // Shown only when set, so that fixtures written before it existed still hold.
+        if let Some(introspection) = introspection {
+            let toolgate_config::IntrospectionConfig {
+                url,
+                client_id,
+                client_secret,
+                cache_size,
+                cache_ttl,
+            } = introspection;
+            line(w, 1, "introspection.url", url);
+            line(w, 1, "introspection.client_id", client_id);
+            line(w, 1, "introspection.client_secret", client_secret);
+            line(w, 1, "introspection.cache_size", cache_size);
+            line(w, 1, "introspection.cache_ttl", format!("{cache_ttl:?}"));
+        }
         for (name, key) in api_keys {
             let toolgate_config::ApiKeyConfig { hash, groups, tenant } = key;
             line(w, 1, &format!("api_keys.{name}"), "");

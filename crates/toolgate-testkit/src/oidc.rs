@@ -2,7 +2,8 @@
 //! `tests/deps/npm`) run by `tests/deps/oidc/provider.mjs` on 127.0.0.1, killed on drop.
 //!
 //! The launcher's header says what it serves: open dynamic client registration, JWT access
-//! tokens whose `aud` is the `resource` asked for, `groups` and `tenant` claims, an
+//! tokens whose `aud` is the `resource` asked for (opaque ones for [`CI_OPAQUE`], with token
+//! introspection and revocation), `groups` and `tenant` claims, an
 //! authorization code flow that needs no human, and test-only routes to mint any token
 //! ([`OidcProvider::mint`]) and rotate the signing key ([`OidcProvider::rotate`]).
 //! A missing Node 22 or npm install fails the test, saying how to install it.
@@ -36,6 +37,13 @@ pub struct StaticClient {
 pub const CI_ACME: StaticClient = StaticClient { id: "ci-acme", secret: "ci-acme-secret" };
 /// `groups` `[]`, `tenant` `"globex"`.
 pub const CI_GLOBEX: StaticClient = StaticClient { id: "ci-globex", secret: "ci-globex-secret" };
+
+/// `groups` `["deploy"]`, `tenant` `"acme"`; its access tokens are opaque, checked by
+/// introspection.
+pub const CI_OPAQUE: StaticClient = StaticClient { id: "ci-opaque", secret: "ci-opaque-secret" };
+/// The resource server's own client, which may introspect tokens
+/// ([`OidcProvider::introspection_endpoint`]).
+pub const TOOLGATE: StaticClient = StaticClient { id: "toolgate", secret: "toolgate-secret" };
 
 /// The key a [minted](OidcProvider::mint) token is signed with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,8 +163,29 @@ impl OidcProvider {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// The token introspection endpoint (RFC 7662), where [`TOOLGATE`] may ask.
+    pub fn introspection_endpoint(&self) -> String {
+        self.url("/token/introspection")
+    }
+
+    /// Revokes `token` (RFC 7009), as the `client` it was issued to.
+    ///
+    /// # Panics
+    ///
+    /// If the revocation endpoint refuses.
+    pub async fn revoke(&self, client: StaticClient, token: &str) {
+        let request = self
+            .http
+            .post(self.url("/token/revocation"))
+            .basic_auth(client.id, Some(client.secret))
+            .form(&[("token", token), ("token_type_hint", "access_token")]);
+        let response = request.send().await.expect("the revocation endpoint answers");
+        let status = response.status();
+        assert!(status.is_success(), "revocation: {status}\n{}", self.stderr());
+    }
+
     /// The access token `client` gets with the `client_credentials` grant for `resource`
-    /// and `scopes`: a JWT with `aud` = `resource`.
+    /// and `scopes`: a JWT with `aud` = `resource` (opaque for [`CI_OPAQUE`]).
     ///
     /// # Panics
     ///

@@ -15,6 +15,9 @@
 //   resource's challenge names);
 // - resource indicators (RFC 8707): any `resource` is a resource server whose access tokens are
 //   JWTs (typ at+jwt) with `aud` = the resource, scopes mcp:tools and mcp:admin, 10 minutes;
+//   except that the tokens of the static client ci-opaque are opaque, with the same `aud`;
+// - token introspection (RFC 7662) at /token/introspection, for the static clients (toolgate,
+//   below, is the resource server's own), and revocation (RFC 7009) at /token/revocation;
 // - grants: authorization_code (response_type code only, PKCE S256 required of every
 //   client), refresh_token (issued with every code whose client may use it, no offline_access
 //   needed; rotated at each use by a public client), client_credentials;
@@ -65,6 +68,10 @@ const ACCOUNTS = {
 const STATIC_CLIENTS = {
   'ci-acme': { secret: 'ci-acme-secret', groups: ['deploy'], tenant: 'acme' },
   'ci-globex': { secret: 'ci-globex-secret', groups: [], tenant: 'globex' },
+  // Its access tokens are opaque: checked by introspection.
+  'ci-opaque': { secret: 'ci-opaque-secret', groups: ['deploy'], tenant: 'acme', opaque: true },
+  // The resource server's client, which introspects.
+  toolgate: { secret: 'toolgate-secret', groups: [] },
 };
 
 // The signing keys, private, by kid; `current` signs access tokens and "provider" mints.
@@ -221,15 +228,17 @@ provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     registration: { enabled: true },
     clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: async (ctx, client, oneOf) => oneOf,
       useGrantedResource: async () => true,
-      getResourceServerInfo: async (ctx, resource) => ({
+      getResourceServerInfo: async (ctx, resource, client) => ({
         scope: SCOPES,
         audience: resource,
         accessTokenTTL: ACCESS_TOKEN_TTL,
-        accessTokenFormat: 'jwt',
+        accessTokenFormat: STATIC_CLIENTS[client?.clientId]?.opaque ? 'opaque' : 'jwt',
         jwt: { sign: { alg: keys.get(current).alg, kid: current } },
       }),
     },

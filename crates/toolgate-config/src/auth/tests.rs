@@ -119,3 +119,33 @@ fn roles_name_groups_and_principals_never_strangers() {
     let error = auth("[auth]\nallow_anonymous = true\n[auth.roles]\nowners = []\n").unwrap_err();
     assert!(error.contains("auth.roles.owners"), "{error}");
 }
+
+#[test]
+fn introspection_defaults_and_its_secret_is_interpolated_and_hidden() {
+    let text = "[auth]\nissuer = \"https://id.example.com\"\n\
+                introspection_url = \"https://id.example.com/introspect\"\n\
+                introspection_client_id = \"toolgate\"\n\
+                introspection_client_secret = \"${KEY_HASH}\"\n";
+    let introspection = auth(text).expect("valid").introspection.expect("introspection");
+    assert_eq!(introspection.url.as_str(), "https://id.example.com/introspect");
+    assert_eq!(introspection.client_id, "toolgate");
+    assert_eq!(introspection.client_secret.expose(), format!("sha256:{}", "ab".repeat(32)));
+    assert!(!format!("{introspection:?}").contains("abab"), "the secret is never shown");
+    assert_eq!(introspection.cache_size, DEFAULT_INTROSPECTION_CACHE_SIZE);
+    assert_eq!(introspection.cache_ttl, DEFAULT_INTROSPECTION_CACHE_TTL);
+}
+
+#[test]
+fn introspection_needs_its_client_and_its_cache_may_be_off() {
+    let base = "[auth]\nissuer = \"https://id.example.com\"\n\
+                introspection_url = \"http://127.0.0.1:9/introspect\"\n";
+    let error = auth(base).unwrap_err();
+    assert!(error.contains("auth.introspection_client_id: missing"), "{error}");
+    assert!(error.contains("auth.introspection_client_secret: missing"), "{error}");
+    let text = format!(
+        "{base}introspection_client_id = \"t\"\nintrospection_client_secret = \"s\"\n\
+         introspection_cache_size = 0\nintrospection_cache_ttl = \"1s\"\n"
+    );
+    let introspection = auth(&text).expect("valid").introspection.expect("introspection");
+    assert_eq!((introspection.cache_size, introspection.cache_ttl), (0, Duration::from_secs(1)));
+}

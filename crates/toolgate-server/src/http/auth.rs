@@ -1,7 +1,10 @@
 //! Who is calling: the bearer credential a request carries, checked against `[auth]`.
 //!
 //! A request's `Authorization: Bearer <credential>` is an OAuth access token (a JWT: three
-//! dot-separated parts) when `[auth]` names an issuer, else an API key. A request without one
+//! dot-separated parts) when `[auth]` names an issuer, else an API key, else, with
+//! `introspection_url`, an opaque access token that the issuer's introspection endpoint is
+//! asked about (RFC 7662; API keys first, as they are checked here). When that endpoint cannot
+//! be asked, the request is refused with 503: the token was not checked, and it may be good. A request without one
 //! is `anonymous:anonymous` when `allow_anonymous` is set, else refused with 401 and the
 //! `WWW-Authenticate` challenge that points the client at the protected resource metadata
 //! (RFC 9728), from which it finds the authorization server. A credential that was presented
@@ -19,13 +22,13 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use tokio::sync::Semaphore;
 use toolgate_auth::{
-    ApiKeys, HttpFetch, Identity, JwksCache, JwtSettings, JwtVerifier, KeySource, Limits, Method,
-    TokenError, challenge,
+    ApiKeys, HttpFetch, Identity, Introspector, JwksCache, JwtSettings, JwtVerifier, KeySource,
+    Limits, Method, TokenError, challenge,
 };
 use toolgate_config::AuthConfig;
 use toolgate_intercept::Principal;
 
-/// How long a fetch of the issuer's metadata or keys may take.
+/// How long a fetch of the issuer's metadata or keys, or an introspection, may take.
 const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How many argon2 checks run at once: each costs tens of milliseconds of a core, so a flood
@@ -38,6 +41,7 @@ pub struct Authenticator {
     argon2: bool,
     argon2_slots: Semaphore,
     jwt: Option<JwtVerifier>,
+    introspector: Option<Introspector>,
     allow_anonymous: bool,
     /// The canonical URL of `/mcp`: the audience tokens must be for, and the metadata's
     /// `resource`.
@@ -55,6 +59,7 @@ impl std::fmt::Debug for Authenticator {
         f.debug_struct("Authenticator")
             .field("keys", &self.keys)
             .field("issuer", &self.jwt.as_ref().map(|j| &j.settings().issuer))
+            .field("introspector", &self.introspector)
             .field("allow_anonymous", &self.allow_anonymous)
             .field("resource", &self.resource.as_str())
             .finish_non_exhaustive()
@@ -97,15 +102,20 @@ impl Authenticator {
             .api_keys
             .values()
             .any(|key| matches!(key.hash, toolgate_config::KeyHash::Argon2(_)));
-        let jwt = match KeySource::from_config(auth) {
+        let (jwt, introspector) = match KeySource::from_config(auth) {
             Some(source) => {
                 let settings = JwtSettings::from_config(auth, resource.as_str())
                     .map_err(AuthSetupError::Settings)?;
-                let fetch = HttpFetch::new(FETCH_TIMEOUT).map_err(AuthSetupError::Fetch)?;
-                let cache = JwksCache::new(source, Arc::new(fetch), Limits::default());
-                Some(JwtVerifier::new(settings, cache).map_err(AuthSetupError::Settings)?)
+                let fetch = Arc::new(HttpFetch::new(FETCH_TIMEOUT).map_err(AuthSetupError::Fetch)?);
+                let introspector = auth
+                    .introspection
+                    .as_ref()
+                    .map(|config| Introspector::new(settings.clone(), config, fetch.clone()));
+                let cache = JwksCache::new(source, fetch, Limits::default());
+                let jwt = JwtVerifier::new(settings, cache).map_err(AuthSetupError::Settings)?;
+                (Some(jwt), introspector)
             }
-            None => None,
+            None => (None, None),
         };
         let metadata = auth.issuer.as_ref().map(|issuer| {
             challenge::protected_resource_metadata(
@@ -119,6 +129,7 @@ impl Authenticator {
             argon2,
             argon2_slots: Semaphore::new(ARGON2_AT_ONCE),
             jwt,
+            introspector,
             allow_anonymous: auth.allow_anonymous,
             metadata_url: challenge::metadata_url(&resource),
             resource,
@@ -149,10 +160,12 @@ impl Authenticator {
             && let Some(jwt) = &self.jwt
         {
             jwt.verify(credential).await.map_err(|error| self.refused(&error))?
+        } else if let Some(identity) = self.api_key(credential).await {
+            identity
+        } else if let Some(introspector) = &self.introspector {
+            introspector.verify(credential).await.map_err(|error| self.refused(&error))?
         } else {
-            self.api_key(credential)
-                .await
-                .ok_or_else(|| self.unauthorized(true, "the credential is not a valid key"))?
+            return Err(self.unauthorized(true, "the credential is not a valid key"));
         };
         Ok(principal_of(identity))
     }
@@ -169,6 +182,15 @@ impl Authenticator {
     }
 
     fn refused(&self, error: &TokenError) -> Response {
+        if error.is_unavailable() {
+            // Logged where it happened; the client may retry with the same token.
+            let body = serde_json::json!({
+                "error": "temporarily_unavailable",
+                "error_description": "the token could not be checked: the authorization server's \
+                                      introspection endpoint did not answer",
+            });
+            return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+        }
         tracing::debug!(%error, "refused an access token");
         match error.missing_scopes() {
             Some(_) => {
@@ -226,10 +248,12 @@ fn looks_like_jwt(credential: &str) -> bool {
     credential.bytes().filter(|b| *b == b'.').count() == 2
 }
 
-/// The pipeline's principal for an identity: `jwt:<claim>` or `key:<name>`.
+/// The pipeline's principal for an identity: `jwt:<claim>` (a JWT), `token:<claim>` (an
+/// opaque token, introspected) or `key:<name>`.
 fn principal_of(identity: Identity) -> Principal {
     let kind = match identity.method {
         Method::Jwt => "jwt",
+        Method::Introspection => "token",
         Method::ApiKey => "key",
     };
     Principal::new(kind, identity.principal)

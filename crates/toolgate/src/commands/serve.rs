@@ -186,11 +186,15 @@ fn check_exposure(
     Ok(())
 }
 
-/// One line on who may call: the issuer, how many API keys, whether anonymous is let in.
+/// One line on who may call: the issuer, its introspection endpoint, how many API keys,
+/// whether anonymous is let in.
 fn describe_auth(auth: &toolgate_config::AuthConfig) -> String {
     let mut parts = Vec::new();
     if let Some(issuer) = &auth.issuer {
         parts.push(format!("access tokens from {issuer}"));
+    }
+    if let Some(introspection) = &auth.introspection {
+        parts.push(format!("opaque tokens introspected at {}", introspection.url));
     }
     match auth.api_keys.len() {
         0 => {}

@@ -27,6 +27,7 @@ mod http_front;
 mod identity;
 mod install_deps;
 mod integrity;
+mod introspection;
 mod keys;
 mod limits;
 mod matrix;

@@ -159,3 +159,83 @@ fn only_three_dotted_parts_look_like_a_token() {
     assert!(!looks_like_jwt("a.b"));
     assert!(!looks_like_jwt("a.b.c.d"));
 }
+
+/// An introspection endpoint on 127.0.0.1 that calls `opaque-alice` active for the resource
+/// and every other token inactive, counting the requests; its URL.
+async fn introspection_endpoint(
+    hits: Arc<std::sync::atomic::AtomicUsize>,
+) -> (url::Url, tokio::task::JoinHandle<()>) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let app = axum::Router::new().route(
+        "/introspect",
+        axum::routing::post(move |body: String| {
+            let hits = hits.clone();
+            async move {
+                hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let answer = if body.starts_with("token=opaque-alice&") {
+                    serde_json::json!({
+                        "active": true, "sub": "alice", "aud": "http://127.0.0.1:8931/mcp",
+                        "iss": "http://127.0.0.1:9", "scope": "mcp:tools", "exp": now + 600,
+                        "token_type": "Bearer",
+                    })
+                } else {
+                    serde_json::json!({ "active": false })
+                };
+                axum::Json(answer)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/introspect", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url::Url::parse(&url).unwrap(), server)
+}
+
+fn with_introspection(url: url::Url, key: &AuthConfig) -> AuthConfig {
+    AuthConfig {
+        issuer: Some("http://127.0.0.1:9".into()),
+        introspection: Some(toolgate_config::IntrospectionConfig {
+            url,
+            client_id: "toolgate".into(),
+            client_secret: toolgate_config::Secret::new("secret"),
+            cache_size: 16,
+            cache_ttl: std::time::Duration::from_secs(60),
+        }),
+        ..key.clone()
+    }
+}
+
+#[tokio::test]
+async fn an_opaque_token_is_introspected_after_the_keys() {
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (url, server) = introspection_endpoint(hits.clone()).await;
+    let (keys, key) = with_key(false);
+    let auth = Authenticator::new(&with_introspection(url, &keys), &resource()).unwrap();
+    let count = || hits.load(std::sync::atomic::Ordering::SeqCst);
+
+    let principal = outcome(&auth, Some("Bearer opaque-alice")).await.expect("active");
+    assert_eq!(principal.to_string(), "token:alice");
+    assert_eq!(count(), 1);
+    outcome(&auth, Some("Bearer opaque-alice")).await.expect("cached");
+    assert_eq!(count(), 1, "the cache answered");
+
+    // An API key is checked first, here: the endpoint is not asked.
+    assert_eq!(outcome(&auth, Some(&format!("Bearer {key}"))).await.unwrap().id, "ci");
+    assert_eq!(count(), 1);
+
+    let refused = outcome(&auth, Some("Bearer opaque-revoked")).await.expect_err("inactive");
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert!(challenge(&refused).contains("error=\"invalid_token\""), "{}", challenge(&refused));
+    assert_eq!(count(), 2);
+
+    server.abort();
+
+    // No endpoint (nothing listens there): the token cannot be checked, 503 and no challenge.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = url::Url::parse(&format!("http://{}/introspect", closed.local_addr().unwrap()));
+    drop(closed);
+    let auth = Authenticator::new(&with_introspection(url.unwrap(), &keys), &resource()).unwrap();
+    let refused = outcome(&auth, Some("Bearer opaque-alice")).await.expect_err("unavailable");
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(refused.headers().get(header::WWW_AUTHENTICATE).is_none());
+}
