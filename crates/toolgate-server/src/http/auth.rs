@@ -4,7 +4,8 @@
 //! dot-separated parts) when `[auth]` names an issuer, else an API key, else, with
 //! `introspection_url`, an opaque access token that the issuer's introspection endpoint is
 //! asked about (RFC 7662; API keys first, as they are checked here). When that endpoint cannot
-//! be asked, the request is refused with 503: the token was not checked, and it may be good. A request without one
+//! be asked, the request is refused with 503: the token was not checked, and it may be good.
+//! A request without a credential
 //! is `anonymous:anonymous` when `allow_anonymous` is set, else refused with 401 and the
 //! `WWW-Authenticate` challenge that points the client at the protected resource metadata
 //! (RFC 9728), from which it finds the authorization server. A credential that was presented
