@@ -439,3 +439,32 @@ async fn a_tenants_own_pipeline_entries_apply_to_its_callers_only() {
     globex_client.cancel().await.expect("closes");
     assert!(gateway.terminate().await.success());
 }
+
+/// A client's credential ends at toolgate: an HTTP upstream called on its behalf never sees
+/// it (the MCP authorization specification forbids passing a token on).
+#[tokio::test]
+async fn the_clients_credential_never_reaches_an_upstream() {
+    let upstream = crate::recording_upstream::RecordingUpstream::start().await;
+    let key = toolgate_auth::generate_key().expect("a key");
+    let text = format!(
+        "{}\n[auth.api_keys]\n{}\n",
+        fixture_server("fx", "http", Some(&upstream.url)),
+        key.config_line("ci", &[], None),
+    );
+    let config = ConfigDir::new(&text);
+    let gateway = HttpGateway::start(&config.path()).await;
+    let client = client_with_key(&gateway.url, &key.key).await;
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("fx__echo").with_arguments(object(json!({"text": "x"}))),
+        )
+        .await
+        .expect("served");
+    assert_eq!(first_text(&result), "x");
+    upstream.wait_for_calls("echo", 1).await;
+    let seen = upstream.authorizations();
+    assert!(seen.iter().all(|value| !value.contains(&key.key)), "passed on: {seen:?}");
+    assert!(seen.is_empty(), "the upstream needs no credential and got one: {seen:?}");
+    client.cancel().await.expect("closes");
+    assert!(gateway.terminate().await.success());
+}

@@ -58,6 +58,8 @@ pub struct RecordingUpstream {
     log: watch::Sender<Vec<Received>>,
     /// Every resource the upstream was asked to follow, in order (repeated when asked again).
     resources: watch::Sender<Vec<String>>,
+    /// The `Authorization` header of every request, when it had one.
+    authorizations: watch::Sender<Vec<String>>,
     stop: CancellationToken,
 }
 
@@ -66,6 +68,7 @@ pub struct RecordingUpstream {
 struct Logs {
     received: watch::Sender<Vec<Received>>,
     resources: watch::Sender<Vec<String>>,
+    authorizations: watch::Sender<Vec<String>>,
 }
 
 impl RecordingUpstream {
@@ -75,7 +78,12 @@ impl RecordingUpstream {
         let stop = CancellationToken::new();
         let (log, _) = watch::channel(Vec::new());
         let (resources, _) = watch::channel(Vec::new());
-        let logs = Logs { received: log.clone(), resources: resources.clone() };
+        let (authorizations, _) = watch::channel(Vec::new());
+        let logs = Logs {
+            received: log.clone(),
+            resources: resources.clone(),
+            authorizations: authorizations.clone(),
+        };
         let hub = FixtureHub::new();
         let options = Arc::new(FixtureOptions::default());
         let service = StreamableHttpService::new(
@@ -93,7 +101,18 @@ impl RecordingUpstream {
                 .await
                 .expect("the recording upstream serves");
         });
-        RecordingUpstream { url: format!("http://{address}/mcp"), log, resources, stop }
+        RecordingUpstream {
+            url: format!("http://{address}/mcp"),
+            log,
+            resources,
+            authorizations,
+            stop,
+        }
+    }
+
+    /// The `Authorization` headers of every request so far, in order.
+    pub fn authorizations(&self) -> Vec<String> {
+        self.authorizations.borrow().clone()
     }
 
     /// Everything received so far, in order.
@@ -146,6 +165,10 @@ impl Drop for RecordingUpstream {
 /// request on unchanged.
 async fn record(State(logs): State<Logs>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
+    if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        logs.authorizations.send_modify(|seen| seen.push(value));
+    }
     let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.expect("a body within the limit");
     if let Ok(json) = serde_json::from_slice::<Value>(&bytes) {
         let messages = match json {
