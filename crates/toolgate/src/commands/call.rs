@@ -75,7 +75,10 @@ pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<E
     let arguments = build_arguments(args.args.as_deref(), &args.pairs, schema.as_deref())?;
     let params =
         mcp::CallToolRequestParams::new(args.tool.clone()).with_arguments(arguments.clone());
-    let mut ctx = toolgate_intercept::CallContext::new(toolgate_intercept::Principal::local());
+    // `cli:<user>`: the person at this terminal, told apart from a desktop client (`local`).
+    let user = toolgate_intercept::Principal::local().id;
+    let mut ctx =
+        toolgate_intercept::CallContext::new(toolgate_intercept::Principal::new("cli", user));
     let result = gateway.call_tool(params, &Default::default(), &mut ctx).await;
     gateway.shutdown().await;
     let result = match result {

@@ -235,5 +235,5 @@ async fn a_one_shot_call_waits_for_its_command_before_exiting() {
             .expect("the event as JSON");
     assert_eq!(written["kind"], "emit/cli");
     assert_eq!(written["outcome"], "ok");
-    assert_eq!(written["principal"].as_str().map(|p| p.starts_with("local:")), Some(true));
+    assert_eq!(written["principal"].as_str().map(|p| p.starts_with("cli:")), Some(true));
 }
