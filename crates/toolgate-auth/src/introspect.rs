@@ -70,6 +70,11 @@ impl PostForm for HttpFetch {
     }
 }
 
+/// How many introspection requests may be in flight at once; more wait for one to end. Every
+/// unknown token costs the issuer a request (refusals are not cached: a stranger makes a new
+/// token for free), so a flood of made-up tokens reaches the issuer at this pace at most.
+pub const MOST_IN_FLIGHT: usize = 16;
+
 /// Checks opaque tokens at one introspection endpoint, with a cache.
 pub struct Introspector {
     settings: JwtSettings,
@@ -80,6 +85,8 @@ pub struct Introspector {
     cache_size: usize,
     cache_ttl: Duration,
     cache: Mutex<Cache>,
+    /// [`MOST_IN_FLIGHT`] permits.
+    in_flight: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for Introspector {
@@ -117,6 +124,7 @@ impl Introspector {
             cache_size: config.cache_size,
             cache_ttl: config.cache_ttl,
             cache: Mutex::new(Cache::default()),
+            in_flight: tokio::sync::Semaphore::new(MOST_IN_FLIGHT),
         }
     }
 
@@ -139,7 +147,10 @@ impl Introspector {
         if let Some(identity) = self.cache.lock().expect("the cache's lock").get(&key) {
             return Ok(identity);
         }
-        let claims = self.ask(token).await?;
+        let claims = {
+            let _permit = self.in_flight.acquire().await.expect("never closed");
+            self.ask(token).await?
+        };
         let (identity, exp) = self.check(&claims)?;
         if self.cache_size > 0 {
             let left = exp.saturating_sub(unix_now());

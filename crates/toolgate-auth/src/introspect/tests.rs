@@ -262,3 +262,66 @@ async fn the_cache_is_bounded_and_evicts_the_oldest() {
 fn introspector_of(fake: &Arc<Fake>, size: usize) -> Introspector {
     introspector(fake, size, Duration::from_secs(60))
 }
+
+/// Answers every token inactive, each answer held until `release` is notified; counts the
+/// requests in flight at most.
+#[derive(Default)]
+struct Slow {
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    release: tokio::sync::Notify,
+}
+
+impl PostForm for Slow {
+    fn post_form<'a>(
+        &'a self,
+        _url: &'a url::Url,
+        _authorization: &'a Secret,
+        _body: String,
+        _limit: usize,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<u8>, FetchError>> + Send + 'a>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.now.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        Box::pin(async move {
+            self.release.notified().await;
+            self.now.fetch_sub(1, SeqCst);
+            Ok(br#"{"active":false}"#.to_vec())
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_unknown_tokens_reaches_the_endpoint_a_few_at_a_time() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let slow = Arc::new(Slow::default());
+    let config = IntrospectionConfig {
+        url: url::Url::parse("https://id.example.com/introspect").unwrap(),
+        client_id: "toolgate".into(),
+        client_secret: Secret::new("s3cret"),
+        cache_size: 16,
+        cache_ttl: Duration::from_secs(60),
+    };
+    let introspector = Arc::new(Introspector::new(settings(), &config, slow.clone()));
+    let flood: Vec<_> = (0..MOST_IN_FLIGHT * 3)
+        .map(|i| {
+            let introspector = introspector.clone();
+            tokio::spawn(async move { introspector.verify(&format!("made-up-{i}")).await })
+        })
+        .collect();
+    // Let every task run until it waits: on the endpoint, or for a permit.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(slow.most.load(SeqCst), MOST_IN_FLIGHT, "the rest wait for a permit");
+    let mut refused = 0;
+    for task in flood {
+        while !task.is_finished() {
+            slow.release.notify_waiters();
+            tokio::task::yield_now().await;
+        }
+        refused += usize::from(matches!(task.await.unwrap(), Err(TokenError::Inactive)));
+    }
+    assert_eq!(refused, MOST_IN_FLIGHT * 3, "each was asked about, and none got in");
+    assert_eq!(slow.most.load(SeqCst), MOST_IN_FLIGHT);
+}
