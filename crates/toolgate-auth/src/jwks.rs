@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use jsonwebtoken::Algorithm;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 /// Where the keys are.
@@ -244,7 +243,11 @@ pub struct JwksCache {
     source: KeySource,
     fetch: Arc<dyn Fetch>,
     limits: Limits,
-    state: Mutex<State>,
+    /// Held only to read or write, never across a fetch: a token whose key is known is
+    /// checked while a fetch for another runs.
+    state: std::sync::Mutex<State>,
+    /// Held across a fetch, so that there is one at a time.
+    fetching: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for JwksCache {
@@ -259,38 +262,65 @@ impl std::fmt::Debug for JwksCache {
 impl JwksCache {
     /// A cache that fetches nothing until a key is asked for.
     pub fn new(source: KeySource, fetch: Arc<dyn Fetch>, limits: Limits) -> JwksCache {
-        JwksCache { source, fetch, limits, state: Mutex::new(State::default()) }
+        JwksCache {
+            source,
+            fetch,
+            limits,
+            state: std::sync::Mutex::new(State::default()),
+            fetching: tokio::sync::Mutex::new(()),
+        }
     }
 
     /// The key a token signed with `alg` and naming `kid` is checked with. The key set is
     /// fetched the first time, and again when it has no such key, unless it was fetched less
-    /// than [`Limits::refresh_floor`] ago. Callers wait for one fetch at a time.
+    /// than [`Limits::refresh_floor`] ago. One fetch runs at a time; a key already known is
+    /// given while it runs.
     pub async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<Jwk, JwksError> {
-        let mut state = self.state.lock().await;
-        if state.last_fetch.is_some()
-            && let Some(key) = lookup(&state.keys, kid, alg)
-        {
-            return Ok(key.clone());
+        if let Some(key) = self.known(kid, alg) {
+            return Ok(key);
         }
-        if let Some(last) = state.last_fetch
-            && last.elapsed() < self.limits.refresh_floor
-        {
-            return Err(JwksError::UnknownKey { kid: kid.map(str::to_owned), refreshed: false });
-        }
-        // A failed fetch counts too: a broken issuer is not asked more often than the floor.
-        state.last_fetch = Some(Instant::now());
-        let url = match &state.jwks_url {
-            Some(url) => url.clone(),
+        let _fetching = self.fetching.lock().await;
+        // The fetch waited for may have brought it.
+        let url = {
+            let mut state = self.state();
+            if state.last_fetch.is_some()
+                && let Some(key) = lookup(&state.keys, kid, alg)
+            {
+                return Ok(key.clone());
+            }
+            if let Some(last) = state.last_fetch
+                && last.elapsed() < self.limits.refresh_floor
+            {
+                let kid = kid.map(str::to_owned);
+                return Err(JwksError::UnknownKey { kid, refreshed: false });
+            }
+            // A failed fetch counts too: a broken issuer is not asked more often than the floor.
+            state.last_fetch = Some(Instant::now());
+            state.jwks_url.clone()
+        };
+        let url = match url {
+            Some(url) => url,
             None => {
                 let url = self.jwks_url().await?;
-                state.jwks_url = Some(url.clone());
+                self.state().jwks_url = Some(url.clone());
                 url
             }
         };
-        state.keys = self.fetch_keys(&url).await?;
-        lookup(&state.keys, kid, alg)
-            .cloned()
-            .ok_or_else(|| JwksError::UnknownKey { kid: kid.map(str::to_owned), refreshed: true })
+        let keys = self.fetch_keys(&url).await?;
+        let found = lookup(&keys, kid, alg).cloned();
+        self.state().keys = keys;
+        found.ok_or_else(|| JwksError::UnknownKey { kid: kid.map(str::to_owned), refreshed: true })
+    }
+
+    /// The key, when the key set was fetched and has it.
+    fn known(&self, kid: Option<&str>, alg: Algorithm) -> Option<Jwk> {
+        let state = self.state();
+        state.last_fetch?;
+        lookup(&state.keys, kid, alg).cloned()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn jwks_url(&self) -> Result<url::Url, JwksError> {

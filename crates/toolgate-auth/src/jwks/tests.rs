@@ -89,6 +89,63 @@ async fn an_unknown_kid_refreshes_once_then_waits_for_the_floor() {
     assert_eq!(documents.hits(JWKS), 3);
 }
 
+/// A key set behind a gate: each fetch waits until the gate opens.
+struct Gated {
+    documents: Documents,
+    gate: tokio::sync::Semaphore,
+    /// Fetches that reached the gate.
+    arrived: std::sync::atomic::AtomicUsize,
+}
+
+impl Fetch for Gated {
+    fn get<'a>(
+        &'a self,
+        url: &'a url::Url,
+        limit: usize,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<u8>, FetchError>> + Send + 'a>> {
+        Box::pin(async move {
+            self.arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _open = self.gate.acquire().await.expect("never closed");
+            self.documents.get(url, limit).await
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_known_key_is_given_while_a_slow_fetch_for_another_runs() {
+    let gated = Arc::new(Gated {
+        documents: Documents::default(),
+        gate: tokio::sync::Semaphore::new(1),
+        arrived: Default::default(),
+    });
+    gated.documents.put(JWKS, json!({"keys": [ec_key("k1")]}));
+    let keys = Arc::new(JwksCache::new(
+        KeySource::JwksUrl(JWKS.parse().unwrap()),
+        gated.clone(),
+        Limits::default(),
+    ));
+    assert!(keys.key(Some("k1"), Algorithm::ES256).await.is_ok());
+    // The issuer hangs: a token naming an unknown kid starts a fetch that does not end.
+    let held = gated.gate.acquire().await.expect("the gate");
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let unknown = tokio::spawn({
+        let keys = keys.clone();
+        async move { keys.key(Some("k2"), Algorithm::ES256).await }
+    });
+    while gated.arrived.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        tokio::task::yield_now().await;
+    }
+    // Meanwhile a token with the known key is checked at once, not after the fetch.
+    let known =
+        tokio::time::timeout(Duration::from_secs(1), keys.key(Some("k1"), Algorithm::ES256));
+    assert!(known.await.expect("not held up by the fetch").is_ok());
+    assert!(!unknown.is_finished(), "the fetch is still held");
+    drop(held);
+    let error = unknown.await.unwrap().unwrap_err();
+    assert_eq!(error, JwksError::UnknownKey { kid: Some("k2".into()), refreshed: true });
+    assert_eq!(gated.documents.hits(JWKS), 2);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_failed_fetch_counts_toward_the_floor() {
     let documents = Arc::new(Documents::default());
