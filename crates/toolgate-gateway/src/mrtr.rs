@@ -108,6 +108,10 @@ impl std::fmt::Debug for Step {
     }
 }
 
+/// How long a call refused for a missing capability may take to end once cancelled, before
+/// its client is answered anyway.
+const ENDING: Duration = Duration::from_secs(2);
+
 impl Drop for Parked {
     fn drop(&mut self) {
         // Unanswered: the call ends (its question gets an error) and the upstream is told.
@@ -214,8 +218,18 @@ impl Rounds {
             Next::Ask(gathered) => gathered,
             Next::Done(served) => return *served,
             Next::Lacks(error) => {
-                // Nothing to ask: the call ends, upstream too.
+                // Nothing to ask: the call ends, upstream too, before the client hears so. Until
+                // it has ended here, the upstream's transport counts it in flight, and a
+                // question of the client's next call could not be told from one of this.
                 cancel.cancel();
+                let ended = async {
+                    while let Some(step) = next.recv().await {
+                        if matches!(step, Step::Done(_)) {
+                            break;
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(ENDING, ended).await;
                 return Err(error);
             }
         };
