@@ -894,3 +894,60 @@ fn plain_go_test_keeps_what_a_later_test_printed_out_of_a_failure() {
         "{shortened}"
     );
 }
+
+#[test]
+fn a_warning_is_left_out_with_its_snippet_and_notes() {
+    let shortened =
+        filter(&fixture("cargo-compile-fail.txt"), &Settings::default()).expect("recognised").text;
+    for line in
+        ["let unused = 2;", "prefix it with an underscore: `_unused`", "#[warn(unused_variables)]"]
+    {
+        assert!(!shortened.contains(line), "{line:?} kept:\n{shortened}");
+    }
+}
+
+#[test]
+fn cargo_nocapture_keeps_what_a_test_printed_only_when_asked() {
+    let log = fixture("cargo-fail-nocapture.txt").replacen(
+        "running 88 tests\n",
+        "running 88 tests\nloading the rate table\n",
+        1,
+    );
+    let output = Settings { keep_output: true, ..Settings::default() };
+    let kept = filter(&log, &output).expect("recognised").text;
+    assert!(kept.contains("\nloading the rate table\n"), "{kept}");
+    let left_out = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(!left_out.contains("loading the rate table"), "{left_out}");
+}
+
+#[test]
+fn a_go_panic_keeps_the_projects_frames_and_leaves_out_the_runtimes() {
+    let shortened =
+        filter(&fixture("go-panic-build-fail.txt"), &Settings::default()).expect("recognised").text;
+    for kept in [
+        "example.com/stock.Pick(...)\n",
+        "/src/stock/stock.go:12\n",
+        "/src/stock/stock_test.go:40 +0x1d\n",
+    ] {
+        assert!(shortened.contains(kept), "{kept:?} left out:\n{shortened}");
+    }
+    for left_out in
+        ["testing.tRunner", "panic({0x5123a0", "created by testing.(*T).Run", "runtime/panic.go"]
+    {
+        assert!(!shortened.contains(left_out), "{left_out:?} kept:\n{shortened}");
+    }
+}
+
+#[test]
+fn vitest_leaves_out_a_failed_tests_message_in_the_list_of_tests() {
+    // Under a failed test in the list, vitest may show its message (`→ …`): the list is
+    // left out with it, and the run is read on to its failures, as without it.
+    let log = fixture("vitest-fail.txt");
+    let with_message = log.replacen(
+        "     × totals with a discount 7ms\n",
+        "     × totals with a discount 7ms\n       → expected 100 to be 90\n",
+        1,
+    );
+    assert_ne!(with_message, log);
+    assert_eq!(filter(&with_message, &Settings::default()), filter(&log, &Settings::default()));
+}
