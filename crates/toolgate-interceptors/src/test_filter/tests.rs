@@ -813,14 +813,30 @@ FAILED test_cart.py::test_total - AssertionError: assert 3 == 4
 }
 
 #[test]
-fn a_nextest_failures_output_ends_at_the_next_status_line() {
-    // The next test's status line is no output of the failing one: it is read as a status
-    // (kept with `keep_passed_names`), and the next failure has a block of its own.
-    let names = Settings { keep_passed_names: true, ..Settings::default() };
-    let shortened = filter(&fixture("nextest-fail.txt"), &names).expect("recognised").text;
-    let next = "        PASS [   0.005s] (45/92) ledger tests::refuses_zero_parts\n\
-                \x20       FAIL [   0.007s] (46/92) ledger tests::rounds_shares\n";
-    assert!(shortened.contains(next), "{shortened}");
+fn a_nextest_failures_output_ends_where_nextest_cancels_the_run() {
+    // Fail-fast (nextest's default): the line that says so follows the failure's output
+    // and is none of it, even with `keep_output`.
+    let log = fixture("nextest-fail.txt").replacen(
+        "\n        PASS [   0.013s] (47/92) ledger tests::shares_evenly_10\n",
+        "\n  Cancelling due to test failure: 2 tests still running\n        PASS [   0.013s] (47/92) ledger tests::shares_evenly_10\n",
+        1,
+    );
+    let output = Settings { keep_output: true, ..Settings::default() };
+    let shortened = filter(&log, &output).expect("recognised").text;
+    assert!(shortened.contains("7 shared by 2 should round up\n"), "{shortened}");
+    assert!(!shortened.contains("Cancelling"), "{shortened}");
+}
+
+#[test]
+fn a_nextest_failures_output_ends_at_a_line_that_is_not_nextests() {
+    // A run stopped in a failure's output (here a CI job cancelled): the CI's line after it
+    // is no output of the test, and is kept as it is.
+    let log = fixture("nextest-fail.txt");
+    let stop = log.find("        PASS [   0.013s] (47/92) ledger tests::shares_evenly_10").unwrap();
+    let log = format!("{}##[error]The operation was canceled.\n", &log[..stop]);
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(shortened.contains("7 shared by 2 should round up\n"), "{shortened}");
+    assert!(shortened.ends_with("\n##[error]The operation was canceled.\n"), "{shortened}");
 }
 
 #[test]
@@ -950,4 +966,34 @@ fn vitest_leaves_out_a_failed_tests_message_in_the_list_of_tests() {
     );
     assert_ne!(with_message, log);
     assert_eq!(filter(&with_message, &Settings::default()), filter(&log, &Settings::default()));
+}
+
+#[test]
+fn a_compile_errors_note_with_its_own_place_is_kept_with_it() {
+    // `#![deny(...)]`: rustc adds where the lint level was set, as a `note:` with a `-->`.
+    let log = format!(
+        "{}   Compiling ledger v0.1.0 (/src/ledger)\n\
+error: unused variable: `count`\n  \
+--> src/lib.rs:14:9\n   \
+|\n\
+14 |     let count = items.len();\n   \
+|         ^^^^^ help: if this is intentional, prefix it with an underscore: `_count`\n   \
+|\n\
+note: the lint level is defined here\n  \
+--> src/lib.rs:1:9\n   \
+|\n\
+1  | #![deny(unused_variables)]\n   \
+|         ^^^^^^^^^^^^^^^^\n\
+\n\
+error: could not compile `ledger` (lib test) due to 1 previous error\n",
+        compiling(10)
+    );
+    let shortened = filter(&log, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::CargoTest, failed: 0, passed: Some(0), errors: 1 };
+    assert_eq!(shortened.runs, [run], "{}", shortened.text);
+    assert!(
+        shortened.text.contains("note: the lint level is defined here\n  --> src/lib.rs:1:9\n"),
+        "{}",
+        shortened.text
+    );
 }
