@@ -814,17 +814,48 @@ FAILED test_cart.py::test_total - AssertionError: assert 3 == 4
 
 #[test]
 fn a_nextest_failures_output_ends_where_nextest_cancels_the_run() {
-    // Fail-fast (nextest's default): the line that says so follows the failure's output
-    // and is none of it, even with `keep_output`.
-    let log = fixture("nextest-fail.txt").replacen(
-        "\n        PASS [   0.013s] (47/92) ledger tests::shares_evenly_10\n",
-        "\n  Cancelling due to test failure: 2 tests still running\n        PASS [   0.013s] (47/92) ledger tests::shares_evenly_10\n",
-        1,
+    // Older nextest (`--- STDOUT: … ---`, the output not indented) with fail-fast, its
+    // default: the line that says so follows the failure's output and is none of it, even
+    // with `keep_output`.
+    let passes: String = (0..20)
+        .map(|n| format!("        PASS [   0.004s] ledger tests::shares_evenly_{n}\n"))
+        .collect();
+    let log = format!(
+        "    Starting 22 tests across 1 binary
+{passes}        FAIL [   0.005s] ledger tests::rounds_shares
+
+--- STDOUT:              ledger tests::rounds_shares ---
+
+running 1 test
+test tests::rounds_shares ... FAILED
+
+failures:
+
+failures:
+    tests::rounds_shares
+
+test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 21 filtered out; finished in 0.00s
+
+
+--- STDERR:              ledger tests::rounds_shares ---
+thread 'tests::rounds_shares' panicked at src/lib.rs:319:9:
+7 shared by 2 should round up
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+  Cancelling due to test failure: 1 test still running
+        PASS [   0.006s] ledger tests::refuses_zero_parts
+------------
+     Summary [   0.031s] 22 tests run: 21 passed, 1 failed, 0 skipped
+        FAIL [   0.005s] ledger tests::rounds_shares
+error: test run failed
+"
     );
     let output = Settings { keep_output: true, ..Settings::default() };
-    let shortened = filter(&log, &output).expect("recognised").text;
-    assert!(shortened.contains("7 shared by 2 should round up\n"), "{shortened}");
-    assert!(!shortened.contains("Cancelling"), "{shortened}");
+    let shortened = filter(&log, &output).expect("recognised");
+    let run = Run { runner: Runner::Nextest, failed: 1, passed: Some(21), errors: 0 };
+    assert_eq!(shortened.runs, [run], "{}", shortened.text);
+    assert!(shortened.text.contains("7 shared by 2 should round up\n"), "{}", shortened.text);
+    assert!(!shortened.text.contains("Cancelling"), "{}", shortened.text);
 }
 
 #[test]
