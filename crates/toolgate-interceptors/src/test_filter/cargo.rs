@@ -458,3 +458,19 @@ enum Step {
     /// The stretch ended before this line.
     End,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_line_is_a_verb_right_aligned_to_twelve_columns_and_what_it_acts_on() {
+        assert!(cargo_status("   Compiling ledger v0.1.0 (/src/ledger)"));
+        assert!(cargo_status(
+            "    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.52s"
+        ));
+        // A log cut after the verb (at a byte limit), or the verb out of its column.
+        assert!(!cargo_status("    Finished"));
+        assert!(!cargo_status("Compiling ledger v0.1.0 (/src/ledger)"));
+    }
+}

@@ -204,4 +204,20 @@ mod tests {
         assert_eq!(counts("1 failed, 2 skipped, 1 todo, 4 passed, 8 total"), (4, 1));
         assert_eq!(counts("8 passed, 8 total"), (8, 0));
     }
+
+    #[test]
+    fn a_stretch_may_start_at_the_summary() {
+        // What `| tail -n 5` leaves of a run: no file line, no failure, only the summary.
+        let lines = Lines::new(
+            "Test Suites: 1 failed, 5 passed, 6 total
+Tests:       3 failed, 57 passed, 60 total
+Snapshots:   0 total
+Time:        1.122 s
+Ran all test suites.
+",
+        );
+        assert!(begins(&lines, 0));
+        let region = parse(&lines, 0);
+        assert_eq!((region.passed, region.failed, region.end), (57, 3, 5));
+    }
 }

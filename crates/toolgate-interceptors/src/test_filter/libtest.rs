@@ -346,4 +346,18 @@ note: the test returned a termination value with a non-zero status code (1) whic
             ]
         );
     }
+
+    #[test]
+    fn the_projects_trait_impls_are_its_own_frames() {
+        // `<Type as Trait>::method`: the project's when neither is core's or std's.
+        let text = "thread 't' (1) panicked at src/lib.rs:20:9:\n\
+cannot share 1 into zero parts\n\
+stack backtrace:\n\
+   0: <ledger::Shares as ledger::Split>::split\n\
+             at ./src/lib.rs:20:9\n\
+   1: <ledger::Shares as core::iter::traits::iterator::Iterator>::next\n\
+             at ./src/lib.rs:31:5\n";
+        let frames: Vec<String> = kept(text).into_iter().skip(2).map(|(line, _)| line).collect();
+        assert_eq!(frames, ["0: <ledger::Shares as ledger::Split>::split", "at ./src/lib.rs:20:9"]);
+    }
 }
