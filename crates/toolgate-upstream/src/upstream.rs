@@ -32,6 +32,10 @@ pub struct Upstream {
     subscribed: Mutex<std::collections::BTreeSet<String>>,
     /// Wakes the listen loop to reopen its stream with a new filter.
     refilter: tokio::sync::Notify,
+    /// Counts changes of `subscribed`; the listen loop builds its filter from a generation.
+    filter_generation: std::sync::atomic::AtomicU64,
+    /// The generation of the filter whose listen stream is open now.
+    listening: watch::Sender<u64>,
 }
 
 /// Whether an upstream can take requests now.
@@ -87,6 +91,8 @@ impl Upstream {
             stopped: tokio::sync::Mutex::new(None),
             subscribed: Mutex::default(),
             refilter: tokio::sync::Notify::new(),
+            filter_generation: std::sync::atomic::AtomicU64::new(0),
+            listening: watch::Sender::new(0),
         });
         let task = tokio::spawn(upstream.clone().supervise(first_tx));
         if let Ok(mut stopped) = upstream.stopped.try_lock() {

@@ -58,6 +58,10 @@ impl<T: serde::de::DeserializeOwned> Sent<T> {
 /// Rounds of `input_required` answered for one request before giving up.
 const MAX_INPUT_ROUNDS: usize = 10;
 
+/// How long `subscribe` waits, on a 2026-07-28 connection, for the listen stream to follow the
+/// new resource (a server that never acknowledges does not hold the subscription up longer).
+pub(crate) const LISTEN_FOLLOWS: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A request that a 2026-07-28 server may answer with `input_required`: it is then sent again
 /// with the answers to the server's questions.
 trait AskedAgain: Clone {
@@ -198,10 +202,17 @@ impl Upstream {
 
     /// Follows updates of `uri`: `resources/subscribe` on handshake-era connections, the
     /// `subscriptions/listen` filter on 2026-07-28 ones.
+    /// On a 2026-07-28 connection it returns once the listen stream follows `uri` (or after
+    /// [`LISTEN_FOLLOWS`]), so that an update made right after is not missed.
     pub async fn subscribe(&self, uri: &str) -> Result<(), UpstreamError> {
         self.subscribed.lock().expect("subscribed lock").insert(uri.to_owned());
         if self.current_link().is_some_and(|link| link.modern) {
+            let generation =
+                self.filter_generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             self.refilter.notify_waiters();
+            let mut listening = self.listening.subscribe();
+            let follows = listening.wait_for(|open| *open >= generation);
+            let _ = tokio::time::timeout(LISTEN_FOLLOWS, follows).await;
             return Ok(());
         }
         let request = mcp::ClientRequest::SubscribeRequest(mcp::SubscribeRequest::new(
@@ -214,6 +225,7 @@ impl Upstream {
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), UpstreamError> {
         self.subscribed.lock().expect("subscribed lock").remove(uri);
         if self.current_link().is_some_and(|link| link.modern) {
+            self.filter_generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             self.refilter.notify_waiters();
             return Ok(());
         }

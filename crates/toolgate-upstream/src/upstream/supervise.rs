@@ -170,6 +170,9 @@ impl Upstream {
     async fn listen(self: Arc<Self>, link: Arc<Link>) {
         let capabilities = &link.info.capabilities;
         loop {
+            // Read before the subscriptions: a change made after it is in this filter or the
+            // next, never acknowledged by a filter that lacks it.
+            let generation = self.filter_generation.load(std::sync::atomic::Ordering::SeqCst);
             let mut filter = mcp::SubscriptionFilter::new();
             filter.tools_list_changed = capabilities.tools.as_ref().and_then(|c| c.list_changed);
             filter.prompts_list_changed =
@@ -185,7 +188,10 @@ impl Upstream {
             tokio::pin!(refiltered);
             let mut subscription = tokio::select! {
                 opened = link.peer.listen(filter) => match opened {
-                    Ok(subscription) => subscription,
+                    Ok(subscription) => {
+                        self.listening.send_replace(generation);
+                        subscription
+                    }
                     Err(error) => {
                         tracing::debug!(upstream = %self.config.name, %error, "subscriptions/listen failed");
                         return;
