@@ -1,9 +1,9 @@
 //! Which servers a caller reaches, by its tenant (`[tenants]`).
 //!
 //! Without tenants every caller reaches every server. With them, a caller from the network
-//! (an HTTP client: `jwt`, `key` or `anonymous`) reaches only its tenant's servers; one
-//! without a tenant only the servers no tenant names; one whose tenant is not configured,
-//! none. Callers on this machine (`local` on stdio, `agent`, `cli`) and toolgate's own tools
+//! (an HTTP client, whatever its kind) reaches only its tenant's servers; one without a tenant
+//! only the servers no tenant names; one whose tenant is not configured, none. Callers on this
+//! machine (`Principal::is_here`: `local` on stdio, `agent`, `cli`) and toolgate's own tools
 //! reach everything. A server a caller does not reach is not there for it: its tools, prompts,
 //! resources and templates are left out of its lists, and asking for one by name is answered
 //! as for a name that does not exist, so one tenant cannot even learn another's tool names.
@@ -13,9 +13,6 @@ use std::collections::{BTreeMap, HashMap};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use toolgate_config::TenantConfig;
 use toolgate_intercept::{OWN_SERVER, Principal};
-
-/// The kinds of principal that come from the network, to whom tenants apply.
-const NETWORK_KINDS: &[&str] = &["jwt", "key", "anonymous"];
 
 /// `[tenants]`, compiled.
 #[derive(Debug, Default)]
@@ -72,7 +69,7 @@ impl Tenants {
 
     /// Whether `principal` reaches `server`.
     pub fn reaches(&self, principal: &Principal, server: &str) -> bool {
-        if self.is_empty() || server == OWN_SERVER || !NETWORK_KINDS.contains(&&*principal.kind) {
+        if self.is_empty() || server == OWN_SERVER || principal.is_here() {
             return true;
         }
         match &principal.tenant {
@@ -83,7 +80,7 @@ impl Tenants {
 
     /// Whether `principal` reaches every server, so nothing needs filtering for it.
     pub fn reaches_all(&self, principal: &Principal) -> bool {
-        self.is_empty() || !NETWORK_KINDS.contains(&&*principal.kind)
+        self.is_empty() || principal.is_here()
     }
 }
 
@@ -121,7 +118,15 @@ mod tests {
     #[test]
     fn a_caller_without_a_tenant_reaches_what_no_tenant_names() {
         let tenants = tenants();
-        for nobody in [of(None), Principal::anonymous(), Principal::new("key", "ci")] {
+        let introspected = Principal::new("token", "ci");
+        let unheard_of = Principal::new("saml", "ci");
+        for nobody in [
+            of(None),
+            Principal::anonymous(),
+            Principal::new("key", "ci"),
+            introspected,
+            unheard_of,
+        ] {
             assert!(tenants.reaches(&nobody, "shared"), "{nobody}");
             assert!(!tenants.reaches(&nobody, "github"), "{nobody}");
             assert!(!tenants.reaches(&nobody, "linear"), "{nobody}");

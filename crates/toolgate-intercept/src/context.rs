@@ -67,6 +67,19 @@ impl Principal {
         self.kind == "anonymous"
     }
 
+    /// Whether it is on this machine: the desktop client on stdio (`local`), the agent, the
+    /// CLI, or an upstream speaking of its own accord. Every other kind came over the network,
+    /// a kind added later included.
+    pub fn is_here(&self) -> bool {
+        matches!(self.kind.as_str(), "local" | "agent" | "cli" | "upstream")
+    }
+
+    /// Whether it proved who it is to the HTTP front: an access token (`jwt`, or `token` when
+    /// introspected) or an API key (`key`).
+    pub fn is_authenticated(&self) -> bool {
+        matches!(self.kind.as_str(), "jwt" | "token" | "key")
+    }
+
     /// An upstream speaking of its own accord (a log message about no call), by its name.
     pub fn upstream(server: &str) -> Principal {
         Principal::new("upstream", server)

@@ -154,12 +154,6 @@ struct Principals {
     bare: GlobSet,
 }
 
-/// The kinds whose id a pattern without a `:` matches: callers that proved who they are to
-/// toolgate (an OAuth token, an API key). Not `anonymous` (nobody), not `local`, `cli` or
-/// `agent` (the user name of the process, another namespace than an identity provider's), not
-/// `upstream` (a server's name): a rule names those with their kind (`"agent:*"`).
-const AUTHENTICATED_KINDS: &[&str] = &["jwt", "key"];
-
 /// The caller a decision is for, with its `kind:id` written once.
 struct Caller<'a> {
     principal: &'a Principal,
@@ -264,15 +258,14 @@ impl Rule {
     }
 
     /// Whether the rule is for `caller`: one of its `principals` patterns matches it (a
-    /// pattern with a `:` its `kind:id`, one without the id of a caller of an
-    /// [`AUTHENTICATED_KINDS`] kind), and one of its `groups` globs matches one of the
+    /// pattern with a `:` its `kind:id`, one without the id of a caller that authenticated:
+    /// see `Principal::is_authenticated`), and one of its `groups` globs matches one of the
     /// caller's groups; either left out matches anyone.
     fn is_for(&self, caller: &Caller<'_>) -> bool {
         let principal = caller.principal;
         self.principals.as_ref().is_none_or(|p| {
             p.qualified.is_match(&caller.kind_id)
-                || (AUTHENTICATED_KINDS.contains(&principal.kind.as_str())
-                    && p.bare.is_match(&principal.id))
+                || (principal.is_authenticated() && p.bare.is_match(&principal.id))
         }) && self.groups.as_ref().is_none_or(|g| principal.groups.iter().any(|n| g.is_match(n)))
     }
 

@@ -262,7 +262,7 @@ fn globs(rule: &mut Options<'_>, key: &str) -> Option<Option<GlobSet>> {
 }
 
 /// `principals`: each pattern with a `:` for `kind:id`, each without for an authenticated
-/// caller's id (see [`AUTHENTICATED_KINDS`]). `Some(None)` when left out.
+/// caller's id (see `Principal::is_authenticated`). `Some(None)` when left out.
 fn principals(rule: &mut Options<'_>) -> Option<Option<Principals>> {
     if !named_someone(rule, "principals") {
         return None;

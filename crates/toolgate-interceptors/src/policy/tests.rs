@@ -790,6 +790,8 @@ fn a_pattern_without_a_kind_names_authenticated_callers_only() {
     let decide = |who: &Principal, tool: &str| p.decide(who, "s", tool, None, None).decision;
     assert_eq!(decide(&jwt("alice"), "t"), Decision::Allow);
     assert_eq!(decide(&key("alice"), "t"), Decision::Allow, "a key named alice too");
+    let introspected = Principal::new("token", "alice");
+    assert_eq!(decide(&introspected, "t"), Decision::Allow, "an introspected token too");
     assert_eq!(
         decide(&jwt("alice").with_tenant(Some("acme".into())), "t"),
         Decision::Allow,
