@@ -13,17 +13,20 @@ use toolgate_testkit::oidc::{CI_OPAQUE, OidcProvider, TOOLGATE};
 use crate::support::*;
 
 /// A gateway whose `[auth]` trusts `provider` and introspects its opaque tokens as the client
-/// `toolgate`, requiring `mcp:tools`, serving the fixture as `fx` with an audit log.
+/// `toolgate`, requiring `mcp:tools`, serving the fixture as `fx` (tenant `acme`'s) and as
+/// `other` (no tenant's), with an audit log.
 async fn gateway_of(provider: &OidcProvider) -> (ConfigDir, HttpGateway) {
     let config = ConfigDir::new(&format!(
         "{}\n[audit]\nfile = \"audit.jsonl\"\n\n[auth]\nissuer = {}\nscopes = [\"mcp:tools\"]\n\
          groups_claim = \"groups\"\ntenant_claim = \"tenant\"\nintrospection_url = {}\n\
-         introspection_client_id = {}\nintrospection_client_secret = {}\n",
+         introspection_client_id = {}\nintrospection_client_secret = {}\n\n\
+         [tenants.acme]\nservers = [\"fx\"]\n{}",
         fixture_server("fx", "stdio", None),
         toml_str(provider.issuer()),
         toml_str(&provider.introspection_endpoint()),
         toml_str(TOOLGATE.id),
         toml_str(TOOLGATE.secret),
+        fixture_server("other", "stdio", None),
     ));
     let gateway = HttpGateway::start(&config.path()).await;
     (config, gateway)
@@ -69,6 +72,15 @@ async fn an_opaque_token_is_introspected_served_and_attributed() {
         .await
         .expect("served");
     assert_eq!(first_text(&result), "ok");
+    // An introspected principal is bound by its tenant like any other from the network.
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().all(|tool| !tool.name.starts_with("other__")), "{tools:?}");
+    let elsewhere = client
+        .call_tool(
+            CallToolRequestParams::new("other__echo").with_arguments(object(json!({"text": "x"}))),
+        )
+        .await;
+    assert!(elsewhere.is_err(), "a server of no tenant's is not acme's: {elsewhere:?}");
     client.cancel().await.expect("closes");
 
     let revoked = provider.client_credentials(CI_OPAQUE, &gateway.url, &["mcp:tools"]).await;
