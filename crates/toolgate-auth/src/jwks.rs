@@ -428,7 +428,8 @@ pub(crate) fn fits(key: &Jwk, alg: Algorithm) -> bool {
     }
 }
 
-fn secure(url: &url::Url) -> bool {
+/// Whether `url` is https, or http to a loopback host.
+pub(crate) fn secure(url: &url::Url) -> bool {
     url.scheme() == "https"
         || (url.scheme() == "http"
             && match url.host() {
@@ -439,28 +440,14 @@ fn secure(url: &url::Url) -> bool {
             })
 }
 
-/// Where the metadata of `issuer` may be, in the order they are tried.
+/// Where the metadata of `issuer` may be, in the order they are tried: those of
+/// [`crate::discovery::authorization_server_metadata_urls`], which the client side uses too.
 pub fn metadata_urls(issuer: &str) -> Result<Vec<url::Url>, String> {
     let base = url::Url::parse(issuer).map_err(|error| format!("not a URL: {error}"))?;
     if !secure(&base) {
         return Err("must be https (http only to a loopback host)".to_owned());
     }
-    let path = base.path().trim_end_matches('/').to_owned();
-    let at = |p: String| {
-        let mut url = base.clone();
-        url.set_query(None);
-        url.set_fragment(None);
-        url.set_path(&p);
-        url
-    };
-    let mut urls = vec![
-        at(format!("/.well-known/oauth-authorization-server{path}")),
-        at(format!("/.well-known/openid-configuration{path}")),
-    ];
-    if !path.is_empty() {
-        urls.push(at(format!("{path}/.well-known/openid-configuration")));
-    }
-    Ok(urls)
+    Ok(crate::discovery::authorization_server_metadata_urls(&base))
 }
 
 #[cfg(test)]

@@ -14,16 +14,21 @@
 //!   (RFC 7662) as a JWT's claims are, with a cache bounded in size and time.
 //! - [`challenge`]: what the server answers: RFC 9728 protected resource metadata and the
 //!   `WWW-Authenticate` values of a 401 and a 403.
+//! - [`discovery`]: the client side of the same, for the MCP servers toolgate connects to: a
+//!   401's Bearer challenge parsed, then the protected resource metadata and the
+//!   authorization server's metadata fetched and checked (`resource`, `issuer`, PKCE `S256`).
 //!
-//! No server code; the only IO is fetching the issuer's metadata and keys, and introspecting.
+//! No server code; the only IO is fetching metadata and keys, and introspecting.
 
 pub mod api_key;
 pub mod challenge;
+pub mod discovery;
 pub mod introspect;
 pub mod jwks;
 pub mod jwt;
 
 pub use api_key::{ApiKeyError, ApiKeys, NewKey, generate_key};
+pub use discovery::{AuthorizationServer, Challenge, Discovered, DiscoveryError, discover};
 pub use introspect::{Introspector, PostForm};
 pub use jwks::{Fetch, FetchError, HttpFetch, JwksCache, JwksError, KeySource, Limits};
 pub use jwt::{JwtSettings, JwtVerifier, SettingsError, TokenError};
