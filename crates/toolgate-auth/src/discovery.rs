@@ -15,7 +15,7 @@
 //! local port.
 
 use crate::challenge::METADATA_PATH;
-use crate::jwks::{Fetch, Limits, secure};
+use crate::fetch::{Fetch, Limits, secure};
 
 /// The auth-params of a `Bearer` challenge (RFC 6750 §3, RFC 9728 §5.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

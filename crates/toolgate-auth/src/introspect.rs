@@ -28,7 +28,7 @@ use sha2::Digest as _;
 use tokio::time::Instant;
 use toolgate_config::{IntrospectionConfig, Secret};
 
-use crate::jwks::FetchError;
+use crate::fetch::FetchError;
 use crate::jwt::{JwtSettings, MAX_TOKEN_LEN, TokenError, identity};
 use crate::{HttpFetch, Identity, Method};
 

@@ -14,6 +14,7 @@
 //!   (RFC 7662) as a JWT's claims are, with a cache bounded in size and time.
 //! - [`challenge`]: what the server answers: RFC 9728 protected resource metadata and the
 //!   `WWW-Authenticate` values of a 401 and a 403.
+//! - [`fetch`]: reading a remote document within bounds, for all of the above and below.
 //! - [`discovery`]: the client side of the same, for the MCP servers toolgate connects to: a
 //!   401's Bearer challenge parsed, then the protected resource metadata and the
 //!   authorization server's metadata fetched and checked (`resource`, `issuer`, PKCE `S256`).
@@ -23,14 +24,16 @@
 pub mod api_key;
 pub mod challenge;
 pub mod discovery;
+pub mod fetch;
 pub mod introspect;
 pub mod jwks;
 pub mod jwt;
 
 pub use api_key::{ApiKeyError, ApiKeys, NewKey, generate_key};
 pub use discovery::{AuthorizationServer, Challenge, Discovered, DiscoveryError, discover};
+pub use fetch::{Fetch, FetchError, HttpFetch, Limits};
 pub use introspect::{Introspector, PostForm};
-pub use jwks::{Fetch, FetchError, HttpFetch, JwksCache, JwksError, KeySource, Limits};
+pub use jwks::{JwksCache, JwksError, KeySource};
 pub use jwt::{JwtSettings, JwtVerifier, SettingsError, TokenError};
 
 /// How a principal proved who it is.

@@ -7,7 +7,12 @@ use std::sync::Mutex as SyncMutex;
 
 use serde_json::json;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
 use super::*;
+use crate::fetch::HttpFetch;
 
 /// Documents by URL, and how often each was asked for.
 #[derive(Default)]

@@ -12,8 +12,9 @@ use p256::pkcs8::EncodePrivateKey as _;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::fetch::{HttpFetch, Limits};
+use crate::jwks::KeySource;
 use crate::jwks::tests::Documents;
-use crate::jwks::{HttpFetch, KeySource, Limits};
 
 const ISSUER: &str = "https://id.example.com";
 const AUDIENCE: &str = "https://gw.example.com/mcp";
