@@ -43,6 +43,7 @@ mod jsonc;
 mod load;
 mod model;
 mod native;
+mod pipeline;
 mod response_format;
 mod scripts;
 mod tenants;

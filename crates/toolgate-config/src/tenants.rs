@@ -106,7 +106,7 @@ fn check_tenant(
             return None;
         };
         for (i, item) in items.iter().enumerate() {
-            match crate::native::check_interceptor(cx, &crate::error::index_path(&at, i), item) {
+            match crate::pipeline::check_interceptor(cx, &crate::error::index_path(&at, i), item) {
                 Some(mut entry) => {
                     entry.tenants = vec![name.to_owned()];
                     entry.name.get_or_insert_with(|| format!("{}@{name}", entry.kind));
