@@ -758,6 +758,8 @@ fn filtered<T: Clone>(
     Outcome::Rewrite(wrap(kept.collect()))
 }
 
+#[cfg(test)]
+mod caller_tests;
 mod settings;
 #[cfg(test)]
 mod tests;
