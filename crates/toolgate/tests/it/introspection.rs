@@ -34,23 +34,7 @@ async fn gateway_of(provider: &OidcProvider) -> (ConfigDir, HttpGateway) {
 
 /// The status of a POSTed `initialize` with `token`.
 async fn initialize(url: &str, token: &str) -> u16 {
-    let message = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}
-        }
-    });
-    let response = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(token)
-        .body(message.to_string())
-        .send()
-        .await
-        .expect("answered");
-    response.status().as_u16()
+    crate::oauth::initialize(url, Some(token)).await.0
 }
 
 #[tokio::test]

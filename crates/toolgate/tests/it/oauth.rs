@@ -29,7 +29,7 @@ async fn gateway_of(provider: &OidcProvider) -> (ConfigDir, HttpGateway) {
 }
 
 /// POSTs an `initialize` with `token`: status, `WWW-Authenticate`, body.
-async fn initialize(url: &str, token: Option<&str>) -> (u16, Option<String>, String) {
+pub(crate) async fn initialize(url: &str, token: Option<&str>) -> (u16, Option<String>, String) {
     let message = json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {
