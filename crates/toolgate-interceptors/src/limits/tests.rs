@@ -477,3 +477,15 @@ fn per_is_one_of_three_and_needs_something_to_count() {
         "{problems:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn per_caller_limiters_at_rest_are_forgotten_however_many_callers_come() {
+    let l = limits(json!({ "server": { "github": { "concurrency": 1, "per": "caller" } } }));
+    for n in 0..LIMITERS_BEFORE_SWEEP * 5 {
+        // Each call ends at once: its caller's limiter is at rest again.
+        let done = call_as(&l, "github__search", person(&format!("caller-{n}"), None)).await;
+        drop(done.expect("a free slot"));
+    }
+    let held = l.servers["github"].limiters.lock().unwrap().by_name.len();
+    assert!(held <= LIMITERS_BEFORE_SWEEP, "{held} limiters kept for callers long gone");
+}
