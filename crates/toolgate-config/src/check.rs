@@ -276,7 +276,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn interpolated_string(&mut self, value: &Value, path: &str) -> Option<String> {
+    pub(crate) fn interpolated_string(&mut self, value: &Value, path: &str) -> Option<String> {
         let text = self.string(value, path)?;
         self.interpolate(text, path)
     }

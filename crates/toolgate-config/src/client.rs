@@ -140,6 +140,7 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
             transport: http_transport?.flatten().unwrap_or_default(),
             headers: headers?.unwrap_or_default(),
             pool: true,
+            oauth: Default::default(),
         }),
     };
     let server = ServerConfig {

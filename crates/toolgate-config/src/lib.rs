@@ -43,6 +43,7 @@ mod jsonc;
 mod load;
 mod model;
 mod native;
+mod oauth;
 mod pipeline;
 mod response_format;
 mod scripts;
@@ -64,6 +65,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};
 pub use fingerprint::{Fingerprint, fingerprint};
 pub use model::*;
+pub use oauth::{ASSERTION_ALGORITHMS, OAuthConfig, OAuthFlow};
 pub use tenants::is_tenant_name;
 
 /// The language of a configuration text.

@@ -366,6 +366,8 @@ pub struct HttpConfig {
     /// connection (toolgate-upstream's `http_client` says why), or one that mishandles reused
     /// connections.
     pub pool: bool,
+    /// How toolgate signs in when the server asks for OAuth (`oauth`).
+    pub oauth: crate::OAuthConfig,
 }
 
 /// `transport = "..."` of an HTTP upstream.

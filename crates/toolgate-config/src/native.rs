@@ -56,9 +56,10 @@ const SERVER_KEYS: &[&str] = &[
     "enabled",
     "integrity",
     "response_format",
+    "oauth",
 ];
 const STDIO_KEYS: &[&str] = &["args", "env", "env_pass", "env_remove", "cwd"];
-const HTTP_KEYS: &[&str] = &["transport", "headers", "pool"];
+const HTTP_KEYS: &[&str] = &["transport", "headers", "pool", "oauth"];
 
 /// What a `toolgate.toml` holds, once checked. Parts that failed are left at their defaults;
 /// the checker has the errors.
@@ -375,6 +376,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     let headers =
         optional(field("headers", http), |v| cx.secret(|cx| cx.headers(v, &at("headers"))));
     let pool = optional(field("pool", http), |v| cx.boolean(v, &at("pool")));
+    let oauth = optional(field("oauth", http), |v| crate::oauth::check(cx, v, &at("oauth")));
     let prefix = match fields.get("prefix") {
         Some(value) => cx.prefix(value, &at("prefix")),
         None => Some(cx.default_prefix(name, &path)),
@@ -419,6 +421,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
             transport: transport?.unwrap_or_default(),
             headers: headers?.unwrap_or_default(),
             pool: pool?.unwrap_or(true),
+            oauth: oauth?.unwrap_or_default(),
         }),
     };
     let protocol = protocol?.unwrap_or_default();

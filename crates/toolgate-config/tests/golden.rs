@@ -228,12 +228,15 @@ fn dump(config: &Config) -> String {
                 // Every child withholds the config's secret variables (dumped once, below).
                 assert_eq!(withheld, secret_env, "{name}: withholds what the config names");
             }
-            TransportConfig::Http(HttpConfig { url, transport: _, headers, pool }) => {
+            TransportConfig::Http(HttpConfig { url, transport: _, headers, pool, oauth }) => {
                 line(w, 2, "url", url);
                 line(w, 2, "headers", secrets(headers));
                 // Shown only when off, so that fixtures written before it existed still hold.
                 if !pool {
                     line(w, 2, "pool", pool);
+                }
+                if oauth != &toolgate_config::OAuthConfig::default() {
+                    line(w, 2, "oauth", format!("{oauth:?}"));
                 }
             }
             TransportConfig::InProcess(InProcessConfig { origin }) => {

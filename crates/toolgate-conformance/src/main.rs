@@ -85,6 +85,7 @@ fn server_config(url: url::Url) -> ServerConfig {
             transport: HttpTransport::StreamableHttp,
             headers: Default::default(),
             pool: true,
+            oauth: Default::default(),
         }),
         prefix: String::new(),
         tools: Default::default(),

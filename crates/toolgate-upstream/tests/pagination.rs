@@ -87,6 +87,7 @@ async fn every_page_of_every_list_is_fetched() {
             transport: HttpTransport::StreamableHttp,
             headers: Default::default(),
             pool: true,
+            oauth: Default::default(),
         }),
         prefix: "p".into(),
         tools: Default::default(),
