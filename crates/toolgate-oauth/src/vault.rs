@@ -18,7 +18,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use rmcp::transport::auth::{AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -151,7 +153,10 @@ impl Vault {
         getrandom::fill(&mut nonce).expect("the operating system's random source works");
         let data = self
             .cipher
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: &plain, aad: record.entry.as_bytes() })
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload { msg: &plain, aad: record.entry.as_bytes() },
+            )
             .expect("encryption of a buffer in memory does not fail");
         let sealed = Sealed {
             v: 1,

@@ -53,8 +53,9 @@ async fn tokens_are_kept_encrypted_in_private_files_and_come_back() {
         assert!(!on_disk.contains(secret), "{secret} is on disk in clear: {on_disk}");
     }
     // Nothing of the key file is in the token folder, and a second open reads the same key.
-    let again = super::Vault::open(&dir.path().join("state/oauth"), &dir.path().join("config/oauth.key"))
-        .expect("opens");
+    let again =
+        super::Vault::open(&dir.path().join("state/oauth"), &dir.path().join("config/oauth.key"))
+            .expect("opens");
     assert!(again.read("acme").expect("reads").is_some());
 }
 
@@ -76,8 +77,8 @@ async fn another_key_another_entry_or_another_url_reads_nothing() {
     assert!(globex.load().await.is_err(), "a tampered file is an error, not a login");
 
     // Another key opens nothing.
-    let other = Vault::open(&dir.path().join("state/oauth"), &dir.path().join("other.key"))
-        .expect("opens");
+    let other =
+        Vault::open(&dir.path().join("state/oauth"), &dir.path().join("other.key")).expect("opens");
     assert!(matches!(other.read("acme"), Err(VaultError::Undecryptable { .. })));
 }
 
