@@ -11,6 +11,13 @@
 //!   connect, then call every listed tool with arguments made up from its input schema,
 //!   accepting any elicitation with the defaults of its schema.
 //!
+//! Authorization scenarios (`auth/*`) go through toolgate's own sign-in (`toolgate-oauth`), as
+//! `toolgate serve` would with a person at hand: tokens in a vault of a temporary folder, and
+//! a headless browser that approves at once (the suite's authorization server asks no one).
+//! What a user would write in `oauth = {...}` comes from the scenario's context
+//! (`MCP_CONFORMANCE_CONTEXT`): a pre-registered client, client credentials with a secret or a
+//! private key; the Client ID Metadata Document URL is the one the suite expects.
+//!
 //! Exit status 0 when every step worked, 1 otherwise (the reason goes to stderr, which the
 //! suite saves as `stderr.txt`). Logging: `RUST_LOG` (default `warn`), to stderr.
 
@@ -68,8 +75,23 @@ async fn run() -> anyhow::Result<()> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     tracing::info!(%url, %scenario, "starting");
 
-    let upstream = Upstream::connect(&server_config(url)).await?;
-    let outcome = play(&upstream, &scenario).await;
+    let context: Context = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let mut config = server_config(url);
+    if let TransportConfig::Http(http) = &mut config.transport {
+        http.oauth = oauth_config(&scenario, &context)?;
+    }
+    let folder = tempfile::tempdir().context("a temporary folder for the token vault")?;
+    let vault =
+        toolgate_oauth::Vault::open(&folder.path().join("oauth"), &folder.path().join("key"))?;
+    let logins = toolgate_oauth::Logins {
+        vault: Arc::new(vault),
+        browser: Some(Arc::new(toolgate_oauth::Headless::new())),
+    };
+    let upstream = Upstream::connect_with(&config, Some(&logins)).await?;
+    let outcome = play(&upstream, &scenario, &context.tool_calls).await;
     if tokio::time::timeout(SHUTDOWN_TIMEOUT, upstream.shutdown()).await.is_err() {
         tracing::warn!("the session did not close within {SHUTDOWN_TIMEOUT:?}");
     }
@@ -100,13 +122,88 @@ fn server_config(url: url::Url) -> ServerConfig {
     }
 }
 
+/// The Client ID Metadata Document URL the suite's authorization server accepts.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// What the suite tells a client about a scenario.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Context {
+    /// Calls the scenario wants made, with its own arguments (else every tool is called).
+    #[serde(default, rename = "toolCalls")]
+    tool_calls: Vec<ToolCall>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    private_key_pem: Option<String>,
+    signing_algorithm: Option<String>,
+}
+
+/// One call a scenario asks for.
+#[derive(Debug, Default, serde::Deserialize)]
+struct ToolCall {
+    name: String,
+    #[serde(default)]
+    arguments: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The `oauth` a user would configure for the scenario's server.
+fn oauth_config(scenario: &str, context: &Context) -> anyhow::Result<toolgate_config::OAuthConfig> {
+    use toolgate_config::{OAuthConfig, OAuthFlow, Secret};
+    let mut oauth = OAuthConfig {
+        client_metadata_url: Some(CLIENT_METADATA_URL.parse()?),
+        ..OAuthConfig::default()
+    };
+    if scenario.starts_with("auth/client-credentials") {
+        oauth.flow = OAuthFlow::ClientCredentials;
+        oauth.client_metadata_url = None;
+    }
+    if scenario.starts_with("auth/client-credentials") || scenario == "auth/pre-registration" {
+        oauth.client_id = context.client_id.clone();
+        oauth.client_secret = context.client_secret.clone().map(Secret::new);
+        oauth.private_key = context.private_key_pem.clone().map(Secret::new);
+        if let Some(algorithm) = &context.signing_algorithm {
+            oauth.algorithm = algorithm.clone();
+        }
+    }
+    Ok(oauth)
+}
+
 /// What to do once connected.
-async fn play(upstream: &Upstream, scenario: &str) -> anyhow::Result<()> {
+async fn play(upstream: &Upstream, scenario: &str, calls: &[ToolCall]) -> anyhow::Result<()> {
+    if !calls.is_empty() {
+        return make_calls(upstream, calls).await;
+    }
     match scenario {
         // Connecting was the whole test.
         "initialize" => Ok(()),
+        // The server keeps asking for more scopes: giving up after a few sign-ins is the
+        // behaviour under test, and the calls fail by design.
+        "auth/scope-retry-limit" => {
+            if let Err(error) = call_every_tool(upstream).await {
+                tracing::info!(%error, "gave up, as the scenario wants");
+            }
+            Ok(())
+        }
         _ => call_every_tool(upstream).await,
     }
+}
+
+/// Makes the calls the scenario named, with its arguments.
+async fn make_calls(upstream: &Upstream, calls: &[ToolCall]) -> anyhow::Result<()> {
+    let options = CallOptions { caller: Some(Arc::new(AcceptDefaults)), ..Default::default() };
+    let mut failed = Vec::new();
+    for call in calls {
+        let params = mcp::CallToolRequestParams::new(call.name.clone())
+            .with_arguments(call.arguments.clone());
+        match upstream.call_tool(params, &options).await {
+            Ok(result) => tracing::info!(tool = %call.name, ?result.content, "result"),
+            Err(error) => {
+                eprintln!("tool {}: {}", call.name, ErrorChain(&error));
+                failed.push(call.name.clone());
+            }
+        }
+    }
+    anyhow::ensure!(failed.is_empty(), "calls failed: {}", failed.join(", "));
+    Ok(())
 }
 
 /// Calls every listed tool once, in listing order, answering elicitations with defaults.

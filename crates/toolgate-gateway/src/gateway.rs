@@ -117,21 +117,23 @@ impl Gateway {
         pipeline: Pipeline,
         recorder: Recorder,
     ) -> Arc<Gateway> {
-        Gateway::start_with(servers, Vec::new(), wait, pipeline, recorder).await
+        Gateway::start_with(servers, Vec::new(), wait, pipeline, recorder, None).await
     }
 
     /// [`Gateway::start`] with servers inside the process beside the configured ones, after
-    /// them; their first connection is always waited for (it takes no time).
+    /// them (their first connection is always waited for: it takes no time), signing in to
+    /// servers that ask for OAuth through `logins`.
     pub async fn start_with(
         servers: &[ServerConfig],
         in_process: Vec<InProcess>,
         wait: StartupWait,
         pipeline: Pipeline,
         recorder: Recorder,
+        logins: Option<&toolgate_upstream::Logins>,
     ) -> Arc<Gateway> {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
         let mut connected =
-            toolgate_upstream::connect_all(servers, Some(events.clone()), wait).await;
+            toolgate_upstream::connect_all_with(servers, Some(events.clone()), wait, logins).await;
         let local = toolgate_upstream::connect_in_process(in_process, Some(events.clone())).await;
         for error in &local.failed {
             tracing::warn!(%error, "an in-process server did not start");

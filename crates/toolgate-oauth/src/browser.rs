@@ -66,6 +66,7 @@ pub struct Headless {
 impl Headless {
     /// A headless browser with reqwest's default settings.
     pub fn new() -> Headless {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -18,16 +18,16 @@ use sse_stream::{Error as SseError, Sse};
 use crate::error::LoginError;
 use crate::login::Login;
 
-/// `C` with the sign-in of its server.
+/// `C` with the sign-in of its server, if it has one (without, requests go as they are).
 #[derive(Clone, Debug)]
 pub struct Authorized<C> {
     inner: C,
-    login: Arc<Login>,
+    login: Option<Arc<Login>>,
 }
 
 impl<C> Authorized<C> {
     /// `inner`, carrying the tokens of `login`.
-    pub fn new(inner: C, login: Arc<Login>) -> Authorized<C> {
+    pub fn new(inner: C, login: Option<Arc<Login>>) -> Authorized<C> {
         Authorized { inner, login }
     }
 
@@ -47,19 +47,16 @@ fn failed<E: std::error::Error + Send + Sync + 'static>(
 }
 
 impl<C: StreamableHttpClient + Sync> Authorized<C> {
-    async fn carrying<T, F, Fut>(&self, call: F) -> HttpResult<T, C::Error>
+    async fn carrying<T, F, Fut>(&self, given: Option<String>, call: F) -> HttpResult<T, C::Error>
     where
         F: Fn(Option<String>) -> Fut,
         Fut: Future<Output = HttpResult<T, C::Error>>,
     {
-        let token = self.login.token().await.map_err(failed)?;
+        let Some(login) = &self.login else { return call(given).await };
+        let token = login.token().await.map_err(failed)?;
         let retried = match call(token.clone()).await {
             Err(StreamableHttpError::AuthRequired(challenge)) => {
-                match self
-                    .login
-                    .rejected(token.as_deref(), &challenge.www_authenticate_header)
-                    .await
-                {
+                match login.rejected(token.as_deref(), &challenge.www_authenticate_header).await {
                     Ok(fresh) => call(Some(fresh)).await,
                     Err(error) if error.needs_login() => {
                         tracing::info!(%error, "upstream sign-in");
@@ -69,7 +66,7 @@ impl<C: StreamableHttpClient + Sync> Authorized<C> {
                 }
             }
             Err(StreamableHttpError::InsufficientScope(refusal)) => {
-                match self.login.insufficient_scope(&refusal.www_authenticate_header).await {
+                match login.insufficient_scope(&refusal.www_authenticate_header).await {
                     Ok(fresh) => call(Some(fresh)).await,
                     Err(error) if error.needs_login() => {
                         tracing::info!(%error, "upstream sign-in");
@@ -87,8 +84,9 @@ impl<C: StreamableHttpClient + Sync> Authorized<C> {
     }
 
     fn login_succeeded(&self) {
-        let login = self.login.clone();
-        tokio::spawn(async move { login.succeeded().await });
+        if let Some(login) = self.login.clone() {
+            tokio::spawn(async move { login.succeeded().await });
+        }
     }
 }
 
@@ -100,10 +98,10 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Authorized<C> {
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
-        _auth_header: Option<String>,
+        auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<StreamableHttpPostResponse, C::Error> {
-        self.carrying(|token| {
+        self.carrying(auth_header, |token| {
             self.inner.post_message(
                 uri.clone(),
                 message.clone(),
@@ -120,11 +118,11 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Authorized<C> {
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
-        _auth_header: Option<String>,
+        auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<StreamableHttpPostResponse, C::Error> {
-        self.carrying(|token| {
+        self.carrying(auth_header, |token| {
             self.inner.post_message_with_max_sse_event_size(
                 uri.clone(),
                 message.clone(),
@@ -141,10 +139,10 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Authorized<C> {
         &self,
         uri: Arc<str>,
         session_id: Arc<str>,
-        _auth_header: Option<String>,
+        auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<(), C::Error> {
-        self.carrying(|token| {
+        self.carrying(auth_header, |token| {
             self.inner.delete_session(
                 uri.clone(),
                 session_id.clone(),
@@ -160,10 +158,10 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Authorized<C> {
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
-        _auth_header: Option<String>,
+        auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>, C::Error> {
-        self.carrying(|token| {
+        self.carrying(auth_header, |token| {
             self.inner.get_stream(
                 uri.clone(),
                 session_id.clone(),
@@ -180,11 +178,11 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Authorized<C> {
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
-        _auth_header: Option<String>,
+        auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>, C::Error> {
-        self.carrying(|token| {
+        self.carrying(auth_header, |token| {
             self.inner.get_stream_with_max_sse_event_size(
                 uri.clone(),
                 session_id.clone(),

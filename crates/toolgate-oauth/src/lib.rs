@@ -26,6 +26,8 @@ pub mod receiver;
 pub mod signin;
 pub mod vault;
 
+use std::sync::Arc;
+
 pub use browser::{Headless, SystemBrowser};
 pub use client::Authorized;
 pub use error::LoginError;
@@ -33,3 +35,30 @@ pub use http::OAuthHttp;
 pub use login::Login;
 pub use signin::{Browser, SignedIn, Target, sign_in};
 pub use vault::{Record, Vault, VaultEntry, VaultError, entry_name};
+
+/// Where the upstreams' sign-ins are kept, and who signs a person in when a request needs it
+/// (none on a gateway that serves others: a person runs `toolgate login` instead).
+#[derive(Clone)]
+pub struct Logins {
+    /// The token store.
+    pub vault: Arc<Vault>,
+    /// Signs a person in during use, when set.
+    pub browser: Option<Arc<dyn Browser>>,
+}
+
+impl std::fmt::Debug for Logins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Logins")
+            .field("vault", &self.vault)
+            .field("browser", &self.browser.is_some())
+            .finish()
+    }
+}
+
+impl Logins {
+    /// The sign-in of `target`, as toolgate itself (not per caller).
+    pub fn login(&self, target: Target) -> Arc<Login> {
+        let entry = entry_name(&target.server, None);
+        Arc::new(Login::new(target, &self.vault, entry, self.browser.clone()))
+    }
+}

@@ -224,9 +224,7 @@ async fn connect_service(
                 }
             }
         }
-        TransportConfig::Http(http) => {
-            connect_http(config, http, handler, &shared.stream_mark).await
-        }
+        TransportConfig::Http(http) => connect_http(config, http, handler, shared).await,
         TransportConfig::InProcess(_) => {
             let failed = |cause: String| ConnectError::Failed {
                 endpoint: endpoint(config),
@@ -283,12 +281,17 @@ async fn connect_http(
     server: &ServerConfig,
     config: &HttpConfig,
     handler: UpstreamHandler,
-    mark: &StreamMark,
+    shared: &Shared,
 ) -> Result<Served, ConnectError> {
     let name = &server.name;
     let url = config.url.as_str();
+    let mark = &shared.stream_mark;
+    let login = shared.login.clone();
     let failed = |error: BoxError| {
         tracing::debug!(upstream = %name, error = ?error, "connection failed");
+        if crate::signin::wants_login(error.as_ref()) {
+            return ConnectError::NeedsLogin { server: name.clone() };
+        }
         ConnectError::Failed {
             endpoint: endpoint(server),
             cause: crate::cause::describe(error.as_ref(), Some(url)),
@@ -298,12 +301,12 @@ async fn connect_http(
     let headers = header_map(config)?;
     match config.transport {
         HttpTransport::StreamableHttp => {
-            connect_streamable(config, server.protocol, headers, handler, mark)
+            connect_streamable(config, server.protocol, headers, handler, mark, login)
                 .await
                 .map_err(failed)
         }
         HttpTransport::Sse => {
-            let service = connect_sse(config, headers, handler).await.map_err(failed)?;
+            let service = connect_sse(config, headers, handler, login).await.map_err(failed)?;
             Ok(Served::new(service, "sse"))
         }
         HttpTransport::Auto => {
@@ -313,13 +316,18 @@ async fn connect_http(
                 headers.clone(),
                 handler.clone(),
                 mark,
+                login.clone(),
             )
             .await
             {
                 Ok(served) => Ok(served),
+                // A server that wants a login is a streamable HTTP server: no SSE fallback.
+                Err(streamable) if crate::signin::wants_login(streamable.as_ref()) => {
+                    Err(failed(streamable))
+                }
                 Err(streamable) => {
                     tracing::debug!(upstream = %name, error = ?streamable, "streamable HTTP failed; trying legacy SSE");
-                    match connect_sse(config, headers, handler).await {
+                    match connect_sse(config, headers, handler, login).await {
                         Ok(service) => Ok(Served::new(service, "sse")),
                         Err(sse) => {
                             let streamable = failed(streamable);
@@ -355,10 +363,11 @@ async fn connect_streamable(
     headers: Vec<(HeaderName, HeaderValue)>,
     handler: UpstreamHandler,
     mark: &StreamMark,
+    login: Option<Arc<toolgate_oauth::Login>>,
 ) -> Result<Served, BoxError> {
     let transport = |client: SessionAwareClient| {
         StreamableHttpClientTransport::with_client(
-            client,
+            toolgate_oauth::Authorized::new(client, login.clone()),
             StreamableHttpClientTransportConfig::with_uri(config.url.as_str())
                 .custom_headers(headers.iter().cloned().collect())
                 .reinit_on_expired_session(true),
@@ -391,9 +400,11 @@ async fn connect_sse(
     config: &HttpConfig,
     headers: Vec<(HeaderName, HeaderValue)>,
     handler: UpstreamHandler,
+    login: Option<Arc<toolgate_oauth::Login>>,
 ) -> Result<Service, BoxError> {
     let transport =
-        SseTransport::connect(&config.url, headers.into_iter().collect(), config.pool).await?;
+        SseTransport::connect(&config.url, headers.into_iter().collect(), config.pool, login)
+            .await?;
     Ok(handler.serve(transport, ClientLifecycleMode::Initialize).await?)
 }
 

@@ -67,6 +67,9 @@ pub enum UpstreamError {
     /// The server is not connected (any more).
     #[error("upstream {upstream}: not connected")]
     Disconnected { upstream: String },
+    /// The server wants a login (OAuth) that toolgate has not got, or that has expired.
+    #[error("upstream {upstream} needs a login: run `toolgate login {upstream}`")]
+    NeedsLogin { upstream: String },
 }
 
 /// Why one attempt to connect to an upstream failed, in words; [`UpstreamError::Connect`]
@@ -92,6 +95,9 @@ pub enum ConnectError {
     /// Another upstream already has its name.
     #[error("another server already has this name")]
     Duplicate,
+    /// The server wants a login (OAuth) that toolgate has not got, or that has expired.
+    #[error("needs a login: run `toolgate login {server}`")]
+    NeedsLogin { server: String },
 }
 
 /// Where an upstream is: a URL, or the command that starts it.
@@ -137,7 +143,8 @@ impl UpstreamError {
             | UpstreamError::Unexpected { upstream, .. }
             | UpstreamError::InputRefused { upstream, .. }
             | UpstreamError::Restarting { upstream, .. }
-            | UpstreamError::Disconnected { upstream } => upstream,
+            | UpstreamError::Disconnected { upstream }
+            | UpstreamError::NeedsLogin { upstream } => upstream,
         }
     }
 }

@@ -21,6 +21,7 @@ mod progress;
 mod progress_ledger;
 mod raw;
 mod shared;
+mod signin;
 mod sse;
 mod stdio;
 mod stream_mark;
@@ -39,8 +40,10 @@ pub use event::{ChangedLists, EventSender, UpstreamEvent};
 pub use in_process::InProcessServer;
 pub use inventory::{Collision, Contribution, Inventory, Route};
 pub use raw::{RawToolResult, ToolAnswer};
+pub use signin::sign_in_target;
 pub use sse::{SseError, SseTransport};
 pub use stdio::{child_environment, child_environment_names};
+pub use toolgate_oauth::Logins;
 pub use upstream::{HARD_TIMEOUT_FACTOR, Upstream};
 
 /// The outcome of starting every enabled server.
@@ -75,10 +78,20 @@ pub async fn connect_all(
     events: Option<EventSender>,
     wait: StartupWait,
 ) -> Connected {
+    connect_all_with(servers, events, wait, None).await
+}
+
+/// [`connect_all`], signing in to servers that ask for OAuth through `logins`.
+pub async fn connect_all_with(
+    servers: &[ServerConfig],
+    events: Option<EventSender>,
+    wait: StartupWait,
+    logins: Option<&toolgate_oauth::Logins>,
+) -> Connected {
     let upstreams: Vec<_> = servers
         .iter()
         .filter(|s| s.enabled)
-        .map(|server| Upstream::start(server.clone(), events.clone()))
+        .map(|server| Upstream::start_with(server.clone(), events.clone(), logins))
         .collect();
     let deadline = match wait {
         StartupWait::All => None,

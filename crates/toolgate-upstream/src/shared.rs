@@ -28,6 +28,10 @@ pub(crate) struct Shared {
     pub(crate) in_process: Option<Arc<dyn crate::InProcessServer>>,
     /// How the HTTP client marks the log messages a request's response stream carries.
     pub(crate) stream_mark: StreamMark,
+    /// The server's sign-in (an HTTP server that may ask for OAuth), kept across reconnects.
+    pub(crate) login: Option<Arc<toolgate_oauth::Login>>,
+    /// The last connection attempt failed for want of a login.
+    pub(crate) needs_login: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -41,6 +45,8 @@ impl Shared {
             calls: Calls::default(),
             in_process: None,
             stream_mark: StreamMark::new(),
+            login: None,
+            needs_login: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

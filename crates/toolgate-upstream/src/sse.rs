@@ -4,6 +4,7 @@
 //! client message is POSTed; the server's messages arrive on the stream as `message` events.
 //! Closing the stream ends the session.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -12,6 +13,7 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
+use toolgate_oauth::Login;
 use url::Url;
 
 /// Messages buffered between the event stream and the MCP service.
@@ -36,6 +38,9 @@ pub enum SseError {
     /// The `endpoint` event named a URL that cannot be used.
     #[error("the `endpoint` event named an invalid or foreign URL {0:?}")]
     BadEndpoint(String),
+    /// Signing in to the server failed.
+    #[error(transparent)]
+    Login(toolgate_oauth::LoginError),
 }
 
 /// A connected legacy SSE session.
@@ -43,27 +48,36 @@ pub struct SseTransport {
     http: reqwest::Client,
     endpoint: Url,
     headers: reqwest::header::HeaderMap,
+    login: Option<Arc<Login>>,
     inbound: mpsc::Receiver<ServerJsonRpcMessage>,
     _reader: DropGuard,
 }
 
 impl SseTransport {
     /// Opens the event stream at `url` and waits for its `endpoint` event. The messages are
-    /// POSTed over kept-alive connections unless `pool` is false (a connection each).
+    /// POSTed over kept-alive connections unless `pool` is false (a connection each). With a
+    /// `login`, every request carries its token, and a `401` is answered as the streamable
+    /// HTTP client answers it (see `toolgate_oauth::client`).
     pub async fn connect(
         url: &Url,
         headers: reqwest::header::HeaderMap,
         pool: bool,
+        login: Option<Arc<Login>>,
     ) -> Result<Self, SseError> {
         let http = crate::http_client::client_builder(pool)
             .connect_timeout(Duration::from_secs(10))
             .build()?;
-        let response = http
-            .get(url.clone())
-            .headers(headers.clone())
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .send()
-            .await?;
+        let open = |token: Option<String>| {
+            let mut request = http
+                .get(url.clone())
+                .headers(headers.clone())
+                .header(reqwest::header::ACCEPT, "text/event-stream");
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            request.send()
+        };
+        let response = with_login(login.as_ref(), open).await?;
         if !response.status().is_success() {
             return Err(SseError::Status {
                 method: "GET",
@@ -117,7 +131,35 @@ impl SseTransport {
                 }
             }
         });
-        Ok(SseTransport { http, endpoint, headers, inbound, _reader: stop.drop_guard() })
+        Ok(SseTransport { http, endpoint, headers, login, inbound, _reader: stop.drop_guard() })
+    }
+}
+
+/// Sends `request` with `login`'s token, and once more with a fresh one after a `401`.
+async fn with_login<F, Fut>(
+    login: Option<&Arc<Login>>,
+    request: F,
+) -> Result<reqwest::Response, SseError>
+where
+    F: Fn(Option<String>) -> Fut,
+    Fut: Future<Output = Result<reqwest::Response, reqwest::Error>>,
+{
+    let Some(login) = login else { return Ok(request(None).await?) };
+    let token = login.token().await.map_err(SseError::Login)?;
+    let response = request(token.clone()).await?;
+    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return Ok(response);
+    }
+    let challenge = response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    match login.rejected(token.as_deref(), &challenge).await {
+        Ok(fresh) => Ok(request(Some(fresh)).await?),
+        Err(error) if error.needs_login() => Ok(response),
+        Err(error) => Err(SseError::Login(error)),
     }
 }
 
@@ -138,11 +180,19 @@ impl Transport<RoleClient> for SseTransport {
         &mut self,
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), SseError>> + Send + 'static {
-        let request =
-            self.http.post(self.endpoint.clone()).headers(self.headers.clone()).json(&item);
+        let http = self.http.clone();
+        let headers = self.headers.clone();
+        let login = self.login.clone();
         let url = self.endpoint.clone();
         async move {
-            let response = request.send().await?;
+            let post = |token: Option<String>| {
+                let mut request = http.post(url.clone()).headers(headers.clone()).json(&item);
+                if let Some(token) = token {
+                    request = request.bearer_auth(token);
+                }
+                request.send()
+            };
+            let response = with_login(login.as_ref(), post).await?;
             if !response.status().is_success() {
                 return Err(SseError::Status { method: "POST", url, status: response.status() });
             }

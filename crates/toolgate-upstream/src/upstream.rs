@@ -62,7 +62,19 @@ impl Upstream {
     /// Starts supervising the server `config` describes. Connection happens in the
     /// background; [`Upstream::ready`] waits for the first attempt.
     pub fn start(config: ServerConfig, events: Option<EventSender>) -> Arc<Upstream> {
-        let shared = Shared::new(config.name.clone(), events);
+        Upstream::start_with(config, events, None)
+    }
+
+    /// [`Upstream::start`], signing in to the server through `logins` when it asks for
+    /// OAuth (an HTTP server whose config neither turns `oauth` off nor sends its own
+    /// `Authorization` header). Without `logins`, a `401` is only an error.
+    pub fn start_with(
+        config: ServerConfig,
+        events: Option<EventSender>,
+        logins: Option<&toolgate_oauth::Logins>,
+    ) -> Arc<Upstream> {
+        let mut shared = Shared::new(config.name.clone(), events);
+        shared.login = logins.and_then(|logins| crate::signin::login_for(&config, logins));
         Upstream::supervised(config, shared)
     }
 
@@ -104,7 +116,15 @@ impl Upstream {
     /// Connects once, without an event stream: for one-shot uses such as tests and clients.
     /// Fails with the reason of the first attempt; it is not retried.
     pub async fn connect(config: &ServerConfig) -> Result<Arc<Upstream>, UpstreamError> {
-        let upstream = Upstream::start(config.clone(), None);
+        Upstream::connect_with(config, None).await
+    }
+
+    /// [`Upstream::connect`], signing in through `logins` (see [`Upstream::start_with`]).
+    pub async fn connect_with(
+        config: &ServerConfig,
+        logins: Option<&toolgate_oauth::Logins>,
+    ) -> Result<Arc<Upstream>, UpstreamError> {
+        let upstream = Upstream::start_with(config.clone(), None, logins);
         match upstream.ready().await {
             Ok(()) => Ok(upstream),
             Err(error) => {
@@ -153,6 +173,12 @@ impl Upstream {
     /// Why it is down, when it is.
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().expect("last error lock").clone()
+    }
+
+    /// Whether its last connection attempt failed because it wants a login that toolgate has
+    /// not got (`toolgate login NAME` mends it).
+    pub fn needs_login(&self) -> bool {
+        self.shared.needs_login.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether it is connected now.

@@ -4,6 +4,7 @@
 mod admin;
 mod commands;
 mod events;
+mod logins;
 mod scrub;
 mod setup;
 mod trust;
@@ -60,8 +61,14 @@ enum Command {
     /// The agent's stored conversations: list, show, export, delete.
     #[command(subcommand)]
     Sessions(commands::sessions::SessionsCommand),
-    /// Connect and show each configured server: state, transport, protocol, tools, start-up time.
+    /// Connect and show each configured server: state, sign-in, transport, protocol, tools,
+    /// start-up time.
     Servers(commands::servers::ServersArgs),
+    /// Sign in to a server that asks for OAuth: opens the authorization page, receives the
+    /// redirect on a loopback port, and keeps the tokens (encrypted) for every toolgate run.
+    Login(commands::login::LoginArgs),
+    /// Forget the sign-in to a server (its tokens are deleted).
+    Logout(commands::login::LogoutArgs),
     /// Pin what each server offers in toolgate.lock, or check (--check) and show (--diff) what
     /// changed since: descriptions, schemas, annotations of every tool, prompt and resource.
     Pin(commands::pin::PinArgs),
@@ -117,6 +124,8 @@ fn main() -> ExitCode {
             Command::Chat(args) => commands::chat::run(&cli.global, args).await,
             Command::Sessions(command) => commands::sessions::run(&cli.global, command),
             Command::Servers(args) => commands::servers::run(&cli.global, args).await,
+            Command::Login(args) => commands::login::login(&cli.global, args).await,
+            Command::Logout(args) => commands::login::logout(&cli.global, args),
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,
             Command::Script(command) => commands::script::run(&cli.global, command).await,
             Command::Config(command) => commands::config::run(&cli.global, command),

@@ -285,9 +285,16 @@ pub(crate) async fn start(
     }
     let tenants =
         toolgate_gateway::Tenants::new(&config.tenants).context("cannot use [tenants]")?;
-    let gateway =
-        Gateway::start_with(&config.servers, script_tools.initial(), wait, pipeline, recorder)
-            .await;
+    let logins = crate::logins::for_serving();
+    let gateway = Gateway::start_with(
+        &config.servers,
+        script_tools.initial(),
+        wait,
+        pipeline,
+        recorder,
+        logins.as_ref(),
+    )
+    .await;
     // Before any front serves a request: nothing is answered without its tenant's view.
     gateway.set_tenants(tenants);
     script_tools.attach(&gateway);

@@ -210,7 +210,7 @@ impl Gateway {
                 tool_target(&self.pipeline, &inventory, &name)
             })
             .filter(|target| self.reaches(ctx, &target.server))
-            .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?;
+            .ok_or_else(|| self.unknown_tool(ctx, &params.name))?;
         ctx.target = Some(target);
         self.recorder.call_started(ctx, &params);
         if !self.pipeline.is_empty() {
@@ -239,6 +239,27 @@ impl Gateway {
         }
         let result = parsed(answer, ctx)?;
         response_phase::<CallTool>(&self.pipeline, result, ctx).await.map(ToolAnswer::Parsed)
+    }
+
+    /// A tool no server offers, unless its name is under the prefix of a server the caller
+    /// reaches that wants a login: its tools are not known until someone signs in, and the
+    /// caller is told to (`toolgate login NAME`) rather than that the tool does not exist.
+    fn unknown_tool(&self, ctx: &CallContext, name: &str) -> GatewayError {
+        let waiting = self.upstreams().into_iter().find(|upstream| {
+            let prefix = &upstream.config().prefix;
+            upstream.needs_login()
+                && !prefix.is_empty()
+                && name.starts_with(&format!("{prefix}{}", toolgate_core::name::SEPARATOR))
+                && self.reaches(ctx, upstream.name())
+        });
+        match waiting {
+            Some(upstream) => {
+                GatewayError::Upstream(toolgate_upstream::UpstreamError::NeedsLogin {
+                    upstream: upstream.name().to_owned(),
+                })
+            }
+            None => GatewayError::UnknownTool(name.to_owned()),
+        }
     }
 
     /// Sends the call to the upstream of `ctx.target`, under its original name; `as_written`

@@ -251,6 +251,7 @@ mod tests {
             toolgate_upstream::StartupWait::All,
             pipeline,
             recorder,
+            None,
         )
         .await;
         assert_eq!(gateway.inventory().tools().len(), 3, "the server is listed");

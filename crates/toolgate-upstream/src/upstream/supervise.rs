@@ -55,6 +55,7 @@ impl Upstream {
                 Ok(Connection { service, link, group }) => {
                     failures = 0;
                     *self.last_error.lock().expect("last error lock") = None;
+                    self.shared.needs_login.store(false, std::sync::atomic::Ordering::Relaxed);
                     self.link.send_replace(LinkState::Up(link.clone()));
                     tracing::info!(
                         upstream = %self.config.name,
@@ -95,6 +96,8 @@ impl Upstream {
                         tracing::debug!(upstream = %self.config.name, error = %reason, failures, "upstream still failing");
                     }
                     *self.last_error.lock().expect("last error lock") = Some(reason.clone());
+                    let login = matches!(error, ConnectError::NeedsLogin { .. });
+                    self.shared.needs_login.store(login, std::sync::atomic::Ordering::Relaxed);
                     let was = self.link.send_replace(LinkState::Down);
                     if first.borrow().is_none() {
                         first.send_replace(Some(Err(error)));

@@ -9,6 +9,7 @@ pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod interceptors;
 pub(crate) mod keys;
+pub(crate) mod login;
 pub(crate) mod man;
 mod offered;
 pub(crate) mod pin;
