@@ -75,6 +75,35 @@ pub struct Record {
     pub saved_at: u64,
 }
 
+impl Record {
+    /// Whether it holds tokens (not only a registered client, or scopes waiting for a login).
+    pub fn has_tokens(&self) -> bool {
+        self.credentials.as_ref().is_some_and(|c| c.token_response.is_some())
+    }
+
+    /// When its access token expires, in seconds since the Unix epoch, when the server said.
+    pub fn expires_at(&self) -> Option<u64> {
+        use oauth2::TokenResponse as _;
+        let credentials = self.credentials.as_ref()?;
+        let ttl = credentials.token_response.as_ref()?.expires_in()?;
+        Some(credentials.token_received_at? + ttl.as_secs())
+    }
+
+    /// Whether it holds a refresh token: the access token renews without a person.
+    pub fn renews(&self) -> bool {
+        use oauth2::TokenResponse as _;
+        self.credentials
+            .as_ref()
+            .and_then(|c| c.token_response.as_ref())
+            .is_some_and(|t| t.refresh_token().is_some())
+    }
+
+    /// The scopes granted.
+    pub fn scopes(&self) -> &[String] {
+        self.credentials.as_ref().map(|c| c.granted_scopes.as_slice()).unwrap_or_default()
+    }
+}
+
 /// The sealed form on disk.
 #[derive(Serialize, Deserialize)]
 struct Sealed {

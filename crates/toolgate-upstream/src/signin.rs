@@ -56,6 +56,13 @@ pub(crate) fn wants_login(error: &(dyn std::error::Error + 'static)) -> bool {
         if error.is::<AuthRequiredError>() || error.is::<InsufficientScopeError>() {
             return true;
         }
+        // A handshake that fell back from `server/discover` to `initialize` keeps the
+        // fallback's failure off its chain of sources; rmcp finds the challenge in either.
+        if let Some(handshake) = error.downcast_ref::<rmcp::service::ClientInitializeError>()
+            && handshake.auth_challenge().is_some()
+        {
+            return true;
+        }
         if let Some(crate::sse::SseError::Status { status, .. }) = error.downcast_ref()
             && status.as_u16() == 401
         {

@@ -44,3 +44,57 @@ pub(crate) fn for_serving() -> Option<Logins> {
         }
     }
 }
+
+/// What `toolgate servers` says about a server's sign-in: `state` is `none` (toolgate does not
+/// sign in to it: stdio, `oauth = false`, its own `Authorization` header, or it never asked),
+/// `logged_in` (with `subject`, `expires_at`, whether it `renews` with a refresh token, and
+/// `scopes`), `needs_login`, or `client_credentials` (the gateway's own, with `client_id`).
+pub(crate) fn sign_in_state(
+    server: &toolgate_config::ServerConfig,
+    needs_login: bool,
+    vault: Option<&Vault>,
+) -> serde_json::Value {
+    let Ok(target) = toolgate_upstream::sign_in_target(server) else {
+        return serde_json::json!({"state": "none"});
+    };
+    if target.config.flow == toolgate_config::OAuthFlow::ClientCredentials {
+        return serde_json::json!({"state": "client_credentials",
+            "client_id": target.config.client_id});
+    }
+    let entry = toolgate_oauth::entry_name(&server.name, None);
+    let record = vault
+        .and_then(|vault| vault.read(&entry).ok().flatten())
+        .filter(|record| record.url == target.url.as_str());
+    match record {
+        Some(record) if record.has_tokens() && !needs_login => serde_json::json!({
+            "state": "logged_in",
+            "subject": record.subject,
+            "expires_at": record.expires_at().map(crate::commands::login::at_time),
+            "renews": record.renews(),
+            "scopes": record.scopes(),
+        }),
+        record if needs_login => serde_json::json!({"state": "needs_login",
+            "scopes": record.map(|r| r.wanted_scopes).unwrap_or_default()}),
+        _ => serde_json::json!({"state": "none"}),
+    }
+}
+
+/// The sign-in state in a few words, for the table.
+pub(crate) fn sign_in_words(state: &serde_json::Value) -> String {
+    let text = |key: &str| state[key].as_str().map(str::to_owned);
+    match state["state"].as_str() {
+        Some("logged_in") => {
+            let who = text("subject").unwrap_or_else(|| "someone".into());
+            match (text("expires_at"), state["renews"].as_bool()) {
+                (Some(at), Some(true)) => format!("{who} (renews; now until {at})"),
+                (Some(at), _) => format!("{who} until {at}"),
+                (None, _) => who,
+            }
+        }
+        Some("needs_login") => "needs login".into(),
+        Some("client_credentials") => {
+            format!("client {}", text("client_id").unwrap_or_default())
+        }
+        _ => "-".into(),
+    }
+}

@@ -23,6 +23,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
     let (config, source) = setup::load_config(global)?;
     // Unlike other commands, show failed required servers instead of refusing to go on.
     let gateway = setup::start(&config, &source, StartupWait::All).await?;
+    let vault = crate::logins::vault().ok();
     let mut rows = Vec::new();
     for server in &config.servers {
         let row = if !server.enabled {
@@ -50,7 +51,11 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
             serde_json::json!({"name": server.name, "state": "failed",
                 "transport": server.transport.kind(), "error": reason})
         };
-        rows.push(with_environment(row, server));
+        let needs_login =
+            gateway.upstreams().iter().any(|u| u.name() == server.name && u.needs_login());
+        let mut row = with_environment(row, server);
+        row["sign_in"] = crate::logins::sign_in_state(server, needs_login, vault.as_deref());
+        rows.push(row);
     }
     // The scripts' own tools, each an upstream inside toolgate named after its file.
     for up in gateway.upstreams().iter().filter(|u| u.is_in_process()) {
@@ -78,8 +83,8 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
     } else {
         writeln!(
             out,
-            "{:16} {:10} {:16} {:11} {:>5} {:>9}  SERVER",
-            "NAME", "STATE", "TRANSPORT", "PROTOCOL", "TOOLS", "STARTUP"
+            "{:16} {:10} {:16} {:11} {:>5} {:>9}  {:24} SERVER",
+            "NAME", "STATE", "TRANSPORT", "PROTOCOL", "TOOLS", "STARTUP", "SIGN-IN"
         )?;
         for row in &rows {
             let text = |key: &str| row[key].as_str().unwrap_or("-").to_owned();
@@ -90,13 +95,14 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServersArgs) -> anyhow::Resul
             };
             writeln!(
                 out,
-                "{:16} {:10} {:16} {:11} {:>5} {:>9}  {}",
+                "{:16} {:10} {:16} {:11} {:>5} {:>9}  {:24} {}",
                 text("name"),
                 text("state"),
                 text("transport"),
                 text("protocol"),
                 row["tools"].as_u64().map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
                 startup.unwrap_or_else(|| "-".into()),
+                crate::logins::sign_in_words(&row["sign_in"]),
                 detail
             )?;
         }

@@ -186,11 +186,13 @@ async fn toolgate_toml_in_the_working_directory_is_found_once_trusted() {
 }
 
 /// The visible subcommands, which completions and the manual must all know.
-const SUBCOMMANDS: [&str; 10] = [
+const SUBCOMMANDS: [&str; 12] = [
     "serve",
     "tools",
     "call",
     "servers",
+    "login",
+    "logout",
     "interceptors",
     "config",
     "audit",

@@ -32,6 +32,7 @@ mod keys;
 mod limits;
 mod matrix;
 mod meta;
+mod needs_login;
 mod oauth;
 mod passthrough;
 mod pin;
