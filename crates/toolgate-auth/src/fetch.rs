@@ -1,8 +1,7 @@
-//! Reading a remote document (authorization server or protected resource metadata, a key
-//! set, an introspection answer) within bounds: [`Fetch`] and its HTTP implementation
-//! [`HttpFetch`], the [`Limits`] of what a document can make toolgate hold, and which URLs
-//! may be fetched at all ([`secure`]). Both the server side (`jwks`, `introspect`) and the
-//! client side (`discovery`) read through it.
+//! Reading a remote document (authorization server metadata, a key set, an introspection
+//! answer) within bounds: [`Fetch`] and its HTTP implementation [`HttpFetch`], the [`Limits`]
+//! of what a document can make toolgate hold, and which URLs may be fetched at all
+//! ([`secure`]). `jwks` and `introspect` read through it.
 
 use std::future::Future;
 use std::pin::Pin;

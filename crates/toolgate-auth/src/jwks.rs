@@ -298,14 +298,33 @@ pub(crate) fn fits(key: &Jwk, alg: Algorithm) -> bool {
     }
 }
 
-/// Where the metadata of `issuer` may be, in the order they are tried: those of
-/// [`crate::discovery::authorization_server_metadata_urls`], which the client side uses too.
+/// Where the metadata of `issuer` may be, in the order they are tried (RFC 8414 section 3.1,
+/// then OpenID discovery, as MCP 2025-11-25 orders them): for an issuer with a path
+/// (`https://id.example.com/t1`), `/.well-known/oauth-authorization-server/t1`,
+/// `/.well-known/openid-configuration/t1`, then `/t1/.well-known/openid-configuration`;
+/// without one, `/.well-known/oauth-authorization-server` then
+/// `/.well-known/openid-configuration`.
 pub fn metadata_urls(issuer: &str) -> Result<Vec<url::Url>, String> {
     let base = url::Url::parse(issuer).map_err(|error| format!("not a URL: {error}"))?;
     if !secure(&base) {
         return Err("must be https (http only to a loopback host)".to_owned());
     }
-    Ok(crate::discovery::authorization_server_metadata_urls(&base))
+    let path = base.path().trim_end_matches('/');
+    let at = |path: &str| {
+        let mut url = base.clone();
+        url.set_query(None);
+        url.set_fragment(None);
+        url.set_path(path);
+        url
+    };
+    let mut urls = vec![
+        at(&format!("/.well-known/oauth-authorization-server{path}")),
+        at(&format!("/.well-known/openid-configuration{path}")),
+    ];
+    if !path.is_empty() {
+        urls.push(at(&format!("{path}/.well-known/openid-configuration")));
+    }
+    Ok(urls)
 }
 
 #[cfg(test)]

@@ -14,23 +14,20 @@
 //!   (RFC 7662) as a JWT's claims are, with a cache bounded in size and time.
 //! - [`challenge`]: what the server answers: RFC 9728 protected resource metadata and the
 //!   `WWW-Authenticate` values of a 401 and a 403.
-//! - [`fetch`]: reading a remote document within bounds, for all of the above and below.
-//! - [`discovery`]: the client side of the same, for the MCP servers toolgate connects to: a
-//!   401's Bearer challenge parsed, then the protected resource metadata and the
-//!   authorization server's metadata fetched and checked (`resource`, `issuer`, PKCE `S256`).
+//! - [`fetch`]: reading a remote document within bounds, for all of the above.
+//!
+//! The client side, signing in to the servers toolgate connects to, is `toolgate-oauth`.
 //!
 //! No server code; the only IO is fetching metadata and keys, and introspecting.
 
 pub mod api_key;
 pub mod challenge;
-pub mod discovery;
 pub mod fetch;
 pub mod introspect;
 pub mod jwks;
 pub mod jwt;
 
 pub use api_key::{ApiKeyError, ApiKeys, NewKey, generate_key};
-pub use discovery::{AuthorizationServer, Challenge, Discovered, DiscoveryError, discover};
 pub use fetch::{Fetch, FetchError, HttpFetch, Limits};
 pub use introspect::{Introspector, PostForm};
 pub use jwks::{JwksCache, JwksError, KeySource};

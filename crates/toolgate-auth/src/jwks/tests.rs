@@ -212,6 +212,23 @@ fn metadata_urls_of_an_issuer_without_a_path() {
     assert!(metadata_urls("http://127.0.0.1:9000").is_ok());
 }
 
+#[test]
+fn metadata_urls_of_an_issuer_with_a_path_in_the_spec_order() {
+    let urls: Vec<String> = metadata_urls("https://auth.example.com/tenant1")
+        .unwrap()
+        .iter()
+        .map(|u| u.to_string())
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
+            "https://auth.example.com/.well-known/openid-configuration/tenant1",
+            "https://auth.example.com/tenant1/.well-known/openid-configuration",
+        ]
+    );
+}
+
 #[tokio::test]
 async fn metadata_naming_another_issuer_is_refused() {
     let documents = Arc::new(Documents::default());
