@@ -98,16 +98,17 @@ impl Login {
 
     /// The authorization client for the tokens in the vault, if there are any.
     async fn stored_manager(&self) -> Result<Option<AuthorizationManager>, LoginError> {
-        let stored = self
-            .entry
-            .record()?
-            .and_then(|r| r.credentials)
-            .is_some_and(|c| c.token_response.is_some());
-        if !stored {
+        let Some(record) = self.entry.record()?.filter(|r| r.has_tokens()) else {
             return Ok(None);
-        }
+        };
         let server = &self.target.server;
         let mut manager = self.target.manager(self.entry.clone()).await?;
+        // Discovered as the sign-in discovered it: the same resource and authorization server.
+        let resolution = manager
+            .resolve_metadata_from_challenge(record.challenge.as_deref())
+            .await
+            .map_err(|e| LoginError::protocol(server, "discovering the authorization server", e))?;
+        manager.set_metadata(resolution.metadata);
         let ready = manager
             .initialize_from_store()
             .await

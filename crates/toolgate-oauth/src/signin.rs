@@ -172,9 +172,11 @@ pub async fn sign_in(
         manager: session.auth_manager,
     };
     let subject = signed_in.subject.clone();
+    let challenge = challenge.map(str::to_owned);
     store.update(|record| {
         record.subject = subject;
         record.wanted_scopes.clear();
+        record.challenge = challenge;
     })?;
     Ok(signed_in)
 }

@@ -71,6 +71,11 @@ pub struct Record {
     /// Scopes a server asked for that the stored tokens lack (a step-up waiting for a login).
     #[serde(default)]
     pub wanted_scopes: Vec<String>,
+    /// The server's `WWW-Authenticate` challenge at sign-in: later processes discover the
+    /// authorization server from it, as the sign-in did (its resource metadata may be at a
+    /// place only the challenge names).
+    #[serde(default)]
+    pub challenge: Option<String>,
     /// When the record was written, in seconds since the Unix epoch.
     pub saved_at: u64,
 }
@@ -274,6 +279,7 @@ impl VaultEntry {
             credentials: None,
             subject: None,
             wanted_scopes: Vec::new(),
+            challenge: None,
             saved_at: 0,
         });
         change(&mut record);
