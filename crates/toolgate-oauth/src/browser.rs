@@ -24,8 +24,33 @@ pub struct SystemBrowser {
 
 #[async_trait::async_trait]
 impl Browser for SystemBrowser {
+    /// On a terminal: lines typed or pasted there, read on a thread of their own.
+    fn pasted(&self) -> Option<tokio::sync::mpsc::Receiver<String>> {
+        use std::io::IsTerminal as _;
+        if !std::io::stdin().is_terminal() {
+            return None;
+        }
+        let (sender, lines) = tokio::sync::mpsc::channel(4);
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { return };
+                if sender.blocking_send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Some(lines)
+    }
+
     async fn open(&self, url: &str) -> Result<(), LoginError> {
         eprintln!("Open this address to sign in:\n\n  {url}\n");
+        use std::io::IsTerminal as _;
+        if std::io::stdin().is_terminal() {
+            eprintln!(
+                "If you sign in with a browser on another machine, its last page will not load: \
+                 copy that page's address and paste it here.\n"
+            );
+        }
         if self.print_only {
             return Ok(());
         }

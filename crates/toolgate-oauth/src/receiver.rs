@@ -51,8 +51,37 @@ impl Receiver {
 
     /// Serves until the redirect with `state` arrives (or its error), or `limit` passes.
     pub async fn wait(self, state: &str, limit: Duration) -> Result<Callback, LoginError> {
+        self.wait_or_pasted(state, limit, None).await
+    }
+
+    /// [`Receiver::wait`], also taking the redirect's address as a person pastes it (from a
+    /// browser on another machine, whose loopback is not this one's) from `pasted`.
+    pub async fn wait_or_pasted(
+        self,
+        state: &str,
+        limit: Duration,
+        pasted: Option<mpsc::Receiver<String>>,
+    ) -> Result<Callback, LoginError> {
         let (sender, mut arrived) = mpsc::channel::<Arrived>(1);
         let expected = state.to_owned();
+        if let Some(mut pasted) = pasted {
+            let sender = sender.clone();
+            let expected = expected.clone();
+            tokio::spawn(async move {
+                while let Some(line) = pasted.recv().await {
+                    match from_pasted(line.trim(), &expected) {
+                        Some(result) => {
+                            let _ = sender.send(result).await;
+                            return;
+                        }
+                        None => eprintln!(
+                            "That is not the address of this sign-in's redirect (it starts with \
+                             http://127.0.0.1: and carries its state); paste it whole."
+                        ),
+                    }
+                }
+            });
+        }
         let app = axum::Router::new()
             .route("/callback", axum::routing::get(callback))
             .with_state((expected, sender));
@@ -73,27 +102,41 @@ impl Receiver {
 
 type Shared = (String, mpsc::Sender<Arrived>);
 
-async fn callback(
-    State((expected, sender)): State<Shared>,
-    Query(query): Query<Vec<(String, String)>>,
-) -> (axum::http::StatusCode, Html<&'static str>) {
+/// What a pasted redirect address carries, when it is this sign-in's (its `state`).
+fn from_pasted(text: &str, expected: &str) -> Option<Arrived> {
+    let url = url::Url::parse(text).ok()?;
+    let query: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    arrived(&query, expected)
+}
+
+/// What a redirect's query says, when it is this sign-in's.
+fn arrived(query: &[(String, String)], expected: &str) -> Option<Arrived> {
     let get = |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
-    if get("state").as_deref() != Some(expected.as_str()) {
-        return (
-            axum::http::StatusCode::BAD_REQUEST,
-            Html("<p>This is not the sign-in toolgate is waiting for.</p>"),
-        );
+    if get("state").as_deref() != Some(expected) {
+        return None;
     }
-    let arrived = match (get("code"), get("error")) {
+    Some(match (get("code"), get("error")) {
         (_, Some(error)) => Err(LoginError::Refused {
             error,
             description: get("error_description").unwrap_or_default(),
         }),
-        (Some(code), None) => Ok(Callback { code, state: expected, iss: get("iss") }),
+        (Some(code), None) => Ok(Callback { code, state: expected.to_owned(), iss: get("iss") }),
         (None, None) => Err(LoginError::Refused {
             error: "invalid_request".into(),
             description: "the redirect carried neither a code nor an error".into(),
         }),
+    })
+}
+
+async fn callback(
+    State((expected, sender)): State<Shared>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> (axum::http::StatusCode, Html<&'static str>) {
+    let Some(arrived) = arrived(&query, &expected) else {
+        return (
+            axum::http::StatusCode::BAD_REQUEST,
+            Html("<p>This is not the sign-in toolgate is waiting for.</p>"),
+        );
     };
     let page = if arrived.is_ok() {
         Html("<p>Signed in. You can close this tab and go back to toolgate.</p>")
@@ -128,6 +171,21 @@ mod tests {
                 iss: Some("https://as.test".into())
             }
         );
+    }
+
+    #[tokio::test]
+    async fn a_pasted_address_of_this_sign_in_ends_the_wait() {
+        let receiver = Receiver::bind(None).await.expect("binds");
+        let uri = receiver.redirect_uri();
+        let (paste, pasted) = mpsc::channel(4);
+        let waiting = tokio::spawn(async move {
+            receiver.wait_or_pasted("s-9", Duration::from_secs(20), Some(pasted)).await
+        });
+        paste.send("not a url".into()).await.expect("sent");
+        paste.send(format!("{uri}?code=other&state=s-1")).await.expect("sent");
+        paste.send(format!("  {uri}?code=c-9&state=s-9  ")).await.expect("sent");
+        let callback = waiting.await.expect("joined").expect("arrived");
+        assert_eq!(callback.code, "c-9");
     }
 
     #[tokio::test]

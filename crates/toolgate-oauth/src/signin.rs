@@ -55,6 +55,11 @@ impl std::fmt::Debug for Target {
 pub trait Browser: Send + Sync {
     /// Shows `url` to whoever signs in. Returns once it is shown (not once they are done).
     async fn open(&self, url: &str) -> Result<(), LoginError>;
+
+    /// Redirect addresses a person pastes, when they sign in with a browser elsewhere.
+    fn pasted(&self) -> Option<tokio::sync::mpsc::Receiver<String>> {
+        None
+    }
 }
 
 /// A finished sign-in.
@@ -158,7 +163,7 @@ pub async fn sign_in(
             server: server.to_owned(),
             why: "the authorization URL carries no state".into(),
         })?;
-    let waiting = tokio::spawn(receiver.wait_owned(state, limit));
+    let waiting = tokio::spawn(receiver.wait_owned(state, limit, browser.pasted()));
     browser.open(&url).await?;
     let callback = waiting.await.map_err(|_| LoginError::NoRedirect { waited: limit })??;
     let tokens = session
@@ -187,8 +192,9 @@ impl Receiver {
         self,
         state: String,
         limit: Duration,
+        pasted: Option<tokio::sync::mpsc::Receiver<String>>,
     ) -> Result<crate::receiver::Callback, LoginError> {
-        self.wait(&state, limit).await
+        self.wait_or_pasted(&state, limit, pasted).await
     }
 }
 
