@@ -39,6 +39,8 @@ struct Inner {
     manager: Option<AuthorizationManager>,
     /// The gateway's own token (client credentials).
     machine: Option<MachineToken>,
+    /// The challenge the last machine token was asked for with, to ask again before it expires.
+    machine_challenge: Option<String>,
     /// Step-ups since the last request that needed none.
     step_ups: u32,
 }
@@ -77,8 +79,15 @@ impl Login {
     pub async fn token(&self) -> Result<Option<String>, LoginError> {
         let mut inner = self.inner.lock().await;
         if self.target.config.flow == OAuthFlow::ClientCredentials {
-            let fresh = inner.machine.as_ref().filter(|t| !expiring(t.expires_at));
-            return Ok(fresh.map(|t| t.access_token.clone()));
+            let Some(token) = &inner.machine else { return Ok(None) };
+            if !expiring(token.expires_at) {
+                return Ok(Some(token.access_token.clone()));
+            }
+            // Renewed before it expires, from the same authorization server.
+            let challenge = inner.machine_challenge.clone();
+            let token = client_credentials(&self.target, challenge.as_deref()).await?;
+            inner.machine = Some(token.clone());
+            return Ok(Some(token.access_token));
         }
         if inner.manager.is_none() {
             inner.manager = self.stored_manager().await?;
@@ -137,6 +146,7 @@ impl Login {
             }
             let token = client_credentials(&self.target, Some(challenge)).await?;
             inner.machine = Some(token.clone());
+            inner.machine_challenge = Some(challenge.to_owned());
             return Ok(token.access_token);
         }
         if inner.manager.is_none() {
@@ -255,3 +265,6 @@ fn challenge_scopes(challenge: &str, url: &url::Url) -> Vec<String> {
 
 /// How long a person has to sign in when a request needs it (exposed for messages).
 pub const STEP_UP_LIMIT: Duration = SIGN_IN_LIMIT;
+
+#[cfg(test)]
+mod tests;
