@@ -140,6 +140,9 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
             transport: http_transport?.flatten().unwrap_or_default(),
             headers: headers?.unwrap_or_default(),
             pool: true,
+            // `[proxy]` of the importing file applies (`load`).
+            proxy: Default::default(),
+            tls: Default::default(),
         }),
     };
     let server = ServerConfig {

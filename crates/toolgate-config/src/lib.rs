@@ -34,6 +34,7 @@ mod auth;
 mod check;
 mod client;
 mod discover;
+mod egress;
 mod env;
 mod error;
 mod filter;
@@ -59,6 +60,7 @@ pub use auth::{
     is_api_key_name, parse_key_hash,
 };
 pub use discover::{CONFIG_VAR, Discovered, FILE_NAME, Origin};
+pub use egress::proxy_url_problem;
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};

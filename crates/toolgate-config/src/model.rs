@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
 pub use crate::auth::{ApiKeyConfig, AuthConfig, KeyHash};
+pub use crate::egress::{PemFile, ProxyChoice, ProxyConfig, TlsConfig};
 pub use crate::scripts::ScriptsConfig;
 pub use crate::tenants::TenantConfig;
 pub use toolgate_core::{Mode, ResultFormat};
@@ -366,6 +367,25 @@ pub struct HttpConfig {
     /// connection (toolgate-upstream's `http_client` says why), or one that mishandles reused
     /// connections.
     pub pool: bool,
+    /// Which proxy its requests take: its own `proxy`, else `[proxy]`, else the variables
+    /// (resolved when the config is loaded).
+    pub proxy: ProxyChoice,
+    /// `tls`: what its certificate is checked against, and the one toolgate shows it.
+    pub tls: TlsConfig,
+}
+
+impl HttpConfig {
+    /// A server at `url` with every other setting at its default.
+    pub fn new(url: url::Url) -> HttpConfig {
+        HttpConfig {
+            url,
+            transport: HttpTransport::default(),
+            headers: BTreeMap::new(),
+            pool: true,
+            proxy: ProxyChoice::default(),
+            tls: TlsConfig::default(),
+        }
+    }
 }
 
 /// `transport = "..."` of an HTTP upstream.

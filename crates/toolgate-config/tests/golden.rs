@@ -228,7 +228,7 @@ fn dump(config: &Config) -> String {
                 // Every child withholds the config's secret variables (dumped once, below).
                 assert_eq!(withheld, secret_env, "{name}: withholds what the config names");
             }
-            TransportConfig::Http(HttpConfig { url, transport: _, headers, pool }) => {
+            TransportConfig::Http(HttpConfig { url, transport: _, headers, pool, .. }) => {
                 line(w, 2, "url", url);
                 line(w, 2, "headers", secrets(headers));
                 // Shown only when off, so that fixtures written before it existed still hold.
@@ -334,6 +334,7 @@ fn dump(config: &Config) -> String {
             tool_timeout,
             context_tokens,
             sessions,
+            proxy,
         } = agent;
         line(w, 0, "agent", "");
         line(w, 1, "provider", format!("{provider:?}"));
@@ -347,6 +348,9 @@ fn dump(config: &Config) -> String {
         line(w, 1, "tool_timeout", format!("{tool_timeout:?}"));
         line(w, 1, "context_tokens", format!("{context_tokens:?}"));
         line(w, 1, "sessions", format!("{sessions:?}"));
+        if *proxy != toolgate_config::ProxyChoice::Environment {
+            line(w, 1, "proxy", format!("{proxy:?}"));
+        }
     }
     if *scripts != ScriptsConfig::default() {
         let ScriptsConfig { dirs, instructions, memory, timeout, tool_timeout, watch } = scripts;

@@ -85,6 +85,8 @@ fn server_config(url: url::Url) -> ServerConfig {
             transport: HttpTransport::StreamableHttp,
             headers: Default::default(),
             pool: true,
+            proxy: Default::default(),
+            tls: Default::default(),
         }),
         prefix: String::new(),
         tools: Default::default(),

@@ -87,6 +87,8 @@ async fn every_page_of_every_list_is_fetched() {
             transport: HttpTransport::StreamableHttp,
             headers: Default::default(),
             pool: true,
+            proxy: Default::default(),
+            tls: Default::default(),
         }),
         prefix: "p".into(),
         tools: Default::default(),
