@@ -48,16 +48,15 @@ pub struct SseTransport {
 }
 
 impl SseTransport {
-    /// Opens the event stream at `url` and waits for its `endpoint` event. The messages are
-    /// POSTed over kept-alive connections unless `pool` is false (a connection each).
+    /// Opens the event stream at `url` and waits for its `endpoint` event, with a client from
+    /// `client` (the server's connection, proxy and TLS settings:
+    /// [`crate::egress::client_builder`]).
     pub async fn connect(
         url: &Url,
         headers: reqwest::header::HeaderMap,
-        pool: bool,
+        client: reqwest::ClientBuilder,
     ) -> Result<Self, SseError> {
-        let http = crate::http_client::client_builder(pool)
-            .connect_timeout(Duration::from_secs(10))
-            .build()?;
+        let http = client.connect_timeout(Duration::from_secs(10)).build()?;
         let response = http
             .get(url.clone())
             .headers(headers.clone())
