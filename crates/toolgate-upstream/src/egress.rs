@@ -331,7 +331,7 @@ mod tests {
             Some(pem("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"));
         http.tls.client_key =
             Some(pem("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"));
-        let error = client_builder("x", &http).err().expect("refused");
+        let error = client_builder("x", &http).expect_err("refused");
         assert!(matches!(error, EgressError::Tls { field: "client_key", .. }), "{error}");
     }
 }
