@@ -340,3 +340,62 @@ async fn proxy_credentials_are_sent_and_never_shown() {
     assert!(!shown.contains("wrong-pw"), "{shown}");
     assert!(upstream.heads().is_empty());
 }
+
+/// `toolgate run` against the fake model at `fake`, with `config` (written in `dir`) and the
+/// proxy variables `vars` and no others.
+async fn run_agent(
+    dir: &Path,
+    config: &str,
+    fake: &toolgate_testkit::fake_llm::FakeLlm,
+    vars: &[(&str, &str)],
+) -> std::process::Output {
+    let file = dir.join("agent.toml");
+    std::fs::write(&file, config).expect("write the config");
+    let mut command = Command::new(toolgate_bin());
+    command
+        .args(["run", "--provider", "compatible", "--model", "m", "--no-save"])
+        .args(["--base-url", &fake.base_url(), "--config"])
+        .arg(&file)
+        .arg("hello")
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("TOOLGATE_CONFIG")
+        .env_remove("TOOLGATE_MODEL")
+        .stdin(Stdio::null());
+    for var in PROXY_VARS {
+        command.env_remove(var);
+    }
+    command.envs(vars.iter().copied());
+    tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("toolgate finishes in time")
+        .expect("run toolgate")
+}
+
+#[tokio::test]
+async fn the_agent_model_takes_the_agent_proxy_not_the_proxy_table() {
+    use toolgate_testkit::fake_llm::{FakeLlm, Script, Turn};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let proxy = Tinyproxy::start(dir.path(), "").await;
+    let fake = FakeLlm::start(Script::always(Turn::text("answered"))).await.expect("the fake LLM");
+    let via = |fake: &FakeLlm| {
+        let requests = fake.requests();
+        assert!(!requests.is_empty(), "the model was not asked");
+        requests.iter().all(|r| r.header("via").is_some_and(|via| via.contains("tinyproxy")))
+    };
+
+    let config = format!("[agent]\nproxy = \"{}\"\n", proxy.url);
+    let output = run_agent(dir.path(), &config, &fake, &[("HTTP_PROXY", DEAD_PROXY)]).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("answered"));
+    assert!(via(&fake), "the model's requests did not come through the proxy");
+
+    // `proxy = false`: not the variables', and `[proxy]` is not the model's.
+    let fake = FakeLlm::start(Script::always(Turn::text("answered"))).await.expect("the fake LLM");
+    let config = format!("[proxy]\nhttp = \"{}\"\n[agent]\nproxy = false\n", proxy.url);
+    let output = run_agent(dir.path(), &config, &fake, &[("HTTP_PROXY", DEAD_PROXY)]).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!via(&fake));
+}
