@@ -344,3 +344,24 @@ fn paths_are_relative_to_the_config() {
         Some(files.dir.path().join("ca.pem").as_path())
     );
 }
+
+#[tokio::test]
+async fn an_https_server_through_a_proxy_keeps_its_tls_settings() {
+    let files = Files::new();
+    let fixture = TlsFixture::start(&files.server, Some(&files.ca), false).await;
+    let proxy = toolgate_testkit::tinyproxy::Tinyproxy::start(files.dir.path(), "").await;
+    let digest = sha2::Sha256::digest(files.server.der.as_ref());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    // The tunnel (CONNECT) goes through the proxy; the TLS inside it is toolgate's with the
+    // server, CA, pin and client certificate included.
+    let extra = format!(
+        "proxy = \"{}\"\ntls = {{ ca = \"ca.pem\", pin_sha256 = [\"{hex}\"], client_cert = \
+         \"client.pem\", client_key = \"client.key\" }}",
+        proxy.url()
+    );
+    echo(&files.config("tunnelled", &fixture.url, &extra))
+        .await
+        .expect("connects through the proxy");
+    let authority = fixture.url.trim_start_matches("https://").trim_end_matches("/mcp");
+    proxy.saw(&format!("CONNECT {authority}")).await;
+}

@@ -12,11 +12,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 use toolgate_testkit::FixtureOptions;
+use toolgate_testkit::tinyproxy::Tinyproxy;
 
 use crate::support::{ConfigDir, toolgate_bin};
 
@@ -34,95 +35,6 @@ const PROXY_VARS: &[&str] = &[
 
 /// A proxy address where nothing listens: a request sent there fails.
 const DEAD_PROXY: &str = "http://127.0.0.1:1";
-
-/// tinyproxy, running until dropped, and what it has logged.
-struct Tinyproxy {
-    _child: Child,
-    url: String,
-    log: Arc<tokio::sync::watch::Sender<Vec<String>>>,
-}
-
-impl Tinyproxy {
-    /// Starts tinyproxy on a free port, with `extra` lines in its config (`BasicAuth ...`).
-    async fn start(dir: &Path, extra: &str) -> Tinyproxy {
-        let binary = toolgate_testkit::deps::tinyproxy();
-        // The port is free when asked, and may be taken before tinyproxy binds it: try again.
-        for _ in 0..5 {
-            let port = {
-                let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-                probe.local_addr().expect("its address").port()
-            };
-            let config = dir.join("tinyproxy.conf");
-            std::fs::write(
-                &config,
-                format!(
-                    "Port {port}\nListen 127.0.0.1\nAllow 127.0.0.1\nTimeout 60\nMaxClients 50\n\
-                     LogLevel Info\n{extra}\n"
-                ),
-            )
-            .expect("write tinyproxy's config");
-            // `-d`: in the foreground, logging to stdout.
-            let mut child = Command::new(&binary)
-                .arg("-d")
-                .arg("-c")
-                .arg(&config)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("start tinyproxy");
-            let log = Arc::new(tokio::sync::watch::Sender::new(Vec::<String>::new()));
-            for stream in [
-                Box::new(child.stdout.take().expect("stdout"))
-                    as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
-                Box::new(child.stderr.take().expect("stderr")),
-            ] {
-                let log = log.clone();
-                tokio::spawn(async move {
-                    let mut lines = BufReader::new(stream).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        log.send_modify(|log| log.push(line));
-                    }
-                    log.send_modify(|log| log.push("(exited)".to_owned()));
-                });
-            }
-            let mut seen = log.subscribe();
-            let started = tokio::time::timeout(
-                Duration::from_secs(30),
-                seen.wait_for(|log| {
-                    log.iter().any(|l| l.contains("Accepting connections") || l == "(exited)")
-                }),
-            )
-            .await
-            .expect("tinyproxy starts or exits in time")
-            .expect("the log")
-            .iter()
-            .any(|l| l.contains("Accepting connections"));
-            if started {
-                return Tinyproxy { _child: child, url: format!("http://127.0.0.1:{port}"), log };
-            }
-        }
-        panic!("tinyproxy did not start in five tries");
-    }
-
-    /// Waits until tinyproxy has logged a request for `url` (they are logged as they come).
-    async fn saw(&self, url: &str) {
-        let mut log = self.log.subscribe();
-        let wanted = format!("POST {url}");
-        let seen = tokio::time::timeout(
-            Duration::from_secs(10),
-            log.wait_for(|log| log.iter().any(|l| l.contains("Request") && l.contains(&wanted))),
-        )
-        .await;
-        assert!(seen.is_ok(), "tinyproxy logged no `{wanted}`:\n{}", self.log.borrow().join("\n"));
-    }
-
-    /// Whether tinyproxy has logged anything about `url` so far.
-    fn mentions(&self, url: &str) -> bool {
-        self.log.borrow().iter().any(|l| l.contains(url))
-    }
-}
 
 /// The fixture on streamable HTTP, in this process, behind a relay that keeps the head of each
 /// connection's first request.
@@ -252,10 +164,10 @@ async fn mcp_traffic_takes_the_proxy_of_the_proxy_table_over_the_variables() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let proxy = Tinyproxy::start(dir.path(), "").await;
     let upstream = Upstream::start().await;
-    let config = config(&format!("[proxy]\nhttp = \"{}\"", proxy.url), &upstream.url, "");
+    let config = config(&format!("[proxy]\nhttp = \"{}\"", proxy.url()), &upstream.url, "");
     // The variable names a proxy where nothing listens: `[proxy]` is used instead.
     assert!(through_proxy(&upstream, &config, &[("HTTP_PROXY", DEAD_PROXY)]).await);
-    proxy.saw(&upstream.url).await;
+    proxy.saw(&format!("POST {}", upstream.url)).await;
 }
 
 #[tokio::test]
@@ -265,8 +177,8 @@ async fn mcp_traffic_takes_the_proxy_of_the_variables_without_a_proxy_table() {
     for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY"] {
         let upstream = Upstream::start().await;
         let config = config("", &upstream.url, "");
-        assert!(through_proxy(&upstream, &config, &[(var, &proxy.url)]).await, "{var}");
-        proxy.saw(&upstream.url).await;
+        assert!(through_proxy(&upstream, &config, &[(var, proxy.url())]).await, "{var}");
+        proxy.saw(&format!("POST {}", upstream.url)).await;
     }
     // And NO_PROXY is read with them.
     let upstream = Upstream::start().await;
@@ -283,10 +195,10 @@ async fn a_server_proxy_wins_over_the_proxy_table() {
     let config = config(
         &format!("[proxy]\nhttp = \"{DEAD_PROXY}\""),
         &upstream.url,
-        &format!("proxy = \"{}\"", proxy.url),
+        &format!("proxy = \"{}\"", proxy.url()),
     );
     assert!(through_proxy(&upstream, &config, &[("HTTP_PROXY", DEAD_PROXY)]).await);
-    proxy.saw(&upstream.url).await;
+    proxy.saw(&format!("POST {}", upstream.url)).await;
 }
 
 #[tokio::test]
@@ -296,14 +208,14 @@ async fn no_proxy_hosts_and_proxy_false_go_direct() {
 
     let upstream = Upstream::start().await;
     let table =
-        format!("[proxy]\nhttp = \"{}\"\nno_proxy = [\"localhost\", \"127.0.0.1\"]", proxy.url);
+        format!("[proxy]\nhttp = \"{}\"\nno_proxy = [\"localhost\", \"127.0.0.1\"]", proxy.url());
     let listed = config(&table, &upstream.url, "");
     assert!(!through_proxy(&upstream, &listed, &[]).await);
     assert!(!proxy.mentions(&upstream.url));
 
     let upstream = Upstream::start().await;
     let table =
-        format!("[proxy]\nhttp = \"{}\"\nno_proxy = \"10.0.0.0/8, 127.0.0.0/8\"", proxy.url);
+        format!("[proxy]\nhttp = \"{}\"\nno_proxy = \"10.0.0.0/8, 127.0.0.0/8\"", proxy.url());
     let range = config(&table, &upstream.url, "");
     assert!(!through_proxy(&upstream, &range, &[]).await);
 
@@ -320,7 +232,7 @@ async fn proxy_credentials_are_sent_and_never_shown() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let proxy = Tinyproxy::start(dir.path(), "BasicAuth toolgate s3cret-pw").await;
     let upstream = Upstream::start().await;
-    let with_password = proxy.url.replace("http://", "http://toolgate:${PROXY_PW}@");
+    let with_password = proxy.url().replace("http://", "http://toolgate:${PROXY_PW}@");
     let good = config(&format!("[proxy]\nhttp = \"{with_password}\""), &upstream.url, "");
     let vars = [("PROXY_PW", "s3cret-pw"), ("TOOLGATE_LOG", "debug")];
     assert!(through_proxy(&upstream, &good, &vars).await);
@@ -386,7 +298,7 @@ async fn the_agent_model_takes_the_agent_proxy_not_the_proxy_table() {
         requests.iter().all(|r| r.header("via").is_some_and(|via| via.contains("tinyproxy")))
     };
 
-    let config = format!("[agent]\nproxy = \"{}\"\n", proxy.url);
+    let config = format!("[agent]\nproxy = \"{}\"\n", proxy.url());
     let output = run_agent(dir.path(), &config, &fake, &[("HTTP_PROXY", DEAD_PROXY)]).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stdout).contains("answered"));
@@ -394,7 +306,7 @@ async fn the_agent_model_takes_the_agent_proxy_not_the_proxy_table() {
 
     // `proxy = false`: not the variables', and `[proxy]` is not the model's.
     let fake = FakeLlm::start(Script::always(Turn::text("answered"))).await.expect("the fake LLM");
-    let config = format!("[proxy]\nhttp = \"{}\"\n[agent]\nproxy = false\n", proxy.url);
+    let config = format!("[proxy]\nhttp = \"{}\"\n[agent]\nproxy = false\n", proxy.url());
     let output = run_agent(dir.path(), &config, &fake, &[("HTTP_PROXY", DEAD_PROXY)]).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!via(&fake));
