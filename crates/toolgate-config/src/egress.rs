@@ -159,6 +159,9 @@ fn proxy_url(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Secret> 
 
 /// What is wrong with a proxy URL, if anything (in words that do not quote it).
 pub fn proxy_url_problem(text: &str) -> Result<(), &'static str> {
+    if !text.contains("://") {
+        return Err("no scheme (write http:// before the host)");
+    }
     let url = url::Url::parse(text).map_err(|_| "not a URL")?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err("the scheme must be http or https");

@@ -109,7 +109,10 @@ fn bad_proxy_values_are_errors_naming_the_field() {
             "[proxy]\nhttp = \"socks5://p:1\"",
             "proxy.http: invalid proxy URL: the scheme must be http or https",
         ),
-        ("[proxy]\nhttps = \"p:1\"", "proxy.https: invalid proxy URL"),
+        (
+            "[proxy]\nhttps = \"p:1\"",
+            "proxy.https: invalid proxy URL: no scheme (write http:// before the host)",
+        ),
         (
             "[proxy]\nhttp = \"http://p:1/path\"",
             "proxy.http: invalid proxy URL: a proxy URL has no path",
