@@ -198,6 +198,13 @@ pub fn withhold_secrets(
     load::withhold(servers, secret_env);
 }
 
+/// Makes `proxy` (a [`Config::proxy`]) the proxy of every HTTP server in `servers` that has
+/// no `proxy` of its own: for servers read from one file and run under another's settings (the
+/// agent's `--mcp-config` beside `toolgate.toml`). The loader does this for the servers it reads.
+pub fn apply_proxy(servers: &mut [ServerConfig], proxy: &ProxyConfig) {
+    load::apply_proxy(servers, proxy);
+}
+
 /// Checks a configuration given as text. Relative paths inside it (`import`, `cwd`) are
 /// relative to `base_dir`. Servers come out sorted by name.
 pub fn parse_str(

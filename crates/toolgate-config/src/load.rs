@@ -138,6 +138,7 @@ fn check_str(
         tenants,
         warnings,
         secret_env,
+        proxy,
     };
     (config, errors)
 }
@@ -173,7 +174,7 @@ pub(crate) fn withhold(servers: &mut [ServerConfig], secret_env: &BTreeSet<Strin
 
 /// Makes `[proxy]` the proxy of every HTTP server that has no `proxy` of its own (imported
 /// ones included).
-fn apply_proxy(servers: &mut [ServerConfig], proxy: &ProxyConfig) {
+pub(crate) fn apply_proxy(servers: &mut [ServerConfig], proxy: &ProxyConfig) {
     for server in servers {
         if let TransportConfig::Http(http) = &mut server.transport
             && http.proxy == ProxyChoice::Environment

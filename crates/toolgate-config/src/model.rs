@@ -57,6 +57,10 @@ pub struct Config {
     /// ([`PROVIDER_KEY_VARS`](crate::agent::PROVIDER_KEY_VARS)). Every stdio server's [`StdioConfig::withheld`] is this set: no
     /// child inherits them unless its `env_pass` names one exactly.
     pub secret_env: BTreeSet<String>,
+    /// `[proxy]`: the proxy of MCP traffic, when written. It is already each HTTP server's
+    /// [`HttpConfig::proxy`] unless the server has a `proxy` of its own; servers read from
+    /// another file get it with [`apply_proxy`](crate::apply_proxy).
+    pub proxy: Option<ProxyConfig>,
 }
 
 /// One `[[pipeline]]` entry: the settings every interceptor has, and the rest of its table

@@ -127,6 +127,7 @@ fn dump(config: &Config) -> String {
         tenants,
         warnings,
         secret_env,
+        proxy,
     } = config;
     let GatewayConfig {
         listen,
@@ -228,12 +229,19 @@ fn dump(config: &Config) -> String {
                 // Every child withholds the config's secret variables (dumped once, below).
                 assert_eq!(withheld, secret_env, "{name}: withholds what the config names");
             }
-            TransportConfig::Http(HttpConfig { url, transport: _, headers, pool, .. }) => {
+            TransportConfig::Http(HttpConfig { url, transport: _, headers, pool, proxy, tls }) => {
                 line(w, 2, "url", url);
                 line(w, 2, "headers", secrets(headers));
                 // Shown only when off, so that fixtures written before it existed still hold.
                 if !pool {
                     line(w, 2, "pool", pool);
+                }
+                // The same: shown only when set (secrets as `***`, files by name).
+                if *proxy != toolgate_config::ProxyChoice::Environment {
+                    line(w, 2, "proxy", format!("{proxy:?}"));
+                }
+                if !tls.is_default() {
+                    line(w, 2, "tls", format!("{tls:?}"));
                 }
             }
             TransportConfig::InProcess(InProcessConfig { origin }) => {
@@ -435,6 +443,9 @@ fn dump(config: &Config) -> String {
     if *secret_env != providers {
         let extra: Vec<_> = secret_env.difference(&providers).collect();
         line(w, 0, "secret_env (besides the providers' keys)", format!("{extra:?}"));
+    }
+    if let Some(proxy) = proxy {
+        line(w, 0, "proxy", format!("{proxy:?}"));
     }
     out
 }
