@@ -211,8 +211,24 @@ pub fn resolve(
         api_key,
         max_retries: 3,
         idle_timeout: Duration::from_secs(120),
+        proxy: llm_proxy(&config.proxy),
     };
     Ok(Resolved { provider_name, provider, settings })
+}
+
+/// `[agent] proxy`, for the provider's client.
+fn llm_proxy(proxy: &toolgate_config::ProxyChoice) -> toolgate_llm::provider::Proxy {
+    use toolgate_config::ProxyChoice;
+    use toolgate_llm::provider::Proxy;
+    match proxy {
+        ProxyChoice::Environment => Proxy::Environment,
+        ProxyChoice::Direct => Proxy::Direct,
+        // `[agent] proxy = "..."` is one proxy for every URL.
+        ProxyChoice::Via(via) => match via.https.as_ref().or(via.http.as_ref()) {
+            Some(url) => Proxy::Url(url.expose().to_owned()),
+            None => Proxy::Direct,
+        },
+    }
 }
 
 fn guess(
@@ -306,6 +322,26 @@ mod tests {
         assert!(resolve(&config, &local, &vars).is_ok());
         let tls = Overrides { base_url: Some("https://10.0.0.5/v1".into()), ..local };
         assert!(resolve(&config, &tls, &vars).is_ok());
+    }
+
+    #[test]
+    fn the_agent_proxy_reaches_the_provider() {
+        use toolgate_config::{ProxyChoice, ProxyConfig, Secret};
+        use toolgate_llm::provider::Proxy;
+        let config = |proxy| AgentConfig {
+            provider: Some("anthropic".into()),
+            model: Some("m".into()),
+            proxy,
+            ..AgentConfig::default()
+        };
+        let vars = env(&[("ANTHROPIC_API_KEY", "k")]);
+        let proxy_of = |proxy| {
+            resolve(&config(proxy), &Overrides::default(), &vars).expect("resolved").provider.proxy
+        };
+        assert_eq!(proxy_of(ProxyChoice::Environment), Proxy::Environment);
+        assert_eq!(proxy_of(ProxyChoice::Direct), Proxy::Direct);
+        let via = ProxyChoice::Via(ProxyConfig::all(Secret::new("http://p:3128")));
+        assert_eq!(proxy_of(via), Proxy::Url("http://p:3128".into()));
     }
 
     #[test]

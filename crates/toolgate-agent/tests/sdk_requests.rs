@@ -186,6 +186,7 @@ fn connect(fake: &FakeLlm, dialect: Dialect) -> Arc<dyn provider::Provider> {
         api_key: Some(KEY.to_owned()),
         max_retries: 0,
         idle_timeout: Duration::from_secs(30),
+        proxy: Default::default(),
     })
     .expect("a provider")
 }

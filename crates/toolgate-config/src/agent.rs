@@ -14,6 +14,7 @@
 //!                                     # it, reset by progress, at most 10 × in all
 //! context_tokens = 128000             # history is trimmed to this (default: by model)
 //! sessions = "~/.local/share/toolgate/sessions.db"
+//! proxy = "http://proxy.corp:3128"    # the model's traffic (false: direct; default: HTTPS_PROXY)
 //! ```
 //!
 //! Everything is optional: flags and `TOOLGATE_MODEL` override it, and the provider's key is
@@ -47,6 +48,7 @@ const AGENT_KEYS: &[&str] = &[
     "tool_timeout",
     "context_tokens",
     "sessions",
+    "proxy",
 ];
 
 /// `[agent]`: each field `None` when not written (the agent has the defaults).
@@ -74,6 +76,9 @@ pub struct AgentConfig {
     pub context_tokens: Option<u64>,
     /// The sessions database.
     pub sessions: Option<PathBuf>,
+    /// `proxy`: which proxy the model's requests take (a URL, or `false` for none); by
+    /// default what `HTTPS_PROXY` and the like say. `[proxy]` is for MCP traffic, not this.
+    pub proxy: crate::egress::ProxyChoice,
 }
 
 pub(crate) fn check_agent(cx: &mut Checker<'_>, value: &Value) -> Option<AgentConfig> {
@@ -163,6 +168,12 @@ pub(crate) fn check_agent(cx: &mut Checker<'_>, value: &Value) -> Option<AgentCo
             .and_then(|d| cx.positive(d, &at("tool_timeout")))
         {
             Some(d) => agent.tool_timeout = Some(d),
+            None => ok = false,
+        }
+    }
+    if let Some(value) = fields.get("proxy") {
+        match crate::egress::check_proxy_choice(cx, value, &at("proxy")) {
+            Some(proxy) => agent.proxy = proxy,
             None => ok = false,
         }
     }

@@ -141,6 +141,9 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
             headers: headers?.unwrap_or_default(),
             pool: true,
             oauth: Default::default(),
+            // `[proxy]` of the importing file applies (`load`).
+            proxy: Default::default(),
+            tls: Default::default(),
         }),
     };
     let server = ServerConfig {

@@ -34,6 +34,7 @@ mod auth;
 mod check;
 mod client;
 mod discover;
+mod egress;
 mod env;
 mod error;
 mod filter;
@@ -60,6 +61,7 @@ pub use auth::{
     is_api_key_name, parse_key_hash,
 };
 pub use discover::{CONFIG_VAR, Discovered, FILE_NAME, Origin};
+pub use egress::proxy_url_problem;
 pub use env::{Environment, FixedEnvironment, SystemEnvironment};
 pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};
@@ -196,6 +198,13 @@ pub fn withhold_secrets(
     secret_env: &std::collections::BTreeSet<String>,
 ) {
     load::withhold(servers, secret_env);
+}
+
+/// Makes `proxy` (a [`Config::proxy`]) the proxy of every HTTP server in `servers` that has
+/// no `proxy` of its own: for servers read from one file and run under another's settings (the
+/// agent's `--mcp-config` beside `toolgate.toml`). The loader does this for the servers it reads.
+pub fn apply_proxy(servers: &mut [ServerConfig], proxy: &ProxyConfig) {
+    load::apply_proxy(servers, proxy);
 }
 
 /// Checks a configuration given as text. Relative paths inside it (`import`, `cwd`) are

@@ -9,8 +9,8 @@ use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors};
 use crate::model::{
-    AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, ScriptsConfig,
-    ServerConfig, TransportConfig,
+    AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, ProxyChoice, ProxyConfig,
+    ScriptsConfig, ServerConfig, TransportConfig,
 };
 use crate::value::{Syntax, parse_json, parse_toml};
 use crate::{Format, client, native};
@@ -54,57 +54,59 @@ fn check_str(
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
-    let (gateway, servers, pipeline, audit, admin, agent, scripts, auth, tenants, cx) = match format
-    {
-        Format::Toml => {
-            let root = match parse_toml(text) {
-                Ok(root) => root,
-                Err(error) => return syntax_error(error),
-            };
-            let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
-            let document = native::check(&mut cx, &root);
-            let mut servers = document.servers;
-            let mut pipeline = document.pipeline;
-            pipeline.extend(document.tenant_pipeline);
-            // Imports are MCP client configs: they add servers and nothing else, so `[agent]`,
-            // `[scripts]` and `[auth]` come from this file alone.
-            for import in &document.imports {
-                servers.extend(import_file(&mut cx, &import.path, &import.file));
+    let (gateway, servers, pipeline, audit, admin, agent, scripts, auth, tenants, proxy, cx) =
+        match format {
+            Format::Toml => {
+                let root = match parse_toml(text) {
+                    Ok(root) => root,
+                    Err(error) => return syntax_error(error),
+                };
+                let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
+                let document = native::check(&mut cx, &root);
+                let mut servers = document.servers;
+                let mut pipeline = document.pipeline;
+                pipeline.extend(document.tenant_pipeline);
+                // Imports are MCP client configs: they add servers and nothing else, so `[agent]`,
+                // `[scripts]` and `[auth]` come from this file alone.
+                for import in &document.imports {
+                    servers.extend(import_file(&mut cx, &import.path, &import.file));
+                }
+                (
+                    document.gateway,
+                    servers,
+                    pipeline,
+                    document.audit,
+                    document.admin,
+                    document.agent,
+                    document.scripts,
+                    document.auth,
+                    document.tenants,
+                    document.proxy,
+                    cx,
+                )
             }
-            (
-                document.gateway,
-                servers,
-                pipeline,
-                document.audit,
-                document.admin,
-                document.agent,
-                document.scripts,
-                document.auth,
-                document.tenants,
-                cx,
-            )
-        }
-        Format::Json => {
-            let root = match parse_json(text) {
-                Ok(root) => root,
-                Err(error) => return syntax_error(error),
-            };
-            let mut cx = Checker::new(env, Syntax::Json, None, base_dir);
-            let servers = client::check(&mut cx, &root);
-            (
-                GatewayConfig::default(),
-                servers,
-                Vec::new(),
-                AuditConfig::default(),
-                None,
-                AgentConfig::default(),
-                ScriptsConfig::default(),
-                None,
-                BTreeMap::new(),
-                cx,
-            )
-        }
-    };
+            Format::Json => {
+                let root = match parse_json(text) {
+                    Ok(root) => root,
+                    Err(error) => return syntax_error(error),
+                };
+                let mut cx = Checker::new(env, Syntax::Json, None, base_dir);
+                let servers = client::check(&mut cx, &root);
+                (
+                    GatewayConfig::default(),
+                    servers,
+                    Vec::new(),
+                    AuditConfig::default(),
+                    None,
+                    AgentConfig::default(),
+                    ScriptsConfig::default(),
+                    None,
+                    BTreeMap::new(),
+                    None,
+                    cx,
+                )
+            }
+        };
     let secret_env = secret_env(cx.secret_vars(), &agent, &pipeline);
     let (mut errors, mut warnings) = cx.finish();
     errors.extend(duplicate_names(&servers));
@@ -121,6 +123,9 @@ fn check_str(
     servers.sort_by(|a, b| a.name.cmp(&b.name));
     servers.dedup_by(|later, first| later.name == first.name);
     withhold(&mut servers, &secret_env);
+    if let Some(proxy) = &proxy {
+        apply_proxy(&mut servers, proxy);
+    }
     let config = Config {
         gateway,
         servers,
@@ -133,6 +138,7 @@ fn check_str(
         tenants,
         warnings,
         secret_env,
+        proxy,
     };
     (config, errors)
 }
@@ -162,6 +168,18 @@ pub(crate) fn withhold(servers: &mut [ServerConfig], secret_env: &BTreeSet<Strin
     for server in servers {
         if let TransportConfig::Stdio(stdio) = &mut server.transport {
             stdio.withheld.clone_from(secret_env);
+        }
+    }
+}
+
+/// Makes `[proxy]` the proxy of every HTTP server that has no `proxy` of its own (imported
+/// ones included).
+pub(crate) fn apply_proxy(servers: &mut [ServerConfig], proxy: &ProxyConfig) {
+    for server in servers {
+        if let TransportConfig::Http(http) = &mut server.transport
+            && http.proxy == ProxyChoice::Environment
+        {
+            http.proxy = ProxyChoice::Via(proxy.clone());
         }
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
 pub use crate::auth::{ApiKeyConfig, AuthConfig, KeyHash};
+pub use crate::egress::{PemFile, ProxyChoice, ProxyConfig, TlsConfig};
 pub use crate::scripts::ScriptsConfig;
 pub use crate::tenants::TenantConfig;
 pub use toolgate_core::{Mode, ResultFormat};
@@ -56,6 +57,10 @@ pub struct Config {
     /// ([`PROVIDER_KEY_VARS`](crate::agent::PROVIDER_KEY_VARS)). Every stdio server's [`StdioConfig::withheld`] is this set: no
     /// child inherits them unless its `env_pass` names one exactly.
     pub secret_env: BTreeSet<String>,
+    /// `[proxy]`: the proxy of MCP traffic, when written. It is already each HTTP server's
+    /// [`HttpConfig::proxy`] unless the server has a `proxy` of its own; servers read from
+    /// another file get it with [`apply_proxy`](crate::apply_proxy).
+    pub proxy: Option<ProxyConfig>,
 }
 
 /// One `[[pipeline]]` entry: the settings every interceptor has, and the rest of its table
@@ -274,6 +279,9 @@ pub struct ServerConfig {
 }
 
 /// How an upstream is reached.
+// One per configured server, built once when the config loads: the size of the HTTP variant
+// (its sign-in, proxy and TLS settings) costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum TransportConfig {
     /// A child process speaking MCP on its stdin/stdout.
@@ -368,6 +376,26 @@ pub struct HttpConfig {
     pub pool: bool,
     /// How toolgate signs in when the server asks for OAuth (`oauth`).
     pub oauth: crate::OAuthConfig,
+    /// Which proxy its requests take: its own `proxy`, else `[proxy]`, else the variables
+    /// (resolved when the config is loaded).
+    pub proxy: ProxyChoice,
+    /// `tls`: what its certificate is checked against, and the one toolgate shows it.
+    pub tls: TlsConfig,
+}
+
+impl HttpConfig {
+    /// A server at `url` with every other setting at its default.
+    pub fn new(url: url::Url) -> HttpConfig {
+        HttpConfig {
+            url,
+            transport: HttpTransport::default(),
+            headers: BTreeMap::new(),
+            pool: true,
+            oauth: crate::OAuthConfig::default(),
+            proxy: ProxyChoice::default(),
+            tls: TlsConfig::default(),
+        }
+    }
 }
 
 /// `transport = "..."` of an HTTP upstream.

@@ -13,7 +13,7 @@ use crate::value::Value;
 
 const TOP_KEYS: &[&str] = &[
     "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts", "auth",
-    "tenants",
+    "tenants", "proxy",
 ];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
@@ -45,6 +45,8 @@ const SERVER_KEYS: &[&str] = &[
     "transport",
     "headers",
     "pool",
+    "proxy",
+    "tls",
     "prefix",
     "allow_tools",
     "deny_tools",
@@ -59,7 +61,7 @@ const SERVER_KEYS: &[&str] = &[
     "oauth",
 ];
 const STDIO_KEYS: &[&str] = &["args", "env", "env_pass", "env_remove", "cwd"];
-const HTTP_KEYS: &[&str] = &["transport", "headers", "pool", "oauth"];
+const HTTP_KEYS: &[&str] = &["transport", "headers", "pool", "oauth", "proxy", "tls"];
 
 /// What a `toolgate.toml` holds, once checked. Parts that failed are left at their defaults;
 /// the checker has the errors.
@@ -77,6 +79,9 @@ pub(crate) struct Document {
     pub(crate) tenants: std::collections::BTreeMap<String, crate::tenants::TenantConfig>,
     /// The entries of every `[[tenants.NAME.pipeline]]`, each for its tenant only.
     pub(crate) tenant_pipeline: Vec<InterceptorConfig>,
+    /// `[proxy]`, when written (`load` applies it to the servers without a `proxy` of their
+    /// own).
+    pub(crate) proxy: Option<crate::egress::ProxyConfig>,
 }
 
 /// One `import` entry.
@@ -103,6 +108,9 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
     {
         document.servers =
             servers.iter().filter_map(|(name, value)| check_server(cx, name, value)).collect();
+    }
+    if let Some(value) = fields.get("proxy") {
+        document.proxy = crate::egress::check_proxy_table(cx, value);
     }
     if let Some(value) = fields.get("pipeline") {
         document.pipeline = crate::pipeline::check_pipeline(cx, value);
@@ -377,6 +385,11 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         optional(field("headers", http), |v| cx.secret(|cx| cx.headers(v, &at("headers"))));
     let pool = optional(field("pool", http), |v| cx.boolean(v, &at("pool")));
     let oauth = optional(field("oauth", http), |v| crate::oauth::check(cx, v, &at("oauth")));
+    let proxy =
+        optional(field("proxy", http), |v| crate::egress::check_proxy_choice(cx, v, &at("proxy")));
+    // A bad url is reported on its own; `tls` is then checked as if for https.
+    let https = !matches!(&url, Some(Some(url)) if url.scheme() != "https");
+    let tls = optional(field("tls", http), |v| crate::egress::check_tls(cx, v, &at("tls"), https));
     let prefix = match fields.get("prefix") {
         Some(value) => cx.prefix(value, &at("prefix")),
         None => Some(cx.default_prefix(name, &path)),
@@ -422,6 +435,8 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
             headers: headers?.unwrap_or_default(),
             pool: pool?.unwrap_or(true),
             oauth: oauth?.unwrap_or_default(),
+            proxy: proxy?.unwrap_or_default(),
+            tls: tls?.unwrap_or_default(),
         }),
     };
     let protocol = protocol?.unwrap_or_default();

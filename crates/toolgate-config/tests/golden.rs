@@ -127,6 +127,7 @@ fn dump(config: &Config) -> String {
         tenants,
         warnings,
         secret_env,
+        proxy,
     } = config;
     let GatewayConfig {
         listen,
@@ -228,7 +229,15 @@ fn dump(config: &Config) -> String {
                 // Every child withholds the config's secret variables (dumped once, below).
                 assert_eq!(withheld, secret_env, "{name}: withholds what the config names");
             }
-            TransportConfig::Http(HttpConfig { url, transport: _, headers, pool, oauth }) => {
+            TransportConfig::Http(HttpConfig {
+                url,
+                transport: _,
+                headers,
+                pool,
+                oauth,
+                proxy,
+                tls,
+            }) => {
                 line(w, 2, "url", url);
                 line(w, 2, "headers", secrets(headers));
                 // Shown only when off, so that fixtures written before it existed still hold.
@@ -237,6 +246,13 @@ fn dump(config: &Config) -> String {
                 }
                 if oauth != &toolgate_config::OAuthConfig::default() {
                     line(w, 2, "oauth", format!("{oauth:?}"));
+                }
+                // The same: shown only when set (secrets as `***`, files by name).
+                if *proxy != toolgate_config::ProxyChoice::Environment {
+                    line(w, 2, "proxy", format!("{proxy:?}"));
+                }
+                if !tls.is_default() {
+                    line(w, 2, "tls", format!("{tls:?}"));
                 }
             }
             TransportConfig::InProcess(InProcessConfig { origin }) => {
@@ -337,6 +353,7 @@ fn dump(config: &Config) -> String {
             tool_timeout,
             context_tokens,
             sessions,
+            proxy,
         } = agent;
         line(w, 0, "agent", "");
         line(w, 1, "provider", format!("{provider:?}"));
@@ -350,6 +367,9 @@ fn dump(config: &Config) -> String {
         line(w, 1, "tool_timeout", format!("{tool_timeout:?}"));
         line(w, 1, "context_tokens", format!("{context_tokens:?}"));
         line(w, 1, "sessions", format!("{sessions:?}"));
+        if *proxy != toolgate_config::ProxyChoice::Environment {
+            line(w, 1, "proxy", format!("{proxy:?}"));
+        }
     }
     if *scripts != ScriptsConfig::default() {
         let ScriptsConfig { dirs, instructions, memory, timeout, tool_timeout, watch } = scripts;
@@ -434,6 +454,9 @@ fn dump(config: &Config) -> String {
     if *secret_env != providers {
         let extra: Vec<_> = secret_env.difference(&providers).collect();
         line(w, 0, "secret_env (besides the providers' keys)", format!("{extra:?}"));
+    }
+    if let Some(proxy) = proxy {
+        line(w, 0, "proxy", format!("{proxy:?}"));
     }
     out
 }

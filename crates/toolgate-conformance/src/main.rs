@@ -108,6 +108,8 @@ fn server_config(url: url::Url) -> ServerConfig {
             headers: Default::default(),
             pool: true,
             oauth: Default::default(),
+            proxy: Default::default(),
+            tls: Default::default(),
         }),
         prefix: String::new(),
         tools: Default::default(),

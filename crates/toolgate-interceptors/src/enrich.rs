@@ -82,6 +82,7 @@
 //! | `on_error` | boolean | `false` | whether error results are summarised too |
 //! | `cache_size` | integer ≥ 0 | 256 | summaries kept (0: no cache) |
 //! | `encoding` | `"o200k_base"`, `"cl100k_base"` | `"o200k_base"` | how tokens are counted |
+//! | `proxy` | a proxy URL (`"http://host:port"`, written out: no `${VAR}`), or `false` | `HTTPS_PROXY` and the like | the proxy of the endpoint's requests (`[proxy]` is MCP traffic only) |
 //!
 //! `max_tokens` is the parameter every OpenAI-compatible server knows; to OpenAI itself
 //! (`api.openai.com`) it is sent as `max_completion_tokens`, which its reasoning models (o1,

@@ -62,6 +62,32 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// Longest silence allowed between two chunks of a stream (and before the first).
     pub idle_timeout: Duration,
+    /// Which proxy the requests take.
+    pub proxy: Proxy,
+}
+
+/// Which proxy a provider's requests take. `Debug` does not show the URL (it may hold
+/// `user:pass@`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum Proxy {
+    /// What `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY` say (and their lowercase
+    /// forms).
+    #[default]
+    Environment,
+    /// None, whatever the variables say.
+    Direct,
+    /// Every request through this proxy (`http://host:port`, possibly with `user:pass@`).
+    Url(String),
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Proxy::Environment => f.write_str("Environment"),
+            Proxy::Direct => f.write_str("Direct"),
+            Proxy::Url(_) => f.write_str("Url(***)"),
+        }
+    }
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -72,6 +98,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "***"))
             .field("max_retries", &self.max_retries)
             .field("idle_timeout", &self.idle_timeout)
+            .field("proxy", &self.proxy)
             .finish()
     }
 }

@@ -132,6 +132,22 @@ pub fn chromium() -> Option<PathBuf> {
     Some(path)
 }
 
+/// Debian's tinyproxy, the real HTTP proxy of the egress tests: `$TOOLGATE_TEST_TINYPROXY`, or
+/// where the `tinyproxy` package puts it. A system package, which `scripts/install-test-deps`
+/// installs with apt-get only as root; missing, the tests fail saying so.
+#[track_caller]
+pub fn tinyproxy() -> PathBuf {
+    let path = located("TOOLGATE_TEST_TINYPROXY", "/usr/bin/tinyproxy");
+    assert!(
+        path.exists(),
+        "tinyproxy not found at {}: scripts/install-test-deps (run by scripts/test) installs it \
+         as root with `apt-get install --no-install-recommends tinyproxy`; or set \
+         TOOLGATE_TEST_TINYPROXY to a tinyproxy",
+        path.display()
+    );
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

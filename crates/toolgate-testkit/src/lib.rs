@@ -17,7 +17,8 @@
 //! - [`deps`]: where the test dependencies of `scripts/install-test-deps` are, for every
 //!   crate's tests, failing the test that needs one that is missing;
 //! - [`oidc`]: a real OAuth authorization server (oidc-provider, from the npm test
-//!   dependencies) for the tests of toolgate as a resource server.
+//!   dependencies) for the tests of toolgate as a resource server;
+//! - [`tinyproxy`]: Debian's tinyproxy as a real HTTP proxy, for the egress tests.
 
 pub mod deps;
 mod diagnostic;
@@ -31,6 +32,7 @@ mod process;
 mod rug_pull;
 mod sse;
 mod stdio;
+pub mod tinyproxy;
 mod tool;
 
 pub use fixture::{Fixture, FixtureEvent, FixtureOptions};

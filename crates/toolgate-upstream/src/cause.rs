@@ -124,6 +124,9 @@ fn recognise(error: Node<'_>, url: Option<&str>) -> Option<String> {
     if let Some(error) = error.downcast_ref::<ClientInitializeError>() {
         return handshake(error, url);
     }
+    if let Some(error) = error.downcast_ref::<crate::egress::EgressError>() {
+        return Some(error.to_string());
+    }
     if let Some(error) = error.downcast_ref::<ServiceError>() {
         return match error {
             ServiceError::TransportClosed => Some("the connection closed".to_owned()),
@@ -175,8 +178,19 @@ fn tls_failure(text: &str) -> String {
         "the TLS handshake failed: the server does not speak TLS there (should the URL be \
          http: rather than https:?)"
             .to_owned()
+    } else if text.contains("received fatal alert: CertificateRequired") {
+        "the TLS handshake failed: the server asks for a client certificate (tls.client_cert and \
+         tls.client_key)"
+            .to_owned()
+    } else if text.contains("invalid peer certificate: UnknownIssuer") {
+        "the server's TLS certificate was not accepted: it is not signed by a trusted authority \
+         (UnknownIssuer; `tls.ca` adds one)"
+            .to_owned()
     } else if let Some(rest) = text.split("invalid peer certificate:").nth(1) {
         format!("the server's TLS certificate was not accepted ({})", rest.trim())
+    } else if let Some(rest) = text.split("unexpected error: ").nth(1) {
+        // rustls's `General` errors: ours (`egress`), written to be read as they are.
+        format!("the TLS handshake failed: {}", strip_os_error(rest))
     } else {
         format!("the TLS handshake failed: {}", strip_os_error(text))
     }

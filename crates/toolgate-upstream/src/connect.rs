@@ -17,6 +17,7 @@ use toolgate_config::{HttpConfig, HttpTransport, ServerConfig, TransportConfig, 
 use toolgate_core::{BoxError, mcp};
 
 use crate::catalog::list_catalog;
+use crate::egress;
 use crate::error::{ConnectError, Endpoint, StderrTail};
 use crate::event::ChangedLists;
 use crate::handler::UpstreamHandler;
@@ -301,16 +302,18 @@ async fn connect_http(
     let headers = header_map(config)?;
     match config.transport {
         HttpTransport::StreamableHttp => {
-            connect_streamable(config, server.protocol, headers, handler, mark, login)
+            connect_streamable(name, config, server.protocol, headers, handler, mark, login)
                 .await
                 .map_err(failed)
         }
         HttpTransport::Sse => {
-            let service = connect_sse(config, headers, handler, login).await.map_err(failed)?;
+            let service =
+                connect_sse(name, config, headers, handler, login).await.map_err(failed)?;
             Ok(Served::new(service, "sse"))
         }
         HttpTransport::Auto => {
             match connect_streamable(
+                name,
                 config,
                 server.protocol,
                 headers.clone(),
@@ -327,7 +330,7 @@ async fn connect_http(
                 }
                 Err(streamable) => {
                     tracing::debug!(upstream = %name, error = ?streamable, "streamable HTTP failed; trying legacy SSE");
-                    match connect_sse(config, headers, handler, login).await {
+                    match connect_sse(name, config, headers, handler, login).await {
                         Ok(service) => Ok(Served::new(service, "sse")),
                         Err(sse) => {
                             let streamable = failed(streamable);
@@ -358,6 +361,7 @@ fn both_failed(streamable: ConnectError, sse: ConnectError) -> ConnectError {
 }
 
 async fn connect_streamable(
+    name: &str,
     config: &HttpConfig,
     protocol: UpstreamProtocol,
     headers: Vec<(HeaderName, HeaderValue)>,
@@ -373,7 +377,7 @@ async fn connect_streamable(
                 .reinit_on_expired_session(true),
         )
     };
-    let client = SessionAwareClient::new(config.pool, mark.clone());
+    let client = SessionAwareClient::new(egress::client_builder(name, config)?, mark.clone())?;
     let standalone = client.standalone();
     let served = |service, standalone| Served {
         standalone: Some(standalone),
@@ -387,7 +391,8 @@ async fn connect_streamable(
             if protocol == UpstreamProtocol::Auto =>
         {
             tracing::debug!(url = %config.url, ?answer, "server/discover answered oddly; using initialize");
-            let client = SessionAwareClient::new(config.pool, mark.clone());
+            let client =
+                SessionAwareClient::new(egress::client_builder(name, config)?, mark.clone())?;
             let standalone = client.standalone();
             let service = handler.serve(transport(client), ClientLifecycleMode::Initialize).await?;
             Ok(served(service, standalone))
@@ -397,14 +402,15 @@ async fn connect_streamable(
 }
 
 async fn connect_sse(
+    name: &str,
     config: &HttpConfig,
     headers: Vec<(HeaderName, HeaderValue)>,
     handler: UpstreamHandler,
     login: Option<Arc<toolgate_oauth::Login>>,
 ) -> Result<Service, BoxError> {
+    let client = egress::client_builder(name, config)?;
     let transport =
-        SseTransport::connect(&config.url, headers.into_iter().collect(), config.pool, login)
-            .await?;
+        SseTransport::connect(&config.url, headers.into_iter().collect(), client, login).await?;
     Ok(handler.serve(transport, ClientLifecycleMode::Initialize).await?)
 }
 

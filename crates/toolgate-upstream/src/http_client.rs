@@ -67,12 +67,14 @@ const POOL_IDLE: Duration = Duration::from_secs(4);
 /// busy gateway makes to one upstream; more are closed once they are idle.
 const POOL_MAX_IDLE: usize = 32;
 
-/// The connection settings every HTTP upstream client starts from: `TCP_NODELAY`, and kept
-/// alive connections unless `pool` is false (see the module's doc).
-pub(crate) fn client_builder(pool: bool) -> reqwest::ClientBuilder {
-    // ring is the process's TLS provider unless the program has installed one already.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let builder = reqwest::Client::builder().tcp_nodelay(true);
+/// The connection settings every HTTP upstream client has: `TCP_NODELAY`, and kept alive
+/// connections unless `pool` is false (see the module's doc). [`crate::egress::client_builder`]
+/// adds the server's proxy and TLS.
+pub(crate) fn connection_settings(
+    builder: reqwest::ClientBuilder,
+    pool: bool,
+) -> reqwest::ClientBuilder {
+    let builder = builder.tcp_nodelay(true);
     if pool {
         builder.pool_idle_timeout(POOL_IDLE).pool_max_idle_per_host(POOL_MAX_IDLE)
     } else {
@@ -91,14 +93,14 @@ pub(crate) struct SessionAwareClient {
 }
 
 impl SessionAwareClient {
-    /// A client keeping its connections alive unless `pool` is false, marking the log
-    /// messages of each request's response stream with `mark`.
-    pub(crate) fn new(pool: bool, mark: StreamMark) -> SessionAwareClient {
-        let client = client_builder(pool)
-            .redirect(same_origin_redirects())
-            .build()
-            .expect("a reqwest client with these settings builds");
-        SessionAwareClient { client, standalone: Arc::default(), mark: Arc::new(mark) }
+    /// A client from `builder` (the server's, [`crate::egress::client_builder`]), marking the
+    /// log messages of each request's response stream with `mark`.
+    pub(crate) fn new(
+        builder: reqwest::ClientBuilder,
+        mark: StreamMark,
+    ) -> Result<SessionAwareClient, reqwest::Error> {
+        let client = builder.redirect(same_origin_redirects()).build()?;
+        Ok(SessionAwareClient { client, standalone: Arc::default(), mark: Arc::new(mark) })
     }
 
     /// The state of the session's standalone GET stream.

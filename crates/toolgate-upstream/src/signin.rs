@@ -37,9 +37,13 @@ pub fn sign_in_target(config: &ServerConfig) -> Result<Target, String> {
             config.name
         ));
     }
-    let pool = http.pool;
-    let client = OAuthHttp::new(&http.url, || crate::http_client::client_builder(pool))
-        .map_err(|error| format!("cannot build its HTTP client: {error}"))?;
+    // The server's proxy and CA bundle, checked once here (the builder is made again for each
+    // of the two clients the OAuth requests use).
+    let _checked = crate::egress::oauth_client_builder(http).map_err(|error| error.to_string())?;
+    let client = OAuthHttp::new(&http.url, || {
+        crate::egress::oauth_client_builder(http).expect("built once above")
+    })
+    .map_err(|error| format!("cannot build its HTTP client: {error}"))?;
     Ok(Target {
         server: config.name.clone(),
         url: http.url.clone(),

@@ -54,19 +54,18 @@ pub struct SseTransport {
 }
 
 impl SseTransport {
-    /// Opens the event stream at `url` and waits for its `endpoint` event. The messages are
-    /// POSTed over kept-alive connections unless `pool` is false (a connection each). With a
-    /// `login`, every request carries its token, and a `401` is answered as the streamable
-    /// HTTP client answers it (see `toolgate_oauth::client`).
+    /// Opens the event stream at `url` and waits for its `endpoint` event, with a client from
+    /// `client` (the server's connection, proxy and TLS settings:
+    /// [`crate::egress::client_builder`]). With a `login`, every request carries its token, and
+    /// a `401` is answered as the streamable HTTP client answers it (see
+    /// `toolgate_oauth::client`).
     pub async fn connect(
         url: &Url,
         headers: reqwest::header::HeaderMap,
-        pool: bool,
+        client: reqwest::ClientBuilder,
         login: Option<Arc<Login>>,
     ) -> Result<Self, SseError> {
-        let http = crate::http_client::client_builder(pool)
-            .connect_timeout(Duration::from_secs(10))
-            .build()?;
+        let http = client.connect_timeout(Duration::from_secs(10)).build()?;
         let open = |token: Option<String>| {
             let mut request = http
                 .get(url.clone())

@@ -88,6 +88,8 @@ async fn every_page_of_every_list_is_fetched() {
             headers: Default::default(),
             pool: true,
             oauth: Default::default(),
+            proxy: Default::default(),
+            tls: Default::default(),
         }),
         prefix: "p".into(),
         tools: Default::default(),

@@ -111,6 +111,7 @@ impl Endpoint {
                 // One request per summary: a failure is the pipeline's to let through.
                 max_retries: 0,
                 idle_timeout: settings.request_timeout,
+                proxy: settings.proxy.clone(),
             },
             endpoint: settings.endpoint.clone(),
             model: settings.model.clone(),

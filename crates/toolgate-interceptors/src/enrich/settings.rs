@@ -24,6 +24,7 @@ pub(super) const KEYS: &[&str] = &[
     "on_error",
     "cache_size",
     "encoding",
+    "proxy",
 ];
 
 /// What the model is asked when no `prompt` is given.
@@ -182,6 +183,9 @@ pub struct Settings {
     pub cache_size: usize,
     /// How tokens are counted.
     pub encoding: Encoding,
+    /// `proxy`: which proxy the requests take (a URL, or `false` for none; by default what
+    /// `HTTPS_PROXY` and the like say).
+    pub proxy: toolgate_llm::provider::Proxy,
 }
 
 impl Settings {
@@ -267,6 +271,7 @@ impl Settings {
                 Encoding::default()
             }),
         };
+        let proxy = proxy(options);
         let (base_url, endpoint) = base_url?;
         if let Some(Some(_)) = &api_key
             && let Some(host) = toolgate_llm::key_route::plain_http_host(base_url.as_str())
@@ -298,6 +303,7 @@ impl Settings {
             on_error,
             cache_size,
             encoding,
+            proxy: proxy?,
         })
     }
 
@@ -316,6 +322,31 @@ impl Settings {
 }
 
 /// `base_url`, and its `host[:port]`.
+/// `proxy`: a proxy's URL, or `false` for none; by default the variables'. The URL is not
+/// quoted in messages (it may hold a password).
+fn proxy(options: &mut Options<'_>) -> Option<toolgate_llm::provider::Proxy> {
+    use toolgate_llm::provider::Proxy;
+    let path = options.at("proxy");
+    match options.get("proxy") {
+        None => Some(Proxy::Environment),
+        Some(serde_json::Value::Bool(false)) => Some(Proxy::Direct),
+        Some(serde_json::Value::String(url)) => match toolgate_config::proxy_url_problem(url) {
+            Ok(()) => Some(Proxy::Url(url.trim().to_owned())),
+            Err(why) => {
+                options.error(
+                    &path,
+                    format!("invalid proxy URL: {why} (expected \"http://host:port\")"),
+                );
+                None
+            }
+        },
+        Some(_) => {
+            options.error(&path, "expected a proxy URL (\"http://host:port\") or false");
+            None
+        }
+    }
+}
+
 fn base_url(options: &mut Options<'_>) -> Option<(Url, String)> {
     let path = options.at("base_url");
     let Some(text) = options.string("base_url") else {

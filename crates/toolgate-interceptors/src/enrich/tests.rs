@@ -101,6 +101,11 @@ fn defaults_fit_the_pipeline_timeout_to_the_request_timeout() {
     assert_eq!(settings.cache_size, DEFAULT_CACHE_SIZE);
     assert!(!settings.on_error);
     assert_eq!(settings.prompt.as_str(), DEFAULT_PROMPT);
+    assert_eq!(settings.proxy, toolgate_llm::provider::Proxy::Environment);
+    assert_eq!(
+        build(json!({"base_url": "https://a/v1", "model": "m", "proxy": false})).settings().proxy,
+        toolgate_llm::provider::Proxy::Direct
+    );
     let descriptor = enrich.descriptor();
     assert_eq!(descriptor.timeout, Duration::from_secs(25), "request_timeout + 5 s");
     assert!(descriptor.fail_open);
@@ -123,8 +128,14 @@ fn every_option_is_read() {
         "on_error": true,
         "cache_size": 0,
         "encoding": "cl100k_base",
+        "proxy": "http://user:pass@127.0.0.1:3128",
     }));
     let settings = enrich.settings();
+    assert_eq!(
+        settings.proxy,
+        toolgate_llm::provider::Proxy::Url("http://user:pass@127.0.0.1:3128".into())
+    );
+    assert_eq!(format!("{:?}", settings.proxy), "Url(***)");
     assert_eq!(settings.endpoint, "127.0.0.1:8080");
     assert_eq!(settings.chat_url().as_str(), "http://127.0.0.1:8080/v1/chat/completions");
     assert_eq!(settings.placement, Placement::Instead);
@@ -234,7 +245,15 @@ fn option_errors_name_the_option() {
         ),
         (
             with(base.clone(), json!({"temperature": 0})),
-            "pipeline[0].temperature: unknown option (expected one of: base_url, model, api_key_env, prompt, placement, request_timeout, max_tokens, min_tokens, max_input_tokens, on_error, cache_size, encoding)",
+            "pipeline[0].temperature: unknown option (expected one of: base_url, model, api_key_env, prompt, placement, request_timeout, max_tokens, min_tokens, max_input_tokens, on_error, cache_size, encoding, proxy)",
+        ),
+        (
+            with(base.clone(), json!({"proxy": "socks5://user:hunter2@p:1"})),
+            "pipeline[0].proxy: invalid proxy URL: the scheme must be http or https (expected \"http://host:port\")",
+        ),
+        (
+            with(base.clone(), json!({"proxy": true})),
+            "pipeline[0].proxy: expected a proxy URL (\"http://host:port\") or false",
         ),
     ];
     for (options, expected) in cases {

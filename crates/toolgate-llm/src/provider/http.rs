@@ -134,10 +134,22 @@ pub(super) fn connect(config: ProviderConfig) -> Result<Arc<dyn Provider>, Conne
     }
     // ring is the process's TLS provider unless the program has installed one already.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .user_agent(concat!("toolgate/", env!("CARGO_PKG_VERSION")))
         // A redirect would carry the key elsewhere, and a POST may become a GET.
-        .redirect(reqwest::redirect::Policy::none())
+        .redirect(reqwest::redirect::Policy::none());
+    let builder = match &config.proxy {
+        super::Proxy::Environment => builder,
+        super::Proxy::Direct => builder.no_proxy(),
+        // Not quoted: the URL may hold a password.
+        super::Proxy::Url(proxy) => {
+            builder.proxy(reqwest::Proxy::all(proxy).map_err(|_| ConnectError::Client {
+                provider: host.clone(),
+                cause: "the proxy is not a usable proxy URL".to_owned(),
+            })?)
+        }
+    };
+    let client = builder
         .build()
         .map_err(|e| ConnectError::Client { provider: host.clone(), cause: innermost(&e) })?;
     // OpenAI's reasoning models refuse `max_tokens`; the compatible servers know only it.

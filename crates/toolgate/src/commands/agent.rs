@@ -234,8 +234,12 @@ fn load_config(global: &GlobalArgs, args: &AgentArgs) -> anyhow::Result<(Config,
         let servers = toolgate_config::load_file(path, &SystemEnvironment)
             .map_err(|errors| setup::InvalidConfig { path: Some(path.clone()), errors })?;
         config.servers = servers.servers;
-        // Its servers withhold what the main config's secrets come from, too.
+        // Its servers withhold what the main config's secrets come from, too, and take its
+        // `[proxy]`.
         toolgate_config::withhold_secrets(&mut config.servers, &config.secret_env);
+        if let Some(proxy) = &config.proxy {
+            toolgate_config::apply_proxy(&mut config.servers, proxy);
+        }
     }
     Ok((config, source))
 }

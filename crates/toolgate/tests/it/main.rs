@@ -17,6 +17,7 @@ mod cut_off;
 mod demo;
 mod denials;
 mod deps;
+mod egress;
 mod emit;
 mod enrich;
 mod error_messages;

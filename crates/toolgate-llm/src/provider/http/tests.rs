@@ -115,6 +115,7 @@ fn config(dialect: Dialect, address: &str, max_retries: u32) -> ProviderConfig {
         api_key: Some("sk-secret-key".into()),
         max_retries,
         idle_timeout: Duration::from_secs(30),
+        proxy: Default::default(),
     }
 }
 
