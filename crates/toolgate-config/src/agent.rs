@@ -78,7 +78,7 @@ pub struct AgentConfig {
     pub sessions: Option<PathBuf>,
     /// `proxy`: which proxy the model's requests take (a URL, or `false` for none); by
     /// default what `HTTPS_PROXY` and the like say. `[proxy]` is for MCP traffic, not this.
-    pub proxy: crate::egress::ProxyChoice,
+    pub proxy: crate::model::ProxyChoice,
 }
 
 pub(crate) fn check_agent(cx: &mut Checker<'_>, value: &Value) -> Option<AgentConfig> {

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::env::Environment;
 use crate::error::ConfigError;
-use crate::load::{absolute, io_reason};
+use crate::error::io_reason;
+use crate::load::absolute;
 
 /// The file name looked for in the current and the user config directory.
 pub const FILE_NAME: &str = "toolgate.toml";

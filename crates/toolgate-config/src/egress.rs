@@ -22,94 +22,18 @@
 //! The TLS files are read and their PEM checked here, relative to the file that names them, so
 //! that a missing file or a bad PEM is a config error naming the field.
 
-use std::path::PathBuf;
-
 use base64::Engine as _;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::check::{Checker, optional};
-use crate::error::{index_path, key_path};
-use crate::load::io_reason;
-use crate::model::Secret;
+use crate::error::{index_path, io_reason, key_path};
+use crate::model::{PemFile, ProxyChoice, ProxyConfig, Secret, TlsConfig};
 use crate::value::Value;
 
 const PROXY_KEYS: &[&str] = &["http", "https", "no_proxy"];
 const TLS_KEYS: &[&str] =
     &["ca", "client_cert", "client_key", "pin_sha256", "insecure_skip_verify"];
-
-/// Which proxy requests take: the variables, none, or the ones configured.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ProxyChoice {
-    /// What `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` (or their lowercase forms)
-    /// say, read when the HTTP client is built: nothing configured.
-    #[default]
-    Environment,
-    /// `proxy = false`: straight to the server, whatever the variables say.
-    Direct,
-    /// The proxies configured (`[proxy]`, or a `proxy = "..."` of its own); the variables are
-    /// not read.
-    Via(ProxyConfig),
-}
-
-/// Proxies by the scheme of the URL requested, and the hosts that go direct.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ProxyConfig {
-    /// The proxy of `http://` URLs (a URL that may hold `user:pass@`); `None`: direct.
-    pub http: Option<Secret>,
-    /// The proxy of `https://` URLs; `None`: direct.
-    pub https: Option<Secret>,
-    /// Hosts reached directly: names (a name also covers its subdomains), `.domain` suffixes,
-    /// IP addresses, CIDR ranges, or `*` for all.
-    pub no_proxy: Vec<String>,
-}
-
-impl ProxyConfig {
-    /// Every URL through `proxy`.
-    pub fn all(proxy: Secret) -> ProxyConfig {
-        ProxyConfig { http: Some(proxy.clone()), https: Some(proxy), no_proxy: Vec::new() }
-    }
-
-    /// `no_proxy` as the variable writes it (comma-separated).
-    pub fn no_proxy_string(&self) -> String {
-        self.no_proxy.join(",")
-    }
-}
-
-/// `tls = { ... }` of an HTTP server: what its certificate is checked against, and the
-/// certificate toolgate shows it. The default is the usual verification against the system's
-/// roots, with no client certificate.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TlsConfig {
-    /// `ca`: certificates trusted for this server besides the system's roots.
-    pub ca: Option<PemFile>,
-    /// `client_cert`: the certificate chain shown to a server that asks for one (mutual TLS).
-    pub client_cert: Option<PemFile>,
-    /// `client_key`: its private key; set exactly when `client_cert` is.
-    pub client_key: Option<PemFile>,
-    /// `pin_sha256`: the SHA-256 of the DER of the server's own (leaf) certificate must be
-    /// one of these, on top of the usual verification; empty: no pin.
-    pub pin_sha256: Vec<[u8; 32]>,
-    /// `insecure_skip_verify`: no verification at all (a warning on every connection).
-    pub insecure_skip_verify: bool,
-}
-
-impl TlsConfig {
-    /// Whether this is the usual verification and nothing more.
-    pub fn is_default(&self) -> bool {
-        *self == TlsConfig::default()
-    }
-}
-
-/// A PEM file named in the config, read when it was loaded. Its text is a [`Secret`] (a
-/// private key's is), which `Debug` does not show.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PemFile {
-    /// The file, resolved against the config file's directory.
-    pub path: PathBuf,
-    /// What it held, checked to be PEM of the right kind.
-    pub pem: Secret,
-}
 
 /// `[proxy]`.
 pub(crate) fn check_proxy_table(cx: &mut Checker<'_>, value: &Value) -> Option<ProxyConfig> {

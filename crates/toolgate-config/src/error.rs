@@ -133,3 +133,13 @@ pub(crate) fn key_path(parent: &str, key: &str) -> String {
 pub(crate) fn index_path(parent: &str, index: usize) -> String {
     format!("{parent}[{index}]")
 }
+
+/// A short, stable reason for an IO error.
+pub(crate) fn io_reason(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "file not found".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
+        _ => error.to_string(),
+    }
+}

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use crate::check::Checker;
 use crate::env::Environment;
 use crate::error::ConfigError;
-use crate::load::{absolute, io_reason};
+use crate::error::io_reason;
+use crate::load::absolute;
 use crate::value::{Syntax, Value, parse_toml};
 use crate::{FILE_NAME, Format};
 

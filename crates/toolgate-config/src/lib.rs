@@ -67,7 +67,6 @@ pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};
 pub use fingerprint::{Fingerprint, fingerprint};
 pub use model::*;
-pub use oauth::{ASSERTION_ALGORITHMS, OAuthConfig, OAuthFlow};
 pub use tenants::is_tenant_name;
 
 /// The language of a configuration text.

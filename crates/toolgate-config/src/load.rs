@@ -7,7 +7,7 @@ use crate::Checked;
 use crate::agent::PROVIDER_KEY_VARS;
 use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
-use crate::error::{ConfigError, ConfigErrors};
+use crate::error::{ConfigError, ConfigErrors, io_reason};
 use crate::model::{
     AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, ProxyChoice, ProxyConfig,
     ScriptsConfig, ServerConfig, TransportConfig,
@@ -236,15 +236,5 @@ pub(crate) fn absolute(path: &Path, env: &dyn Environment) -> PathBuf {
     match env.current_dir() {
         Some(dir) if path.is_relative() => dir.join(path),
         _ => path.to_path_buf(),
-    }
-}
-
-/// A short, stable reason for an IO error.
-pub(crate) fn io_reason(error: &std::io::Error) -> String {
-    match error.kind() {
-        std::io::ErrorKind::NotFound => "file not found".to_owned(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
-        _ => error.to_string(),
     }
 }

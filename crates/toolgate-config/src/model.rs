@@ -10,7 +10,6 @@ use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
 pub use crate::auth::{ApiKeyConfig, AuthConfig, KeyHash};
-pub use crate::egress::{PemFile, ProxyChoice, ProxyConfig, TlsConfig};
 pub use crate::scripts::ScriptsConfig;
 pub use crate::tenants::TenantConfig;
 pub use toolgate_core::{Mode, ResultFormat};
@@ -375,7 +374,7 @@ pub struct HttpConfig {
     /// connections.
     pub pool: bool,
     /// How toolgate signs in when the server asks for OAuth (`oauth`).
-    pub oauth: crate::OAuthConfig,
+    pub oauth: OAuthConfig,
     /// Which proxy its requests take: its own `proxy`, else `[proxy]`, else the variables
     /// (resolved when the config is loaded).
     pub proxy: ProxyChoice,
@@ -391,7 +390,7 @@ impl HttpConfig {
             transport: HttpTransport::default(),
             headers: BTreeMap::new(),
             pool: true,
-            oauth: crate::OAuthConfig::default(),
+            oauth: OAuthConfig::default(),
             proxy: ProxyChoice::default(),
             tls: TlsConfig::default(),
         }
@@ -484,4 +483,148 @@ impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("***")
     }
+}
+
+// === an HTTP server's sign-in (`oauth`, checked in `oauth.rs`) ===
+
+/// Signing algorithms toolgate can sign a client assertion with (RFC 7523).
+pub const ASSERTION_ALGORITHMS: &[&str] = &["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"];
+
+/// How toolgate signs in to one HTTP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// `false` when the config says `oauth = false`: a `401` is then only an error.
+    pub enabled: bool,
+    /// Which grant obtains the tokens.
+    pub flow: OAuthFlow,
+    /// A client registered with the authorization server beforehand. Without one, toolgate
+    /// uses `client_metadata_url` where the server accepts it, else dynamic registration.
+    pub client_id: Option<String>,
+    /// The secret of `client_id`, for a confidential client.
+    pub client_secret: Option<Secret>,
+    /// An `https` URL where toolgate's Client ID Metadata Document is published.
+    pub client_metadata_url: Option<url::Url>,
+    /// A PEM private key to sign client assertions with (`private_key_jwt`, RFC 7523).
+    pub private_key: Option<Secret>,
+    /// The algorithm of `private_key` (`RS256` unless said).
+    pub algorithm: String,
+    /// Scopes to ask for besides those the server names.
+    pub scopes: Vec<String>,
+    /// The loopback port that receives the authorization redirect (any free port unless
+    /// said), for a pre-registered client whose redirect URI names a port.
+    pub redirect_port: Option<u16>,
+    /// Each caller signs in with their own account, and calls go out with their own token.
+    pub per_principal: bool,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        OAuthConfig {
+            enabled: true,
+            flow: OAuthFlow::AuthorizationCode,
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            private_key: None,
+            algorithm: "RS256".to_owned(),
+            scopes: Vec::new(),
+            redirect_port: None,
+            per_principal: false,
+        }
+    }
+}
+
+/// `flow = "..."`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OAuthFlow {
+    /// A person signs in through a browser (`toolgate login`): authorization code with PKCE.
+    #[default]
+    AuthorizationCode,
+    /// The gateway is the client itself, with a secret or a private key: no person at hand.
+    ClientCredentials,
+}
+
+impl OAuthFlow {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OAuthFlow::AuthorizationCode => "authorization_code",
+            OAuthFlow::ClientCredentials => "client_credentials",
+        }
+    }
+}
+
+// === egress (`[proxy]`, `proxy`, `tls`; checked in `egress.rs`) ===
+
+/// Which proxy requests take: the variables, none, or the ones configured.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ProxyChoice {
+    /// What `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` (or their lowercase forms)
+    /// say, read when the HTTP client is built: nothing configured.
+    #[default]
+    Environment,
+    /// `proxy = false`: straight to the server, whatever the variables say.
+    Direct,
+    /// The proxies configured (`[proxy]`, or a `proxy = "..."` of its own); the variables are
+    /// not read.
+    Via(ProxyConfig),
+}
+
+/// Proxies by the scheme of the URL requested, and the hosts that go direct.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProxyConfig {
+    /// The proxy of `http://` URLs (a URL that may hold `user:pass@`); `None`: direct.
+    pub http: Option<Secret>,
+    /// The proxy of `https://` URLs; `None`: direct.
+    pub https: Option<Secret>,
+    /// Hosts reached directly: names (a name also covers its subdomains), `.domain` suffixes,
+    /// IP addresses, CIDR ranges, or `*` for all.
+    pub no_proxy: Vec<String>,
+}
+
+impl ProxyConfig {
+    /// Every URL through `proxy`.
+    pub fn all(proxy: Secret) -> ProxyConfig {
+        ProxyConfig { http: Some(proxy.clone()), https: Some(proxy), no_proxy: Vec::new() }
+    }
+
+    /// `no_proxy` as the variable writes it (comma-separated).
+    pub fn no_proxy_string(&self) -> String {
+        self.no_proxy.join(",")
+    }
+}
+
+/// `tls = { ... }` of an HTTP server: what its certificate is checked against, and the
+/// certificate toolgate shows it. The default is the usual verification against the system's
+/// roots, with no client certificate.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsConfig {
+    /// `ca`: certificates trusted for this server besides the system's roots.
+    pub ca: Option<PemFile>,
+    /// `client_cert`: the certificate chain shown to a server that asks for one (mutual TLS).
+    pub client_cert: Option<PemFile>,
+    /// `client_key`: its private key; set exactly when `client_cert` is.
+    pub client_key: Option<PemFile>,
+    /// `pin_sha256`: the SHA-256 of the DER of the server's own (leaf) certificate must be
+    /// one of these, on top of the usual verification; empty: no pin.
+    pub pin_sha256: Vec<[u8; 32]>,
+    /// `insecure_skip_verify`: no verification at all (a warning on every connection).
+    pub insecure_skip_verify: bool,
+}
+
+impl TlsConfig {
+    /// Whether this is the usual verification and nothing more.
+    pub fn is_default(&self) -> bool {
+        *self == TlsConfig::default()
+    }
+}
+
+/// A PEM file named in the config, read when it was loaded. Its text is a [`Secret`] (a
+/// private key's is), which `Debug` does not show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PemFile {
+    /// The file, resolved against the config file's directory.
+    pub path: PathBuf,
+    /// What it held, checked to be PEM of the right kind.
+    pub pem: Secret,
 }

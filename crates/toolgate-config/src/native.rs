@@ -81,7 +81,7 @@ pub(crate) struct Document {
     pub(crate) tenant_pipeline: Vec<InterceptorConfig>,
     /// `[proxy]`, when written (`load` applies it to the servers without a `proxy` of their
     /// own).
-    pub(crate) proxy: Option<crate::egress::ProxyConfig>,
+    pub(crate) proxy: Option<crate::model::ProxyConfig>,
 }
 
 /// One `import` entry.

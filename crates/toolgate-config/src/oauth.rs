@@ -12,7 +12,7 @@
 
 use crate::check::Checker;
 use crate::error::key_path;
-use crate::model::Secret;
+use crate::model::{ASSERTION_ALGORITHMS, OAuthConfig, OAuthFlow, Secret};
 use crate::value::Value;
 
 const KEYS: &[&str] = &[
@@ -26,73 +26,6 @@ const KEYS: &[&str] = &[
     "redirect_port",
     "per_principal",
 ];
-
-/// Signing algorithms toolgate can sign a client assertion with (RFC 7523).
-pub const ASSERTION_ALGORITHMS: &[&str] = &["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"];
-
-/// How toolgate signs in to one HTTP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OAuthConfig {
-    /// `false` when the config says `oauth = false`: a `401` is then only an error.
-    pub enabled: bool,
-    /// Which grant obtains the tokens.
-    pub flow: OAuthFlow,
-    /// A client registered with the authorization server beforehand. Without one, toolgate
-    /// uses `client_metadata_url` where the server accepts it, else dynamic registration.
-    pub client_id: Option<String>,
-    /// The secret of `client_id`, for a confidential client.
-    pub client_secret: Option<Secret>,
-    /// An `https` URL where toolgate's Client ID Metadata Document is published.
-    pub client_metadata_url: Option<url::Url>,
-    /// A PEM private key to sign client assertions with (`private_key_jwt`, RFC 7523).
-    pub private_key: Option<Secret>,
-    /// The algorithm of `private_key` (`RS256` unless said).
-    pub algorithm: String,
-    /// Scopes to ask for besides those the server names.
-    pub scopes: Vec<String>,
-    /// The loopback port that receives the authorization redirect (any free port unless
-    /// said), for a pre-registered client whose redirect URI names a port.
-    pub redirect_port: Option<u16>,
-    /// Each caller signs in with their own account, and calls go out with their own token.
-    pub per_principal: bool,
-}
-
-impl Default for OAuthConfig {
-    fn default() -> Self {
-        OAuthConfig {
-            enabled: true,
-            flow: OAuthFlow::AuthorizationCode,
-            client_id: None,
-            client_secret: None,
-            client_metadata_url: None,
-            private_key: None,
-            algorithm: "RS256".to_owned(),
-            scopes: Vec::new(),
-            redirect_port: None,
-            per_principal: false,
-        }
-    }
-}
-
-/// `flow = "..."`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OAuthFlow {
-    /// A person signs in through a browser (`toolgate login`): authorization code with PKCE.
-    #[default]
-    AuthorizationCode,
-    /// The gateway is the client itself, with a secret or a private key: no person at hand.
-    ClientCredentials,
-}
-
-impl OAuthFlow {
-    /// The config spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OAuthFlow::AuthorizationCode => "authorization_code",
-            OAuthFlow::ClientCredentials => "client_credentials",
-        }
-    }
-}
 
 /// Checks an `oauth` value: `false`, `true`, or a table.
 pub(crate) fn check(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<OAuthConfig> {

@@ -69,7 +69,7 @@ pub(crate) fn sign_in_state(
         Some(record) if record.has_tokens() && !needs_login => serde_json::json!({
             "state": "logged_in",
             "subject": record.subject,
-            "expires_at": record.expires_at().map(crate::commands::login::at_time),
+            "expires_at": record.expires_at().map(at_time),
             "renews": record.renews(),
             "scopes": record.scopes(),
         }),
@@ -97,4 +97,10 @@ pub(crate) fn sign_in_words(state: &serde_json::Value) -> String {
         }
         _ => "-".into(),
     }
+}
+
+/// A Unix time as RFC 3339 (UTC, seconds).
+pub(crate) fn at_time(unix: u64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
+    humantime::format_rfc3339_seconds(time).to_string()
 }

@@ -105,7 +105,7 @@ pub(crate) async fn login(global: &GlobalArgs, args: LoginArgs) -> anyhow::Resul
         let who = signed_in.subject.as_deref().unwrap_or("an account the server did not name");
         let until = signed_in
             .expires_at
-            .map(|at| format!(", token valid until {}", at_time(at)))
+            .map(|at| format!(", token valid until {}", crate::logins::at_time(at)))
             .unwrap_or_default();
         writeln!(out, "Signed in to {} as {who}{until}.", server.name)?;
         if !signed_in.scopes.is_empty() {
@@ -127,10 +127,4 @@ pub(crate) fn logout(global: &GlobalArgs, args: LogoutArgs) -> anyhow::Result<Ex
         writeln!(out, "{} had no sign-in to forget.", args.server)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A Unix time as RFC 3339 (UTC, seconds).
-pub(crate) fn at_time(unix: u64) -> String {
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
-    humantime::format_rfc3339_seconds(time).to_string()
 }
