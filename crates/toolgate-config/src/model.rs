@@ -220,6 +220,9 @@ pub struct GatewayConfig {
     /// How long a GET or `subscriptions/listen` stream lasts before it ends and its client
     /// opens another (`None`: the server's default, 30 minutes).
     pub stream_max_age: Option<Duration>,
+    /// `public_url`: where clients reach the gateway (`https://gateway.example.com`), under
+    /// which callers of servers that sign in each caller come back (`/oauth/callback`).
+    pub public_url: Option<url::Url>,
 }
 
 impl Default for GatewayConfig {
@@ -241,6 +244,7 @@ impl Default for GatewayConfig {
             max_subscription_bytes: None,
             stream_queue: None,
             stream_max_age: None,
+            public_url: None,
         }
     }
 }

@@ -33,6 +33,7 @@ const GATEWAY_KEYS: &[&str] = &[
     "max_subscription_bytes",
     "stream_queue",
     "stream_max_age",
+    "public_url",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -149,6 +150,20 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
              name is who approves), or members in [auth.roles]",
         );
     }
+    // A server that signs in each caller sends them back to the gateway's public address.
+    if document.gateway.public_url.is_none() {
+        for entry in &document.servers {
+            if let TransportConfig::Http(http) = &entry.server.transport
+                && http.oauth.per_principal
+            {
+                cx.error(
+                    &format!("{}.oauth.per_principal", key_path("servers", &entry.server.name)),
+                    "needs [gateway] public_url: the address callers come back to after signing \
+                     in (its /oauth/callback)",
+                );
+            }
+        }
+    }
     if let Some(value) = fields.get("tenants")
         && let Some((tenants, pipeline)) = crate::tenants::check_tenants(cx, value)
     {
@@ -227,6 +242,10 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
     let header_timeout = duration(cx, "header_timeout");
     let body_timeout = duration(cx, "body_timeout");
     let stream_max_age = duration(cx, "stream_max_age");
+    let public_url = match fields.get("public_url") {
+        None => Some(None),
+        Some(value) => cx.url(value, "gateway.public_url").map(Some),
+    };
     let max_subscription_bytes = match fields.get("max_subscription_bytes") {
         None => Some(None),
         Some(value) => size(cx, value, "gateway.max_subscription_bytes")
@@ -249,6 +268,7 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         max_subscription_bytes: max_subscription_bytes?,
         stream_queue: stream_queue?,
         stream_max_age: stream_max_age?,
+        public_url: public_url?,
     })
 }
 

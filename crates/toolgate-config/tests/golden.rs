@@ -146,6 +146,7 @@ fn dump(config: &Config) -> String {
         max_subscription_bytes,
         stream_queue,
         stream_max_age,
+        public_url,
     } = gateway;
     let mut out = String::new();
     let w = &mut out;
@@ -165,6 +166,9 @@ fn dump(config: &Config) -> String {
     }
     if let Some(session_idle) = session_idle {
         line(w, 1, "session_idle", format!("{session_idle:?}"));
+    }
+    if let Some(public_url) = public_url {
+        line(w, 1, "public_url", public_url);
     }
     let counts = [
         ("max_connections", max_connections),

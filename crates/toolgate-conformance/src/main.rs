@@ -89,6 +89,7 @@ async fn run() -> anyhow::Result<()> {
     let logins = toolgate_oauth::Logins {
         vault: Arc::new(vault),
         browser: Some(Arc::new(toolgate_oauth::Headless::new())),
+        principal: None,
     };
     let upstream = Upstream::connect_with(&config, Some(&logins)).await?;
     let outcome = play(&upstream, &scenario, &context.tool_calls).await;

@@ -29,6 +29,15 @@ pub enum GatewayError {
     /// roots) with an error, or cannot answer it; the upstream gets that error unchanged.
     #[error("the client declined: {}", .0.message)]
     Declined(mcp::ErrorData),
+    /// The server signs in each caller with their own account, and this caller has not (or
+    /// cannot): `how` says what to do (the link to sign in at).
+    #[error("server {server}: {how}")]
+    SignIn {
+        /// The server.
+        server: String,
+        /// What the caller should do.
+        how: String,
+    },
     /// A tool the gateway serves itself (`toolgate__read_result`) failed.
     #[error("{tool} failed: {reason}")]
     OwnTool {
@@ -134,6 +143,8 @@ pub(crate) fn reply(error: GatewayError) -> ErrorReply {
         GatewayError::Refused(refusal) => ErrorReply::ToolError(refusal.to_string()),
         GatewayError::Declined(error) => ErrorReply::Protocol(error),
         error @ GatewayError::OwnTool { .. } => ErrorReply::ToolError(error.to_string()),
+        // The model reads it and tells the person, who opens the link.
+        error @ GatewayError::SignIn { .. } => ErrorReply::ToolError(error.to_string()),
         error @ GatewayError::TooManySubscriptions { most } => {
             ErrorReply::Protocol(mcp::ErrorData::invalid_request(
                 error.to_string(),

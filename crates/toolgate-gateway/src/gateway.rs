@@ -28,6 +28,7 @@ mod events;
 pub(crate) mod exchange;
 mod log_level;
 mod notification;
+mod per_caller;
 mod relay;
 mod subscriptions;
 pub(crate) mod tool_json;
@@ -88,6 +89,8 @@ pub struct Gateway {
     askers: crate::askers::Askers,
     /// Which servers each caller reaches (`[tenants]`).
     tenants: RwLock<Arc<crate::Tenants>>,
+    /// The per-caller connections to servers that sign in each caller, when any does.
+    per_caller: Option<per_caller::PerCaller>,
 }
 
 /// Counts a request as in flight until dropped.
@@ -140,7 +143,12 @@ impl Gateway {
         }
         connected.upstreams.extend(local.upstreams);
         connected.failed.extend(local.failed);
-        let gateway = Arc::new(Gateway::new(connected, events, pipeline, recorder));
+        let per_caller = logins
+            .filter(|_| servers.iter().any(per_caller::signs_in_each_caller))
+            .map(|logins| per_caller::PerCaller::new(logins.clone()));
+        let mut gateway = Gateway::new(connected, events, pipeline, recorder);
+        gateway.per_caller = per_caller;
+        let gateway = Arc::new(gateway);
         events::follow(Arc::downgrade(&gateway), receiver);
         gateway
     }
@@ -175,6 +183,45 @@ impl Gateway {
             in_flight: tokio::sync::watch::Sender::new(0),
             askers: crate::askers::Askers::default(),
             tenants: RwLock::default(),
+            per_caller: None,
+        }
+    }
+
+    /// Sets the URL clients reach the gateway at (`[gateway] public_url`): authorization
+    /// servers send the callers of servers that sign in each caller back to its
+    /// `/oauth/callback`.
+    pub fn set_public_url(&self, url: Option<&url::Url>) {
+        if let Some(per_caller) = &self.per_caller {
+            per_caller.set_public_url(url);
+        }
+    }
+
+    /// Finishes a caller's sign-in to a server that signs in each caller, from the query of
+    /// the redirect to `/oauth/callback`. Returns the server signed in to.
+    pub async fn complete_sign_in(
+        &self,
+        query: &[(String, String)],
+    ) -> Result<toolgate_oauth::Finished, toolgate_oauth::LoginError> {
+        match &self.per_caller {
+            Some(per_caller) => per_caller.complete(query).await,
+            None => Err(toolgate_oauth::LoginError::Refused {
+                error: "unknown_sign_in".into(),
+                description: "no server of this gateway signs in each caller".into(),
+            }),
+        }
+    }
+
+    /// Deletes the upstream tokens of `principal` (as `kind:id@tenant`) for `server` and
+    /// closes their connection: an administrator's revocation. Returns whether there were
+    /// tokens.
+    pub fn revoke_sign_in(
+        &self,
+        server: &str,
+        principal: &str,
+    ) -> Result<bool, toolgate_oauth::VaultError> {
+        match &self.per_caller {
+            Some(per_caller) => per_caller.revoke(server, principal),
+            None => Ok(false),
         }
     }
 

@@ -12,11 +12,13 @@
 //! - [`machine`]: client credentials, with a secret or a signed assertion;
 //! - [`login`]: one upstream's sign-in while it is used (token, refresh, step-up);
 //! - [`client`]: the upstream HTTP client that carries it;
+//! - [`desk`]: sign-ins a gateway hosts for its callers, finished by its own redirect route;
 //! - [`http`]: the HTTP client of the OAuth requests themselves;
 //! - [`probe`]: asking a server whether (and how) it wants a login.
 
 pub mod browser;
 pub mod client;
+pub mod desk;
 mod error;
 pub mod http;
 pub mod login;
@@ -30,10 +32,11 @@ use std::sync::Arc;
 
 pub use browser::{Headless, SystemBrowser};
 pub use client::Authorized;
+pub use desk::{Desk, Finished};
 pub use error::LoginError;
 pub use http::OAuthHttp;
 pub use login::Login;
-pub use signin::{Browser, SignedIn, Target, sign_in};
+pub use signin::{Browser, Pending, SignedIn, Target, begin, finish, sign_in};
 pub use vault::{Record, Vault, VaultEntry, VaultError, entry_name};
 
 /// Where the upstreams' sign-ins are kept, and who signs a person in when a request needs it
@@ -44,6 +47,9 @@ pub struct Logins {
     pub vault: Arc<Vault>,
     /// Signs a person in during use, when set.
     pub browser: Option<Arc<dyn Browser>>,
+    /// Whose sign-ins these are: a caller of a server that signs in per caller
+    /// (`per_principal`), or `None` for toolgate's own.
+    pub principal: Option<String>,
 }
 
 impl std::fmt::Debug for Logins {
@@ -51,14 +57,15 @@ impl std::fmt::Debug for Logins {
         f.debug_struct("Logins")
             .field("vault", &self.vault)
             .field("browser", &self.browser.is_some())
+            .field("principal", &self.principal)
             .finish()
     }
 }
 
 impl Logins {
-    /// The sign-in of `target`, as toolgate itself (not per caller).
+    /// The sign-in of `target`, as toolgate itself or as [`Logins::principal`].
     pub fn login(&self, target: Target) -> Arc<Login> {
-        let entry = entry_name(&target.server, None);
+        let entry = entry_name(&target.server, self.principal.as_deref());
         Arc::new(Login::new(target, &self.vault, entry, self.browser.clone()))
     }
 }

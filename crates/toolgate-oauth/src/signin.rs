@@ -21,7 +21,7 @@ use toolgate_config::OAuthConfig;
 
 use crate::error::LoginError;
 use crate::http::OAuthHttp;
-use crate::receiver::Receiver;
+use crate::receiver::{Callback, Receiver};
 use crate::vault::VaultEntry;
 
 /// The name toolgate registers under.
@@ -114,16 +114,55 @@ impl Target {
     }
 }
 
-/// Signs a person in to `target` through `browser`, asking for the scopes the server's
-/// `challenge` names and `wanted` ones besides, and keeps the tokens in `store`.
-pub async fn sign_in(
+/// A sign-in under way: the authorization URL to show, and what finishing it needs.
+pub struct Pending {
+    server: String,
+    url: String,
+    state: String,
+    scopes: Vec<String>,
+    challenge: Option<String>,
+    store: VaultEntry,
+    session: AuthorizationSession,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending").field("server", &self.server).finish_non_exhaustive()
+    }
+}
+
+impl Pending {
+    /// The authorization URL a person opens.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The `state` its redirect comes back with.
+    pub fn state(&self) -> &str {
+        &self.state
+    }
+
+    /// The server being signed in to.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The vault entry the tokens go to.
+    pub fn entry(&self) -> &str {
+        self.store.name()
+    }
+}
+
+/// Starts signing in to `target`, with the redirect to come back to `redirect_uri`: discovery
+/// (from the server's `challenge` when there is one), client registration, and the
+/// authorization URL, asking for the scopes the server names and `wanted` ones besides.
+pub async fn begin(
     target: &Target,
     store: VaultEntry,
     challenge: Option<&str>,
     wanted: &[String],
-    browser: &dyn Browser,
-    limit: Duration,
-) -> Result<SignedIn, LoginError> {
+    redirect_uri: &str,
+) -> Result<Pending, LoginError> {
     let server = target.server.as_str();
     let mut manager = target.manager(store.clone()).await?;
     let resolution = manager
@@ -131,16 +170,13 @@ pub async fn sign_in(
         .await
         .map_err(|e| LoginError::protocol(server, "discovering the authorization server", e))?;
     manager.set_metadata(resolution.metadata);
-
-    let receiver = Receiver::bind(target.config.redirect_port).await?;
-    let redirect_uri = receiver.redirect_uri();
     let mut scopes = manager.select_scopes(None, &[]);
     for scope in target.config.scopes.iter().chain(wanted) {
         if !scopes.contains(scope) {
             scopes.push(scope.clone());
         }
     }
-    let mut request = AuthorizationRequest::new(redirect_uri.clone())
+    let mut request = AuthorizationRequest::new(redirect_uri.to_owned())
         .with_client_name(CLIENT_NAME)
         .with_scopes(scopes.clone());
     if let Some(client_id) = &target.config.client_id {
@@ -163,13 +199,25 @@ pub async fn sign_in(
             server: server.to_owned(),
             why: "the authorization URL carries no state".into(),
         })?;
-    let waiting = tokio::spawn(receiver.wait_owned(state, limit, browser.pasted()));
-    browser.open(&url).await?;
-    let callback = waiting.await.map_err(|_| LoginError::NoRedirect { waited: limit })??;
+    Ok(Pending {
+        server: server.to_owned(),
+        url,
+        state,
+        scopes,
+        challenge: challenge.map(str::to_owned),
+        store,
+        session,
+    })
+}
+
+/// Finishes `pending` with what its redirect carried: checks `iss` (RFC 9207), exchanges the
+/// code, and keeps the tokens in its vault entry.
+pub async fn finish(pending: Pending, callback: &Callback) -> Result<SignedIn, LoginError> {
+    let Pending { server, scopes, challenge, store, session, .. } = pending;
     let tokens = session
         .handle_callback_with_issuer(&callback.code, &callback.state, callback.iss.as_deref())
         .await
-        .map_err(|e| LoginError::protocol(server, "exchanging the code for tokens", e))?;
+        .map_err(|e| LoginError::protocol(&server, "exchanging the code for tokens", e))?;
     let signed_in = SignedIn {
         subject: subject(&tokens),
         expires_at: expires_at(&tokens),
@@ -177,13 +225,31 @@ pub async fn sign_in(
         manager: session.auth_manager,
     };
     let subject = signed_in.subject.clone();
-    let challenge = challenge.map(str::to_owned);
     store.update(|record| {
         record.subject = subject;
         record.wanted_scopes.clear();
         record.challenge = challenge;
     })?;
     Ok(signed_in)
+}
+
+/// Signs a person in to `target` through `browser`, the redirect coming back to a loopback
+/// [`Receiver`] (or pasted), asking for the scopes the server's `challenge` names and `wanted`
+/// ones besides, and keeps the tokens in `store`.
+pub async fn sign_in(
+    target: &Target,
+    store: VaultEntry,
+    challenge: Option<&str>,
+    wanted: &[String],
+    browser: &dyn Browser,
+    limit: Duration,
+) -> Result<SignedIn, LoginError> {
+    let receiver = Receiver::bind(target.config.redirect_port).await?;
+    let pending = begin(target, store, challenge, wanted, &receiver.redirect_uri()).await?;
+    let waiting = tokio::spawn(receiver.wait_owned(pending.state.clone(), limit, browser.pasted()));
+    browser.open(&pending.url).await?;
+    let callback = waiting.await.map_err(|_| LoginError::NoRedirect { waited: limit })??;
+    finish(pending, &callback).await
 }
 
 impl Receiver {

@@ -7,6 +7,7 @@ mod connections;
 mod cors;
 mod http;
 mod jsonrpc;
+mod oauth_callback;
 mod serve;
 mod stdio;
 

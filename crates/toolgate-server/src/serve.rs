@@ -97,7 +97,8 @@ pub async fn serve_stdio(
     .map_err(ServeError::Stdio)
 }
 
-/// The HTTP application: the MCP endpoint at [`MCP_PATH`], `/healthz`, and with an issuer in
+/// The HTTP application: the MCP endpoint at [`MCP_PATH`], `/healthz`, the redirect of
+/// callers' sign-ins to servers that sign in each caller (`/oauth/callback`), and with an issuer in
 /// `[auth]` the protected resource metadata (RFC 9728) at its two well-known paths. `shutdown`
 /// ends every session and stream.
 pub fn http_router(
@@ -105,6 +106,7 @@ pub fn http_router(
     options: &HttpOptions,
     shutdown: CancellationToken,
 ) -> axum::Router {
+    let gateway_for_callback = gateway.clone();
     let hosts: Vec<String> =
         LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(options.allowed_hosts.clone()).collect();
     let origins: Vec<String> = LOOPBACK_ORIGINS
@@ -133,7 +135,7 @@ pub fn http_router(
             body_limit: limit,
         };
         let front = http::Front::new(
-            Arc::new(Dispatcher::new(gateway)),
+            Arc::new(Dispatcher::new(gateway.clone())),
             guard,
             options.auth.clone(),
             limits,
@@ -145,9 +147,14 @@ pub fn http_router(
             .with_state(front)
             .layer(cors::layer(origins.clone()))
     };
+    let callback_gateway = gateway_for_callback.clone();
     let mut router = axum::Router::new()
         .nest_service(MCP_PATH, mcp)
-        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .route(
+            crate::oauth_callback::PATH,
+            axum::routing::get(move |query| crate::oauth_callback::finish(callback_gateway, query)),
+        );
     if let Some(document) = options.auth.as_ref().and_then(|auth| auth.metadata()).cloned() {
         // Where a client that got a 401 finds the authorization server: at the path the
         // challenge names (the well-known prefix before `/mcp`), and at the bare prefix, where

@@ -106,6 +106,7 @@ pub(crate) fn admin_router(
         .route("/events", axum::routing::get(events))
         .route("/interceptors", axum::routing::get(interceptors))
         .route("/integrity/{tool}/approve", axum::routing::post(approve_contract))
+        .route("/sign-ins/{server}/{principal}", axum::routing::delete(revoke_sign_in))
         .with_state(admin)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
 }
@@ -342,6 +343,28 @@ async fn gateway_admin(admin: &Admin, headers: &HeaderMap) -> Result<String, Res
         ));
     }
     Ok(operator.name)
+}
+
+/// `DELETE /sign-ins/{server}/{principal}`: a caller's upstream tokens for a server that signs
+/// in each caller are deleted and their connection closed (`principal` as events name it,
+/// `kind:id@tenant`); their next call is given a link to sign in again.
+async fn revoke_sign_in(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    axum::extract::Path((server, principal)): axum::extract::Path<(String, String)>,
+) -> Response {
+    let operator = match gateway_admin(&admin, &headers).await {
+        Ok(operator) => operator,
+        Err(refused) => return refused,
+    };
+    match admin.gateway.revoke_sign_in(&server, &principal) {
+        Ok(revoked) => {
+            tracing::info!(%operator, %server, %principal, revoked, "upstream sign-in revoked");
+            Json(serde_json::json!({"server": server, "principal": principal, "revoked": revoked}))
+                .into_response()
+        }
+        Err(error) => problem(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    }
 }
 
 async fn interceptors(State(admin): State<Admin>, headers: HeaderMap) -> Response {

@@ -37,7 +37,7 @@ pub(crate) fn vault() -> anyhow::Result<Arc<Vault>> {
 /// warning, when the store cannot be opened: servers that ask for OAuth then fail as before.
 pub(crate) fn for_serving() -> Option<Logins> {
     match vault() {
-        Ok(vault) => Some(Logins { vault, browser: None }),
+        Ok(vault) => Some(Logins { vault, browser: None, principal: None }),
         Err(error) => {
             tracing::warn!("upstream sign-ins are off: {error:#}");
             None

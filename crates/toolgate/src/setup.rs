@@ -297,6 +297,7 @@ pub(crate) async fn start(
     .await;
     // Before any front serves a request: nothing is answered without its tenant's view.
     gateway.set_tenants(tenants);
+    gateway.set_public_url(config.gateway.public_url.as_ref());
     script_tools.attach(&gateway);
     // Scripts that came or went while the gateway started.
     script_tools.sync().await;

@@ -150,3 +150,22 @@ fn a_stdio_server_has_no_oauth() {
         .to_string();
     assert!(error.contains("oauth"), "{error}");
 }
+
+#[test]
+fn signing_in_each_caller_needs_the_gateways_public_url() {
+    let text =
+        "[servers.acme]\nurl = \"https://mcp.acme.test/mcp\"\noauth = { per_principal = true }\n";
+    let error = crate::parse_str(text, Format::Toml, Path::new("/"), &FixedEnvironment::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("servers.acme.oauth.per_principal: needs [gateway] public_url"),
+        "{error}"
+    );
+    let text = format!("[gateway]\npublic_url = \"https://gw.example.test\"\n{text}");
+    let config = crate::parse_str(&text, Format::Toml, Path::new("/"), &FixedEnvironment::new())
+        .expect("valid");
+    assert_eq!(config.gateway.public_url.expect("kept").as_str(), "https://gw.example.test/");
+    let TransportConfig::Http(http) = &config.servers[0].transport else { panic!("http") };
+    assert!(http.oauth.per_principal);
+}

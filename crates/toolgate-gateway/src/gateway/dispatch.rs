@@ -241,6 +241,45 @@ impl Gateway {
         response_phase::<CallTool>(&self.pipeline, result, ctx).await.map(ToolAnswer::Parsed)
     }
 
+    /// The upstream that serves `server` for the caller of `ctx`: their own connection when
+    /// the server signs in each caller (see `per_caller`), else the gateway's.
+    async fn upstream_for(
+        &self,
+        server: &str,
+        ctx: &CallContext,
+    ) -> Result<Arc<Upstream>, GatewayError> {
+        let shared = self.upstream(server)?;
+        match &self.per_caller {
+            Some(per_caller)
+                if !ctx.principal.is_here()
+                    && super::per_caller::signs_in_each_caller(shared.config()) =>
+            {
+                per_caller.upstream(shared.config(), &ctx.principal).await
+            }
+            _ => Ok(shared),
+        }
+    }
+
+    /// `sent`, unless the caller's own sign-in to `server` ran out during it: then their
+    /// connection is closed and they are given a link to sign in again.
+    async fn signed_out<T>(
+        &self,
+        server: &str,
+        ctx: &CallContext,
+        sent: Result<T, GatewayError>,
+    ) -> Result<T, GatewayError> {
+        match (&self.per_caller, sent) {
+            (Some(per_caller), Err(GatewayError::Upstream(UpstreamError::NeedsLogin { .. })))
+                if !ctx.principal.is_here() =>
+            {
+                let shared = self.upstream(server)?;
+                per_caller.forget(server, &ctx.principal.to_string());
+                Err(per_caller.sign_in_link(shared.config(), &ctx.principal).await)
+            }
+            (_, sent) => sent,
+        }
+    }
+
     /// A tool no server offers, unless its name is under the prefix of a server the caller
     /// reaches that wants a login: its tools are not known until someone signs in, and the
     /// caller is told to (`toolgate login NAME`) rather than that the tool does not exist.
@@ -284,7 +323,7 @@ impl Gateway {
                 reason: e.to_string(),
             });
         }
-        let upstream = self.upstream(&target.server)?;
+        let upstream = self.upstream_for(&target.server, ctx).await?;
         params.name = target.original.clone().into();
         let _asker = self.tell_caller(&mut params, &upstream, ctx);
         let limited;
@@ -295,10 +334,12 @@ impl Gateway {
             }
             None => options,
         };
-        if as_written {
-            return Ok(upstream.call_tool_answer(params, options).await?);
-        }
-        Ok(ToolAnswer::Parsed(upstream.call_tool(params, options).await?))
+        let sent = if as_written {
+            upstream.call_tool_answer(params, options).await.map_err(GatewayError::from)
+        } else {
+            upstream.call_tool(params, options).await.map(ToolAnswer::Parsed).map_err(Into::into)
+        };
+        self.signed_out(&target.server, ctx, sent).await
     }
 
     /// A call that needs approval goes out only with one, and only as it was approved: the
@@ -472,9 +513,10 @@ impl Gateway {
     ) -> Result<E::Output, GatewayError> {
         ctx.target = Some(target_of(route, exposed));
         let options = self.relayed(options, ctx);
-        let outcome = through_pipeline::<E>(&self.pipeline, params, ctx, async |params, _| {
-            let upstream = self.upstream(&route.upstream)?;
-            send(params, &upstream, &options).await
+        let outcome = through_pipeline::<E>(&self.pipeline, params, ctx, async |params, ctx| {
+            let upstream = self.upstream_for(&route.upstream, ctx).await?;
+            let sent = send(params, &upstream, &options).await;
+            self.signed_out(&route.upstream, ctx, sent).await
         })
         .await;
         self.recorder.request_ended(ctx, E::EVENT, &outcome);

@@ -34,6 +34,12 @@ pub(crate) struct LoginArgs {
 pub(crate) struct LogoutArgs {
     /// The server whose sign-in to forget.
     server: String,
+    /// Forget this caller's own sign-in instead (`kind:id@tenant`, as events name callers),
+    /// for a server with `oauth = { per_principal = true }`. A running gateway keeps the
+    /// caller's connection until it ends; its admin API (`DELETE /sign-ins/SERVER/PRINCIPAL`)
+    /// closes it at once.
+    #[arg(long, value_name = "PRINCIPAL")]
+    principal: Option<String>,
 }
 
 fn server<'c>(config: &'c Config, name: &str) -> anyhow::Result<&'c ServerConfig> {
@@ -118,13 +124,14 @@ pub(crate) async fn login(global: &GlobalArgs, args: LoginArgs) -> anyhow::Resul
 pub(crate) fn logout(global: &GlobalArgs, args: LogoutArgs) -> anyhow::Result<ExitCode> {
     setup::init_logging(global, "warn");
     let vault = crate::logins::vault()?;
-    let entry = entry_name(&args.server, None);
+    let entry = entry_name(&args.server, args.principal.as_deref());
     let forgot = vault.remove(&entry)?;
     let mut out = std::io::stdout().lock();
+    let whose = args.principal.map(|p| format!(" for {p}")).unwrap_or_default();
     if forgot {
-        writeln!(out, "Signed out of {}: its tokens are deleted.", args.server)?;
+        writeln!(out, "Signed out of {}{whose}: its tokens are deleted.", args.server)?;
     } else {
-        writeln!(out, "{} had no sign-in to forget.", args.server)?;
+        writeln!(out, "{} had no sign-in{whose} to forget.", args.server)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -36,6 +36,7 @@ mod meta;
 mod needs_login;
 mod oauth;
 mod passthrough;
+mod per_caller;
 mod pin;
 mod pipeline;
 mod private_files;

@@ -166,11 +166,22 @@ impl HttpGateway {
     }
 
     pub async fn start_with(config: &Path, extra: &[&str]) -> Self {
+        Self::start_with_env(config, extra, &[]).await
+    }
+
+    /// [`HttpGateway::start_with`] with variables `env` set for toolgate.
+    pub async fn start_with_env(config: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Self {
         let mut child = Command::new(toolgate_bin())
+            .envs(env.iter().map(|(name, value)| (*name, *value)))
             .arg("serve")
             .arg("--config")
             .arg(config)
-            .args(["--listen", "127.0.0.1:0"])
+            // A free port, unless the caller names the address.
+            .args(if extra.contains(&"--listen") {
+                &[][..]
+            } else {
+                &["--listen", "127.0.0.1:0"][..]
+            })
             .args(extra)
             .env("TOOLGATE_LOG", "info")
             // Read by toolgate-fixture upstreams that inherit it (`fixture_server` passes it;
