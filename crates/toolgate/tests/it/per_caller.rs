@@ -21,6 +21,9 @@ use toolgate_testkit::oidc::{CI_ACME, CI_GLOBEX, OidcProvider};
 use crate::deps::free_port;
 use crate::support::*;
 
+/// The bearer token of the gateway's admin API.
+const ADMIN_TOKEN: &str = "per-caller-admin-token-0123456789";
+
 /// The resource server: toolgate serving the fixture, its `/mcp` guarded by `provider`'s
 /// tokens, recording each call's principal in its audit log.
 async fn resource_server(provider: &OidcProvider) -> (ConfigDir, HttpGateway) {
@@ -119,7 +122,8 @@ async fn each_caller_reaches_the_server_with_their_own_sign_in_only() {
     let public = format!("http://127.0.0.1:{port}");
     let config = ConfigDir::new(&format!(
         "[gateway]\npublic_url = {}\n\n[servers.up]\nurl = {}\noauth = {{ per_principal = true }}\n\n\
-         [auth]\nissuer = {}\nscopes = [\"mcp:tools\"]\ntenant_claim = \"tenant\"\n",
+         [auth]\nissuer = {}\nscopes = [\"mcp:tools\"]\ntenant_claim = \"tenant\"\n\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\ntokens = {{ ops = \"{ADMIN_TOKEN}\" }}\n",
         toml_str(&public),
         toml_str(&upstream.url),
         toml_str(provider.issuer()),
@@ -163,6 +167,36 @@ async fn each_caller_reaches_the_server_with_their_own_sign_in_only() {
     assert_eq!(again.status(), 400);
 
     // Each caller's tokens are theirs, in their own vault entries beside the gateway's.
-    let entries = std::fs::read_dir(state.join("toolgate/oauth")).expect("the vault").count();
-    assert_eq!(entries, 3, "the gateway's own sign-in and one per caller");
+    let vault = || std::fs::read_dir(state.join("toolgate/oauth")).expect("the vault").count();
+    assert_eq!(vault(), 3, "the gateway's own sign-in and one per caller");
+
+    // An administrator revokes the first caller's: their tokens go, their connection closes,
+    // and their next call is a link again; the other caller is untouched.
+    let line = gateway.wait_for_log(&["admin API at http://"]).await;
+    let admin = line[line.find("http://").expect("a URL")..]
+        .split_whitespace()
+        .next()
+        .expect("the admin URL")
+        .trim_end_matches('/')
+        .to_owned();
+    let revoke = |principal: &str| {
+        reqwest::Client::new()
+            .delete(format!("{admin}/sign-ins/up/{principal}"))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+    };
+    let answer: Value =
+        revoke("jwt:ci-acme@acme").await.expect("answered").json().await.expect("JSON");
+    assert_eq!(answer["revoked"], true, "{answer}");
+    assert_eq!(vault(), 2);
+    let (said, error) = echo(&gateway.url, &acme, "after revocation").await;
+    assert!(error && said.contains("sign in"), "{said}");
+    let (said, error) = echo(&gateway.url, &globex, "still here").await;
+    assert!(!error && said.contains("still here"), "{said}");
+    let unauthorised = reqwest::Client::new()
+        .delete(format!("{admin}/sign-ins/up/jwt:ci-globex@globex"))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(unauthorised.status(), 401, "only an administrator revokes");
 }
