@@ -59,6 +59,17 @@ impl Desk {
         url
     }
 
+    /// The link of a sign-in to vault entry `entry` still under way, if there is one: a caller
+    /// who calls again before finishing gets the same link, and the authorization server is
+    /// not asked again.
+    pub fn link_for(&self, entry: &str) -> Option<String> {
+        let held = self.pending.lock().expect("desk lock");
+        held.values()
+            .filter(|(pending, since)| pending.entry() == entry && since.elapsed() < PENDING_FOR)
+            .max_by_key(|(_, since)| *since)
+            .map(|(pending, _)| pending.url().to_owned())
+    }
+
     /// How many sign-ins are under way.
     pub fn len(&self) -> usize {
         self.pending.lock().expect("desk lock").len()

@@ -137,6 +137,17 @@ impl PerCaller {
                     .into(),
             );
         };
+        let entry = entry_name(&config.name, Some(&principal.to_string()));
+        let told = |url: &str| {
+            refused(format!(
+                "this server signs in each caller with their own account: open {url} to sign \
+                 in, then call again"
+            ))
+        };
+        // Calling again before signing in gives the same link, without asking the server.
+        if let Some(url) = self.desk.link_for(&entry) {
+            return told(&url);
+        }
         let target = match toolgate_upstream::sign_in_target(config) {
             Ok(target) => target,
             Err(why) => return refused(why),
@@ -146,19 +157,12 @@ impl PerCaller {
             Ok(Probe::Open { .. }) => None,
             Err(error) => return refused(error.to_string()),
         };
-        let entry = entry_name(&config.name, Some(&principal.to_string()));
         let store = self.logins.vault.entry(entry, target.url.to_string());
         let wanted = store.record().ok().flatten().map(|r| r.wanted_scopes).unwrap_or_default();
         match toolgate_oauth::begin(&target, store, challenge.as_deref(), &wanted, &redirect_uri)
             .await
         {
-            Ok(pending) => {
-                let url = self.desk.hold(pending);
-                refused(format!(
-                    "this server signs in each caller with their own account: open {url} to \
-                     sign in, then call again"
-                ))
-            }
+            Ok(pending) => told(&self.desk.hold(pending)),
             Err(error) => refused(error.to_string()),
         }
     }

@@ -139,6 +139,9 @@ async fn each_caller_reaches_the_server_with_their_own_sign_in_only() {
     let (said, error) = echo(&gateway.url, &acme, "from acme").await;
     assert!(error && said.contains("sign in"), "{said}");
     assert!(callers_seen(&audit).is_empty(), "{:?}", callers_seen(&audit));
+    // Calling again before signing in gives the same link (no new sign-in is started).
+    let (again, _) = echo(&gateway.url, &acme, "from acme").await;
+    assert_eq!(link(&again), link(&said));
     let redirect = provider.authorize(&format!("{}&login_hint=alice", link(&said))).await;
     assert!(redirect.starts_with(&format!("{public}/oauth/callback?")), "{redirect}");
     let page = reqwest::get(&redirect).await.expect("the gateway takes the redirect");
