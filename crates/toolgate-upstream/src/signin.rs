@@ -51,17 +51,46 @@ pub fn sign_in_target(config: &ServerConfig) -> Result<Target, String> {
 /// Whether `error` (or one of its causes) is a server's `401` or `403 insufficient_scope`
 /// that toolgate could not answer with a token.
 pub(crate) fn wants_login(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if error.is::<AuthRequiredError>() || error.is::<InsufficientScopeError>() {
-            return true;
+    // The chain with the causes rmcp holds but does not return from `source()` (a failed
+    // handshake's transport error): the `401` is under them.
+    crate::cause::chain(error).into_iter().any(|error| {
+        error.is::<AuthRequiredError>()
+            || error.is::<InsufficientScopeError>()
+            || matches!(
+                error.downcast_ref(),
+                Some(crate::sse::SseError::Status { status, .. }) if status.as_u16() == 401
+            )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::DynamicTransportError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+    use super::*;
+
+    /// A handshake that failed on `error`, as rmcp reports it: the transport error is a field
+    /// of `ClientInitializeError`, not its `source()`.
+    fn handshake_failed(error: StreamableHttpError<reqwest::Error>) -> ClientInitializeError {
+        ClientInitializeError::TransportError {
+            error: DynamicTransportError::from_parts(
+                "streamable",
+                std::any::TypeId::of::<()>(),
+                Box::new(error),
+            ),
+            context: "send initialize request".into(),
         }
-        if let Some(crate::sse::SseError::Status { status, .. }) = error.downcast_ref()
-            && status.as_u16() == 401
-        {
-            return true;
-        }
-        next = error.source();
     }
-    false
+
+    #[test]
+    fn a_401_under_a_failed_handshake_wants_a_login() {
+        let challenge = "Bearer scope=\"mcp:tools\"".to_owned();
+        let refused =
+            handshake_failed(StreamableHttpError::AuthRequired(AuthRequiredError::new(challenge)));
+        assert!(wants_login(&refused));
+        let other = handshake_failed(StreamableHttpError::UnexpectedEndOfStream);
+        assert!(!wants_login(&other));
+    }
 }
