@@ -245,7 +245,7 @@ fn expiring(at: Option<u64>) -> bool {
 }
 
 /// The scopes a challenge names.
-fn challenge_scopes(challenge: &str, url: &url::Url) -> Vec<String> {
+pub(crate) fn challenge_scopes(challenge: &str, url: &url::Url) -> Vec<String> {
     WWWAuthenticateParams::parse(challenge, url)
         .scope
         .map(|scope| scope.split_whitespace().map(str::to_owned).collect())
