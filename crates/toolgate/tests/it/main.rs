@@ -58,4 +58,5 @@ mod support;
 mod toon;
 mod truncate;
 mod trust;
+mod upstream_login;
 mod upstream_stderr;
