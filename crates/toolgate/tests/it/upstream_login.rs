@@ -77,7 +77,7 @@ impl Scene {
         self.home.path().join("config/toolgate/oauth.key")
     }
 
-    /// `toolgate ARGS --config <config>` in this home, logging at debug level, so that the
+    /// `toolgate ARGS --config <config>` in this home, logging everything (trace), so that the
     /// search for secrets covers the detailed log.
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(toolgate_bin());
@@ -89,7 +89,7 @@ impl Scene {
             .env("HOME", self.home.path())
             .env("XDG_STATE_HOME", self.home.path().join("state"))
             .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("TOOLGATE_LOG", "debug")
+            .env("TOOLGATE_LOG", "trace")
             .stdin(Stdio::null())
             .kill_on_drop(true);
         command
@@ -287,7 +287,7 @@ async fn upstream_login_once_then_every_process_uses_and_refreshes_the_tokens() 
     // call refreshes it, with no new login.
     let (_, first_access, first_refresh) = scene.stored_tokens();
     let seen = scene.server.tokens().await;
-    assert_eq!(seen, [first_access.clone()], "the server saw the stored token");
+    assert_eq!(seen, std::slice::from_ref(&first_access), "the server saw the stored token");
     assert_eq!(scene.provider.destroy(&first_access).await.as_deref(), Some("AccessToken"));
     let refreshed = scene.whoami().await;
     assert_eq!(refreshed["sub"], "alice", "{refreshed}");
