@@ -10,10 +10,12 @@
 // What it serves:
 // - /mcp: a request without a token, or with one the authorization server does not say is
 //   active for this resource, answers 401 with a challenge naming the resource metadata and
-//   scope mcp:tools; a token without mcp:tools answers 403 insufficient_scope;
+//   scope mcp:tools; a token without mcp:tools answers 403 insufficient_scope, and so does a
+//   call of the tool `admin` with a token without mcp:admin (the scope a client steps up to);
 // - /.well-known/oauth-protected-resource/mcp: the resource metadata (RFC 9728), naming ISSUER;
 // - tools `whoami` (the token's sub and client_id, a digest of the token, and how many
-//   distinct tokens this server has been shown, so that a test sees a refresh) and `echo`.
+//   distinct tokens this server has been shown, so that a test sees a refresh), `echo`, and
+//   `admin` (the token's scopes).
 //
 // Tokens are checked at every request: an opaque one by RFC 7662 introspection at
 // ISSUER/token/introspection, as the static client toolgate/toolgate-secret, so that a revoked
@@ -51,6 +53,7 @@ const { InvalidTokenError } = await load('@modelcontextprotocol/sdk/server/auth/
 
 const INTROSPECTION_CLIENT = { id: 'toolgate', secret: 'toolgate-secret' };
 const SCOPE = 'mcp:tools';
+const ADMIN_SCOPE = 'mcp:admin';
 
 const metadataResponse = await fetch(`${issuer}/.well-known/oauth-authorization-server`);
 if (!metadataResponse.ok) throw new Error(`${issuer}: metadata ${metadataResponse.status}`);
@@ -121,17 +124,31 @@ app.use(
 
 app.get('/test/tokens', (req, res) => res.json({ tokens: seen }));
 
-const auth = requireBearerAuth({
-  verifier,
-  requiredScopes: [SCOPE],
-  resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl),
-  expectedResource: mcpUrl,
-});
+const bearer = (requiredScopes) =>
+  requireBearerAuth({
+    verifier,
+    requiredScopes,
+    resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl),
+    expectedResource: mcpUrl,
+  });
+const auth = bearer([SCOPE]);
+// A call of `admin` needs mcp:admin as well: the token of a client that has only mcp:tools
+// is answered 403 insufficient_scope, naming both.
+const adminAuth = bearer([SCOPE, ADMIN_SCOPE]);
+const guard = (req, res, next) => {
+  const admin = req.body?.method === 'tools/call' && req.body?.params?.name === 'admin';
+  return (admin ? adminAuth : auth)(req, res, next);
+};
 
 const TOOLS = [
   {
     name: 'whoami',
     description: 'Who the access token says the caller is.',
+    inputSchema: { type: 'object', properties: {} },
+  },
+  {
+    name: 'admin',
+    description: 'Answers the scopes of the token; its calls need mcp:admin.',
     inputSchema: { type: 'object', properties: {} },
   },
   {
@@ -147,6 +164,9 @@ function mcpServer() {
   mcp.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {} } = request.params;
     if (name === 'echo') return { content: [{ type: 'text', text: String(args.text) }] };
+    if (name === 'admin') {
+      return { content: [{ type: 'text', text: `admin with ${extra.authInfo?.scopes?.join(' ')}` }] };
+    }
     if (name === 'whoami') {
       const info = extra.authInfo;
       const who = {
@@ -162,7 +182,7 @@ function mcpServer() {
   return mcp;
 }
 
-app.all('/mcp', auth, express.json(), async (req, res) => {
+app.all('/mcp', express.json(), guard, async (req, res) => {
   if (!seen.includes(req.auth.token)) seen.push(req.auth.token);
   const mcp = mcpServer();
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -116,7 +116,12 @@ impl Scene {
 
     /// `toolgate call guarded__whoami`, which must fail saying to run `toolgate login guarded`.
     async fn assert_needs_login(&mut self, when: &str) {
-        let output = self.run(&["call", &format!("{NAME}__whoami")]).await;
+        self.assert_call_needs_login("whoami", when).await;
+    }
+
+    /// `toolgate call guarded__TOOL`, which must fail saying to run `toolgate login guarded`.
+    async fn assert_call_needs_login(&mut self, tool: &str, when: &str) {
+        let output = self.run(&["call", &format!("{NAME}__{tool}")]).await;
         let (out, err) = texts(&output);
         assert_eq!(output.status.code(), Some(1), "{when}: {out}\n{err}");
         // What it answered, not its log (whose lines start with a time).
@@ -383,6 +388,34 @@ async fn upstream_login_names_the_account_and_refreshes_tokens_about_to_expire()
     let mut secrets = scene.server.tokens().await;
     let (_, last_access, last_refresh) = scene.stored_tokens();
     secrets.extend([login_access, login_refresh, access, refresh, last_access, last_refresh]);
+    scene.assert_nothing_leaked(&secrets);
+}
+
+#[tokio::test]
+async fn upstream_login_again_steps_up_to_the_scope_a_tool_needs() {
+    let mut scene = Scene::start(None).await;
+    let said = scene.login().await;
+    assert!(said.contains("Scopes: mcp:tools"), "{said}");
+    assert_eq!(scene.whoami().await["tokens_seen"], 1);
+
+    // The server wants mcp:admin for this tool: a gateway with no person at hand says to log
+    // in, and keeps the scope for the login.
+    scene.assert_call_needs_login("admin", "a tool that needs more").await;
+    let record = scene.record().expect("the sign-in is kept");
+    assert!(record.wanted_scopes.contains(&"mcp:admin".to_owned()), "{:?}", record.wanted_scopes);
+    assert_eq!(scene.whoami().await["sub"], "alice", "the other tools still work");
+
+    let said = scene.login().await;
+    assert!(said.contains("mcp:admin"), "the login asked for it: {said}");
+    let output = scene.run(&["call", &format!("{NAME}__admin")]).await;
+    let (out, err) = texts(&output);
+    assert!(output.status.success(), "{out}\n{err}\n{}", scene.server.stderr());
+    assert!(out.contains("mcp:admin"), "{out}");
+    assert!(scene.record().expect("kept").wanted_scopes.is_empty(), "nothing left wanting");
+
+    let mut secrets = scene.server.tokens().await;
+    let (_, access, refresh) = scene.stored_tokens();
+    secrets.extend([access, refresh]);
     scene.assert_nothing_leaked(&secrets);
 }
 
