@@ -318,6 +318,14 @@ async fn upstream_login_once_then_every_process_uses_and_refreshes_the_tokens() 
 /// `toolgate serve` on HTTP with the scene's home; an MCP client calls `guarded__whoami`
 /// through it. What the server said.
 async fn serve_whoami(scene: &mut Scene) -> Value {
+    let (failed, text) = serve_calls(scene, &["whoami"]).await.remove(0);
+    assert!(!failed, "{text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// `toolgate serve` on HTTP with the scene's home; one MCP client calls `guarded__TOOL` for
+/// each of `tools` in turn, in one session. Whether each failed, and its text.
+async fn serve_calls(scene: &mut Scene, tools: &[&str]) -> Vec<(bool, String)> {
     let mut child = scene
         .command(&["serve", "--listen", "127.0.0.1:0"])
         .stdout(Stdio::null())
@@ -341,10 +349,14 @@ async fn serve_whoami(scene: &mut Scene) -> Value {
     .expect("toolgate serves in time");
     let url = url.unwrap_or_else(|| panic!("toolgate serve exited:\n{log}"));
     let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
-    let result = client
-        .call_tool(CallToolRequestParams::new(format!("{NAME}__whoami")))
-        .await
-        .expect("answered");
+    let mut results = Vec::new();
+    for tool in tools {
+        let call = client.call_tool(CallToolRequestParams::new(format!("{NAME}__{tool}"))).await;
+        results.push(match call {
+            Ok(result) => (result.is_error == Some(true), first_text(&result)),
+            Err(error) => (true, error.to_string()),
+        });
+    }
     client.cancel().await.expect("closes");
     let pid = nix::unistd::Pid::from_raw(child.id().expect("running") as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
@@ -359,9 +371,7 @@ async fn serve_whoami(scene: &mut Scene) -> Value {
     .expect("toolgate stops after SIGTERM");
     scene.printed.push(log.clone());
     assert!(rest.success(), "toolgate serve: {rest}\n{log}");
-    let text = first_text(&result);
-    assert_ne!(result.is_error, Some(true), "{text}\n{log}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}\n{log}"))
+    results
 }
 
 #[tokio::test]
@@ -384,6 +394,17 @@ async fn upstream_login_names_the_account_and_refreshes_tokens_about_to_expire()
     let again = scene.whoami().await;
     assert_eq!(again["sub"], "alice", "{again}");
     assert_ne!(again["token"], who["token"], "refreshed again: {again}");
+    // And within one session of a gateway serving others.
+    let served = serve_calls(&mut scene, &["whoami", "whoami"]).await;
+    let whos: Vec<Value> = served
+        .iter()
+        .map(|(failed, text)| {
+            assert!(!failed, "{text}");
+            serde_json::from_str(text).expect("JSON")
+        })
+        .collect();
+    assert_eq!(whos[1]["sub"], "alice", "{}", whos[1]);
+    assert_ne!(whos[0]["token"], whos[1]["token"], "refreshed within the session");
 
     let mut secrets = scene.server.tokens().await;
     let (_, last_access, last_refresh) = scene.stored_tokens();
@@ -404,6 +425,12 @@ async fn upstream_login_again_steps_up_to_the_scope_a_tool_needs() {
     let record = scene.record().expect("the sign-in is kept");
     assert!(record.wanted_scopes.contains(&"mcp:admin".to_owned()), "{:?}", record.wanted_scopes);
     assert_eq!(scene.whoami().await["sub"], "alice", "the other tools still work");
+    // So in one session of a gateway: the refusal does not cost the session its upstream.
+    let served = serve_calls(&mut scene, &["whoami", "admin", "whoami"]).await;
+    assert!(!served[0].0, "{:?}", served[0]);
+    assert!(served[1].0, "{:?}", served[1]);
+    assert!(served[1].1.contains(&format!("toolgate login {NAME}")), "{:?}", served[1]);
+    assert!(!served[2].0, "the other tools still work: {:?}", served[2]);
 
     let said = scene.login().await;
     assert!(said.contains("mcp:admin"), "the login asked for it: {said}");
