@@ -3,7 +3,8 @@
 //! real authorization server (oidc-provider, [`OidcProvider`]) that issues and introspects its
 //! tokens. `toolgate login` signs alice in once (the browser step scripted: the printed address
 //! is followed as a browser would, and the redirect delivered to toolgate's loopback receiver);
-//! then `toolgate call` and `toolgate serve`, each a new process, use the stored tokens,
+//! then `toolgate call` and `toolgate serve`, each a new process (and a gateway that was
+//! already running), use the stored tokens,
 //! refresh them when the server stops taking the access token, and say to run `toolgate login`
 //! when the refresh token is gone too, or after `toolgate logout`. A machine client needs no
 //! login. No token or secret appears in any output, log or file but the encrypted vault.
@@ -326,52 +327,95 @@ async fn serve_whoami(scene: &mut Scene) -> Value {
 /// `toolgate serve` on HTTP with the scene's home; one MCP client calls `guarded__TOOL` for
 /// each of `tools` in turn, in one session. Whether each failed, and its text.
 async fn serve_calls(scene: &mut Scene, tools: &[&str]) -> Vec<(bool, String)> {
-    let mut child = scene
-        .command(&["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn toolgate serve");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut log = String::new();
-    let url = tokio::time::timeout(COMMAND_TIMEOUT, async {
-        while let Some(line) = lines.next_line().await.expect("read stderr") {
-            log.push_str(&line);
-            log.push('\n');
-            if let Some(at) = line.find("serving MCP at ") {
-                let rest = &line[at + "serving MCP at ".len()..];
-                return Some(rest.split_whitespace().next().expect("a URL").to_owned());
-            }
-        }
-        None
-    })
-    .await
-    .expect("toolgate serves in time");
-    let url = url.unwrap_or_else(|| panic!("toolgate serve exited:\n{log}"));
-    let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
+    let serving = Serving::start(scene).await;
     let mut results = Vec::new();
     for tool in tools {
-        let call = client.call_tool(CallToolRequestParams::new(format!("{NAME}__{tool}"))).await;
-        results.push(match call {
+        results.push(serving.call(tool).await);
+    }
+    serving.stop(scene).await;
+    results
+}
+
+/// `toolgate serve` on HTTP with a scene's home, and an MCP client of it.
+struct Serving {
+    child: tokio::process::Child,
+    client: Client,
+    /// Every line it logged so far.
+    log: std::sync::Arc<tokio::sync::watch::Sender<Vec<String>>>,
+    /// Reads its stderr into `log`, until it ends.
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Serving {
+    async fn start(scene: &Scene) -> Serving {
+        let mut child = scene
+            .command(&["serve", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn toolgate serve");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let log = std::sync::Arc::new(tokio::sync::watch::Sender::new(Vec::<String>::new()));
+        let sink = log.clone();
+        let reader = tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.send_modify(|log| log.push(line));
+            }
+        });
+        let serving = Serving::wait_for(&log, "serving MCP at ").await;
+        let url = serving
+            .and_then(|line| {
+                let at = line.find("serving MCP at ")? + "serving MCP at ".len();
+                line[at..].split_whitespace().next().map(str::to_owned)
+            })
+            .unwrap_or_else(|| {
+                panic!("toolgate serve did not serve:\n{}", log.borrow().join("\n"))
+            });
+        let client =
+            ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
+        Serving { child, client, log, reader }
+    }
+
+    /// The first line containing `text`, once it is logged (`None` if the log ends first).
+    async fn wait_for(log: &tokio::sync::watch::Sender<Vec<String>>, text: &str) -> Option<String> {
+        let mut watch = log.subscribe();
+        let found = tokio::time::timeout(
+            COMMAND_TIMEOUT,
+            watch.wait_for(|lines| lines.iter().any(|l| l.contains(text))),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("no log line with {text:?}"));
+        found.ok()?.iter().find(|l| l.contains(text)).cloned()
+    }
+
+    /// Calls `guarded__TOOL`: whether it failed, and its text.
+    async fn call(&self, tool: &str) -> (bool, String) {
+        let call = self.client.call_tool(CallToolRequestParams::new(format!("{NAME}__{tool}")));
+        match call.await {
             Ok(result) => (result.is_error == Some(true), first_text(&result)),
             Err(error) => (true, error.to_string()),
-        });
-    }
-    client.cancel().await.expect("closes");
-    let pid = nix::unistd::Pid::from_raw(child.id().expect("running") as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
-    let rest = tokio::time::timeout(COMMAND_TIMEOUT, async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            log.push_str(&line);
-            log.push('\n');
         }
-        child.wait().await.expect("wait")
-    })
-    .await
-    .expect("toolgate stops after SIGTERM");
-    scene.printed.push(log.clone());
-    assert!(rest.success(), "toolgate serve: {rest}\n{log}");
-    results
+    }
+
+    /// Closes the session and stops toolgate (SIGTERM), keeping its log in `scene`.
+    async fn stop(self, scene: &mut Scene) {
+        let Serving { mut child, client, log, reader } = self;
+        client.cancel().await.expect("closes");
+        let pid = nix::unistd::Pid::from_raw(child.id().expect("running") as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+        let status = tokio::time::timeout(COMMAND_TIMEOUT, child.wait())
+            .await
+            .expect("toolgate stops after SIGTERM")
+            .expect("wait");
+        // Its stderr ends when it exits.
+        tokio::time::timeout(COMMAND_TIMEOUT, reader)
+            .await
+            .expect("its stderr ends")
+            .expect("the reader");
+        let text = log.borrow().join("\n");
+        scene.printed.push(text.clone());
+        assert!(status.success(), "toolgate serve: {status}\n{text}");
+    }
 }
 
 #[tokio::test]
@@ -439,6 +483,29 @@ async fn upstream_login_again_steps_up_to_the_scope_a_tool_needs() {
     assert!(output.status.success(), "{out}\n{err}\n{}", scene.server.stderr());
     assert!(out.contains("mcp:admin"), "{out}");
     assert!(scene.record().expect("kept").wanted_scopes.is_empty(), "nothing left wanting");
+
+    let mut secrets = scene.server.tokens().await;
+    let (_, access, refresh) = scene.stored_tokens();
+    secrets.extend([access, refresh]);
+    scene.assert_nothing_leaked(&secrets);
+}
+
+#[tokio::test]
+async fn upstream_login_reaches_a_gateway_that_is_already_running() {
+    let mut scene = Scene::start(None).await;
+    let serving = Serving::start(&scene).await;
+    let (failed, text) = serving.call("whoami").await;
+    assert!(failed && text.contains(&format!("toolgate login {NAME}")), "{text}");
+
+    // The user signs in from another process; the running gateway tries the server again
+    // (with backoff) and finds the tokens.
+    scene.login().await;
+    Serving::wait_for(&serving.log, "upstream connected").await.expect("it connects");
+    let (failed, text) = serving.call("whoami").await;
+    assert!(!failed, "{text}");
+    let who: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(who["sub"], "alice", "{who}");
+    serving.stop(&mut scene).await;
 
     let mut secrets = scene.server.tokens().await;
     let (_, access, refresh) = scene.stored_tokens();
