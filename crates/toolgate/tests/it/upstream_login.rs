@@ -3,11 +3,12 @@
 //! real authorization server (oidc-provider, [`OidcProvider`]) that issues and introspects its
 //! tokens. `toolgate login` signs alice in once (the browser step scripted: the printed address
 //! is followed as a browser would, and the redirect delivered to toolgate's loopback receiver);
-//! then `toolgate call` and `toolgate serve`, each a new process (and a gateway that was
-//! already running), use the stored tokens,
-//! refresh them when the server stops taking the access token, and say to run `toolgate login`
-//! when the refresh token is gone too, or after `toolgate logout`. A machine client needs no
-//! login. No token or secret appears in any output, log or file but the encrypted vault.
+//! then `toolgate call` and `toolgate serve`, each a new process, and a gateway that was already
+//! running, use the stored tokens, refresh them when the server stops taking the access token
+//! or it is about to expire, and say to run `toolgate login` when the refresh token is gone
+//! too, after `toolgate logout`, or when a tool needs a scope the tokens lack (which the next
+//! login asks for). A machine client needs no login. No token, code or secret appears in any
+//! output (logging at trace level), the audit log, or the token folder's files.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
