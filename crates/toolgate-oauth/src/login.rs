@@ -129,8 +129,11 @@ impl Login {
         let mut inner = self.inner.lock().await;
         let server = &self.target.server;
         if self.target.config.flow == OAuthFlow::ClientCredentials {
+            // Another request may have got a new one meanwhile; one about to expire is not sent
+            // (`token` held it back), so it is not sent again either.
             if let Some(token) = &inner.machine
                 && Some(token.access_token.as_str()) != sent
+                && !expiring(token.expires_at)
             {
                 return Ok(token.access_token.clone());
             }
