@@ -337,10 +337,21 @@ async fn serve_calls(scene: &mut Scene, tools: &[&str]) -> Vec<(bool, String)> {
     results
 }
 
+/// An MCP client that notes the gateway's `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct ToolsWatch(std::sync::Arc<tokio::sync::Notify>);
+
+impl rmcp::ClientHandler for ToolsWatch {
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+        self.0.notify_one();
+    }
+}
+
 /// `toolgate serve` on HTTP with a scene's home, and an MCP client of it.
 struct Serving {
     child: tokio::process::Child,
-    client: Client,
+    client: rmcp::service::RunningService<rmcp::RoleClient, ToolsWatch>,
+    tools_changed: ToolsWatch,
     /// Every line it logged so far.
     log: std::sync::Arc<tokio::sync::watch::Sender<Vec<String>>>,
     /// Reads its stderr into `log`, until it ends.
@@ -372,9 +383,10 @@ impl Serving {
             .unwrap_or_else(|| {
                 panic!("toolgate serve did not serve:\n{}", log.borrow().join("\n"))
             });
-        let client =
-            ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connects");
-        Serving { child, client, log, reader }
+        let tools_changed = ToolsWatch::default();
+        let transport = StreamableHttpClientTransport::from_uri(url);
+        let client = tools_changed.clone().serve(transport).await.expect("connects");
+        Serving { child, client, tools_changed, log, reader }
     }
 
     /// The first line containing `text`, once it is logged (`None` if the log ends first).
@@ -400,7 +412,7 @@ impl Serving {
 
     /// Closes the session and stops toolgate (SIGTERM), keeping its log in `scene`.
     async fn stop(self, scene: &mut Scene) {
-        let Serving { mut child, client, log, reader } = self;
+        let Serving { mut child, client, log, reader, .. } = self;
         client.cancel().await.expect("closes");
         let pid = nix::unistd::Pid::from_raw(child.id().expect("running") as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
@@ -502,6 +514,9 @@ async fn upstream_login_reaches_a_gateway_that_is_already_running() {
     // (with backoff) and finds the tokens.
     scene.login().await;
     Serving::wait_for(&serving.log, "upstream connected").await.expect("it connects");
+    tokio::time::timeout(COMMAND_TIMEOUT, serving.tools_changed.0.notified())
+        .await
+        .expect("its tools are listed");
     let (failed, text) = serving.call("whoami").await;
     assert!(!failed, "{text}");
     let who: Value = serde_json::from_str(&text).expect("JSON");
@@ -512,6 +527,40 @@ async fn upstream_login_reaches_a_gateway_that_is_already_running() {
     let (_, access, refresh) = scene.stored_tokens();
     secrets.extend([access, refresh]);
     scene.assert_nothing_leaked(&secrets);
+}
+
+#[tokio::test]
+async fn upstream_login_is_not_needed_for_a_machine_token_about_to_expire() {
+    // Machine tokens that live 2 seconds: each is within toolgate's minute of its expiry from
+    // the start, so a gateway must get a new one, not send the old one again.
+    let options = ProviderOptions { opaque: true, access_token_ttl: Some(Duration::from_secs(2)) };
+    let mut scene = Scene::start_with(options, Some(&ci_acme())).await;
+    let serving = Serving::start(&scene).await;
+    let (failed, text) = serving.call("whoami").await;
+    assert!(!failed, "{text}");
+    // The authorization server forgets the last one (as if it had expired by now).
+    let seen = scene.server.tokens().await;
+    let last = seen.last().expect("a token");
+    assert_eq!(scene.provider.destroy(last).await.as_deref(), Some("ClientCredentials"));
+    let (failed, text) = serving.call("whoami").await;
+    assert!(!failed, "a new token: {text}");
+    let who: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(who["client_id"], CI_ACME.id, "{who}");
+    assert!(who["tokens_seen"].as_u64() > Some(seen.len() as u64), "{who}");
+    serving.stop(&mut scene).await;
+
+    let mut secrets = scene.server.tokens().await;
+    secrets.push(CI_ACME.secret.to_owned());
+    scene.assert_nothing_leaked(&secrets);
+}
+
+/// The `oauth` line of the machine client [`CI_ACME`].
+fn ci_acme() -> String {
+    format!(
+        "oauth = {{ flow = \"client_credentials\", client_id = {}, client_secret = {} }}",
+        toml_str(CI_ACME.id),
+        toml_str(CI_ACME.secret)
+    )
 }
 
 #[tokio::test]
@@ -541,11 +590,7 @@ async fn upstream_login_logout_deletes_the_tokens_and_a_call_then_needs_a_login(
 
 #[tokio::test]
 async fn upstream_login_is_not_needed_with_client_credentials() {
-    let oauth = format!(
-        "oauth = {{ flow = \"client_credentials\", client_id = {}, client_secret = {} }}",
-        toml_str(CI_ACME.id),
-        toml_str(CI_ACME.secret)
-    );
+    let oauth = ci_acme();
     let mut scene = Scene::start(Some(&oauth)).await;
     let who = scene.whoami().await;
     assert_eq!(who["client_id"], CI_ACME.id, "{who}");
