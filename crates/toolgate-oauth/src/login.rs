@@ -139,8 +139,11 @@ impl Login {
         let mut inner = self.inner.lock().await;
         let server = &self.target.server;
         if self.target.config.flow == OAuthFlow::ClientCredentials {
+            // Another request may have got a new one meanwhile; one about to expire is not sent
+            // (`token` held it back), so it is not sent again either.
             if let Some(token) = &inner.machine
                 && Some(token.access_token.as_str()) != sent
+                && !expiring(token.expires_at)
             {
                 return Ok(token.access_token.clone());
             }
@@ -256,7 +259,7 @@ fn expiring(at: Option<u64>) -> bool {
 }
 
 /// The scopes a challenge names.
-fn challenge_scopes(challenge: &str, url: &url::Url) -> Vec<String> {
+pub(crate) fn challenge_scopes(challenge: &str, url: &url::Url) -> Vec<String> {
     WWWAuthenticateParams::parse(challenge, url)
         .scope
         .map(|scope| scope.split_whitespace().map(str::to_owned).collect())

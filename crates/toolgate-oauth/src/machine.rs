@@ -11,6 +11,7 @@ use oauth2::{AuthType, ClientId, ClientSecret, Scope, TokenResponse as _, TokenU
 use rmcp::transport::auth::{AuthorizationMetadata, OAuthHttpRedirectPolicy};
 
 use crate::error::LoginError;
+use crate::login::challenge_scopes;
 use crate::signin::Target;
 
 /// How long a client assertion is valid.
@@ -71,8 +72,16 @@ pub async fn client_credentials(
     let mut request = client
         .exchange_client_credentials()
         .add_extra_param("resource", target.url.as_str().to_owned());
+    // The scopes the server's challenge names (what this request needs, as the authorization
+    // code flow asks for), then the configured ones.
+    let mut scopes = challenge.map(|c| challenge_scopes(c, &target.url)).unwrap_or_default();
     for scope in &config.scopes {
-        request = request.add_scope(Scope::new(scope.clone()));
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
+    for scope in scopes {
+        request = request.add_scope(Scope::new(scope));
     }
     if let Some(assertion) = assertion {
         request = request

@@ -5,7 +5,9 @@
 //! tokens whose `aud` is the `resource` asked for (opaque ones for [`CI_OPAQUE`], with token
 //! introspection and revocation), `groups` and `tenant` claims, an
 //! authorization code flow that needs no human, and test-only routes to mint any token
-//! ([`OidcProvider::mint`]) and rotate the signing key ([`OidcProvider::rotate`]).
+//! ([`OidcProvider::mint`]), rotate the signing key ([`OidcProvider::rotate`]) and forget one
+//! token ([`OidcProvider::destroy`]).
+//! [`GuardedServer`] is a real MCP server it guards (`tests/deps/oidc/guarded-server.mjs`).
 //! A missing Node 22 or npm install fails the test, saying how to install it.
 
 use std::collections::BTreeMap;
@@ -66,6 +68,79 @@ impl Sign {
     }
 }
 
+/// What [`OidcProvider::start_with`] changes from the launcher's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProviderOptions {
+    /// Every access token is opaque (not only [`CI_OPAQUE`]'s), so that a resource server can
+    /// check any of them by introspection, and [`OidcProvider::destroy`] can forget one.
+    pub opaque: bool,
+    /// The lifetime of access tokens (10 minutes unless said).
+    pub access_token_ttl: Option<Duration>,
+}
+
+/// A Node launcher that printed its one JSON line.
+struct Launched {
+    child: Child,
+    stdin: ChildStdin,
+    stderr: Arc<Mutex<String>>,
+    ready: Value,
+}
+
+impl Launched {
+    /// Spawns `command` (running `script`), and waits for its first stdout line, JSON.
+    async fn start(mut command: Command, script: &std::path::Path) -> Launched {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning node {}: {e}", script.display()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().expect("piped stderr");
+        let sink = stderr.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf).await {
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(START_TIMEOUT, lines.next_line()).await;
+        let line = match line {
+            Ok(Ok(Some(line))) => line,
+            other => {
+                // Let the child's last words reach the buffer.
+                let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+                panic!(
+                    "{} did not say it was ready ({other:?}); its stderr:\n{}",
+                    script.display(),
+                    stderr.lock().unwrap()
+                )
+            }
+        };
+        let ready: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the launcher's first line {line:?}: {e}"));
+        // It prints nothing more; the pipe is left open so it never writes to a closed one.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let stdin = child.stdin.take().expect("piped stdin");
+        Launched { child, stdin, stderr, ready }
+    }
+}
+
+/// An HTTP client that follows no redirects.
+fn http_client() -> reqwest::Client {
+    // The process's TLS provider, which reqwest wants even for plain HTTP: ring, unless the
+    // test installed another.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("an HTTP client")
+}
+
 /// A running oidc-provider, killed on drop.
 #[derive(Debug)]
 pub struct OidcProvider {
@@ -86,6 +161,16 @@ impl OidcProvider {
     /// them), or the launcher does not start.
     #[track_caller]
     pub fn start() -> impl std::future::Future<Output = OidcProvider> {
+        OidcProvider::start_with(ProviderOptions::default())
+    }
+
+    /// [`OidcProvider::start`], with `options` over the launcher's defaults.
+    ///
+    /// # Panics
+    ///
+    /// As [`OidcProvider::start`].
+    #[track_caller]
+    pub fn start_with(options: ProviderOptions) -> impl std::future::Future<Output = OidcProvider> {
         let node = deps::node22();
         let npm = deps::npm_dir();
         deps::require(
@@ -94,57 +179,19 @@ impl OidcProvider {
             "TOOLGATE_TEST_NPM_DIR",
         );
         let script = deps::repo_root().join("tests/deps/oidc/provider.mjs");
+        let mut command = Command::new(&node);
+        command.arg(&script).arg(&npm);
+        if options.opaque {
+            command.env("TOOLGATE_OIDC_OPAQUE", "1");
+        }
+        if let Some(ttl) = options.access_token_ttl {
+            command.env("TOOLGATE_OIDC_ACCESS_TTL", ttl.as_secs().max(1).to_string());
+        }
         async move {
-            let mut child = Command::new(&node)
-                .arg(&script)
-                .arg(&npm)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap_or_else(|e| {
-                    panic!("spawning {} {}: {e}", node.display(), script.display())
-                });
-            let stderr = Arc::new(Mutex::new(String::new()));
-            let mut pipe = child.stderr.take().expect("piped stderr");
-            let sink = stderr.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                while let Ok(n @ 1..) = pipe.read(&mut buf).await {
-                    sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            });
-            let stdout = child.stdout.take().expect("piped stdout");
-            let mut lines = tokio::io::BufReader::new(stdout).lines();
-            let line = tokio::time::timeout(START_TIMEOUT, lines.next_line()).await;
-            let line = match line {
-                Ok(Ok(Some(line))) => line,
-                other => {
-                    // Let the child's last words reach the buffer.
-                    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
-                    panic!(
-                        "{} did not print its issuer ({other:?}); its stderr:\n{}",
-                        script.display(),
-                        stderr.lock().unwrap()
-                    )
-                }
-            };
-            let ready: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("the launcher's first line {line:?}: {e}"));
-            let issuer = ready["issuer"].as_str().expect("an issuer").to_owned();
-            // It prints nothing more; the pipe is left open so it never writes to a closed one.
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            // The process's TLS provider, which reqwest wants even for plain HTTP: ring, unless
-            // the test installed another.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let http = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(Duration::from_secs(30))
-                .build()
-                .expect("an HTTP client");
-            let stdin = child.stdin.take().expect("piped stdin");
-            OidcProvider { issuer, http, stderr, _child: child, _stdin: stdin }
+            let launched = Launched::start(command, &script).await;
+            let issuer = launched.ready["issuer"].as_str().expect("an issuer").to_owned();
+            let Launched { child, stdin, stderr, .. } = launched;
+            OidcProvider { issuer, http: http_client(), stderr, _child: child, _stdin: stdin }
         }
     }
 
@@ -182,6 +229,40 @@ impl OidcProvider {
         let response = request.send().await.expect("the revocation endpoint answers");
         let status = response.status();
         assert!(status.is_success(), "revocation: {status}\n{}", self.stderr());
+    }
+
+    /// Revokes `token` (RFC 7009, `token_type_hint` = `hint`) as the client `client_id`, which
+    /// authenticates with `secret` (HTTP Basic), or is public (`client_id` in the form).
+    /// oidc-provider then also revokes every token of the token's grant (the refresh tokens
+    /// with an access token).
+    ///
+    /// # Panics
+    ///
+    /// If the revocation endpoint refuses.
+    pub async fn revoke_as(&self, client_id: &str, secret: Option<&str>, token: &str, hint: &str) {
+        let mut request = self.http.post(self.url("/token/revocation"));
+        let mut form = vec![("token", token), ("token_type_hint", hint)];
+        match secret {
+            Some(secret) => request = request.basic_auth(client_id, Some(secret)),
+            None => form.push(("client_id", client_id)),
+        }
+        let response = request.form(&form).send().await.expect("the revocation endpoint answers");
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        assert!(status.is_success(), "revocation: {status}: {body}\n{}", self.stderr());
+    }
+
+    /// Forgets the one opaque access or refresh token `token` (test-only route
+    /// `/test/destroy`), leaving the rest of its grant: a destroyed access token is one that
+    /// expired early. Which kind it was (`AccessToken`, `RefreshToken`), if the provider had it.
+    ///
+    /// # Panics
+    ///
+    /// If the launcher refuses.
+    pub async fn destroy(&self, token: &str) -> Option<String> {
+        let request = self.http.post(self.url("/test/destroy")).json(&json!({ "token": token }));
+        let body = self.json(request, "/test/destroy").await;
+        body["kind"].as_str().map(str::to_owned)
     }
 
     /// The access token `client` gets with the `client_credentials` grant for `resource`
@@ -282,5 +363,75 @@ impl OidcProvider {
         let text = response.text().await.unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(status.is_success(), "{what}: {status}: {text}\n{}", self.stderr());
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: {e}: {text}"))
+    }
+}
+
+/// A real MCP server guarded by an [`OidcProvider`]: the MCP TypeScript SDK's bearer-auth
+/// middleware and protected resource metadata (`tests/deps/oidc/guarded-server.mjs`), checking
+/// each token at every request (an opaque one by introspection, a JWT by its signature), with
+/// tools `whoami` and `echo`; killed on drop.
+#[derive(Debug)]
+pub struct GuardedServer {
+    url: String,
+    http: reqwest::Client,
+    stderr: Arc<Mutex<String>>,
+    _child: Child,
+    _stdin: ChildStdin,
+}
+
+impl GuardedServer {
+    /// Starts the server in front of `provider` and waits for its URL.
+    ///
+    /// # Panics
+    ///
+    /// If Node 22, the npm install or the MCP TypeScript SDK in it is missing (saying how to
+    /// install them), or the server does not start.
+    #[track_caller]
+    pub fn start(provider: &OidcProvider) -> impl std::future::Future<Output = GuardedServer> {
+        let node = deps::node22();
+        let npm = deps::npm_dir();
+        for (package, what) in [
+            ("@modelcontextprotocol/sdk", "the MCP TypeScript SDK (in the npm test dependencies)"),
+            ("express", "express (in the npm test dependencies)"),
+            ("jose", "jose (in the npm test dependencies)"),
+        ] {
+            deps::require(
+                npm.join("node_modules").join(package).join("package.json"),
+                what,
+                "TOOLGATE_TEST_NPM_DIR",
+            );
+        }
+        let script = deps::repo_root().join("tests/deps/oidc/guarded-server.mjs");
+        let mut command = Command::new(&node);
+        command.arg(&script).arg(provider.issuer()).arg(&npm);
+        async move {
+            let launched = Launched::start(command, &script).await;
+            let url = launched.ready["url"].as_str().expect("a URL").to_owned();
+            let Launched { child, stdin, stderr, .. } = launched;
+            GuardedServer { url, http: http_client(), stderr, _child: child, _stdin: stdin }
+        }
+    }
+
+    /// Its MCP endpoint: `http://127.0.0.1:<port>/mcp`, the resource its tokens are for.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// What it wrote on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Every access token it accepted so far, in order (test-only route `/test/tokens`).
+    ///
+    /// # Panics
+    ///
+    /// If the server does not answer.
+    pub async fn tokens(&self) -> Vec<String> {
+        let url = self.url.replace("/mcp", "/test/tokens");
+        let response = self.http.get(&url).send().await.expect("the server answers");
+        let body: Value = response.json().await.expect("JSON");
+        let tokens = body["tokens"].as_array().expect("tokens");
+        tokens.iter().map(|t| t.as_str().expect("a token").to_owned()).collect()
     }
 }

@@ -20,7 +20,7 @@ type Node<'a> = &'a (dyn Error + 'static);
 
 /// The errors in `error`'s chain, outermost first, including the causes rmcp's types hold
 /// without exposing them as `source()`.
-fn chain(error: Node<'_>) -> Vec<Node<'_>> {
+pub(crate) fn chain(error: Node<'_>) -> Vec<Node<'_>> {
     let mut nodes = Vec::new();
     let mut next = Some(error);
     while let Some(node) = next {

@@ -288,9 +288,12 @@ async fn connect_http(
     let url = config.url.as_str();
     let mark = &shared.stream_mark;
     let login = shared.login.clone();
+    // Only a server toolgate can sign in to is said to want a login; for the others (`oauth =
+    // false`, their own `Authorization` header) a 401 is described as what it is.
+    let signs_in = login.is_some();
     let failed = |error: BoxError| {
         tracing::debug!(upstream = %name, error = ?error, "connection failed");
-        if crate::signin::wants_login(error.as_ref()) {
+        if signs_in && crate::signin::wants_login(error.as_ref()) {
             return ConnectError::NeedsLogin { server: name.clone() };
         }
         ConnectError::Failed {
@@ -325,7 +328,7 @@ async fn connect_http(
             {
                 Ok(served) => Ok(served),
                 // A server that wants a login is a streamable HTTP server: no SSE fallback.
-                Err(streamable) if crate::signin::wants_login(streamable.as_ref()) => {
+                Err(streamable) if signs_in && crate::signin::wants_login(streamable.as_ref()) => {
                     Err(failed(streamable))
                 }
                 Err(streamable) => {

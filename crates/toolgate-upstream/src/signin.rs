@@ -53,20 +53,21 @@ pub fn sign_in_target(config: &ServerConfig) -> Result<Target, String> {
 }
 
 /// Whether `error` (or one of its causes) is a server's `401` or `403 insufficient_scope`
-/// that toolgate could not answer with a token.
+/// that toolgate could not answer with a token, from a server that takes OAuth: a `401` whose
+/// challenge names the server's protected resource metadata (as the MCP authorization
+/// specification has servers say), or a `401` of a legacy SSE server. A bare `401` (an API
+/// key server) is left to be described as what it is: "set `headers`".
 pub(crate) fn wants_login(error: &(dyn std::error::Error + 'static)) -> bool {
+    // The chain with the causes rmcp holds but does not return from `source()` (a failed
+    // handshake's or request's transport error): the `401` is under them.
+    let challenged = crate::cause::chain(error).into_iter().any(|error| {
+        error.is::<InsufficientScopeError>()
+            || error
+                .downcast_ref::<AuthRequiredError>()
+                .is_some_and(|e| e.www_authenticate_header.contains("resource_metadata="))
+    });
     let mut next = Some(error);
     while let Some(error) = next {
-        if error.is::<AuthRequiredError>() || error.is::<InsufficientScopeError>() {
-            return true;
-        }
-        // A handshake that fell back from `server/discover` to `initialize` keeps the
-        // fallback's failure off its chain of sources; rmcp finds the challenge in either.
-        if let Some(handshake) = error.downcast_ref::<rmcp::service::ClientInitializeError>()
-            && handshake.auth_challenge().is_some()
-        {
-            return true;
-        }
         if let Some(crate::sse::SseError::Status { status, .. }) = error.downcast_ref()
             && status.as_u16() == 401
         {
@@ -74,5 +75,44 @@ pub(crate) fn wants_login(error: &(dyn std::error::Error + 'static)) -> bool {
         }
         next = error.source();
     }
-    false
+    challenged
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::DynamicTransportError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+    use super::*;
+
+    /// A handshake that failed on `error`, as rmcp reports it: the transport error is a field
+    /// of `ClientInitializeError`, not its `source()`.
+    fn handshake_failed(error: StreamableHttpError<reqwest::Error>) -> ClientInitializeError {
+        ClientInitializeError::TransportError {
+            error: DynamicTransportError::from_parts(
+                "streamable",
+                std::any::TypeId::of::<()>(),
+                Box::new(error),
+            ),
+            context: "send initialize request".into(),
+        }
+    }
+
+    #[test]
+    fn a_401_naming_resource_metadata_under_a_failed_handshake_wants_a_login() {
+        let challenge = "Bearer scope=\"mcp:tools\", \
+                         resource_metadata=\"http://127.0.0.1:9/.well-known/oauth-protected-resource\"";
+        let refused = handshake_failed(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+            challenge.to_owned(),
+        )));
+        assert!(wants_login(&refused));
+        // A server that names no metadata wants some other credential (an API key).
+        let bare = "Bearer realm=\"test\"".to_owned();
+        let bare =
+            handshake_failed(StreamableHttpError::AuthRequired(AuthRequiredError::new(bare)));
+        assert!(!wants_login(&bare));
+        let other = handshake_failed(StreamableHttpError::UnexpectedEndOfStream);
+        assert!(!wants_login(&other));
+    }
 }

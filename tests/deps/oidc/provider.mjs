@@ -39,6 +39,15 @@
 // - POST /test/rotate {alg}: a new signing key (alg default ES256) added to the JWKS and used
 //   from then on for access tokens and "provider" mints; the old key stays in the JWKS.
 //   Answers {kid}.
+// - POST /test/destroy {token}: forgets that one access or refresh token, and nothing else of
+//   its grant (RFC 7009 revocation of an access token also revokes the grant's refresh tokens):
+//   an access token so destroyed stands for one that expired early. Answers {kind} (null when
+//   there was no such token).
+//
+// Options, by environment variable (the defaults are as above):
+// - TOOLGATE_OIDC_OPAQUE=1: every access token is opaque, so that a resource server can check
+//   any of them by introspection (oidc-provider introspects and revokes only opaque ones);
+// - TOOLGATE_OIDC_ACCESS_TTL=SECONDS: the lifetime of access tokens (default 600).
 
 import { createRequire } from 'node:module';
 import * as http from 'node:http';
@@ -58,7 +67,8 @@ const { default: internals } = await import(
 );
 
 const SCOPES = 'mcp:tools mcp:admin';
-const ACCESS_TOKEN_TTL = 600;
+const ACCESS_TOKEN_TTL = Number(process.env.TOOLGATE_OIDC_ACCESS_TTL || 600);
+const ALL_OPAQUE = process.env.TOOLGATE_OIDC_OPAQUE === '1';
 
 const ACCOUNTS = {
   alice: { groups: ['oncall'], tenant: 'acme' },
@@ -138,6 +148,17 @@ async function rotate({ alg = 'ES256' }) {
   return { kid: jwk.kid };
 }
 
+async function destroy({ token }) {
+  for (const model of [provider.AccessToken, provider.RefreshToken, provider.ClientCredentials]) {
+    const found = await model.find(String(token), { ignoreExpiration: true });
+    if (found) {
+      await found.destroy();
+      return { kind: found.kind };
+    }
+  }
+  return { kind: null };
+}
+
 // Finishes the interaction `uid` without asking anyone: login first, then consent.
 async function interact(req, res) {
   const { prompt, params, session } = await provider.interactionDetails(req, res);
@@ -172,6 +193,7 @@ async function route(req, res, next) {
     if (pathname.startsWith('/interaction/') && req.method === 'GET') return await interact(req, res);
     if (pathname === '/test/mint' && req.method === 'POST') return answer(res, 200, await mint(await readJson(req)));
     if (pathname === '/test/rotate' && req.method === 'POST') return answer(res, 200, await rotate(await readJson(req)));
+    if (pathname === '/test/destroy' && req.method === 'POST') return answer(res, 200, await destroy(await readJson(req)));
   } catch (error) {
     return answer(res, 500, { error: String(error?.stack || error) });
   }
@@ -238,7 +260,7 @@ provider = new Provider(issuer, {
         scope: SCOPES,
         audience: resource,
         accessTokenTTL: ACCESS_TOKEN_TTL,
-        accessTokenFormat: STATIC_CLIENTS[client?.clientId]?.opaque ? 'opaque' : 'jwt',
+        accessTokenFormat: ALL_OPAQUE || STATIC_CLIENTS[client?.clientId]?.opaque ? 'opaque' : 'jwt',
         jwt: { sign: { alg: keys.get(current).alg, kid: current } },
       }),
     },

@@ -443,7 +443,7 @@ impl Upstream {
 
     /// A request failed: a broken transport makes the supervisor reconnect.
     fn failed(&self, link: &Link, operation: &'static str, source: ServiceError) -> UpstreamError {
-        if crate::signin::wants_login(&source) {
+        if self.shared.login.is_some() && crate::signin::wants_login(&source) {
             return UpstreamError::NeedsLogin { upstream: self.config.name.clone() };
         }
         if matches!(source, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {

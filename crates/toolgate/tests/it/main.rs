@@ -61,4 +61,5 @@ mod support;
 mod toon;
 mod truncate;
 mod trust;
+mod upstream_login;
 mod upstream_stderr;
