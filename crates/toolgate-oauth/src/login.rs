@@ -11,12 +11,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::transport::auth::{AuthError, AuthorizationManager, WWWAuthenticateParams};
+use rmcp::transport::auth::{AuthError, AuthorizationManager};
 use tokio::sync::Mutex;
 use toolgate_config::OAuthFlow;
 
 use crate::error::LoginError;
 use crate::machine::{MachineToken, client_credentials};
+use crate::probe::challenge_scopes;
 use crate::signin::{Browser, SIGN_IN_LIMIT, Target, sign_in};
 use crate::vault::{Vault, VaultEntry};
 
@@ -256,14 +257,6 @@ impl Login {
 /// Whether a token that expires at `at` should be renewed now.
 fn expiring(at: Option<u64>) -> bool {
     at.is_some_and(|at| at <= crate::vault::now() + REFRESH_AHEAD)
-}
-
-/// The scopes a challenge names.
-pub(crate) fn challenge_scopes(challenge: &str, url: &url::Url) -> Vec<String> {
-    WWWAuthenticateParams::parse(challenge, url)
-        .scope
-        .map(|scope| scope.split_whitespace().map(str::to_owned).collect())
-        .unwrap_or_default()
 }
 
 /// How long a person has to sign in when a request needs it (exposed for messages).

@@ -11,7 +11,7 @@ use oauth2::{AuthType, ClientId, ClientSecret, Scope, TokenResponse as _, TokenU
 use rmcp::transport::auth::{AuthorizationMetadata, OAuthHttpRedirectPolicy};
 
 use crate::error::LoginError;
-use crate::login::challenge_scopes;
+use crate::probe::challenge_scopes;
 use crate::signin::Target;
 
 /// How long a client assertion is valid.

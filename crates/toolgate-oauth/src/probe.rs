@@ -2,7 +2,7 @@
 //! unauthenticated `initialize` (and, for a legacy HTTP+SSE server, the stream's `GET`). A
 //! `401` carries the challenge that discovery starts from.
 
-use rmcp::transport::auth::OAuthHttpRedirectPolicy;
+use rmcp::transport::auth::{OAuthHttpRedirectPolicy, WWWAuthenticateParams};
 
 use crate::error::LoginError;
 use crate::signin::Target;
@@ -63,4 +63,12 @@ fn challenge(answer: &http::Response<Vec<u8>>) -> Option<String> {
             .unwrap_or_default()
             .to_owned()
     })
+}
+
+/// The scopes a challenge names.
+pub(crate) fn challenge_scopes(challenge: &str, url: &url::Url) -> Vec<String> {
+    WWWAuthenticateParams::parse(challenge, url)
+        .scope
+        .map(|scope| scope.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
