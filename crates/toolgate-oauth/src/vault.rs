@@ -316,10 +316,34 @@ impl CredentialStore for VaultEntry {
         self.update(|record| record.credentials = None).map_err(store_error)
     }
 
+    /// Held across a refresh and its save: within the process, a lock per entry; across
+    /// processes, an advisory lock (`flock`) on the entry's lock file, so that two toolgate
+    /// processes never present the same refresh token (a server that rotates them would take
+    /// the second use for a stolen token and end the grant). rmcp reads the tokens again once
+    /// it holds the guard, so the second refresh starts from what the first saved.
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let guard = self.vault.refresh_lock(&self.entry).lock_owned().await;
-        Ok(Some(CredentialRefreshGuard::new(guard)))
+        let here = self.vault.refresh_lock(&self.entry).lock_owned().await;
+        let path = self.vault.path(&self.entry).with_extension("lock");
+        let across = tokio::task::spawn_blocking(move || lock_file(&path))
+            .await
+            .map_err(|error| AuthError::CredentialStoreError(error.to_string()))?
+            .map_err(store_error)?;
+        Ok(Some(CredentialRefreshGuard::new((here, across))))
     }
+}
+
+/// An exclusive advisory lock on `path` (created 0600), held until the value is dropped.
+fn lock_file(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, VaultError> {
+    let io = |source| VaultError::Io { path: path.to_owned(), source };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io)?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io(std::io::Error::from(errno)))
 }
 
 /// Seconds since the Unix epoch.

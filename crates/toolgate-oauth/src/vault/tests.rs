@@ -116,3 +116,27 @@ fn records_are_listed_and_removed_by_entry() {
     assert_eq!(vault.records().expect("listed").len(), 2);
     assert_eq!(entry_name("a", Some("user:ada@acme")), "a/user:ada@acme");
 }
+
+#[tokio::test]
+async fn a_refresh_in_another_process_waits_for_this_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Two vaults on the same files, as two toolgate processes have: their in-process locks
+    // are separate, so only the lock file can keep them apart.
+    let first = vault(dir.path());
+    let second = vault(dir.path());
+    let url = "https://mcp.acme.test/mcp".to_owned();
+    let ours = first.entry("acme".into(), url.clone());
+    let theirs = second.entry("acme".into(), url.clone());
+    let held = ours.acquire_refresh_guard().await.expect("locked").expect("a guard");
+    let mut waiting =
+        tokio::spawn(async move { theirs.acquire_refresh_guard().await.map(|g| g.is_some()) });
+    // The other process's refresh cannot begin while ours runs (a lock that did not hold
+    // would let it through at once)...
+    let early = tokio::time::timeout(std::time::Duration::from_millis(200), &mut waiting).await;
+    assert!(early.is_err(), "the second refresh began while the first held its lock");
+    // ...and begins once it ends. Another entry is never held up.
+    let other = first.entry("globex".into(), url);
+    assert!(other.acquire_refresh_guard().await.expect("locked").is_some());
+    drop(held);
+    assert!(waiting.await.expect("joined").expect("locked"), "the second refresh went ahead");
+}
