@@ -214,6 +214,8 @@ impl Vault {
     /// Forgets `entry`. Returns whether there was something to forget.
     pub fn remove(&self, entry: &str) -> Result<bool, VaultError> {
         let path = self.path(entry);
+        // Its refresh lock file goes too (a refresh under way keeps its lock until it ends).
+        let _ = std::fs::remove_file(path.with_extension("lock"));
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
