@@ -84,8 +84,10 @@ async fn run() -> anyhow::Result<()> {
         http.oauth = oauth_config(&scenario, &context)?;
     }
     let folder = tempfile::tempdir().context("a temporary folder for the token vault")?;
-    let vault =
-        toolgate_oauth::Vault::open(&folder.path().join("oauth"), &folder.path().join("key"))?;
+    let vault = toolgate_oauth::Vault::open_with_key_file(
+        &folder.path().join("oauth"),
+        &folder.path().join("key"),
+    )?;
     let logins = toolgate_oauth::Logins {
         vault: Arc::new(vault),
         browser: Some(Arc::new(toolgate_oauth::Headless::new())),

@@ -6,7 +6,7 @@
 //! refresh) are rmcp's authorization client, on the `oauth2` crate; this crate decides when
 //! to use them, where tokens live, and how an upstream's HTTP client carries them.
 //!
-//! - [`vault`]: tokens at rest;
+//! - [`vault`]: tokens at rest, and [`keyring`]: where the key that opens them is kept;
 //! - [`signin`]: the authorization code flow, shown to a person by a [`Browser`]
 //!   ([`browser`]) and received on a loopback port ([`receiver`]);
 //! - [`machine`]: client credentials, with a secret or a signed assertion;
@@ -21,6 +21,7 @@ pub mod client;
 pub mod desk;
 mod error;
 pub mod http;
+pub mod keyring;
 pub mod login;
 pub mod machine;
 pub mod probe;
@@ -35,6 +36,7 @@ pub use client::Authorized;
 pub use desk::{Desk, Finished};
 pub use error::LoginError;
 pub use http::OAuthHttp;
+pub use keyring::KeyPlace;
 pub use login::Login;
 pub use signin::{Browser, Pending, SignedIn, Target, begin, finish, sign_in};
 pub use vault::{Record, Vault, VaultEntry, VaultError, entry_name};

@@ -46,6 +46,8 @@ pub enum VaultError {
 pub struct Vault {
     dir: PathBuf,
     cipher: XChaCha20Poly1305,
+    /// Where the key is.
+    place: crate::keyring::KeyPlace,
     /// One lock per entry, held across a refresh and its save within this process.
     refreshing: StdMutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -129,13 +131,35 @@ pub fn entry_name(server: &str, principal: Option<&str>) -> String {
 }
 
 impl Vault {
-    /// Opens the vault in `dir` (created 0700 when missing) with the key in `key_file` (created
-    /// 0600 with a fresh random key when missing, its folder 0700).
+    /// Opens the vault in `dir` (created 0700 when missing), its key kept in the operating
+    /// system's keyring where there is one (see [`crate::keyring`]), else in `key_file`
+    /// (created 0600 with a fresh random key when missing, its folder 0700). A `key_file` that
+    /// exists is used whatever else there is.
     pub fn open(dir: &Path, key_file: &Path) -> Result<Vault, VaultError> {
+        if !key_file.exists()
+            && let Some(key) = crate::keyring::key(key_file)
+        {
+            create_private_dir(dir)?;
+            return Ok(Vault::with_key(dir, key, crate::keyring::KeyPlace::Keyring));
+        }
+        Vault::open_with_key_file(dir, key_file)
+    }
+
+    /// Opens the vault in `dir` with its key in `key_file` only (never the keyring).
+    pub fn open_with_key_file(dir: &Path, key_file: &Path) -> Result<Vault, VaultError> {
         create_private_dir(dir)?;
         let key = load_or_create_key(key_file)?;
+        Ok(Vault::with_key(dir, key, crate::keyring::KeyPlace::File))
+    }
+
+    fn with_key(dir: &Path, key: [u8; 32], place: crate::keyring::KeyPlace) -> Vault {
         let cipher = XChaCha20Poly1305::new((&key).into());
-        Ok(Vault { dir: dir.to_owned(), cipher, refreshing: StdMutex::default() })
+        Vault { dir: dir.to_owned(), cipher, place, refreshing: StdMutex::default() }
+    }
+
+    /// Where its key is kept.
+    pub fn key_place(&self) -> crate::keyring::KeyPlace {
+        self.place
     }
 
     /// The folder the token files are in.

@@ -148,6 +148,31 @@ pub fn tinyproxy() -> PathBuf {
     path
 }
 
+/// Debian's gnome-keyring-daemon, the Secret Service of the keyring test.
+pub fn gnome_keyring() -> PathBuf {
+    let path = located("TOOLGATE_TEST_GNOME_KEYRING", "/usr/bin/gnome-keyring-daemon");
+    assert!(
+        path.exists(),
+        "gnome-keyring-daemon not found at {}: scripts/install-test-deps (run by scripts/test) \
+         installs it as root with `apt-get install --no-install-recommends gnome-keyring`; or set \
+         TOOLGATE_TEST_GNOME_KEYRING to one",
+        path.display()
+    );
+    path
+}
+
+/// Debian's dbus-daemon, for a session bus of a test's own.
+pub fn dbus_daemon() -> PathBuf {
+    let path = located("TOOLGATE_TEST_DBUS_DAEMON", "/usr/bin/dbus-daemon");
+    assert!(
+        path.exists(),
+        "dbus-daemon not found at {}: it comes with gnome-keyring (scripts/install-test-deps \
+         installs that); or set TOOLGATE_TEST_DBUS_DAEMON to one",
+        path.display()
+    );
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,7 @@ mod input;
 pub mod oidc;
 mod process;
 mod rug_pull;
+pub mod secret_service;
 mod sse;
 mod stdio;
 pub mod tinyproxy;

@@ -68,7 +68,9 @@ fn challenge(base: &str) -> String {
 #[tokio::test]
 async fn a_machine_token_is_asked_for_on_the_first_401_and_renewed_before_it_expires() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let vault = Arc::new(Vault::open(&dir.path().join("v"), &dir.path().join("k")).expect("vault"));
+    let vault = Arc::new(
+        Vault::open_with_key_file(&dir.path().join("v"), &dir.path().join("k")).expect("vault"),
+    );
     // Valid for 30 s: inside the minute before expiry in which a token is renewed.
     let (base, issued) = authorization_server(30).await;
     let login = machine_login(&base, &vault);
@@ -86,7 +88,9 @@ async fn a_machine_token_is_asked_for_on_the_first_401_and_renewed_before_it_exp
 #[tokio::test]
 async fn a_lasting_machine_token_is_kept() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let vault = Arc::new(Vault::open(&dir.path().join("v"), &dir.path().join("k")).expect("vault"));
+    let vault = Arc::new(
+        Vault::open_with_key_file(&dir.path().join("v"), &dir.path().join("k")).expect("vault"),
+    );
     let (base, issued) = authorization_server(3600).await;
     let login = machine_login(&base, &vault);
     login.rejected(None, &challenge(&base)).await.expect("a token");
@@ -104,7 +108,9 @@ async fn a_lasting_machine_token_is_kept() {
 #[tokio::test]
 async fn without_a_person_a_sign_in_is_a_login_error_and_the_scopes_are_kept() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let vault = Arc::new(Vault::open(&dir.path().join("v"), &dir.path().join("k")).expect("vault"));
+    let vault = Arc::new(
+        Vault::open_with_key_file(&dir.path().join("v"), &dir.path().join("k")).expect("vault"),
+    );
     let (base, _) = authorization_server(3600).await;
     let url: url::Url = format!("{base}/mcp").parse().expect("url");
     let http = OAuthHttp::plain(&url).expect("client");

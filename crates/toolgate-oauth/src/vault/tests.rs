@@ -8,7 +8,10 @@ use rmcp::transport::auth::{CredentialStore as _, StoredCredentials};
 use super::*;
 
 fn vault(dir: &Path) -> Arc<Vault> {
-    Arc::new(Vault::open(&dir.join("state/oauth"), &dir.join("config/oauth.key")).expect("opens"))
+    Arc::new(
+        Vault::open_with_key_file(&dir.join("state/oauth"), &dir.join("config/oauth.key"))
+            .expect("opens"),
+    )
 }
 
 fn credentials(token: &str) -> StoredCredentials {
@@ -53,9 +56,11 @@ async fn tokens_are_kept_encrypted_in_private_files_and_come_back() {
         assert!(!on_disk.contains(secret), "{secret} is on disk in clear: {on_disk}");
     }
     // Nothing of the key file is in the token folder, and a second open reads the same key.
-    let again =
-        super::Vault::open(&dir.path().join("state/oauth"), &dir.path().join("config/oauth.key"))
-            .expect("opens");
+    let again = super::Vault::open_with_key_file(
+        &dir.path().join("state/oauth"),
+        &dir.path().join("config/oauth.key"),
+    )
+    .expect("opens");
     assert!(again.read("acme").expect("reads").is_some());
 }
 
@@ -78,7 +83,8 @@ async fn another_key_another_entry_or_another_url_reads_nothing() {
 
     // Another key opens nothing.
     let other =
-        Vault::open(&dir.path().join("state/oauth"), &dir.path().join("other.key")).expect("opens");
+        Vault::open_with_key_file(&dir.path().join("state/oauth"), &dir.path().join("other.key"))
+            .expect("opens");
     assert!(matches!(other.read("acme"), Err(VaultError::Undecryptable { .. })));
 }
 
@@ -96,10 +102,16 @@ fn files_others_can_read_are_refused() {
     let key = dir.path().join("loose.key");
     std::fs::write(&key, [7u8; 32]).expect("write");
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    assert!(matches!(Vault::open(&dir.path().join("v"), &key), Err(VaultError::Exposed { .. })));
+    assert!(matches!(
+        Vault::open_with_key_file(&dir.path().join("v"), &key),
+        Err(VaultError::Exposed { .. })
+    ));
     std::fs::write(&key, [7u8; 3]).expect("write");
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    assert!(matches!(Vault::open(&dir.path().join("v"), &key), Err(VaultError::BadKey { .. })));
+    assert!(matches!(
+        Vault::open_with_key_file(&dir.path().join("v"), &key),
+        Err(VaultError::BadKey { .. })
+    ));
 }
 
 #[test]

@@ -91,6 +91,9 @@ impl Scene {
             .env("HOME", self.home.path())
             .env("XDG_STATE_HOME", self.home.path().join("state"))
             .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            // The key in a file of the test's home, which the test reads the tokens with (a
+            // desktop's keyring would keep it out of reach; keyring.rs tests that).
+            .env("TOOLGATE_KEYRING", "off")
             .env("TOOLGATE_LOG", "trace")
             .stdin(Stdio::null())
             .kill_on_drop(true);
@@ -200,7 +203,7 @@ impl Scene {
 
     /// The stored sign-in of `guarded`, read as toolgate reads it.
     fn record(&self) -> Option<toolgate_oauth::Record> {
-        let vault = toolgate_oauth::Vault::open(&self.token_dir(), &self.key_file())
+        let vault = toolgate_oauth::Vault::open_with_key_file(&self.token_dir(), &self.key_file())
             .expect("the vault opens");
         vault.read(NAME).expect("the record reads")
     }
