@@ -84,8 +84,8 @@ impl<C: StreamableHttpClient + Sync> Authorized<C> {
     }
 
     fn login_succeeded(&self) {
-        if let Some(login) = self.login.clone() {
-            tokio::spawn(async move { login.succeeded().await });
+        if let Some(login) = &self.login {
+            login.succeeded();
         }
     }
 }

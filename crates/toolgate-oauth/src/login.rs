@@ -32,6 +32,8 @@ pub struct Login {
     entry: VaultEntry,
     browser: Option<Arc<dyn Browser>>,
     inner: Mutex<Inner>,
+    /// Step-ups since the last request that needed none.
+    step_ups: std::sync::atomic::AtomicU32,
 }
 
 #[derive(Default)]
@@ -42,8 +44,6 @@ struct Inner {
     machine: Option<MachineToken>,
     /// The challenge the last machine token was asked for with, to ask again before it expires.
     machine_challenge: Option<String>,
-    /// Step-ups since the last request that needed none.
-    step_ups: u32,
 }
 
 impl std::fmt::Debug for Login {
@@ -63,7 +63,7 @@ impl Login {
         browser: Option<Arc<dyn Browser>>,
     ) -> Login {
         let entry = vault.entry(entry, target.url.to_string());
-        Login { target, entry, browser, inner: Mutex::default() }
+        Login { target, entry, browser, inner: Mutex::default(), step_ups: Default::default() }
     }
 
     /// The server's name.
@@ -194,9 +194,9 @@ impl Login {
                 ),
             });
         }
-        inner.step_ups += 1;
-        if inner.step_ups > MAX_STEP_UPS {
-            inner.step_ups = 0;
+        let step_ups = self.step_ups.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if step_ups > MAX_STEP_UPS {
+            self.step_ups.store(0, std::sync::atomic::Ordering::Relaxed);
             return Err(LoginError::Unsupported {
                 server: self.target.server.clone(),
                 why: format!("still refused after {MAX_STEP_UPS} sign-ins with more scopes"),
@@ -213,10 +213,8 @@ impl Login {
     }
 
     /// A request went through: step-ups start counting again.
-    pub async fn succeeded(&self) {
-        if let Ok(mut inner) = self.inner.try_lock() {
-            inner.step_ups = 0;
-        }
+    pub fn succeeded(&self) {
+        self.step_ups.store(0, std::sync::atomic::Ordering::Relaxed);
     }
 
     async fn sign_in_again(
