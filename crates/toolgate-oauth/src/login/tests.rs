@@ -124,3 +124,41 @@ async fn without_a_person_a_sign_in_is_a_login_error_and_the_scopes_are_kept() {
     assert_eq!(record.wanted_scopes, ["files:read", "files:write"]);
     assert!(!record.has_tokens());
 }
+
+#[tokio::test]
+async fn the_desk_holds_at_most_its_bound_of_sign_ins_and_reuses_a_callers_link() {
+    use crate::desk::{Desk, MAX_PENDING};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let vault = Arc::new(
+        Vault::open_with_key_file(&dir.path().join("v"), &dir.path().join("k")).expect("vault"),
+    );
+    let (base, _) = authorization_server(3600).await;
+    let url: url::Url = format!("{base}/mcp").parse().expect("url");
+    let http = OAuthHttp::plain(&url).expect("client");
+    // A pre-registered client: no registration request per sign-in.
+    let config = OAuthConfig { client_id: Some("gateway".into()), ..OAuthConfig::default() };
+    let target = Target { server: "acme".into(), url: url.clone(), config, http };
+    let desk = Desk::new();
+    let mut first = None;
+    for caller in 0..MAX_PENDING + 20 {
+        let store = vault.entry(format!("acme/user:{caller}"), url.to_string());
+        let pending = crate::signin::begin(
+            &target,
+            store,
+            Some(&challenge(&base)),
+            &[],
+            "http://127.0.0.1:9/oauth/callback",
+        )
+        .await
+        .expect("a sign-in begins");
+        let link = desk.hold(pending);
+        first.get_or_insert(link);
+        assert!(desk.len() <= MAX_PENDING, "{} held", desk.len());
+    }
+    assert_eq!(desk.len(), MAX_PENDING);
+    // The oldest went first; the newest caller's link is still there.
+    assert_eq!(desk.link_for("acme/user:0"), None);
+    let last = format!("acme/user:{}", MAX_PENDING + 19);
+    assert!(desk.link_for(&last).is_some());
+    assert_ne!(desk.link_for(&last), first);
+}
