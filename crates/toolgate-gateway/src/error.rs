@@ -98,7 +98,7 @@ fn phase_noun(phase: Phase) -> &'static str {
 
 /// How a failed request is answered: a protocol error, or (for tool calls) a tool error result
 /// the model can read.
-pub(crate) enum ErrorReply {
+pub enum ErrorReply {
     /// A JSON-RPC error.
     Protocol(mcp::ErrorData),
     /// A `CallToolResult` with `isError: true`.
@@ -110,7 +110,7 @@ pub(crate) enum ErrorReply {
 ///
 /// Every variant is mapped here, without a catch-all: a new [`GatewayError`] does not compile
 /// until it is given its answer.
-pub(crate) fn reply(error: GatewayError) -> ErrorReply {
+pub fn reply(error: GatewayError) -> ErrorReply {
     match error {
         GatewayError::UnknownTool(name) => ErrorReply::Protocol(mcp::ErrorData::invalid_params(
             format!("Unknown tool: {name}"),

@@ -25,7 +25,7 @@ pub mod session;
 mod tenants;
 pub mod unrecognised;
 
-pub use error::GatewayError;
+pub use error::{ErrorReply, GatewayError, reply as error_reply};
 pub use gateway::{
     FailedUpstream, Gateway, INTERCEPTORS_LIST, InProcess, SubscriptionBounds, interceptors_list,
 };

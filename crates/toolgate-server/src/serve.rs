@@ -75,6 +75,9 @@ pub struct HttpOptions {
     pub stream_max_age: std::time::Duration,
     /// Who may call (`[auth]`); `None`: every client is `anonymous:anonymous`.
     pub auth: Option<Arc<Authenticator>>,
+    /// More routes served beside `/mcp` (the OpenAI-compatible endpoint), behind the same
+    /// `Host` and `Origin` checks; they authenticate their callers themselves.
+    pub routes: Option<axum::Router>,
 }
 
 /// Serves one MCP client on stdin/stdout until the client closes stdin (requests still
@@ -155,6 +158,22 @@ pub fn http_router(
             crate::oauth_callback::PATH,
             axum::routing::get(move |query| crate::oauth_callback::finish(callback_gateway, query)),
         );
+    if let Some(routes) = options.routes.clone() {
+        let guard =
+            http::Guard::new(hosts.iter().map(String::as_str), origins.iter().map(String::as_str));
+        let guarded = routes.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let checked = guard.check(request.uri(), request.headers());
+                async move {
+                    match checked {
+                        Ok(()) => next.run(request).await,
+                        Err(refusal) => refusal,
+                    }
+                }
+            },
+        ));
+        router = router.merge(guarded);
+    }
     if let Some(document) = options.auth.as_ref().and_then(|auth| auth.metadata()).cloned() {
         // Where a client that got a 401 finds the authorization server: at the path the
         // challenge names (the well-known prefix before `/mcp`), and at the bare prefix, where
@@ -187,6 +206,7 @@ impl Default for HttpOptions {
             stream_queue: DEFAULT_STREAM_QUEUE,
             stream_max_age: DEFAULT_STREAM_MAX_AGE,
             auth: None,
+            routes: None,
         }
     }
 }

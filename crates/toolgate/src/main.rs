@@ -4,6 +4,7 @@
 mod admin;
 mod commands;
 mod events;
+mod llm_api;
 mod logins;
 mod scrub;
 mod setup;

@@ -99,6 +99,9 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
         None => None,
     };
     let served = if args.stdio {
+        if config.gateway.llm_api {
+            tracing::warn!("[gateway] llm_api is served on HTTP only, not with --stdio");
+        }
         tracing::info!(
             tools = inventory.tools().len(),
             servers = gateway.upstreams().len(),
@@ -123,6 +126,11 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             servers = gateway.upstreams().len(),
             "serving MCP at http://{bound}{MCP_PATH}"
         );
+        let responses =
+            crate::llm_api::service(&config, gateway.clone(), auth.clone(), shutdown.clone())?;
+        if responses.is_some() {
+            tracing::info!("serving the OpenAI-compatible API at http://{bound}/v1/responses");
+        }
         let defaults = HttpOptions::default();
         let options = HttpOptions {
             allowed_hosts: config.gateway.allowed_hosts.clone(),
@@ -145,6 +153,8 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             stream_queue: config.gateway.stream_queue.unwrap_or(defaults.stream_queue),
             stream_max_age: config.gateway.stream_max_age.unwrap_or(defaults.stream_max_age),
             auth,
+            routes: responses
+                .map(|service| toolgate_responses::router(std::sync::Arc::new(service))),
             ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)

@@ -45,6 +45,7 @@ mod recorder;
 mod recording_upstream;
 mod redact;
 mod relays;
+mod responses_api;
 mod result_formats;
 mod scan;
 mod scan_judge;

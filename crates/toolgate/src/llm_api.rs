@@ -1,0 +1,130 @@
+//! What `toolgate serve` builds for the OpenAI-compatible endpoint (`[gateway] llm_api`): the
+//! models a request may name (`[llm.models.NAME]`, else `[agent]`'s provider with the request's
+//! model name), the response store (`[llm] store`), and the service itself.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio_util::sync::CancellationToken;
+use toolgate_agent::settings::{self, Overrides};
+use toolgate_config::{AgentConfig, Config, LlmModel, ResponseStore};
+use toolgate_gateway::Gateway;
+use toolgate_responses::{Model, Models, Service, Store};
+use toolgate_server::Authenticator;
+
+/// The endpoint's service, or `None` when `[gateway] llm_api` is off.
+pub(crate) fn service(
+    config: &Config,
+    gateway: Arc<Gateway>,
+    auth: Option<Arc<Authenticator>>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<Option<Service>> {
+    if !config.gateway.llm_api {
+        return Ok(None);
+    }
+    let models = ConfiguredModels::new(config)?;
+    let store = match &config.llm.store {
+        Some(ResponseStore::Off) => None,
+        Some(ResponseStore::Sqlite(path)) => Some(open_store(path.clone())?),
+        Some(ResponseStore::Postgres(_)) => anyhow::bail!(
+            "[llm] store: PostgreSQL is not supported yet; use \"sqlite:PATH\" (the default) or \
+             \"off\""
+        ),
+        None => Some(open_store(default_store_path()?)?),
+    };
+    let mut service = Service::new(gateway, Arc::new(models), store, auth).with_shutdown(shutdown);
+    if let Some(most) = config.llm.max_tool_calls {
+        service = service.with_max_tool_calls(most);
+    }
+    Ok(Some(service))
+}
+
+/// `<data dir>/toolgate/responses.db`, beside the agent's sessions.
+fn default_store_path() -> anyhow::Result<PathBuf> {
+    let sessions = toolgate_agent::store::default_path()
+        .context("no folder for stored responses: set [llm] store")?;
+    Ok(sessions.with_file_name("responses.db"))
+}
+
+fn open_store(path: PathBuf) -> anyhow::Result<Store> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        toolgate_agent::store::create_private_dirs(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Store::open(&path).context("cannot open [llm] store")
+}
+
+/// The models of `[llm.models]`, and `[agent]`'s provider for any other name.
+struct ConfiguredModels {
+    named: HashMap<String, Model>,
+    /// `[agent]`'s provider, or why there is none.
+    fallback: Result<Arc<dyn toolgate_llm::provider::Provider>, String>,
+}
+
+impl ConfiguredModels {
+    fn new(config: &Config) -> anyhow::Result<ConfiguredModels> {
+        // TOOLGATE_MODEL chooses the agent's model, not the endpoint's.
+        let env =
+            |name: &str| (name != settings::MODEL_VAR).then(|| std::env::var(name).ok()).flatten();
+        let mut named = HashMap::new();
+        for (name, entry) in &config.llm.models {
+            let agent = agent_config_of(name, entry, &config.agent);
+            let resolved = settings::resolve(&agent, &Overrides::default(), &env)
+                .with_context(|| format!("[llm.models.{name}]"))?;
+            let provider = toolgate_llm::provider::connect(resolved.provider.clone())
+                .with_context(|| format!("[llm.models.{name}]"))?;
+            named.insert(name.clone(), Model { provider, name: resolved.settings.model.clone() });
+        }
+        let fallback = match settings::resolve(&config.agent, &Overrides::default(), &env) {
+            Ok(resolved) => toolgate_llm::provider::connect(resolved.provider.clone())
+                .map_err(|error| format!("[agent]: {error}")),
+            Err(error) => Err(format!("[agent]: {error}")),
+        };
+        if named.is_empty()
+            && let Err(why) = &fallback
+        {
+            anyhow::bail!(
+                "[gateway] llm_api needs a model: {why}; configure [agent] or [llm.models.NAME]"
+            );
+        }
+        Ok(ConfiguredModels { named, fallback })
+    }
+}
+
+/// An `[llm.models.NAME]` entry as an agent's settings: what it names (its model by default
+/// NAME), the rest from `[agent]`.
+fn agent_config_of(name: &str, entry: &LlmModel, agent: &AgentConfig) -> AgentConfig {
+    let named_provider = entry.provider.is_some();
+    AgentConfig {
+        provider: entry.provider.clone().or_else(|| agent.provider.clone()),
+        model: Some(entry.model.clone().unwrap_or_else(|| name.to_owned())),
+        // Another provider's address or key variable would be the wrong one.
+        base_url: entry
+            .base_url
+            .clone()
+            .or_else(|| (!named_provider).then(|| agent.base_url.clone()).flatten()),
+        api_key_env: entry
+            .api_key_env
+            .clone()
+            .or_else(|| (!named_provider).then(|| agent.api_key_env.clone()).flatten()),
+        proxy: agent.proxy.clone(),
+        ..AgentConfig::default()
+    }
+}
+
+impl Models for ConfiguredModels {
+    fn resolve(&self, requested: &str) -> Result<Model, String> {
+        if let Some(model) = self.named.get(requested) {
+            return Ok(model.clone());
+        }
+        match &self.fallback {
+            Ok(provider) => Ok(Model { provider: provider.clone(), name: requested.to_owned() }),
+            Err(why) => Err(format!(
+                "not one of [llm.models] ({}), and there is no default provider ({why})",
+                self.named.keys().cloned().collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+}
