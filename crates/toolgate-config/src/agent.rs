@@ -88,15 +88,8 @@ pub(crate) fn check_agent(cx: &mut Checker<'_>, value: &Value) -> Option<AgentCo
     let mut ok = true;
     let at = |key: &str| key_path("agent", key);
     if let Some(value) = fields.get("provider") {
-        match cx.string(value, &at("provider")) {
-            Some(name) if AGENT_PROVIDERS.contains(&name) => agent.provider = Some(name.to_owned()),
-            Some(name) => {
-                cx.error(
-                    &at("provider"),
-                    format!("unknown provider {name:?} (known: {})", AGENT_PROVIDERS.join(", ")),
-                );
-                ok = false;
-            }
+        match check_provider(cx, value, &at("provider")) {
+            Some(name) => agent.provider = Some(name),
             None => ok = false,
         }
     }
@@ -109,17 +102,8 @@ pub(crate) fn check_agent(cx: &mut Checker<'_>, value: &Value) -> Option<AgentCo
         }
     }
     if let Some(value) = fields.get("api_key_env") {
-        match cx.string(value, &at("api_key_env")) {
-            Some(name) if is_variable_name(name) => agent.api_key_env = Some(name.to_owned()),
-            // Not quoted: what was written there may be the key itself.
-            Some(_) => {
-                cx.error(
-                    &at("api_key_env"),
-                    "not a variable name: write the name of the variable that holds the key \
-                     (such as \"OPENAI_API_KEY\"), not the key",
-                );
-                ok = false;
-            }
+        match check_api_key_env(cx, value, &at("api_key_env")) {
+            Some(name) => agent.api_key_env = Some(name),
             None => ok = false,
         }
     }
@@ -187,6 +171,32 @@ pub(crate) fn check_agent(cx: &mut Checker<'_>, value: &Value) -> Option<AgentCo
         }
     }
     ok.then_some(agent)
+}
+
+/// A provider's name: one of [`AGENT_PROVIDERS`] (`[agent] provider`, `[llm.models.NAME]
+/// provider`).
+pub(crate) fn check_provider(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<String> {
+    let name = cx.string(value, path)?;
+    if AGENT_PROVIDERS.contains(&name) {
+        return Some(name.to_owned());
+    }
+    cx.error(path, format!("unknown provider {name:?} (known: {})", AGENT_PROVIDERS.join(", ")));
+    None
+}
+
+/// The name of the variable that holds an API key (`api_key_env`): never the key itself.
+pub(crate) fn check_api_key_env(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<String> {
+    let name = cx.string(value, path)?;
+    if is_variable_name(name) {
+        return Some(name.to_owned());
+    }
+    // Not quoted: what was written there may be the key itself.
+    cx.error(
+        path,
+        "not a variable name: write the name of the variable that holds the key \
+         (such as \"OPENAI_API_KEY\"), not the key",
+    );
+    None
 }
 
 fn positive_integer(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<u32> {

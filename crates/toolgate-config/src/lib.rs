@@ -41,6 +41,7 @@ mod filter;
 mod fingerprint;
 mod interpolate;
 mod jsonc;
+mod llm;
 mod load;
 mod model;
 mod native;
@@ -174,9 +175,9 @@ pub struct Checked {
     /// The file, absolute.
     pub path: PathBuf,
     /// What is valid in it. A server, `[[pipeline]]` entry or webhook with a problem is left
-    /// out, an `[audit]` field with one is at its default, `[gateway]`, `[agent]` or
-    /// `[scripts]` with one is at its defaults and `[admin]` or `[auth]` with one is `None`; a file that
-    /// cannot be read or parsed gives the default config.
+    /// out, an `[audit]` field with one is at its default, `[gateway]`, `[agent]`, `[llm]` or
+    /// `[scripts]` with one is at its defaults and `[admin]` or `[auth]` with one is `None`; a
+    /// file that cannot be read or parsed gives the default config.
     pub config: Config,
     /// Every problem, each with its path; empty when the file is valid.
     pub errors: ConfigErrors,

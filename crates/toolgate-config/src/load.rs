@@ -9,8 +9,8 @@ use crate::check::{Checker, Entry, duplicate_prefixes};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors, io_reason};
 use crate::model::{
-    AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, ProxyChoice, ProxyConfig,
-    ScriptsConfig, ServerConfig, TransportConfig,
+    AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, LlmConfig, ProxyChoice,
+    ProxyConfig, ScriptsConfig, ServerConfig, TransportConfig,
 };
 use crate::value::{Syntax, parse_json, parse_toml};
 use crate::{Format, client, native};
@@ -54,7 +54,7 @@ fn check_str(
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
-    let (gateway, servers, pipeline, audit, admin, agent, scripts, auth, tenants, proxy, cx) =
+    let (gateway, servers, pipeline, audit, admin, agent, llm, scripts, auth, tenants, proxy, cx) =
         match format {
             Format::Toml => {
                 let root = match parse_toml(text) {
@@ -67,7 +67,7 @@ fn check_str(
                 let mut pipeline = document.pipeline;
                 pipeline.extend(document.tenant_pipeline);
                 // Imports are MCP client configs: they add servers and nothing else, so `[agent]`,
-                // `[scripts]` and `[auth]` come from this file alone.
+                // `[llm]`, `[scripts]` and `[auth]` come from this file alone.
                 for import in &document.imports {
                     servers.extend(import_file(&mut cx, &import.path, &import.file));
                 }
@@ -78,6 +78,7 @@ fn check_str(
                     document.audit,
                     document.admin,
                     document.agent,
+                    document.llm,
                     document.scripts,
                     document.auth,
                     document.tenants,
@@ -99,6 +100,7 @@ fn check_str(
                     AuditConfig::default(),
                     None,
                     AgentConfig::default(),
+                    LlmConfig::default(),
                     ScriptsConfig::default(),
                     None,
                     BTreeMap::new(),
@@ -107,7 +109,7 @@ fn check_str(
                 )
             }
         };
-    let secret_env = secret_env(cx.secret_vars(), &agent, &pipeline);
+    let secret_env = secret_env(cx.secret_vars(), &agent, &llm, &pipeline);
     let (mut errors, mut warnings) = cx.finish();
     errors.extend(duplicate_names(&servers));
     errors.extend(duplicate_prefixes(&servers));
@@ -133,6 +135,7 @@ fn check_str(
         audit,
         admin,
         agent,
+        llm,
         scripts,
         auth,
         tenants,
@@ -144,16 +147,19 @@ fn check_str(
 }
 
 /// Where toolgate's own secrets come from ([`Config::secret_env`]): the variables its secret
-/// fields interpolated (`interpolated`), `[agent] api_key_env`, each `api_key_env` option of
-/// a `[[pipeline]]` entry (`enrich`'s), and the providers' usual key variables.
+/// fields interpolated (`interpolated`), `[agent] api_key_env`, each `api_key_env` of
+/// `[llm.models]` and each `api_key_env` option of a `[[pipeline]]` entry (`enrich`'s), and
+/// the providers' usual key variables.
 fn secret_env(
     interpolated: &BTreeSet<String>,
     agent: &AgentConfig,
+    llm: &LlmConfig,
     pipeline: &[InterceptorConfig],
 ) -> BTreeSet<String> {
     let mut names = interpolated.clone();
     names.extend(PROVIDER_KEY_VARS.iter().map(|name| (*name).to_owned()));
     names.extend(agent.api_key_env.clone());
+    names.extend(llm.models.values().filter_map(|model| model.api_key_env.clone()));
     names.extend(
         pipeline
             .iter()

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
 pub use crate::auth::{ApiKeyConfig, AuthConfig, KeyHash};
+pub use crate::llm::{LlmConfig, LlmModel, ResponseStore};
 pub use crate::scripts::ScriptsConfig;
 pub use crate::tenants::TenantConfig;
 pub use toolgate_core::{Mode, ResultFormat};
@@ -41,6 +42,8 @@ pub struct Config {
     pub admin: Option<AdminConfig>,
     /// `[agent]`: the model `toolgate run` and `toolgate chat` talk to.
     pub agent: AgentConfig,
+    /// `[llm]`: the OpenAI-compatible endpoint's settings (served when `[gateway] llm_api`).
+    pub llm: LlmConfig,
     /// `[scripts]`: the Rune scripts toolgate loads and their limits (`watch` is on by default).
     pub scripts: ScriptsConfig,
     /// `[auth]`: who may call the HTTP front, when configured.
@@ -51,10 +54,12 @@ pub struct Config {
     /// Non-fatal remarks found while loading (ignored client-only keys and the like).
     pub warnings: Vec<String>,
     /// The names of the variables toolgate's own secrets come from: what `[admin] tokens`,
-    /// `[audit] hash_key` and the webhooks' headers interpolate, `[agent] api_key_env`, every
-    /// `api_key_env` of a `[[pipeline]]` entry, and the providers' usual key variables
-    /// ([`PROVIDER_KEY_VARS`](crate::agent::PROVIDER_KEY_VARS)). Every stdio server's [`StdioConfig::withheld`] is this set: no
-    /// child inherits them unless its `env_pass` names one exactly.
+    /// `[audit] hash_key`, the webhooks' headers and a Postgres `[llm] store` interpolate,
+    /// `[agent] api_key_env`, every `api_key_env` of `[llm.models]` and of a `[[pipeline]]`
+    /// entry, and the providers' usual key variables
+    /// ([`PROVIDER_KEY_VARS`](crate::agent::PROVIDER_KEY_VARS)). Every stdio server's
+    /// [`StdioConfig::withheld`] is this set: no child inherits them unless its `env_pass`
+    /// names one exactly.
     pub secret_env: BTreeSet<String>,
     /// `[proxy]`: the proxy of MCP traffic, when written. It is already each HTTP server's
     /// [`HttpConfig::proxy`] unless the server has a `proxy` of its own; servers read from
@@ -223,6 +228,9 @@ pub struct GatewayConfig {
     /// `public_url`: where clients reach the gateway (`https://gateway.example.com`), under
     /// which callers of servers that sign in each caller come back (`/oauth/callback`).
     pub public_url: Option<url::Url>,
+    /// `llm_api`: serve the OpenAI-compatible endpoint (`/v1/responses`,
+    /// `/v1/chat/completions`) on this listener too, as `[llm]` says (default false).
+    pub llm_api: bool,
 }
 
 impl Default for GatewayConfig {
@@ -245,6 +253,7 @@ impl Default for GatewayConfig {
             stream_queue: None,
             stream_max_age: None,
             public_url: None,
+            llm_api: false,
         }
     }
 }

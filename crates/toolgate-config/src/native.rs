@@ -1,6 +1,6 @@
 //! `toolgate.toml`, toolgate's own format: `import`, `[gateway]`, `[servers.<name>]` and
 //! `[[pipeline]]` (`[audit]` and `[admin]` are checked in `audit`, `[agent]` in `agent`,
-//! `[scripts]` in `scripts`, `[auth]` in `auth`).
+//! `[llm]` in `llm`, `[scripts]` in `scripts`, `[auth]` in `auth`).
 
 use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::error::{index_path, key_path};
@@ -12,8 +12,8 @@ use crate::model::{
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] = &[
-    "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "scripts", "auth",
-    "tenants", "proxy",
+    "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "llm", "scripts",
+    "auth", "tenants", "proxy",
 ];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
@@ -34,6 +34,7 @@ const GATEWAY_KEYS: &[&str] = &[
     "stream_queue",
     "stream_max_age",
     "public_url",
+    "llm_api",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -75,6 +76,7 @@ pub(crate) struct Document {
     pub(crate) audit: AuditConfig,
     pub(crate) admin: Option<AdminConfig>,
     pub(crate) agent: crate::agent::AgentConfig,
+    pub(crate) llm: crate::llm::LlmConfig,
     pub(crate) scripts: crate::scripts::ScriptsConfig,
     pub(crate) auth: Option<crate::auth::AuthConfig>,
     pub(crate) tenants: std::collections::BTreeMap<String, crate::tenants::TenantConfig>,
@@ -128,6 +130,11 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         && let Some(agent) = crate::agent::check_agent(cx, value)
     {
         document.agent = agent;
+    }
+    if let Some(value) = fields.get("llm")
+        && let Some(llm) = crate::llm::check_llm(cx, value)
+    {
+        document.llm = llm;
     }
     if let Some(value) = fields.get("scripts")
         && let Some(scripts) = crate::scripts::check_scripts(cx, value)
@@ -246,6 +253,10 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         None => Some(None),
         Some(value) => cx.url(value, "gateway.public_url").map(Some),
     };
+    let llm_api = match fields.get("llm_api") {
+        None => Some(defaults.llm_api),
+        Some(value) => cx.boolean(value, "gateway.llm_api"),
+    };
     let max_subscription_bytes = match fields.get("max_subscription_bytes") {
         None => Some(None),
         Some(value) => size(cx, value, "gateway.max_subscription_bytes")
@@ -269,6 +280,7 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         stream_queue: stream_queue?,
         stream_max_age: stream_max_age?,
         public_url: public_url?,
+        llm_api: llm_api?,
     })
 }
 

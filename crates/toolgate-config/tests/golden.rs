@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use toolgate_config::{
     AdminConfig, AgentConfig, AuditConfig, Config, FixedEnvironment, GatewayConfig, HttpConfig,
-    InProcessConfig, InterceptorConfig, ScriptsConfig, Secret, ServerConfig, StdioConfig,
-    ToolFilter, TransportConfig, WebhookConfig,
+    InProcessConfig, InterceptorConfig, LlmConfig, LlmModel, ScriptsConfig, Secret, ServerConfig,
+    StdioConfig, ToolFilter, TransportConfig, WebhookConfig,
 };
 
 /// Every value of a secret-looking variable contains this; no output may.
@@ -122,6 +122,7 @@ fn dump(config: &Config) -> String {
         audit,
         admin,
         agent,
+        llm,
         scripts,
         auth,
         tenants,
@@ -147,6 +148,7 @@ fn dump(config: &Config) -> String {
         stream_queue,
         stream_max_age,
         public_url,
+        llm_api,
     } = gateway;
     let mut out = String::new();
     let w = &mut out;
@@ -169,6 +171,9 @@ fn dump(config: &Config) -> String {
     }
     if let Some(public_url) = public_url {
         line(w, 1, "public_url", public_url);
+    }
+    if *llm_api {
+        line(w, 1, "llm_api", llm_api);
     }
     let counts = [
         ("max_connections", max_connections),
@@ -373,6 +378,22 @@ fn dump(config: &Config) -> String {
         line(w, 1, "sessions", format!("{sessions:?}"));
         if *proxy != toolgate_config::ProxyChoice::Environment {
             line(w, 1, "proxy", format!("{proxy:?}"));
+        }
+    }
+    if *llm != LlmConfig::default() {
+        let LlmConfig { store, allowed_server_urls, max_tool_calls, models } = llm;
+        line(w, 0, "llm", "");
+        // A Postgres URL is a `Secret`: shown as `***`.
+        line(w, 1, "store", format!("{store:?}"));
+        line(w, 1, "allowed_server_urls", format!("{allowed_server_urls:?}"));
+        line(w, 1, "max_tool_calls", format!("{max_tool_calls:?}"));
+        for (name, model) in models {
+            let LlmModel { provider, model, base_url, api_key_env } = model;
+            line(w, 1, &format!("models.{name}"), "");
+            line(w, 2, "provider", format!("{provider:?}"));
+            line(w, 2, "model", format!("{model:?}"));
+            line(w, 2, "base_url", format!("{:?}", base_url.as_ref().map(url::Url::as_str)));
+            line(w, 2, "api_key_env", format!("{api_key_env:?}"));
         }
     }
     if *scripts != ScriptsConfig::default() {

@@ -1,0 +1,238 @@
+//! `[llm]`: the OpenAI-compatible endpoint (`/v1/responses`, `/v1/chat/completions`) that
+//! `[gateway] llm_api = true` turns on.
+//!
+//! ```toml
+//! [llm]
+//! store = "sqlite:state/responses.db"     # or "postgres://user:${PG_PASS}@db/toolgate", or "off"
+//! allowed_server_urls = ["https://mcp.example.com/*"]   # servers a request may name by URL
+//! max_tool_calls = 50                     # the most tool calls one response runs
+//!
+//! [llm.models.fast]                       # a request's `model: "fast"`
+//! provider = "openai"                     # as `[agent] provider`
+//! model = "gpt-4.1-mini"
+//! base_url = "https://api.openai.com/v1"
+//! api_key_env = "OPENAI_API_KEY"          # the variable holding the key, never the key
+//! ```
+//!
+//! Everything is optional. A Postgres URL is a secret (it may hold a password): the variables
+//! it interpolates are withheld from servers, as `api_key_env`'s are.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::agent::{check_api_key_env, check_provider};
+use crate::check::Checker;
+use crate::error::key_path;
+use crate::model::Secret;
+use crate::value::Value;
+
+const LLM_KEYS: &[&str] = &["store", "allowed_server_urls", "max_tool_calls", "models"];
+const MODEL_KEYS: &[&str] = &["provider", "model", "base_url", "api_key_env"];
+/// The most `max_tool_calls` may say.
+const MAX_TOOL_CALLS: u32 = 1000;
+/// What `store` accepts, for its error message.
+const STORE_FORMS: &str =
+    "expected \"sqlite:PATH\", \"postgres://...\" (or \"postgresql://...\"), or \"off\" (or false)";
+
+/// `[llm]`: the OpenAI-compatible endpoint's settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmConfig {
+    /// `store`: where stored responses live. `None` = the default (an SQLite file under the
+    /// state folder; the binary decides).
+    pub store: Option<ResponseStore>,
+    /// `allowed_server_urls`: globs of MCP server URLs a request may name in a `server_url`
+    /// (default none: only configured servers). Checked to compile as the config's other globs
+    /// do (`*` also matches `/`).
+    pub allowed_server_urls: Vec<String>,
+    /// `max_tool_calls`: most tool calls one response runs (`None`: the endpoint's default).
+    pub max_tool_calls: Option<u32>,
+    /// `[llm.models.NAME]`: a request's `model` NAME mapped to a provider and model.
+    pub models: BTreeMap<String, LlmModel>,
+}
+
+/// `[llm] store`: where stored responses live.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseStore {
+    /// `"sqlite:PATH"`: an SQLite file, resolved against the config file's directory (`~/`
+    /// is the home directory).
+    Sqlite(PathBuf),
+    /// `"postgres://..."` or `"postgresql://..."`: the whole URL, which may hold a password.
+    Postgres(Secret),
+    /// `"off"` or `false`: nothing is stored (requests with `store: true` are refused).
+    Off,
+}
+
+/// `[llm.models.NAME]`: each field `None` when not written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmModel {
+    /// One of [`AGENT_PROVIDERS`](crate::AGENT_PROVIDERS).
+    pub provider: Option<String>,
+    /// The provider's name for the model.
+    pub model: Option<String>,
+    /// The API's base URL.
+    pub base_url: Option<url::Url>,
+    /// The name of the variable that holds the API key.
+    pub api_key_env: Option<String>,
+}
+
+/// `[llm]`. `None` when something in it has a problem (the checker has it).
+pub(crate) fn check_llm(cx: &mut Checker<'_>, value: &Value) -> Option<LlmConfig> {
+    let entries = cx.table(value, "llm")?;
+    let fields = cx.known_keys(entries, "llm", LLM_KEYS);
+    let mut llm = LlmConfig::default();
+    let mut ok = true;
+    if let Some(value) = fields.get("store") {
+        match store(cx, value, "llm.store") {
+            Some(store) => llm.store = Some(store),
+            None => ok = false,
+        }
+    }
+    if let Some(value) = fields.get("allowed_server_urls") {
+        match cx.globs(value, "llm.allowed_server_urls") {
+            Some(globs) => llm.allowed_server_urls = globs,
+            None => ok = false,
+        }
+    }
+    if let Some(value) = fields.get("max_tool_calls") {
+        match value {
+            Value::Integer(n) if (1..=i64::from(MAX_TOOL_CALLS)).contains(n) => {
+                llm.max_tool_calls = Some(*n as u32);
+            }
+            Value::Integer(n) => {
+                cx.error(
+                    "llm.max_tool_calls",
+                    format!("{n} is out of range (1 to {MAX_TOOL_CALLS})"),
+                );
+                ok = false;
+            }
+            other => {
+                cx.expected("llm.max_tool_calls", "a positive integer", other);
+                ok = false;
+            }
+        }
+    }
+    if let Some(value) = fields.get("models") {
+        match cx.table(value, "llm.models") {
+            Some(models) => {
+                for (name, value) in models {
+                    match model(cx, name, value) {
+                        Some(model) => {
+                            llm.models.insert(name.clone(), model);
+                        }
+                        None => ok = false,
+                    }
+                }
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(llm)
+}
+
+/// `store`: `"sqlite:PATH"`, a Postgres URL, `"off"` or `false`.
+fn store(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<ResponseStore> {
+    let text = match value {
+        Value::Boolean(false) => return Some(ResponseStore::Off),
+        Value::Boolean(true) => {
+            cx.error(path, format!("{STORE_FORMS}; leave it out for the default SQLite file"));
+            return None;
+        }
+        Value::String(text) => text,
+        other => {
+            cx.expected(path, "a string or false", other);
+            return None;
+        }
+    };
+    if text == "off" {
+        return Some(ResponseStore::Off);
+    }
+    // A file's name is no secret: its variables (`${HOME}`) stay the servers' to inherit.
+    if let Some(file) = sqlite_file(text) {
+        let file = cx.interpolate(file, path)?;
+        return sqlite(cx, &file, path);
+    }
+    // Anything else may be a database URL with a password (or a variable holding one).
+    let text = cx.secret(|cx| cx.interpolate(text, path))?;
+    if text == "off" {
+        return Some(ResponseStore::Off);
+    }
+    if let Some(file) = sqlite_file(&text) {
+        return sqlite(cx, file, path);
+    }
+    if !(text.starts_with("postgres://") || text.starts_with("postgresql://")) {
+        // Not quoted: it may be a URL with a password.
+        cx.error(path, STORE_FORMS);
+        return None;
+    }
+    match url::Url::parse(&text) {
+        Ok(_) => Some(ResponseStore::Postgres(Secret::new(text))),
+        Err(error) => {
+            cx.error(path, format!("invalid Postgres URL: {error}"));
+            None
+        }
+    }
+}
+
+/// The file of `sqlite:FILE` or `sqlite://FILE` (so `sqlite:///abs` is `/abs`, as sqlx reads
+/// it).
+fn sqlite_file(text: &str) -> Option<&str> {
+    text.strip_prefix("sqlite://").or_else(|| text.strip_prefix("sqlite:"))
+}
+
+fn sqlite(cx: &mut Checker<'_>, file: &str, path: &str) -> Option<ResponseStore> {
+    if file.is_empty() {
+        cx.error(path, "no file after \"sqlite:\" (such as \"sqlite:state/responses.db\")");
+        return None;
+    }
+    if file.starts_with(':') {
+        cx.error(path, "an in-memory database keeps nothing: name a file, or say \"off\"");
+        return None;
+    }
+    Some(ResponseStore::Sqlite(cx.resolve_path(file)))
+}
+
+/// `[llm.models.NAME]`.
+fn model(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<LlmModel> {
+    let path = key_path("llm.models", name);
+    let mut ok = true;
+    if name.is_empty() {
+        cx.error(&path, "a model's name must not be empty");
+        ok = false;
+    }
+    let entries = cx.table(value, &path)?;
+    let fields = cx.known_keys(entries, &path, MODEL_KEYS);
+    let at = |key: &str| key_path(&path, key);
+    let mut model = LlmModel::default();
+    if let Some(value) = fields.get("provider") {
+        match check_provider(cx, value, &at("provider")) {
+            Some(provider) => model.provider = Some(provider),
+            None => ok = false,
+        }
+    }
+    if let Some(value) = fields.get("model") {
+        match cx.interpolated_string(value, &at("model")) {
+            Some(text) if text.is_empty() => {
+                cx.error(&at("model"), "must not be empty");
+                ok = false;
+            }
+            Some(text) => model.model = Some(text),
+            None => ok = false,
+        }
+    }
+    if let Some(value) = fields.get("base_url") {
+        match cx.url(value, &at("base_url")) {
+            Some(url) => model.base_url = Some(url),
+            None => ok = false,
+        }
+    }
+    if let Some(value) = fields.get("api_key_env") {
+        match check_api_key_env(cx, value, &at("api_key_env")) {
+            Some(name) => model.api_key_env = Some(name),
+            None => ok = false,
+        }
+    }
+    ok.then_some(model)
+}
+
+#[cfg(test)]
+mod tests;
