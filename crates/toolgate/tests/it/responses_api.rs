@@ -106,6 +106,8 @@ async fn the_openai_sdk_runs_hosted_mcp_tools_with_approvals_through_the_gateway
     let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("audit log");
     let calls = audit.lines().filter(|line| line.contains("tools/call")).count();
     assert!(calls >= 4, "calls audited:\n{audit}");
+    assert!(audit.contains("approve me"), "the approved call ran and was audited");
+    assert!(!audit.contains("deny me"), "the denied call never reached the gateway");
     // The request's credentials are stored nowhere.
     let store = std::fs::read(config.dir().join("responses.db")).expect("the store");
     let needle = b"never-stored-token";
