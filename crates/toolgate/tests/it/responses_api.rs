@@ -114,3 +114,120 @@ async fn the_openai_sdk_runs_hosted_mcp_tools_with_approvals_through_the_gateway
     assert!(!store.windows(needle.len()).any(|w| w == needle), "a credential was stored");
     gateway.terminate().await;
 }
+
+/// POSTs a Responses request as `key`; the status and the body.
+async fn create(origin: &str, key: Option<&str>, body: Value) -> (u16, Value) {
+    let mut request = reqwest::Client::new().post(format!("{origin}/v1/responses")).json(&body);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.expect("answered");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn kinds(response: &Value) -> Vec<&str> {
+    response["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .map(|item| item["type"].as_str().expect("type"))
+        .collect()
+}
+
+/// Two tenants behind API keys, the gateway's own `ask` rule, a tenant's own policy, and a
+/// server that does not answer in time: each as a Responses client sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients() {
+    let turns = vec![
+        Turn::tool_call("fx__rich_echo", r#"{"text":"asked"}"#),
+        Turn::text("Approved and ran."),
+        Turn::tool_call("fx__echo", r#"{"text":"forbidden"}"#),
+        Turn::text("Refused, as it should be."),
+        Turn::tool_call("fx__slow", r#"{"steps":1,"step_ms":3000}"#),
+        Turn::text("It timed out."),
+        Turn::tool_call("fx__echo", r#"{"text":"forbidden"}"#),
+        Turn::text("Globex may."),
+    ];
+    let fake = FakeLlm::start(Script::turns(turns)).await.expect("the fake LLM starts");
+    let acme = toolgate_auth::generate_key().expect("a key");
+    let globex = toolgate_auth::generate_key().expect("a key");
+    let config = ConfigDir::new(&format!(
+        "{}timeout = \"500ms\"\n\n[gateway]\nllm_api = true\n\n\
+         [agent]\nprovider = \"compatible\"\nbase_url = {}\nmodel = \"m\"\n\n\
+         [llm]\nstore = \"sqlite:responses.db\"\n\n\
+         [[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{{ tools = [\"rich_echo\"], decision = \"ask\", reason = \"rich echo needs a yes\" }}]\n\n\
+         [[pipeline]]\nkind = \"approval\"\n\n\
+         [tenants.acme]\nservers = [\"fx\"]\n\n\
+         [[tenants.acme.pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{{ tools = [\"echo\"], when = {{ path = \"text\", matches = \"forbidden\" }}, \
+         decision = \"deny\", reason = \"not that word\" }}]\n\n\
+         [tenants.globex]\nservers = [\"fx\"]\n\n\
+         [audit]\nfile = \"audit.jsonl\"\n\n[auth.api_keys]\n{}\n{}\n",
+        fixture_server("fx", "stdio", None),
+        toml_str(&fake.base_url()),
+        acme.config_line("acme-app", &[], Some("acme")),
+        globex.config_line("globex-app", &[], Some("globex")),
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let origin = gateway.url.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
+    let fx =
+        serde_json::json!([{ "type": "mcp", "server_label": "fx", "require_approval": "never" }]);
+    let ask = |input: &str| serde_json::json!({ "model": "m", "input": input, "tools": fx });
+
+    // Without a key: refused, as on /mcp.
+    let (status, _) = create(&origin, None, ask("hello")).await;
+    assert_eq!(status, 401);
+
+    // The gateway's own ask rule: an approval request, though the request said "never".
+    let (status, asked) = create(&origin, Some(&acme.key), ask("rich echo")).await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(kinds(&asked), ["mcp_list_tools", "mcp_approval_request"], "{asked}");
+    let request = &asked["output"][1];
+    assert_eq!(request["name"], "rich_echo");
+    let approve = serde_json::json!({
+        "model": "m", "previous_response_id": asked["id"], "tools": fx,
+        "input": [{ "type": "mcp_approval_response", "approval_request_id": request["id"],
+                    "approve": true }],
+    });
+    // Another tenant can neither continue nor read it.
+    let (status, _) = create(&origin, Some(&globex.key), approve.clone()).await;
+    assert_eq!(status, 404, "globex continues acme's response");
+    let id = asked["id"].as_str().expect("id");
+    let other = reqwest::Client::new()
+        .get(format!("{origin}/v1/responses/{id}"))
+        .bearer_auth(&globex.key)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(other.status().as_u16(), 404);
+    let (status, approved) = create(&origin, Some(&acme.key), approve).await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(kinds(&approved), ["mcp_call", "message"], "{approved}");
+    assert_eq!(approved["output"][0]["status"], "completed", "{approved}");
+
+    // Acme's own policy refuses; the model reads why.
+    let (_, refused) = create(&origin, Some(&acme.key), ask("forbidden echo")).await;
+    assert_eq!(kinds(&refused), ["mcp_list_tools", "mcp_call", "message"], "{refused}");
+    let call = &refused["output"][1];
+    assert_eq!(call["status"], "failed");
+    assert_eq!(call["error"]["type"], "mcp_tool_execution_error", "{call}");
+    assert!(call["error"].to_string().contains("not that word"), "{call}");
+
+    // A server that does not answer in time: a failed call, not a hung response.
+    let (_, slow) = create(&origin, Some(&acme.key), ask("slow")).await;
+    let call = &slow["output"][1];
+    assert_eq!(call["status"], "failed", "{slow}");
+
+    // Globex has no such policy.
+    let (_, allowed) = create(&origin, Some(&globex.key), ask("forbidden echo")).await;
+    assert_eq!(allowed["output"][1]["status"], "completed", "{allowed}");
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 8, "one model request per turn");
+    assert!(tool_results(&requests[3]).iter().any(|r| r.contains("not that word")));
+    let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("audit log");
+    assert!(audit.contains("acme-app") && audit.contains("globex-app"), "callers audited");
+    gateway.terminate().await;
+}
