@@ -14,6 +14,7 @@ import sys
 
 import openai
 import pydantic
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseOutputItem, ResponseStreamEvent
 
 BASE_URL = sys.argv[1]
@@ -128,9 +129,10 @@ Response.model_validate(final, strict=True)
 report["streamed_events"] = len(events)
 
 # 6. The application's own function: returned to it, then answered.
-weather = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
-           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                          "required": ["city"]}}
+weather_function = {"name": "get_weather", "description": "The weather in a city.",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                   "required": ["city"]}}
+weather = {"type": "function", **weather_function}
 called = validated(client.responses.create(model=MODEL, input="weather?", tools=[weather]))
 assert types(called) == ["function_call"], types(called)
 function_call = called["output"][0]
@@ -159,5 +161,39 @@ for tool, param in [({"type": "mcp", "server_label": "nope"}, "tools[0].server_l
         raise AssertionError(f"{tool} was accepted")
     except openai.BadRequestError as error:
         assert error.body["param"] == param, error.body
+
+# 9. Chat Completions with the same hosted tool: run here (policy-only approval).
+chat = client.chat.completions.create(
+    model=MODEL, messages=[{"role": "user", "content": "echo via chat"}],
+    tools=[{"type": "mcp", "server_label": "fx", "require_approval": "always"}])
+raw = chat.model_dump(mode="json", exclude_unset=True)
+ChatCompletion.model_validate(raw, strict=True)
+assert chat.choices[0].message.content == "Chat echoed.", raw
+assert chat.choices[0].finish_reason == "stop", raw
+
+# 10. Streamed, with the application's function: chunks the SDK knows, the call returned.
+chat_weather = {"type": "function", "function": weather_function}
+chunks = []
+for chunk in client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "weather in Rome?"}],
+        tools=[chat_weather], stream=True, stream_options={"include_usage": True}):
+    raw = chunk.model_dump(mode="json", exclude_unset=True)
+    ChatCompletionChunk.model_validate(raw, strict=True)
+    chunks.append(raw)
+calls = [c for chunk in chunks for choice in chunk["choices"]
+         for c in (choice["delta"].get("tool_calls") or [])]
+assert len(calls) == 1 and calls[0]["function"]["name"] == "get_weather", chunks
+finishes = [choice.get("finish_reason") for chunk in chunks for choice in chunk["choices"]]
+assert "tool_calls" in finishes, chunks
+assert chunks[-1]["usage"]["total_tokens"] > 0, chunks[-1]
+answered = client.chat.completions.create(
+    model=MODEL, tools=[chat_weather],
+    messages=[{"role": "user", "content": "weather in Rome?"},
+              {"role": "assistant", "content": None, "tool_calls": [
+                  {"id": calls[0]["id"], "type": "function",
+                   "function": {"name": "get_weather", "arguments": calls[0]["function"]["arguments"]}}]},
+              {"role": "tool", "tool_call_id": calls[0]["id"], "content": "sunny"}])
+assert answered.choices[0].message.content == "Sunny via chat.", answered
+report["chat_chunks"] = len(chunks)
 
 print(json.dumps(report))

@@ -12,14 +12,18 @@
 //! - its own `function` tools returned to it as `function_call` items;
 //! - streaming (`stream: true`) with the API's events (`output`), or one JSON body.
 //!
+//! `POST /v1/chat/completions` takes the same hosted tools (`chat`): the loop is the same, the
+//! answer one assistant message, and approvals the gateway's policy alone.
+//!
 //! Responses are stored (`store`, on by default as in OpenAI's API) in SQLite, each with its
 //! conversation and owned by its principal (`store`). The model behind the endpoint is chosen
 //! by the request's `model` through [`Models`].
 //!
-//! Not served yet: servers named by `server_url` (only configured servers), Chat Completions,
-//! `response_format` items, parallel calls within a turn.
+//! Not served yet: servers named by `server_url` (only configured servers), parallel calls
+//! within a turn.
 
 mod approval;
+mod chat;
 mod error;
 mod model;
 mod output;
@@ -109,10 +113,12 @@ impl Service {
     }
 }
 
-/// The routes: `POST /v1/responses`, `GET` and `DELETE /v1/responses/{id}`.
+/// The routes: `POST /v1/responses`, `GET` and `DELETE /v1/responses/{id}`,
+/// `POST /v1/chat/completions`.
 pub fn router(service: Arc<Service>) -> axum::Router {
     axum::Router::new()
         .route("/v1/responses", post(create))
+        .route("/v1/chat/completions", post(complete))
         .route("/v1/responses/{id}", get(retrieve).delete(remove))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(service)
@@ -193,6 +199,7 @@ async fn start(
             request: &request,
             max_tool_calls,
             cancel,
+            asks: true,
         };
         let mut output = Output::collected();
         let ended = turns.run(state, answered, &mut output).await?;
@@ -214,6 +221,7 @@ async fn start(
             request: &request,
             max_tool_calls,
             cancel,
+            asks: true,
         };
         match turns.run(state, answered, &mut output).await {
             Ok(ended) => {
@@ -311,6 +319,145 @@ impl Service {
             _ => Ok(()),
         }
     }
+}
+
+async fn complete(
+    Extract(service): Extract<Arc<Service>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let principal = match caller(&service, &headers).await {
+        Ok(principal) => principal,
+        Err(refusal) => return refusal,
+    };
+    match start_chat(service, principal, &body).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn start_chat(
+    service: Arc<Service>,
+    principal: Principal,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let chat::ChatRequest { request, state, include_usage } = chat::parse(body)?;
+    let model = service
+        .models
+        .resolve(&request.model)
+        .map_err(|why| ApiError::invalid(Some("model"), format!("{:?}: {why}", request.model)))?;
+    let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
+    let created = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let max_tool_calls =
+        request.max_tool_calls.unwrap_or(service.max_tool_calls).min(service.max_tool_calls);
+    let cancel = service.shutdown.child_token();
+    if !request.stream {
+        let turns = turn::Turns {
+            gateway: &service.gateway,
+            principal,
+            response_id: id.clone(),
+            model,
+            request: &request,
+            max_tool_calls,
+            cancel,
+            asks: false,
+        };
+        let mut output = Output::collected();
+        let ended = turns.run(state, Vec::new(), &mut output).await?;
+        let answer = chat::Answer::of(output.items());
+        return Ok(axum::Json(json!({
+            "id": id, "object": "chat.completion", "created": created, "model": request.model,
+            "choices": [{
+                "index": 0, "message": answer.message(),
+                "finish_reason": answer.finish_reason(), "logprobs": null,
+            }],
+            "usage": chat::usage(&ended.usage),
+        }))
+        .into_response());
+    }
+    let (events, receiver) = mpsc::channel(STREAM_QUEUE);
+    let (ended_tx, ended_rx) = tokio::sync::oneshot::channel();
+    let model_name = request.model.clone();
+    let task_id = id.clone();
+    tokio::spawn(async move {
+        let mut output = Output::streamed(events);
+        let turns = turn::Turns {
+            gateway: &service.gateway,
+            principal,
+            response_id: task_id,
+            model,
+            request: &request,
+            max_tool_calls,
+            cancel,
+            asks: false,
+        };
+        let ended = turns.run(state, Vec::new(), &mut output).await;
+        let _ = ended_tx.send(ended.map(|ended| (output.items().to_vec(), ended.usage)));
+    });
+    let chunk = {
+        let (id, model) = (id.clone(), model_name);
+        move |delta: Value, finish: Option<&str>, usage: Option<Value>| {
+            let mut chunk = json!({
+                "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [{ "index": 0, "delta": delta, "finish_reason": finish, "logprobs": null }],
+            });
+            if let Some(usage) = usage {
+                chunk["choices"] = json!([]);
+                chunk["usage"] = usage;
+            }
+            SseEvent::default().data(chunk.to_string())
+        }
+    };
+    let first = futures::stream::once({
+        let chunk = chunk.clone();
+        async move { chunk(json!({ "role": "assistant", "content": "" }), None, None) }
+    });
+    let texts =
+        futures::StreamExt::filter_map(tokio_stream::wrappers::ReceiverStream::new(receiver), {
+            let chunk = chunk.clone();
+            move |event: output::Event| {
+                let delta = (event.kind == "response.output_text.delta")
+                    .then(|| chunk(json!({ "content": event.data["delta"] }), None, None));
+                async move { delta }
+            }
+        });
+    let last = futures::StreamExt::flat_map(futures::stream::once(ended_rx), move |ended| {
+        let mut tail = Vec::new();
+        match ended {
+            Ok(Ok((items, usage))) => {
+                let answer = chat::Answer::of(&items);
+                if !answer.tool_calls.is_empty() {
+                    let calls: Vec<Value> = answer
+                        .tool_calls
+                        .iter()
+                        .enumerate()
+                        .map(|(index, call)| {
+                            let mut call = call.clone();
+                            call["index"] = index.into();
+                            call
+                        })
+                        .collect();
+                    tail.push(chunk(json!({ "tool_calls": calls }), None, None));
+                }
+                tail.push(chunk(json!({}), Some(answer.finish_reason()), None));
+                if include_usage {
+                    tail.push(chunk(json!({}), None, Some(chat::usage(&usage))));
+                }
+            }
+            Ok(Err(error)) => tail.push(SseEvent::default().data(error.body().to_string())),
+            Err(_) => {
+                let error = ApiError::server("the response ended early");
+                tail.push(SseEvent::default().data(error.body().to_string()));
+            }
+        }
+        tail.push(SseEvent::default().data("[DONE]"));
+        futures::stream::iter(tail)
+    });
+    let stream = futures::StreamExt::map(
+        futures::StreamExt::chain(futures::StreamExt::chain(first, texts), last),
+        Ok::<_, std::convert::Infallible>,
+    );
+    Ok(Sse::new(stream).into_response())
 }
 
 async fn retrieve(

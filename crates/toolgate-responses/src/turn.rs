@@ -56,7 +56,15 @@ pub(crate) struct Turns<'a> {
     pub(crate) max_tool_calls: u32,
     /// Fired when the response is abandoned.
     pub(crate) cancel: CancellationToken,
+    /// Whether the application can be asked to approve a call (`mcp_approval_request`); Chat
+    /// Completions cannot, so there a call the gateway wants approved is refused.
+    pub(crate) asks: bool,
 }
+
+/// What the model reads when a call needs an approval nobody can be asked for.
+const NOBODY_TO_ASK: &str = "not run: the gateway's policy wants this call approved, and Chat \
+                             Completions has no way to ask (use /v1/responses, which asks the \
+                             application with an mcp_approval_request)";
 
 impl Turns<'_> {
     /// Runs the response from `state` (the conversation so far, the request's input taken in).
@@ -222,10 +230,10 @@ impl Turns<'_> {
                     on: WaitingOn::Function,
                 });
             }
-            Entry::Mcp { server_label, tool, needs_approval: true, .. } => {
+            Entry::Mcp { server_label, tool, needs_approval: true, .. } if self.asks => {
                 ask_approval(state, output, call, server_label, tool).await;
             }
-            Entry::Mcp { server_label, tool, exposed, needs_approval: false, format } => {
+            Entry::Mcp { server_label, tool, exposed, format, .. } => {
                 if *calls_left == 0 {
                     let text = "not run: this response made as many tool calls as it may \
                                 (max_tool_calls)";
@@ -235,8 +243,11 @@ impl Turns<'_> {
                 *calls_left -= 1;
                 let ran = self.call(&call, exposed, false).await;
                 match ran {
-                    Ran::AskedByGateway => {
+                    Ran::AskedByGateway if self.asks => {
                         ask_approval(state, output, call, server_label, tool).await;
+                    }
+                    Ran::AskedByGateway => {
+                        state.answer(&call.id, &call.name, vec![Part::text(NOBODY_TO_ASK)], true);
                     }
                     Ran::Done { content, is_error, item } => {
                         let at = Called { server_label, tool, format: *format };

@@ -33,6 +33,12 @@ fn turns() -> Vec<Turn> {
         // 6. the application's function, then its answer
         Turn::tool_call("get_weather", r#"{"city":"Paris"}"#),
         Turn::text("It is sunny in Paris."),
+        // 9. chat: a hosted call run here, then the answer
+        Turn::tool_call("fx__echo", r#"{"text":"chat"}"#),
+        Turn::text("Chat echoed."),
+        // 10. chat, streamed: the application's function, then its answer
+        Turn::tool_call("get_weather", r#"{"city":"Rome"}"#),
+        Turn::text("Sunny via chat."),
     ]
 }
 
@@ -148,6 +154,8 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
         Turn::text("It timed out."),
         Turn::tool_call("fx__echo", r#"{"text":"forbidden"}"#),
         Turn::text("Globex may."),
+        Turn::tool_call("fx__rich_echo", r#"{"text":"chat asks"}"#),
+        Turn::text("Nobody could approve it."),
     ];
     let fake = FakeLlm::start(Script::turns(turns)).await.expect("the fake LLM starts");
     let acme = toolgate_auth::generate_key().expect("a key");
@@ -224,8 +232,24 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
     let (_, allowed) = create(&origin, Some(&globex.key), ask("forbidden echo")).await;
     assert_eq!(allowed["output"][1]["status"], "completed", "{allowed}");
 
+    // Chat Completions cannot ask: the gateway's ask rule refuses, and the model reads why.
+    let chat = reqwest::Client::new()
+        .post(format!("{origin}/v1/chat/completions"))
+        .bearer_auth(&acme.key)
+        .json(&serde_json::json!({
+            "model": "m", "messages": [{ "role": "user", "content": "rich echo" }], "tools": fx,
+        }))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(chat.status().as_u16(), 200);
+    let chat: Value = chat.json().await.expect("JSON");
+    assert_eq!(chat["choices"][0]["message"]["content"], "Nobody could approve it.", "{chat}");
+
     let requests = fake.requests();
-    assert_eq!(requests.len(), 8, "one model request per turn");
+    assert_eq!(requests.len(), 10, "one model request per turn");
+    let refusal = tool_results(&requests[9]);
+    assert!(refusal.iter().any(|r| r.contains("no way to ask")), "{refusal:?}");
     assert!(tool_results(&requests[3]).iter().any(|r| r.contains("not that word")));
     let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("audit log");
     assert!(audit.contains("acme-app") && audit.contains("globex-app"), "callers audited");
