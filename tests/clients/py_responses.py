@@ -196,4 +196,11 @@ answered = client.chat.completions.create(
 assert answered.choices[0].message.content == "Sunny via chat.", answered
 report["chat_chunks"] = len(chunks)
 
+# 11. A server's response_format: the Responses API's own item, valid for the SDK.
+searched = validated(client.responses.create(
+    model=MODEL, input="search cats", tools=[{"type": "mcp", "server_label": "fy",
+                                              "require_approval": "never"}]))
+assert types(searched) == ["mcp_list_tools", "web_search_call", "message"], types(searched)
+assert searched["output"][1]["status"] == "completed", searched["output"][1]
+
 print(json.dumps(report))

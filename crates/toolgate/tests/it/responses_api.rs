@@ -39,15 +39,20 @@ fn turns() -> Vec<Turn> {
         // 10. chat, streamed: the application's function, then its answer
         Turn::tool_call("get_weather", r#"{"city":"Rome"}"#),
         Turn::text("Sunny via chat."),
+        // 11. a server whose response_format makes its echo a web_search_call
+        Turn::tool_call("fy__echo", r#"{"text":"cats"}"#),
+        Turn::text("Searched."),
     ]
 }
 
 fn config(fake: &FakeLlm) -> ConfigDir {
     ConfigDir::new(&format!(
-        "{}\n[gateway]\nllm_api = true\n\n[agent]\nprovider = \"compatible\"\nbase_url = {}\n\
+        "{}\n{}response_format = {{ echo = \"web_search_call\" }}\n\n\
+         [gateway]\nllm_api = true\n\n[agent]\nprovider = \"compatible\"\nbase_url = {}\n\
          model = \"unused-default\"\n\n[llm]\nstore = \"sqlite:responses.db\"\n\n\
          [audit]\nfile = \"audit.jsonl\"\n",
         fixture_server("fx", "stdio", None),
+        fixture_server("fy", "stdio", None),
         toml_str(&fake.base_url()),
     ))
 }
