@@ -163,7 +163,7 @@ async fn start(
         ));
     }
     let owner = principal.to_string();
-    let mut state = match &request.previous_response_id {
+    let state = match &request.previous_response_id {
         None => State::default(),
         Some(id) => match &service.store {
             None => {
@@ -178,7 +178,6 @@ async fn start(
             },
         },
     };
-    let answered = state.take_input(&request.input)?;
     let made = Made {
         id: new_id("resp"),
         created_at: SystemTime::now()
@@ -202,7 +201,7 @@ async fn start(
             asks: true,
         };
         let mut output = Output::collected();
-        let ended = turns.run(state, answered, &mut output).await?;
+        let ended = turns.run(state, &mut output).await?;
         let response = made.body(&request, "completed", output.items(), Some(&ended.usage), None);
         service.keep(&made, &request, &response, &ended.state).await?;
         return Ok(axum::Json(response).into_response());
@@ -223,7 +222,7 @@ async fn start(
             cancel,
             asks: true,
         };
-        match turns.run(state, answered, &mut output).await {
+        match turns.run(state, &mut output).await {
             Ok(ended) => {
                 let response =
                     made.body(&request, "completed", output.items(), Some(&ended.usage), None);
@@ -363,7 +362,7 @@ async fn start_chat(
             asks: false,
         };
         let mut output = Output::collected();
-        let ended = turns.run(state, Vec::new(), &mut output).await?;
+        let ended = turns.run(state, &mut output).await?;
         let answer = chat::Answer::of(output.items());
         return Ok(axum::Json(json!({
             "id": id, "object": "chat.completion", "created": created, "model": request.model,
@@ -391,7 +390,7 @@ async fn start_chat(
             cancel,
             asks: false,
         };
-        let ended = turns.run(state, Vec::new(), &mut output).await;
+        let ended = turns.run(state, &mut output).await;
         let _ = ended_tx.send(ended.map(|ended| (output.items().to_vec(), ended.usage)));
     });
     let chunk = {

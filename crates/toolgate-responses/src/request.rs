@@ -79,8 +79,41 @@ pub(crate) enum InputItem {
         /// Why, when denied.
         reason: Option<String>,
     },
-    /// An output item of an earlier response sent back as input, which the model has seen
-    /// already in another form or not at all (`mcp_list_tools`, `reasoning`, ...): skipped.
+    /// An earlier response's `mcp_list_tools`, sent back: that server was listed.
+    ListedTools {
+        /// The server's label.
+        server_label: String,
+    },
+    /// An earlier response's `mcp_call`, sent back by an application that keeps the
+    /// conversation itself (as the OpenAI Agents SDK does): the model saw the call and its
+    /// result.
+    McpCall {
+        /// The item's id.
+        id: String,
+        /// The server's label.
+        server_label: String,
+        /// The tool's name on the server.
+        name: String,
+        /// The arguments as JSON text.
+        arguments: String,
+        /// What the model read: the output, or the error.
+        result: String,
+        /// Whether it failed.
+        failed: bool,
+    },
+    /// An earlier response's `mcp_approval_request`, sent back: that call waits for an answer.
+    ApprovalRequest {
+        /// The request's id.
+        id: String,
+        /// The server's label.
+        server_label: String,
+        /// The tool's name on the server.
+        name: String,
+        /// The arguments as JSON text.
+        arguments: String,
+    },
+    /// An output item of an earlier response that the model needs no more of (`reasoning`):
+    /// skipped.
     Echo,
 }
 
@@ -390,9 +423,31 @@ fn input_item(index: usize, item: &Value) -> Result<InputItem, ApiError> {
                 reason,
             })
         }
-        Some("mcp_list_tools" | "mcp_call" | "mcp_approval_request" | "reasoning") => {
-            Ok(InputItem::Echo)
+        Some("mcp_list_tools") => {
+            Ok(InputItem::ListedTools { server_label: string("server_label")? })
         }
+        Some("mcp_call") => {
+            let (result, failed) = match (fields.get("output"), fields.get("error")) {
+                (Some(Value::String(output)), _) => (output.clone(), false),
+                (_, Some(error)) if !error.is_null() => (error.to_string(), true),
+                _ => (String::new(), false),
+            };
+            Ok(InputItem::McpCall {
+                id: string("id")?,
+                server_label: string("server_label")?,
+                name: string("name")?,
+                arguments: string("arguments")?,
+                result,
+                failed,
+            })
+        }
+        Some("mcp_approval_request") => Ok(InputItem::ApprovalRequest {
+            id: string("id")?,
+            server_label: string("server_label")?,
+            name: string("name")?,
+            arguments: string("arguments")?,
+        }),
+        Some("reasoning") => Ok(InputItem::Echo),
         Some(other) => Err(ApiError::invalid(
             Some(&format!("{at}.type")),
             format!("input items of type {other:?} are not served here"),

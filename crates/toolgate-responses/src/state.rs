@@ -74,7 +74,14 @@ impl State {
     /// and approval answers settle waiting calls. Returns the approved and denied calls, which
     /// the caller runs or reports; a call still waiting afterwards is an error, since the model
     /// cannot go on without every result of its turn.
-    pub(crate) fn take_input(&mut self, input: &[InputItem]) -> Result<Vec<Answered>, ApiError> {
+    ///
+    /// `model_name` gives the name the model knows a server's tool by (label, tool), for the
+    /// output items an application sends back instead of continuing a stored response.
+    pub(crate) fn take_input(
+        &mut self,
+        model_name: &dyn Fn(&str, &str) -> String,
+        input: &[InputItem],
+    ) -> Result<Vec<Answered>, ApiError> {
         let mut answered = Vec::new();
         for (i, item) in input.iter().enumerate() {
             match item {
@@ -146,6 +153,47 @@ impl State {
                         Answered::Denied(waiting, reason.clone())
                     });
                 }
+                InputItem::ListedTools { server_label } => {
+                    if !self.listed.contains(server_label) {
+                        self.listed.push(server_label.clone());
+                    }
+                }
+                InputItem::McpCall { id, server_label, name, arguments, result, failed } => {
+                    if self.has_call(id) {
+                        continue;
+                    }
+                    let model_name = model_name(server_label, name);
+                    self.add_call(ToolCall {
+                        id: id.clone(),
+                        name: model_name.clone(),
+                        arguments: arguments.clone(),
+                    });
+                    self.answer(id, &model_name, vec![Part::text(result.clone())], *failed);
+                }
+                InputItem::ApprovalRequest { id, server_label, name, arguments } => {
+                    let known = self.waiting.iter().any(|w| {
+                        matches!(&w.on, WaitingOn::Approval { approval_request_id, .. } if approval_request_id == id)
+                    });
+                    if known || self.has_call(id) {
+                        continue;
+                    }
+                    let model_name = model_name(server_label, name);
+                    self.add_call(ToolCall {
+                        id: id.clone(),
+                        name: model_name.clone(),
+                        arguments: arguments.clone(),
+                    });
+                    self.waiting.push(Waiting {
+                        call_id: id.clone(),
+                        model_name,
+                        arguments: arguments.clone(),
+                        on: WaitingOn::Approval {
+                            approval_request_id: id.clone(),
+                            server_label: server_label.clone(),
+                            tool: name.clone(),
+                        },
+                    });
+                }
                 InputItem::Echo => {}
             }
         }
@@ -156,6 +204,25 @@ impl State {
             ));
         }
         Ok(answered)
+    }
+
+    /// Adds a call to the last assistant turn (or to a new one, when the last message is not
+    /// the assistant's).
+    fn add_call(&mut self, call: ToolCall) {
+        match self.messages.last_mut() {
+            Some(Message::Assistant(turn)) => turn.tool_calls.push(call),
+            _ => self.messages.push(Message::Assistant(AssistantTurn {
+                tool_calls: vec![call],
+                ..Default::default()
+            })),
+        }
+    }
+
+    /// Whether the conversation has a call with this id.
+    fn has_call(&self, id: &str) -> bool {
+        self.messages.iter().any(|message| {
+            matches!(message, Message::Assistant(turn) if turn.tool_calls.iter().any(|c| c.id == id))
+        })
     }
 
     /// Whether the model can take its next turn: every call of its last turn has a result.
@@ -189,6 +256,10 @@ impl State {
 mod tests {
     use super::*;
 
+    fn names(label: &str, tool: &str) -> String {
+        format!("{label}__{tool}")
+    }
+
     fn approval(id: &str) -> Waiting {
         Waiting {
             call_id: format!("call_{id}"),
@@ -207,51 +278,99 @@ mod tests {
         let mut state =
             State { waiting: vec![approval("mcpr_1"), approval("mcpr_2")], ..State::default() };
         let answered = state
-            .take_input(&[InputItem::ApprovalResponse {
-                approval_request_id: "mcpr_2".into(),
-                approve: false,
-                reason: Some("no".into()),
-            }])
+            .take_input(
+                &names,
+                &[InputItem::ApprovalResponse {
+                    approval_request_id: "mcpr_2".into(),
+                    approve: false,
+                    reason: Some("no".into()),
+                }],
+            )
             .expect("known");
         assert_eq!(answered, vec![Answered::Denied(approval("mcpr_2"), Some("no".into()))]);
         assert!(state.still_waiting().expect("one left").message.contains("mcpr_1"));
         let error = state
-            .take_input(&[InputItem::ApprovalResponse {
-                approval_request_id: "mcpr_9".into(),
-                approve: true,
-                reason: None,
-            }])
+            .take_input(
+                &names,
+                &[InputItem::ApprovalResponse {
+                    approval_request_id: "mcpr_9".into(),
+                    approve: true,
+                    reason: None,
+                }],
+            )
             .expect_err("unknown");
         assert_eq!(error.param.as_deref(), Some("input[0].approval_request_id"));
+    }
+
+    #[test]
+    fn output_items_sent_back_rebuild_the_conversation_and_its_waiting_call() {
+        let mut state = State::default();
+        let input = [
+            InputItem::Message { role: Role::User, text: "echo twice".into() },
+            InputItem::ListedTools { server_label: "fx".into() },
+            InputItem::McpCall {
+                id: "mcp_1".into(),
+                server_label: "fx".into(),
+                name: "echo".into(),
+                arguments: "{}".into(),
+                result: "once".into(),
+                failed: false,
+            },
+            InputItem::ApprovalRequest {
+                id: "mcpr_2".into(),
+                server_label: "fx".into(),
+                name: "echo".into(),
+                arguments: "{}".into(),
+            },
+            InputItem::ApprovalResponse {
+                approval_request_id: "mcpr_2".into(),
+                approve: true,
+                reason: None,
+            },
+        ];
+        let answered = state.take_input(&names, &input).expect("a whole conversation");
+        assert_eq!(state.listed, ["fx"]);
+        assert!(matches!(&answered[..], [Answered::Approved(w)] if w.model_name == "fx__echo"));
+        assert!(matches!(&state.messages[2], Message::ToolResult(r) if r.call_id == "mcp_1"));
+        assert!(
+            matches!(&state.messages[3], Message::Assistant(t) if t.tool_calls[0].id == "mcpr_2")
+        );
+        // Sent again beside a stored conversation that has them: not added twice.
+        let before = state.messages.len();
+        state.take_input(&names, &input[..3]).expect("again");
+        assert_eq!(state.messages.len(), before + 1, "only the user message is new");
     }
 
     #[test]
     fn function_calls_sent_back_wait_for_their_outputs() {
         let mut state = State::default();
         state
-            .take_input(&[
-                InputItem::Message { role: Role::User, text: "hi".into() },
-                InputItem::FunctionCall {
-                    call_id: "c1".into(),
-                    name: "f".into(),
-                    arguments: "{}".into(),
-                },
-            ])
+            .take_input(
+                &names,
+                &[
+                    InputItem::Message { role: Role::User, text: "hi".into() },
+                    InputItem::FunctionCall {
+                        call_id: "c1".into(),
+                        name: "f".into(),
+                        arguments: "{}".into(),
+                    },
+                ],
+            )
             .expect("fine");
         assert!(state.still_waiting().is_some());
         state
-            .take_input(&[InputItem::FunctionCallOutput {
-                call_id: "c1".into(),
-                output: "42".into(),
-            }])
+            .take_input(
+                &names,
+                &[InputItem::FunctionCallOutput { call_id: "c1".into(), output: "42".into() }],
+            )
             .expect("answers c1");
         assert!(state.still_waiting().is_none());
         assert!(matches!(state.messages.last(), Some(Message::ToolResult(r)) if r.call_id == "c1"));
         let error = state
-            .take_input(&[InputItem::FunctionCallOutput {
-                call_id: "c1".into(),
-                output: "again".into(),
-            }])
+            .take_input(
+                &names,
+                &[InputItem::FunctionCallOutput { call_id: "c1".into(), output: "again".into() }],
+            )
             .expect_err("answered already");
         assert_eq!(error.param.as_deref(), Some("input[0].call_id"));
     }

@@ -67,17 +67,21 @@ const NOBODY_TO_ASK: &str = "not run: the gateway's policy wants this call appro
                              application with an mcp_approval_request)";
 
 impl Turns<'_> {
-    /// Runs the response from `state` (the conversation so far, the request's input taken in).
+    /// Runs the response from `state` (the conversation so far), taking the request's input in.
     pub(crate) async fn run(
         &self,
         mut state: State,
-        answered: Vec<Answered>,
         output: &mut Output,
     ) -> Result<Ended, ApiError> {
         let mut ctx = self.context(None);
         let toolbox =
             Toolbox::build(self.gateway, self.request, self.model.provider.dialect(), &mut ctx)
                 .await?;
+        let model_name = |label: &str, tool: &str| match toolbox.model_name_of(label, tool) {
+            Some((name, _)) => name.to_owned(),
+            None => format!("{label}__{tool}"),
+        };
+        let answered = state.take_input(&model_name, &self.request.input)?;
         for listing in &toolbox.listings {
             if state.listed.contains(&listing.server_label) {
                 continue;

@@ -95,7 +95,7 @@ fn echoed_output_items_are_skipped_and_approval_answers_read() {
         ],
     }))
     .expect("valid");
-    assert_eq!(request.input[0], InputItem::Echo);
+    assert_eq!(request.input[0], InputItem::ListedTools { server_label: "fs".into() });
     assert_eq!(
         request.input[1],
         InputItem::ApprovalResponse {

@@ -260,3 +260,48 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
     assert!(audit.contains("acme-app") && audit.contains("globex-app"), "callers audited");
     gateway.terminate().await;
 }
+
+/// The OpenAI Agents SDK's `HostedMCPTool`, with an `on_approval_request` callback that approves
+/// one call and denies another; its Runner sends the conversation back each time instead of
+/// continuing a stored response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_sdk_hosted_mcp_tool_answers_approvals_through_its_callback() {
+    let turns = vec![
+        Turn::tool_call("fx__echo", r#"{"text":"approve me"}"#),
+        Turn::text("It echoed."),
+        Turn::tool_call("fx__echo", r#"{"text":"deny me"}"#),
+        Turn::text("It was denied."),
+    ];
+    let fake = FakeLlm::start(Script::turns(turns)).await.expect("the fake LLM starts");
+    let config = config(&fake);
+    let gateway = HttpGateway::start(&config.path()).await;
+    let origin = gateway.url.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
+    let client = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/clients/py_agents_hosted_mcp.py");
+    let base_url = format!("{origin}/v1");
+    let (ok, printed) = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::task::spawn_blocking(move || deps::run_python(&client, &[base_url.into()])),
+    )
+    .await
+    .expect("the client finishes in time")
+    .expect("the client ran");
+    assert!(ok, "the Agents SDK client failed:\n{printed}");
+    let report: Value = serde_json::from_str(printed.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("a JSON report ({e}):\n{printed}"));
+    assert_eq!(report["runs"][0]["final"], "It echoed.", "{report}");
+    assert_eq!(report["runs"][1]["final"], "It was denied.", "{report}");
+    let items = |run: usize| report["runs"][run]["items"].to_string();
+    assert!(items(0).contains("mcp_approval_response_item") && items(0).contains("tool_call_item"));
+    assert!(!items(1).contains("tool_call_item"), "the denied call did not run: {report}");
+    assert_eq!(report["asked"][0]["arguments"]["text"], "approve me", "{report}");
+    assert_eq!(report["asked"][1]["arguments"]["text"], "deny me", "{report}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4, "one model request per turn");
+    assert!(tool_results(&requests[1]).iter().any(|r| r.contains("approve me")));
+    let denial = tool_results(&requests[3]);
+    assert!(denial.iter().any(|r| r.contains("not this one")), "{denial:?}");
+    let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("audit log");
+    assert!(!audit.contains("deny me"), "the denied call never ran");
+    gateway.terminate().await;
+}
