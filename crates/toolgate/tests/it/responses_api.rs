@@ -305,3 +305,86 @@ async fn the_agents_sdk_hosted_mcp_tool_answers_approvals_through_its_callback()
     assert!(!audit.contains("deny me"), "the denied call never ran");
     gateway.terminate().await;
 }
+
+/// The reference servers from the npm registry behind `/v1/responses`: server-memory and
+/// server-filesystem over stdio, server-everything over streamable HTTP, all three called in
+/// one model turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_servers_answer_hosted_calls() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let root_path = root.path().canonicalize().expect("canonical");
+    std::fs::write(root_path.join("note.txt"), "hello from a file").expect("write");
+    let note = root_path.join("note.txt").to_string_lossy().into_owned();
+    let memory_file = root_path.join("memory.jsonl").to_string_lossy().into_owned();
+    let everything = deps::EverythingServer::start("streamableHttp").await;
+    let turns = vec![
+        Turn::tool_call(
+            "mem__create_entities",
+            r#"{"entities":[{"name":"toolgate","entityType":"project","observations":["a gateway"]}]}"#,
+        )
+        .and_tool_call("files__read_text_file", serde_json::json!({ "path": note }).to_string())
+        .and_tool_call("ev__echo", r#"{"message":"hi"}"#),
+        Turn::text("All three answered."),
+    ];
+    let fake = FakeLlm::start(Script::turns(turns)).await.expect("the fake LLM starts");
+    let config = ConfigDir::new(&format!(
+        "{}{}[servers.ev]\nurl = {}\n\n[gateway]\nllm_api = true\n\n[agent]\n\
+         provider = \"compatible\"\nbase_url = {}\nmodel = \"m\"\n\n[llm]\nstore = \"off\"\n",
+        deps::npm_stdio_server(
+            "mem",
+            "mcp-server-memory",
+            &[],
+            &[("MEMORY_FILE_PATH", &memory_file)]
+        ),
+        deps::npm_stdio_server(
+            "files",
+            "mcp-server-filesystem",
+            &[&root_path.to_string_lossy()],
+            &[]
+        ),
+        toml_str(&everything.url),
+        toml_str(&fake.base_url()),
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let origin = gateway.url.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
+    let tool = |label: &str| serde_json::json!({ "type": "mcp", "server_label": label, "require_approval": "never" });
+    let (status, response) = create(
+        &origin,
+        None,
+        serde_json::json!({
+            "model": "m", "input": "use them all", "store": false,
+            "tools": [tool("mem"), tool("files"), tool("ev")],
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(
+        kinds(&response),
+        [
+            "mcp_list_tools",
+            "mcp_list_tools",
+            "mcp_list_tools",
+            "mcp_call",
+            "mcp_call",
+            "mcp_call",
+            "message"
+        ],
+        "{response}"
+    );
+    let output = response["output"].as_array().expect("output");
+    for call in &output[3..6] {
+        assert_eq!(call["status"], "completed", "{call}");
+    }
+    assert!(output[3]["output"].as_str().unwrap_or_default().contains("toolgate"), "{}", output[3]);
+    assert!(output[4]["output"].as_str().unwrap_or_default().contains("hello from a file"));
+    assert_eq!(output[5]["output"], "Echo: hi");
+    let listed: Vec<&str> = output[1]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(listed.contains(&"read_text_file"), "listed by the server's own names: {listed:?}");
+    assert!(std::fs::read_to_string(&memory_file).expect("memory file").contains("a gateway"));
+    gateway.terminate().await;
+}
