@@ -620,3 +620,125 @@ fn pytest_keeps_a_failures_captured_output_under_its_titles_only_when_asked() {
     let left_out = filter(&log, &Settings::default()).expect("recognised").text;
     assert!(!left_out.contains("Captured") && !left_out.contains("reporting"), "{left_out}");
 }
+
+#[test]
+fn a_cargo_build_that_does_not_compile_is_no_test_run() {
+    // `cargo build`: its errors are the build's, not a test run's, and pass as they are.
+    let build = format!(
+        "{}   Compiling ledger v0.1.0 (/src/ledger)
+error[E0308]: mismatched types
+ --> src/lib.rs:3:5
+  |
+2 | pub fn total() -> u32 {{
+  |                   --- expected `u32` because of return type
+3 |     \"zero\"
+  |     ^^^^^^ expected `u32`, found `&str`
+
+For more information about this error, try `rustc --explain E0308`.
+error: could not compile `ledger` (lib) due to 1 previous error
+",
+        compiling(10)
+    );
+    assert_eq!(filter(&build, &Settings::default()), None);
+    // The same errors when `cargo test` builds the tests are a failed test run.
+    let test = build.replace("(lib)", "(lib test)");
+    let shortened = filter(&test, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::CargoTest, failed: 0, passed: Some(0), errors: 1 };
+    assert_eq!(shortened.runs, [run], "{}", shortened.text);
+}
+
+#[test]
+fn plain_go_test_counts_a_failure_after_one_with_failing_subtests() {
+    let mut log = "--- FAIL: TestShip (0.00s)
+    --- FAIL: TestShip/mixed_order (0.00s)
+        ship_test.go:31: shipped 5 items, want 6
+    --- FAIL: TestShip/empty_order (0.00s)
+        ship_test.go:31: shipped 1 items, want 0
+--- FAIL: TestTotal (0.00s)
+    stock_test.go:17: Total = 12, want 13
+FAIL
+FAIL\texample.com/stock\t0.004s
+"
+    .to_owned();
+    for n in 0..20 {
+        log.push_str(&format!("?   \texample.com/stock/cmd{n}\t[no test files]\n"));
+    }
+    log.push_str("FAIL\n");
+    let shortened = filter(&log, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::GoTest, failed: 2, passed: None, errors: 0 };
+    assert_eq!(shortened.runs, [run], "{}", shortened.text);
+    assert!(
+        shortened
+            .text
+            .contains("--- FAIL: TestTotal (0.00s)\n    stock_test.go:17: Total = 12, want 13\n"),
+        "{}",
+        shortened.text
+    );
+}
+
+#[test]
+fn a_failing_parents_own_log_after_a_passing_subtest_is_kept() {
+    // `go test -v` before Go 1.14 printed each test's log under its result line: the
+    // parent's, after the subtest it ran first, is the parent's, not that subtest's.
+    let mut log = "=== RUN   TestTotals
+=== RUN   TestTotals/empty
+=== RUN   TestTotals/refund
+--- FAIL: TestTotals (0.00s)
+    --- PASS: TestTotals/empty (0.00s)
+        totals_test.go:12: an empty basket totals 0
+    totals_test.go:16: checked the empty basket
+    --- FAIL: TestTotals/refund (0.00s)
+        totals_test.go:20: Total = 12, want 13
+FAIL
+FAIL\texample.com/shop\t0.003s
+"
+    .to_owned();
+    for n in 0..20 {
+        log.push_str(&format!("?   \texample.com/shop/cmd{n}\t[no test files]\n"));
+    }
+    log.push_str("FAIL\n");
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(
+        shortened.contains(
+            "--- FAIL: TestTotals (0.00s)\n    totals_test.go:16: checked the empty basket\n    --- FAIL: TestTotals/refund (0.00s)\n"
+        ),
+        "{shortened}"
+    );
+    assert!(!shortened.contains("an empty basket totals 0"), "{shortened}");
+}
+
+#[test]
+fn vitest_keeps_a_diffs_lines_that_start_with_a_bar() {
+    // A markdown table compared: the diff's lines start with `|` once trimmed. Only a code
+    // frame's caret line (`|   ^`) is left out.
+    let table = "AssertionError: expected '| item | qty |\\n| pear | 4 |' to be '| item | qty |\\n| pear | 3 |' // Object.is equality
+
+- Expected
++ Received
+
+  | item | qty |
+- | pear | 3 |
++ | pear | 4 |
+";
+    let log = fixture("vitest-fail.txt");
+    let number = "AssertionError: expected 12 to be 13 // Object.is equality
+
+- Expected
++ Received
+
+- 13
++ 12
+";
+    assert!(log.contains(number));
+    let log = log.replacen(number, table, 1);
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(
+        shortened.contains("\n+ Received\n  | item | qty |\n- | pear | 3 |\n+ | pear | 4 |\n"),
+        "{shortened}"
+    );
+    assert!(
+        shortened.contains("expect(total([...prices, ...refunds])).toBe(13);\n"),
+        "{shortened}"
+    );
+    assert!(!shortened.contains("^\n"), "{shortened}");
+}
