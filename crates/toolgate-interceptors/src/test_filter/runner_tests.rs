@@ -514,3 +514,231 @@ error: could not compile `ledger` (lib test) due to 1 previous error\n",
         shortened.text
     );
 }
+
+#[test]
+fn cargos_stderr_alone_is_a_failed_test_run() {
+    // A tool that returns the two streams apart: libtest's report is on stdout, and what
+    // cargo says on stderr names no test. Here the test binary crashed.
+    let stderr = format!(
+        "{}   Compiling ledger v0.1.0 (/src/ledger)
+    Finished `test` profile [unoptimized + debuginfo] target(s) in 2.31s
+     Running unittests src/lib.rs (target/debug/deps/ledger-1a2b3c4d5e6f7a8b)
+error: test failed, to rerun pass `--lib`
+
+Caused by:
+  process didn't exit successfully: `/src/ledger/target/debug/deps/ledger-1a2b3c4d5e6f7a8b` (signal: 11, SIGSEGV: invalid memory reference)
+",
+        compiling(10)
+    );
+    let shortened = filter(&stderr, &Settings::default()).expect("recognised");
+    let runners: Vec<Runner> = shortened.runs.iter().map(|run| run.runner).collect();
+    assert_eq!(runners, [Runner::CargoTest], "{}", shortened.text);
+    assert!(
+        shortened.text.contains("\nerror: test failed, to rerun pass `--lib`\nCaused by:\n"),
+        "{}",
+        shortened.text
+    );
+    assert!(!shortened.text.contains("Compiling"), "{}", shortened.text);
+}
+
+#[test]
+fn jest_keeps_nodes_caret_under_a_line_it_could_not_parse() {
+    // A dependency jest did not transform: node shows the line it could not parse and a
+    // caret under the token, which are kept; the code frame's own caret (`| ^`) is not.
+    let node = "    ({\"Object.<anonymous>\":function(module,exports,require,__dirname,__filename,jest){import { webcrypto as crypto } from 'node:crypto'
+                                                                                      ^^^^^^
+";
+    let log = format!(
+        "FAIL src/ids.test.js
+  ● Test suite failed to run
+
+    Jest encountered an unexpected token
+
+    Jest failed to parse a file. This happens e.g. when your code or its dependencies use non-standard JavaScript syntax, or when Jest is not configured to support such syntax.
+
+    Out of the box Jest supports Babel, which will be used to transform your files into valid JS based on your Babel configuration.
+
+    By default \"node_modules\" folder is ignored by transformers.
+
+    Details:
+
+    /src/shop/node_modules/nanoid/index.js:1
+{node}
+    SyntaxError: Cannot use import statement outside a module
+
+    > 1 | import {{ nanoid }} from 'nanoid';
+        | ^
+      2 |
+      3 | test('ids are 21 characters', () => {{
+      4 |   expect(nanoid()).toHaveLength(21);
+
+      at Runtime.createScriptFromCode (node_modules/jest-runtime/build/index.js:1505:14)
+      at Object.<anonymous> (src/ids.test.js:1:1)
+
+Test Suites: 1 failed, 1 total
+Tests:       0 total
+Snapshots:   0 total
+Time:        0.412 s
+Ran all test suites.
+"
+    );
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(shortened.contains(node), "{shortened}");
+    assert!(shortened.contains("\n    > 1 | import { nanoid } from 'nanoid';\n"), "{shortened}");
+    assert!(!shortened.contains("| ^"), "{shortened}");
+}
+
+#[test]
+fn pytest_without_tracebacks_keeps_the_short_summarys_failures() {
+    // `--tb=no`: no FAILURES section, so the short summary's `FAILED` lines are all there is
+    // about each failure.
+    let log = fixture("pytest-fail.txt");
+    let from = log.find("=================================== FAILURES").unwrap();
+    let to = log.find("=========================== short test summary info").unwrap();
+    let log = format!("{}{}", &log[..from], &log[to..]);
+    let shortened = filter(&log, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::Pytest, failed: 5, passed: Some(140), errors: 0 };
+    assert_eq!(shortened.runs, [run], "{}", shortened.text);
+    let failed: Vec<&str> = log.lines().filter(|line| line.starts_with("FAILED ")).collect();
+    assert_eq!(failed.len(), 5);
+    for line in failed {
+        assert!(shortened.text.contains(&format!("\n{line}\n")), "{line:?} left out");
+    }
+}
+
+#[test]
+fn pytest_keeps_a_failures_captured_output_under_its_titles_only_when_asked() {
+    let log = fixture("pytest-fail.txt");
+    // The last failure's place, then its captured log and stdout, each under its title.
+    let from = log.find("test_warehouse.py:40: AssertionError\n").unwrap();
+    let to = log.find("=========================== short test summary info").unwrap();
+    let captured = &log[from..to];
+    assert!(captured.contains("Captured stdout call") && captured.contains("reporting plums"));
+    let output = Settings { keep_output: true, ..Settings::default() };
+    let kept = filter(&log, &output).expect("recognised").text;
+    assert!(kept.contains(captured), "{kept}");
+    let left_out = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(!left_out.contains("Captured") && !left_out.contains("reporting"), "{left_out}");
+}
+
+#[test]
+fn a_cargo_build_that_does_not_compile_is_no_test_run() {
+    // `cargo build`: its errors are the build's, not a test run's, and pass as they are.
+    let build = format!(
+        "{}   Compiling ledger v0.1.0 (/src/ledger)
+error[E0308]: mismatched types
+ --> src/lib.rs:3:5
+  |
+2 | pub fn total() -> u32 {{
+  |                   --- expected `u32` because of return type
+3 |     \"zero\"
+  |     ^^^^^^ expected `u32`, found `&str`
+
+For more information about this error, try `rustc --explain E0308`.
+error: could not compile `ledger` (lib) due to 1 previous error
+",
+        compiling(10)
+    );
+    assert_eq!(filter(&build, &Settings::default()), None);
+    // The same errors when `cargo test` builds the tests are a failed test run.
+    let test = build.replace("(lib)", "(lib test)");
+    let shortened = filter(&test, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::CargoTest, failed: 0, passed: Some(0), errors: 1 };
+    assert_eq!(shortened.runs, [run], "{}", shortened.text);
+}
+
+#[test]
+fn plain_go_test_counts_a_failure_after_one_with_failing_subtests() {
+    let mut log = "--- FAIL: TestShip (0.00s)
+    --- FAIL: TestShip/mixed_order (0.00s)
+        ship_test.go:31: shipped 5 items, want 6
+    --- FAIL: TestShip/empty_order (0.00s)
+        ship_test.go:31: shipped 1 items, want 0
+--- FAIL: TestTotal (0.00s)
+    stock_test.go:17: Total = 12, want 13
+FAIL
+FAIL\texample.com/stock\t0.004s
+"
+    .to_owned();
+    for n in 0..20 {
+        log.push_str(&format!("?   \texample.com/stock/cmd{n}\t[no test files]\n"));
+    }
+    log.push_str("FAIL\n");
+    let shortened = filter(&log, &Settings::default()).expect("recognised");
+    let run = Run { runner: Runner::GoTest, failed: 2, passed: None, errors: 0 };
+    assert_eq!(shortened.runs, [run], "{}", shortened.text);
+    assert!(
+        shortened
+            .text
+            .contains("--- FAIL: TestTotal (0.00s)\n    stock_test.go:17: Total = 12, want 13\n"),
+        "{}",
+        shortened.text
+    );
+}
+
+#[test]
+fn a_failing_parents_own_log_after_a_passing_subtest_is_kept() {
+    // `go test -v` before Go 1.14 printed each test's log under its result line: the
+    // parent's, after the subtest it ran first, is the parent's, not that subtest's.
+    let mut log = "=== RUN   TestTotals
+=== RUN   TestTotals/empty
+=== RUN   TestTotals/refund
+--- FAIL: TestTotals (0.00s)
+    --- PASS: TestTotals/empty (0.00s)
+        totals_test.go:12: an empty basket totals 0
+    totals_test.go:16: checked the empty basket
+    --- FAIL: TestTotals/refund (0.00s)
+        totals_test.go:20: Total = 12, want 13
+FAIL
+FAIL\texample.com/shop\t0.003s
+"
+    .to_owned();
+    for n in 0..20 {
+        log.push_str(&format!("?   \texample.com/shop/cmd{n}\t[no test files]\n"));
+    }
+    log.push_str("FAIL\n");
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(
+        shortened.contains(
+            "--- FAIL: TestTotals (0.00s)\n    totals_test.go:16: checked the empty basket\n    --- FAIL: TestTotals/refund (0.00s)\n"
+        ),
+        "{shortened}"
+    );
+    assert!(!shortened.contains("an empty basket totals 0"), "{shortened}");
+}
+
+#[test]
+fn vitest_keeps_a_diffs_lines_that_start_with_a_bar() {
+    // A markdown table compared: the diff's lines start with `|` once trimmed. Only a code
+    // frame's caret line (`|   ^`) is left out.
+    let table = "AssertionError: expected '| item | qty |\\n| pear | 4 |' to be '| item | qty |\\n| pear | 3 |' // Object.is equality
+
+- Expected
++ Received
+
+  | item | qty |
+- | pear | 3 |
++ | pear | 4 |
+";
+    let log = fixture("vitest-fail.txt");
+    let number = "AssertionError: expected 12 to be 13 // Object.is equality
+
+- Expected
++ Received
+
+- 13
++ 12
+";
+    assert!(log.contains(number));
+    let log = log.replacen(number, table, 1);
+    let shortened = filter(&log, &Settings::default()).expect("recognised").text;
+    assert!(
+        shortened.contains("\n+ Received\n  | item | qty |\n- | pear | 3 |\n+ | pear | 4 |\n"),
+        "{shortened}"
+    );
+    assert!(
+        shortened.contains("expect(total([...prices, ...refunds])).toBe(13);\n"),
+        "{shortened}"
+    );
+    assert!(!shortened.contains("^\n"), "{shortened}");
+}
