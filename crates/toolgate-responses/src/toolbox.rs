@@ -44,6 +44,8 @@ pub(crate) struct Listing {
     pub(crate) server_label: String,
     /// `{name, description, input_schema, annotations}` per tool.
     pub(crate) tools: Vec<Value>,
+    /// Why its tools could not be listed (it is down, or never connected).
+    pub(crate) error: Option<String>,
 }
 
 /// The tools of one response.
@@ -69,8 +71,26 @@ impl Toolbox {
     ) -> Result<Toolbox, ApiError> {
         let inventory = gateway.inventory();
         let upstreams = gateway.upstreams();
-        let configured: Vec<String> =
-            upstreams.iter().map(|upstream| upstream.name().to_owned()).collect();
+        let tenants = gateway.tenants();
+        // The servers this caller may reach: another tenant's are not named to it.
+        let configured: Vec<String> = upstreams
+            .iter()
+            .map(|upstream| upstream.name().to_owned())
+            .chain(gateway.failed().iter().map(|failed| failed.name.clone()))
+            .chain(gateway.starting().iter().cloned())
+            .filter(|name| tenants.reaches(&ctx.principal, name))
+            .collect();
+        // Why a configured server's tools cannot be listed now, if they cannot.
+        let down = |label: &str| -> Option<String> {
+            if let Some(failed) = gateway.failed().iter().find(|failed| failed.name == label) {
+                return Some(format!("server {label} could not be connected: {}", failed.reason));
+            }
+            match upstreams.iter().find(|upstream| upstream.name() == label) {
+                Some(upstream) if upstream.is_connected() => None,
+                Some(_) => Some(format!("server {label} is not connected now (restarting)")),
+                None => Some(format!("server {label} is still starting")),
+            }
+        };
         let format_of = |server: &str, tool: &str| {
             let upstream = upstreams.iter().find(|upstream| upstream.name() == server)?;
             upstream.config().response_format_for(tool).filter(|format| {
@@ -110,7 +130,8 @@ impl Toolbox {
                 tools.push(listed_tool(&route.original, tool));
                 chosen.push((tool.name.to_string(), server, route.original.clone(), tool));
             }
-            listings.push(Listing { server_label: server.server_label.clone(), tools });
+            let error = down(&server.server_label).filter(|_| tools.is_empty());
+            listings.push(Listing { server_label: server.server_label.clone(), tools, error });
         }
         let names = ToolNames::new(
             dialect,

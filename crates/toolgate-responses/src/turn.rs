@@ -83,34 +83,12 @@ impl Turns<'_> {
         };
         let answered = state.take_input(&model_name, &self.request.input)?;
         for listing in &toolbox.listings {
-            if state.listed.contains(&listing.server_label) {
-                continue;
+            if !state.listed.contains(&listing.server_label) {
+                list(output, listing).await;
+                if listing.error.is_none() {
+                    state.listed.push(listing.server_label.clone());
+                }
             }
-            let index = output
-                .add(json!({
-                    "type": "mcp_list_tools", "id": new_id("mcpl"),
-                    "server_label": listing.server_label, "tools": [],
-                }))
-                .await;
-            let id = output.id_of(index);
-            output
-                .event(
-                    "response.mcp_list_tools.in_progress",
-                    json!({ "item_id": id, "output_index": index }),
-                )
-                .await;
-            output
-                .event(
-                    "response.mcp_list_tools.completed",
-                    json!({ "item_id": id, "output_index": index }),
-                )
-                .await;
-            let item = json!({
-                "type": "mcp_list_tools", "id": id, "server_label": listing.server_label,
-                "tools": listing.tools,
-            });
-            output.done(index, item).await;
-            state.listed.push(listing.server_label.clone());
         }
         let mut calls_left = self.max_tool_calls;
         for answer in answered {
@@ -394,6 +372,32 @@ enum CallItem {
     Output(String, Option<Box<mcp::CallToolResult>>),
     /// Its `error`.
     Failed(Value),
+}
+
+/// The `mcp_list_tools` item of one server, with its events; listed again in the next
+/// response of the conversation when its tools could not be listed.
+async fn list(output: &mut Output, listing: &crate::toolbox::Listing) {
+    let index = output
+        .add(json!({
+            "type": "mcp_list_tools", "id": new_id("mcpl"),
+            "server_label": listing.server_label, "tools": [],
+        }))
+        .await;
+    let id = output.id_of(index);
+    let at = json!({ "item_id": id, "output_index": index });
+    output.event("response.mcp_list_tools.in_progress", at.clone()).await;
+    let mut item = json!({
+        "type": "mcp_list_tools", "id": id, "server_label": listing.server_label,
+        "tools": listing.tools,
+    });
+    match &listing.error {
+        None => output.event("response.mcp_list_tools.completed", at).await,
+        Some(error) => {
+            item["error"] = error.as_str().into();
+            output.event("response.mcp_list_tools.failed", at).await;
+        }
+    }
+    output.done(index, item).await;
 }
 
 /// An `mcp_approval_request` for `call`, which then waits.

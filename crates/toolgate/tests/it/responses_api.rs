@@ -157,6 +157,7 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
         Turn::text("Refused, as it should be."),
         Turn::tool_call("fx__slow", r#"{"steps":1,"step_ms":3000}"#),
         Turn::text("It timed out."),
+        Turn::text("No tools today."),
         Turn::tool_call("fx__echo", r#"{"text":"forbidden"}"#),
         Turn::text("Globex may."),
         Turn::tool_call("fx__rich_echo", r#"{"text":"chat asks"}"#),
@@ -166,13 +167,14 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
     let acme = toolgate_auth::generate_key().expect("a key");
     let globex = toolgate_auth::generate_key().expect("a key");
     let config = ConfigDir::new(&format!(
-        "{}timeout = \"500ms\"\n\n[gateway]\nllm_api = true\n\n\
+        "{}timeout = \"500ms\"\n\n[servers.gone]\nurl = \"http://127.0.0.1:9/mcp\"\n\
+         startup_timeout = \"2s\"\n\n[gateway]\nllm_api = true\n\n\
          [agent]\nprovider = \"compatible\"\nbase_url = {}\nmodel = \"m\"\n\n\
          [llm]\nstore = \"sqlite:responses.db\"\n\n\
          [[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
          rules = [{{ tools = [\"rich_echo\"], decision = \"ask\", reason = \"rich echo needs a yes\" }}]\n\n\
          [[pipeline]]\nkind = \"approval\"\n\n\
-         [tenants.acme]\nservers = [\"fx\"]\n\n\
+         [tenants.acme]\nservers = [\"fx\", \"gone\"]\n\n\
          [[tenants.acme.pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
          rules = [{{ tools = [\"echo\"], when = {{ path = \"text\", matches = \"forbidden\" }}, \
          decision = \"deny\", reason = \"not that word\" }}]\n\n\
@@ -233,6 +235,29 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
     let call = &slow["output"][1];
     assert_eq!(call["status"], "failed", "{slow}");
 
+    // A server that could not be connected: listed with the error, the rest goes on; one of
+    // another tenant is not named to this one.
+    let gone = serde_json::json!([
+        { "type": "mcp", "server_label": "gone", "require_approval": "never" },
+    ]);
+    let (status, down) = create(
+        &origin,
+        Some(&acme.key),
+        serde_json::json!({ "model": "m", "input": "hello", "tools": gone }),
+    )
+    .await;
+    assert_eq!(status, 200, "{down}");
+    assert_eq!(down["output"][0]["type"], "mcp_list_tools", "{down}");
+    assert!(down["output"][0]["error"].as_str().unwrap_or_default().contains("gone"), "{down}");
+    let (status, hidden) = create(
+        &origin,
+        Some(&globex.key),
+        serde_json::json!({ "model": "m", "input": "hello", "tools": gone }),
+    )
+    .await;
+    assert_eq!(status, 400, "{hidden}");
+    assert_eq!(hidden["error"]["param"], "tools[0].server_label", "{hidden}");
+
     // Globex has no such policy.
     let (_, allowed) = create(&origin, Some(&globex.key), ask("forbidden echo")).await;
     assert_eq!(allowed["output"][1]["status"], "completed", "{allowed}");
@@ -252,8 +277,8 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
     assert_eq!(chat["choices"][0]["message"]["content"], "Nobody could approve it.", "{chat}");
 
     let requests = fake.requests();
-    assert_eq!(requests.len(), 10, "one model request per turn");
-    let refusal = tool_results(&requests[9]);
+    assert_eq!(requests.len(), 11, "one model request per turn");
+    let refusal = tool_results(&requests[10]);
     assert!(refusal.iter().any(|r| r.contains("no way to ask")), "{refusal:?}");
     assert!(tool_results(&requests[3]).iter().any(|r| r.contains("not that word")));
     let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("audit log");
