@@ -57,6 +57,24 @@ fn config(fake: &FakeLlm) -> ConfigDir {
     ))
 }
 
+/// Runs `tests/clients/SCRIPT` with the test venv's Python against the gateway at `origin`
+/// (its `/v1`); the JSON report it prints last.
+async fn run_client(script: &str, origin: &str) -> Value {
+    let client =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/clients").join(script);
+    let base_url = format!("{origin}/v1");
+    let (ok, printed) = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::task::spawn_blocking(move || deps::run_python(&client, &[base_url.into()])),
+    )
+    .await
+    .expect("the client finishes in time")
+    .expect("the client ran");
+    assert!(ok, "{script} failed:\n{printed}");
+    let last = printed.lines().rfind(|line| line.starts_with('{')).unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{printed}"))
+}
+
 /// The text of every tool result a request carried to the model.
 fn tool_results(request: &Request) -> Vec<String> {
     request.body["messages"]
@@ -74,19 +92,7 @@ async fn the_openai_sdk_runs_hosted_mcp_tools_with_approvals_through_the_gateway
     let config = config(&fake);
     let gateway = HttpGateway::start(&config.path()).await;
     let origin = gateway.url.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
-    let client = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/clients/py_responses.py");
-    let base_url = format!("{origin}/v1");
-    let (ok, printed) = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::task::spawn_blocking(move || deps::run_python(&client, &[base_url.into()])),
-    )
-    .await
-    .expect("the client finishes in time")
-    .expect("the client ran");
-    assert!(ok, "the openai SDK client failed:\n{printed}");
-    let report: Value = serde_json::from_str(printed.lines().next().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("a JSON report ({e}):\n{printed}"));
+    let report = run_client("py_responses.py", &origin).await;
     assert_eq!(report["negative_control"], "refused");
     assert_eq!(report["deleted"], true);
 
@@ -301,19 +307,7 @@ async fn the_agents_sdk_hosted_mcp_tool_answers_approvals_through_its_callback()
     let config = config(&fake);
     let gateway = HttpGateway::start(&config.path()).await;
     let origin = gateway.url.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
-    let client = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/clients/py_agents_hosted_mcp.py");
-    let base_url = format!("{origin}/v1");
-    let (ok, printed) = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::task::spawn_blocking(move || deps::run_python(&client, &[base_url.into()])),
-    )
-    .await
-    .expect("the client finishes in time")
-    .expect("the client ran");
-    assert!(ok, "the Agents SDK client failed:\n{printed}");
-    let report: Value = serde_json::from_str(printed.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("a JSON report ({e}):\n{printed}"));
+    let report = run_client("py_agents_hosted_mcp.py", &origin).await;
     assert_eq!(report["runs"][0]["final"], "It echoed.", "{report}");
     assert_eq!(report["runs"][1]["final"], "It was denied.", "{report}");
     let items = |run: usize| report["runs"][run]["items"].to_string();
