@@ -166,6 +166,9 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
         Turn::text("No tools today."),
         Turn::tool_call("fx__echo", r#"{"text":"forbidden"}"#),
         Turn::text("Globex may."),
+        Turn::tool_call("fx__echo", r#"{"text":"one"}"#)
+            .and_tool_call("fx__echo", r#"{"text":"two"}"#),
+        Turn::text("Only one ran."),
         Turn::tool_call("fx__rich_echo", r#"{"text":"chat asks"}"#),
         Turn::text("Nobody could approve it."),
     ];
@@ -268,6 +271,12 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
     let (_, allowed) = create(&origin, Some(&globex.key), ask("forbidden echo")).await;
     assert_eq!(allowed["output"][1]["status"], "completed", "{allowed}");
 
+    // max_tool_calls: the second call of the turn is not run, and the model is told.
+    let mut bounded = ask("two echoes");
+    bounded["max_tool_calls"] = 1.into();
+    let (_, bounded) = create(&origin, Some(&globex.key), bounded).await;
+    assert_eq!(kinds(&bounded), ["mcp_list_tools", "mcp_call", "message"], "{bounded}");
+
     // Chat Completions cannot ask: the gateway's ask rule refuses, and the model reads why.
     let chat = reqwest::Client::new()
         .post(format!("{origin}/v1/chat/completions"))
@@ -283,8 +292,10 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
     assert_eq!(chat["choices"][0]["message"]["content"], "Nobody could approve it.", "{chat}");
 
     let requests = fake.requests();
-    assert_eq!(requests.len(), 11, "one model request per turn");
-    let refusal = tool_results(&requests[10]);
+    assert_eq!(requests.len(), 13, "one model request per turn");
+    let not_run = tool_results(&requests[10]);
+    assert!(not_run.iter().any(|r| r.contains("max_tool_calls")), "{not_run:?}");
+    let refusal = tool_results(&requests[12]);
     assert!(refusal.iter().any(|r| r.contains("no way to ask")), "{refusal:?}");
     assert!(tool_results(&requests[3]).iter().any(|r| r.contains("not that word")));
     let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("audit log");
