@@ -203,6 +203,16 @@ async fn tenants_policies_and_the_gateways_own_approvals_reach_responses_clients
     // Without a key: refused, as on /mcp.
     let (status, _) = create(&origin, None, ask("hello")).await;
     assert_eq!(status, 401);
+    // A page of another site that resolves to this address (DNS rebinding): refused.
+    let rebound = reqwest::Client::new()
+        .post(format!("{origin}/v1/responses"))
+        .header("host", "attacker.example")
+        .bearer_auth(&acme.key)
+        .json(&ask("hello"))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(rebound.status().as_u16(), 403);
 
     // The gateway's own ask rule: an approval request, though the request said "never".
     let (status, asked) = create(&origin, Some(&acme.key), ask("rich echo")).await;
