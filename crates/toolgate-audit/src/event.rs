@@ -42,6 +42,9 @@ pub mod kind {
     pub const UPSTREAM_FAILED: &str = "upstream/failed";
     /// An upstream process was restarted after it died.
     pub const UPSTREAM_RESTARTED: &str = "upstream/restarted";
+    /// An upstream was closed on purpose: a server a request named by URL, evicted from the
+    /// pool (field `reason`).
+    pub const UPSTREAM_CLOSED: &str = "upstream/closed";
     /// The merged tool list changed.
     pub const TOOLS_LIST_CHANGED: &str = "tools/list/changed";
     /// A request was refused before it reached the pipeline (unknown tool, bad arguments,

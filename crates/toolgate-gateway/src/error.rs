@@ -38,6 +38,15 @@ pub enum GatewayError {
         /// What the caller should do.
         how: String,
     },
+    /// A server a request names by URL cannot be reached as named (its URL, label or
+    /// headers), or its connection is another caller's. `reason` names no credential.
+    #[error("server {label}: {reason}")]
+    DynamicServer {
+        /// The request's label for it.
+        label: String,
+        /// Why.
+        reason: String,
+    },
     /// A tool the gateway serves itself (`toolgate__read_result`) failed.
     #[error("{tool} failed: {reason}")]
     OwnTool {
@@ -143,6 +152,9 @@ pub fn reply(error: GatewayError) -> ErrorReply {
         GatewayError::Refused(refusal) => ErrorReply::ToolError(refusal.to_string()),
         GatewayError::Declined(error) => ErrorReply::Protocol(error),
         error @ GatewayError::OwnTool { .. } => ErrorReply::ToolError(error.to_string()),
+        error @ GatewayError::DynamicServer { .. } => {
+            ErrorReply::Protocol(mcp::ErrorData::invalid_params(error.to_string(), None))
+        }
         // The model reads it and tells the person, who opens the link.
         error @ GatewayError::SignIn { .. } => ErrorReply::ToolError(error.to_string()),
         error @ GatewayError::TooManySubscriptions { most } => {

@@ -9,7 +9,7 @@
 #![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use toolgate_config::ServerConfig;
 use toolgate_core::mcp;
@@ -24,6 +24,7 @@ use crate::record::Recorder;
 use crate::session::Sessions;
 
 mod dispatch;
+mod dynamic;
 mod events;
 pub(crate) mod exchange;
 mod log_level;
@@ -35,6 +36,8 @@ pub(crate) mod tool_json;
 
 pub use crate::session::SubscriptionBounds;
 pub use dispatch::{INTERCEPTORS_LIST, interceptors_list};
+pub(crate) use dynamic::shown_url;
+pub use dynamic::{DynamicHandle, DynamicServer, PoolSettings, PoolStats};
 use subscriptions::ResourceSubscriptions;
 
 /// A server whose first connection attempt failed (it keeps retrying in the background).
@@ -91,6 +94,10 @@ pub struct Gateway {
     tenants: RwLock<Arc<crate::Tenants>>,
     /// The per-caller connections to servers that sign in each caller, when any does.
     per_caller: Option<per_caller::PerCaller>,
+    /// The servers requests name by URL, connected for their callers.
+    dynamic: dynamic::DynamicPool,
+    /// Itself, for the handles of dynamic servers.
+    me: Weak<Gateway>,
 }
 
 /// Counts a request as in flight until dropped.
@@ -148,7 +155,7 @@ impl Gateway {
             .map(|logins| per_caller::PerCaller::new(logins.clone()));
         let mut gateway = Gateway::new(connected, events, pipeline, recorder);
         gateway.per_caller = per_caller;
-        let gateway = Arc::new(gateway);
+        let gateway = Arc::new_cyclic(|me| Gateway { me: me.clone(), ..gateway });
         events::follow(Arc::downgrade(&gateway), receiver);
         gateway
     }
@@ -184,6 +191,8 @@ impl Gateway {
             askers: crate::askers::Askers::default(),
             tenants: RwLock::default(),
             per_caller: None,
+            dynamic: dynamic::DynamicPool::default(),
+            me: Weak::new(),
         }
     }
 
@@ -349,10 +358,11 @@ impl Gateway {
         *in_flight.borrow()
     }
 
-    /// Ends every upstream connection and child process.
+    /// Ends every upstream connection and child process, the dynamic servers' too.
     pub async fn shutdown(&self) {
         let upstreams = self.upstream_set();
-        futures::future::join_all(upstreams.ordered.iter().map(|u| u.shutdown())).await;
+        let configured = futures::future::join_all(upstreams.ordered.iter().map(|u| u.shutdown()));
+        futures::future::join(configured, self.dynamic.close_everything()).await;
     }
 
     /// The upstream named `server`.

@@ -27,7 +27,8 @@ pub mod unrecognised;
 
 pub use error::{ErrorReply, GatewayError, reply as error_reply};
 pub use gateway::{
-    FailedUpstream, Gateway, INTERCEPTORS_LIST, InProcess, SubscriptionBounds, interceptors_list,
+    DynamicHandle, DynamicServer, FailedUpstream, Gateway, INTERCEPTORS_LIST, InProcess,
+    PoolSettings, PoolStats, SubscriptionBounds, interceptors_list,
 };
 pub use protocol::Dispatcher;
 pub use record::Recorder;

@@ -247,6 +247,38 @@ impl Recorder {
         self.bus.publish(published);
     }
 
+    /// A server a request named by URL connected for `ctx`'s caller: `upstream/connected`
+    /// with `dynamic: true`, its URL without query, never its credentials.
+    pub(crate) fn dynamic_connected(&self, label: &str, url: &url::Url, ctx: &CallContext) {
+        if self.is_listening() {
+            self.bus.publish(dynamic_event(kind::UPSTREAM_CONNECTED, label, url, ctx));
+        }
+    }
+
+    /// A server a request named by URL could not be reached: `upstream/failed` with
+    /// `dynamic: true` and why.
+    pub(crate) fn dynamic_failed(
+        &self,
+        label: &str,
+        url: &url::Url,
+        ctx: &CallContext,
+        error: &UpstreamError,
+    ) {
+        if self.is_listening() {
+            let reason = self.scrub(toolgate_core::ErrorChain(error).to_string());
+            let event = dynamic_event(kind::UPSTREAM_FAILED, label, url, ctx);
+            self.bus.publish(event.with("reason", reason));
+        }
+    }
+
+    /// The pool closed a server a request named by URL: `upstream/closed`, and why.
+    pub(crate) fn dynamic_closed(&self, label: &str, reason: &str) {
+        if self.is_listening() {
+            let event = Event::new(kind::UPSTREAM_CLOSED).with("server", label.to_owned());
+            self.bus.publish(event.with("dynamic", true).with("reason", reason.to_owned()));
+        }
+    }
+
     /// Lists that changed for clients.
     pub(crate) fn lists_changed(&self, changed: Changed) {
         let lists = [
@@ -279,6 +311,15 @@ fn request_event(kind: &str, ctx: &CallContext) -> Event {
         event = event.with("request_id", id.clone());
     }
     event
+}
+
+/// An event about a server a request named by URL, for `ctx`'s caller.
+fn dynamic_event(kind: &str, label: &str, url: &url::Url, ctx: &CallContext) -> Event {
+    let event = Event::new(kind)
+        .with("server", label.to_owned())
+        .with("dynamic", true)
+        .with("url", crate::gateway::shown_url(url));
+    with_principal(event, ctx)
 }
 
 /// `event` with who asked (see `Principal::fields`).

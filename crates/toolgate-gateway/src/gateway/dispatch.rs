@@ -11,6 +11,7 @@ use toolgate_intercept::{
 };
 use toolgate_upstream::{CallOptions, Inventory, Route, ToolAnswer, Upstream, UpstreamError};
 
+use super::dynamic::Pooled;
 use super::exchange::{
     CallTool, Complete, Exchange, GetPrompt, ListInterceptors, ListPrompts, ListResourceTemplates,
     ListResources, ListTools, Listen, ReadResource, Requested, request_phase, response_phase,
@@ -33,6 +34,16 @@ fn parsed(answer: ToolAnswer, ctx: &CallContext) -> Result<mcp::CallToolResult, 
             detail: format!("a result that is not a CallToolResult ({error})"),
         })
     })
+}
+
+/// Where a tool call's name is looked up, and where it is sent.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// The inventory (and the pipeline's own tools and aliases), on servers the caller
+    /// reaches.
+    Shared,
+    /// The tools of one server a request named by URL, and those only.
+    Dynamic(&'a Pooled),
 }
 
 /// How a `tools/call` result is wanted.
@@ -146,7 +157,7 @@ impl Gateway {
     }
 
     /// A list, through the pipeline; what was decided is recorded.
-    async fn list<E: Exchange<Params = ()>>(
+    pub(super) async fn list<E: Exchange<Params = ()>>(
         &self,
         list: E::Output,
         ctx: &mut CallContext,
@@ -164,7 +175,20 @@ impl Gateway {
         options: &CallOptions,
         ctx: &mut CallContext,
     ) -> Result<mcp::CallToolResult, GatewayError> {
-        let answer = self.call(params, options, ctx, Passing::Parsed).await?;
+        let answer = self.call(params, options, ctx, Passing::Parsed, Source::Shared).await?;
+        parsed(answer, ctx)
+    }
+
+    /// [`call_tool`](Self::call_tool) of a tool of `server`, a server a request named by URL.
+    pub(super) async fn call_dynamic(
+        &self,
+        params: mcp::CallToolRequestParams,
+        options: &CallOptions,
+        ctx: &mut CallContext,
+        server: &Pooled,
+    ) -> Result<mcp::CallToolResult, GatewayError> {
+        let source = Source::Dynamic(server);
+        let answer = self.call(params, options, ctx, Passing::Parsed, source).await?;
         parsed(answer, ctx)
     }
 
@@ -178,7 +202,7 @@ impl Gateway {
         options: &CallOptions,
         ctx: &mut CallContext,
     ) -> Result<ToolAnswer, GatewayError> {
-        self.call(params, options, ctx, Passing::AsWritten).await
+        self.call(params, options, ctx, Passing::AsWritten, Source::Shared).await
     }
 
     async fn call(
@@ -187,10 +211,11 @@ impl Gateway {
         options: &CallOptions,
         ctx: &mut CallContext,
         passing: Passing,
+        source: Source<'_>,
     ) -> Result<ToolAnswer, GatewayError> {
         let _in_flight = self.in_flight();
         let exposed = params.name.to_string();
-        let outcome = self.dispatch_tool(params, options, ctx, passing).await;
+        let outcome = self.dispatch_tool(params, options, ctx, passing, source).await;
         self.recorder.call_ended(ctx, &exposed, &outcome);
         outcome
     }
@@ -201,39 +226,53 @@ impl Gateway {
         options: &CallOptions,
         ctx: &mut CallContext,
         passing: Passing,
+        source: Source<'_>,
     ) -> Result<ToolAnswer, GatewayError> {
         let inventory = self.inventory();
-        // A tool's own name first; an alias only for names no tool has.
-        let target = tool_target(&self.pipeline, &inventory, &params.name)
-            .or_else(|| {
-                let name = self.pipeline.alias_of(&params.name)?;
-                tool_target(&self.pipeline, &inventory, &name)
-            })
-            .filter(|target| self.reaches(ctx, &target.server))
-            .ok_or_else(|| self.unknown_tool(ctx, &params.name))?;
+        let target = match source {
+            // A tool's own name first; an alias only for names no tool has.
+            Source::Shared => tool_target(&self.pipeline, &inventory, &params.name)
+                .or_else(|| {
+                    let name = self.pipeline.alias_of(&params.name)?;
+                    tool_target(&self.pipeline, &inventory, &name)
+                })
+                .filter(|target| self.reaches(ctx, &target.server))
+                .ok_or_else(|| self.unknown_tool(ctx, &params.name))?,
+            Source::Dynamic(server) => server
+                .target(&params.name)
+                .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?,
+        };
         ctx.target = Some(target);
         self.recorder.call_started(ctx, &params);
         if !self.pipeline.is_empty() {
             let pipeline = self.pipeline.clone();
-            ctx.retarget =
-                Some(Arc::new(move |name: &str| tool_target(&pipeline, &inventory, name)));
+            ctx.retarget = Some(match source {
+                Source::Shared => {
+                    Arc::new(move |name: &str| tool_target(&pipeline, &inventory, name))
+                }
+                Source::Dynamic(server) => server.retarget(),
+            });
         }
         let options = self.relayed(options, ctx);
         let params = match request_phase::<CallTool>(&self.pipeline, params, ctx).await? {
             Requested::Send(params) => params,
             Requested::Answered(result) => return Ok(ToolAnswer::Parsed(result)),
         };
-        // A mutator may have renamed the call: to a tool of a server the caller reaches only.
+        // A mutator may have renamed the call: to a tool of a server the caller reaches only
+        // (of the dynamic server's, for a call of one).
         if let Some(target) = &ctx.target
-            && !self.reaches(ctx, &target.server)
+            && match source {
+                Source::Shared => !self.reaches(ctx, &target.server),
+                Source::Dynamic(server) => target.server != server.label(),
+            }
         {
             return Err(GatewayError::UnknownTool(params.name.to_string()));
         }
-        self.check_approval(ctx, &params)?;
+        self.check_approval(ctx, &params, source)?;
         // Asked after the request phase, which may have re-targeted the call.
         let read = self.pipeline.runs_on(InterceptionEvent::ToolsCall, Phase::Response, ctx);
         let as_written = passing == Passing::AsWritten && !read;
-        let answer = self.send_tool(params, &options, ctx, as_written).await?;
+        let answer = self.send_tool(params, &options, ctx, as_written, source).await?;
         if !read {
             return Ok(answer);
         }
@@ -309,6 +348,7 @@ impl Gateway {
         options: &CallOptions,
         ctx: &CallContext,
         as_written: bool,
+        source: Source<'_>,
     ) -> Result<ToolAnswer, GatewayError> {
         let target = ctx
             .target
@@ -323,7 +363,10 @@ impl Gateway {
                 reason: e.to_string(),
             });
         }
-        let upstream = self.upstream_for(&target.server, ctx).await?;
+        let upstream = match source {
+            Source::Shared => self.upstream_for(&target.server, ctx).await?,
+            Source::Dynamic(server) => server.upstream().clone(),
+        };
         params.name = target.original.clone().into();
         let _asker = self.tell_caller(&mut params, &upstream, ctx);
         let limited;
@@ -339,7 +382,10 @@ impl Gateway {
         } else {
             upstream.call_tool(params, options).await.map(ToolAnswer::Parsed).map_err(Into::into)
         };
-        self.signed_out(&target.server, ctx, sent).await
+        match source {
+            Source::Shared => self.signed_out(&target.server, ctx, sent).await,
+            Source::Dynamic(_) => sent,
+        }
     }
 
     /// A call that needs approval goes out only with one, and only as it was approved: the
@@ -349,6 +395,7 @@ impl Gateway {
         &self,
         ctx: &CallContext,
         params: &mcp::CallToolRequestParams,
+        source: Source<'_>,
     ) -> Result<(), GatewayError> {
         let approved = ctx.get::<Approved>();
         if let Some(required) = ctx.get::<ApprovalRequired>()
@@ -364,13 +411,14 @@ impl Gateway {
             }));
         }
         let (Some(approved), Some(target)) = (approved, &ctx.target) else { return Ok(()) };
-        let definition = match self.pipeline.own_tool(&target.exposed) {
-            Some(own) if target.server == OWN_SERVER => {
+        let definition = match (self.pipeline.own_tool(&target.exposed), source) {
+            (Some(own), Source::Shared) if target.server == OWN_SERVER => {
                 let mut tool = own.tool.as_ref().clone();
                 tool.name = own.original.clone().into();
                 Some(Arc::new(tool))
             }
-            _ => self.upstream(&target.server)?.tool(&target.original),
+            (_, Source::Shared) => self.upstream(&target.server)?.tool(&target.original),
+            (_, Source::Dynamic(server)) => server.upstream().tool(&target.original),
         };
         let digest = call_digest(
             &target.server,
@@ -589,7 +637,7 @@ impl Gateway {
 }
 
 /// `items` with the upstream each comes from (`route` finds it by exposed name).
-fn listed<'a, T: Clone>(
+pub(super) fn listed<'a, T: Clone>(
     items: &'a [T],
     route: impl Fn(&'a T) -> Option<&'a Route>,
 ) -> Vec<Listed<T>> {
