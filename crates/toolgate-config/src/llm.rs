@@ -28,6 +28,10 @@ use crate::value::Value;
 
 const LLM_KEYS: &[&str] = &["store", "allowed_server_urls", "max_tool_calls", "models"];
 const MODEL_KEYS: &[&str] = &["provider", "model", "base_url", "api_key_env"];
+const POOL_KEYS: &[&str] = &["max_connections", "idle_timeout", "warmup"];
+const WARMUP_KEYS: &[&str] = &["url", "label", "token", "tenant"];
+/// The most `[pool] max_connections` may say.
+const MAX_POOL: i64 = 100_000;
 /// The most `max_tool_calls` may say.
 const MAX_TOOL_CALLS: u32 = 1000;
 /// What `store` accepts, for its error message.
@@ -48,6 +52,41 @@ pub struct LlmConfig {
     pub max_tool_calls: Option<u32>,
     /// `[llm.models.NAME]`: a request's `model` NAME mapped to a provider and model.
     pub models: BTreeMap<String, LlmModel>,
+    /// `[pool]`: the connections to servers requests name by URL.
+    pub pool: PoolConfig,
+}
+
+/// `[pool]` (smg-mcp's keys): the connections to the servers requests name by `server_url`,
+/// one per server, credentials and tenant.
+///
+/// ```toml
+/// [pool]
+/// max_connections = 200          # least recently used closed first (default 200)
+/// idle_timeout = "5m"            # closed after this long unused (default 5m)
+/// warmup = [{ url = "https://mcp.example.com/mcp", label = "docs", token = "${DOCS_TOKEN}", tenant = "acme" }]
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PoolConfig {
+    /// `max_connections` (`None`: the gateway's default).
+    pub max_connections: Option<usize>,
+    /// `idle_timeout` (`None`: the gateway's default).
+    pub idle_timeout: Option<std::time::Duration>,
+    /// `warmup`: connected when the gateway starts.
+    pub warmup: Vec<Warmup>,
+}
+
+/// One `[pool] warmup` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warmup {
+    /// The server's URL.
+    pub url: url::Url,
+    /// Its label (a request's `server_label`).
+    pub label: String,
+    /// The bearer token sent to it.
+    pub token: Option<Secret>,
+    /// Whose connection it is: the tenant whose callers use it (a connection is never shared
+    /// across tenants).
+    pub tenant: Option<String>,
 }
 
 /// `[llm] store`: where stored responses live.
@@ -189,6 +228,80 @@ fn sqlite(cx: &mut Checker<'_>, file: &str, path: &str) -> Option<ResponseStore>
         return None;
     }
     Some(ResponseStore::Sqlite(cx.resolve_path(file)))
+}
+
+/// `[pool]`. `None` when something in it has a problem (the checker has it).
+pub(crate) fn check_pool(cx: &mut Checker<'_>, value: &Value) -> Option<PoolConfig> {
+    let entries = cx.table(value, "pool")?;
+    let fields = cx.known_keys(entries, "pool", POOL_KEYS);
+    let mut pool = PoolConfig::default();
+    let mut ok = true;
+    if let Some(value) = fields.get("max_connections") {
+        match value {
+            Value::Integer(n) if (1..=MAX_POOL).contains(n) => pool.max_connections = Some(*n as usize),
+            Value::Integer(n) => {
+                cx.error("pool.max_connections", format!("{n} is out of range (1 to {MAX_POOL})"));
+                ok = false;
+            }
+            other => {
+                cx.expected("pool.max_connections", "a positive integer", other);
+                ok = false;
+            }
+        }
+    }
+    if let Some(value) = fields.get("idle_timeout") {
+        match cx.duration(value, "pool.idle_timeout").and_then(|d| cx.positive(d, "pool.idle_timeout")) {
+            Some(idle) => pool.idle_timeout = Some(idle),
+            None => ok = false,
+        }
+    }
+    if let Some(value) = fields.get("warmup") {
+        match value {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    match warmup(cx, item, &format!("pool.warmup[{i}]")) {
+                        Some(entry) => pool.warmup.push(entry),
+                        None => ok = false,
+                    }
+                }
+            }
+            other => {
+                cx.expected("pool.warmup", "an array of {url, label, token, tenant}", other);
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(pool)
+}
+
+fn warmup(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Warmup> {
+    let entries = cx.table(value, path)?;
+    let fields = cx.known_keys(entries, path, WARMUP_KEYS);
+    let at = |key: &str| key_path(path, key);
+    let Some(url_value) = fields.get("url") else {
+        cx.error(&at("url"), "is required");
+        return None;
+    };
+    let url = cx.url(url_value, &at("url"))?;
+    let label = match fields.get("label") {
+        Some(value) => cx.string(value, &at("label"))?.to_owned(),
+        None => {
+            cx.error(&at("label"), "is required (the server_label requests name it by)");
+            return None;
+        }
+    };
+    let token = match fields.get("token") {
+        Some(value) => {
+            let text = cx.string(value, &at("token"))?.to_owned();
+            Some(Secret::new(cx.secret(|cx| cx.interpolate(&text, &at("token")))?))
+        }
+        None => None,
+    };
+    let tenant = match fields.get("tenant") {
+        Some(value) => Some(cx.string(value, &at("tenant"))?.to_owned()),
+        None => None,
+    };
+    Some(Warmup { url, label, token, tenant })
 }
 
 /// `[llm.models.NAME]`.

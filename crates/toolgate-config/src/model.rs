@@ -10,7 +10,7 @@ use std::time::Duration;
 
 pub use crate::agent::AgentConfig;
 pub use crate::auth::{ApiKeyConfig, AuthConfig, KeyHash};
-pub use crate::llm::{LlmConfig, LlmModel, ResponseStore};
+pub use crate::llm::{LlmConfig, LlmModel, PoolConfig, ResponseStore, Warmup};
 pub use crate::scripts::ScriptsConfig;
 pub use crate::tenants::TenantConfig;
 pub use toolgate_core::{Mode, ResultFormat};

@@ -12,7 +12,7 @@ use crate::model::{
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] = &[
-    "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "llm", "scripts",
+    "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "llm", "pool", "scripts",
     "auth", "tenants", "proxy",
 ];
 const GATEWAY_KEYS: &[&str] = &[
@@ -135,6 +135,11 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         && let Some(llm) = crate::llm::check_llm(cx, value)
     {
         document.llm = llm;
+    }
+    if let Some(value) = fields.get("pool")
+        && let Some(pool) = crate::llm::check_pool(cx, value)
+    {
+        document.llm.pool = pool;
     }
     if let Some(value) = fields.get("scripts")
         && let Some(scripts) = crate::scripts::check_scripts(cx, value)

@@ -381,7 +381,7 @@ fn dump(config: &Config) -> String {
         }
     }
     if *llm != LlmConfig::default() {
-        let LlmConfig { store, allowed_server_urls, max_tool_calls, models } = llm;
+        let LlmConfig { store, allowed_server_urls, max_tool_calls, models, pool } = llm;
         line(w, 0, "llm", "");
         // A Postgres URL is a `Secret`: shown as `***`.
         line(w, 1, "store", format!("{store:?}"));
@@ -394,6 +394,17 @@ fn dump(config: &Config) -> String {
             line(w, 2, "model", format!("{model:?}"));
             line(w, 2, "base_url", format!("{:?}", base_url.as_ref().map(url::Url::as_str)));
             line(w, 2, "api_key_env", format!("{api_key_env:?}"));
+        }
+        if *pool != toolgate_config::PoolConfig::default() {
+            let toolgate_config::PoolConfig { max_connections, idle_timeout, warmup } = pool;
+            line(w, 1, "pool", "");
+            line(w, 2, "max_connections", format!("{max_connections:?}"));
+            line(w, 2, "idle_timeout", format!("{idle_timeout:?}"));
+            for entry in warmup {
+                let toolgate_config::Warmup { url, label, token, tenant } = entry;
+                // The token is a `Secret`: shown as `***`.
+                line(w, 2, &format!("warmup.{label}"), format!("{} {token:?} {tenant:?}", url.as_str()));
+            }
         }
     }
     if *scripts != ScriptsConfig::default() {

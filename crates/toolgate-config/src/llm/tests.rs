@@ -11,6 +11,7 @@ fn env() -> FixedEnvironment {
         .with_var("PG_PASS", "hunter2")
         .with_var("DATABASE_URL", "postgres://app:hunter2@db.internal/toolgate")
         .with_var("STATE", "/var/lib/toolgate")
+        .with_var("DOCS_TOKEN", "docs-secret")
         .with_home_dir("/home/ada")
 }
 
@@ -353,4 +354,39 @@ fn a_client_json_file_has_no_llm_settings() {
         .expect("valid");
     assert_eq!(config.llm, LlmConfig::default());
     assert!(!config.gateway.llm_api);
+}
+
+#[test]
+fn pool_reads_its_bounds_and_warmup_entries() {
+    let config = load(
+        "[pool]\nmax_connections = 20\nidle_timeout = \"90s\"\nwarmup = [\
+         { url = \"https://docs.example/mcp\", label = \"docs\", token = \"${DOCS_TOKEN}\", \
+         tenant = \"acme\" }]\n",
+    )
+    .expect("valid");
+    let pool = &config.llm.pool;
+    assert_eq!(pool.max_connections, Some(20));
+    assert_eq!(pool.idle_timeout, Some(std::time::Duration::from_secs(90)));
+    assert_eq!(pool.warmup.len(), 1);
+    let entry = &pool.warmup[0];
+    assert_eq!((entry.label.as_str(), entry.tenant.as_deref()), ("docs", Some("acme")));
+    assert!(entry.token.is_some());
+    assert!(config.secret_env.iter().any(|name| name == "DOCS_TOKEN"), "the token's variable is withheld");
+    assert_eq!(llm("").pool, PoolConfig::default());
+}
+
+#[test]
+fn pool_mistakes_are_named() {
+    let errors = errors(
+        "[pool]\nmax_connections = 0\nidle_timeout = \"soon\"\nwarmup = [{ label = \"x\" }, \
+         { url = \"https://a.example\", lable = \"y\" }]\n",
+    );
+    for path in [
+        "pool.max_connections: ",
+        "pool.idle_timeout: ",
+        "pool.warmup[0].url: ",
+        "pool.warmup[1].lable: ",
+    ] {
+        assert!(errors.lines().any(|line| line.starts_with(path)), "{path} in:\n{errors}");
+    }
 }
