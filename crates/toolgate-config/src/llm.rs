@@ -238,7 +238,9 @@ pub(crate) fn check_pool(cx: &mut Checker<'_>, value: &Value) -> Option<PoolConf
     let mut ok = true;
     if let Some(value) = fields.get("max_connections") {
         match value {
-            Value::Integer(n) if (1..=MAX_POOL).contains(n) => pool.max_connections = Some(*n as usize),
+            Value::Integer(n) if (1..=MAX_POOL).contains(n) => {
+                pool.max_connections = Some(*n as usize)
+            }
             Value::Integer(n) => {
                 cx.error("pool.max_connections", format!("{n} is out of range (1 to {MAX_POOL})"));
                 ok = false;
@@ -250,7 +252,10 @@ pub(crate) fn check_pool(cx: &mut Checker<'_>, value: &Value) -> Option<PoolConf
         }
     }
     if let Some(value) = fields.get("idle_timeout") {
-        match cx.duration(value, "pool.idle_timeout").and_then(|d| cx.positive(d, "pool.idle_timeout")) {
+        match cx
+            .duration(value, "pool.idle_timeout")
+            .and_then(|d| cx.positive(d, "pool.idle_timeout"))
+        {
             Some(idle) => pool.idle_timeout = Some(idle),
             None => ok = false,
         }

@@ -12,8 +12,8 @@ use crate::model::{
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] = &[
-    "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "llm", "pool", "scripts",
-    "auth", "tenants", "proxy",
+    "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "llm", "pool",
+    "scripts", "auth", "tenants", "proxy",
 ];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",

@@ -403,7 +403,12 @@ fn dump(config: &Config) -> String {
             for entry in warmup {
                 let toolgate_config::Warmup { url, label, token, tenant } = entry;
                 // The token is a `Secret`: shown as `***`.
-                line(w, 2, &format!("warmup.{label}"), format!("{} {token:?} {tenant:?}", url.as_str()));
+                line(
+                    w,
+                    2,
+                    &format!("warmup.{label}"),
+                    format!("{} {token:?} {tenant:?}", url.as_str()),
+                );
             }
         }
     }

@@ -19,8 +19,9 @@
 //! conversation and owned by its principal (`store`). The model behind the endpoint is chosen
 //! by the request's `model` through [`Models`].
 //!
-//! Not served yet: servers named by `server_url` (only configured servers), parallel calls
-//! within a turn.
+//! A server the request names by `server_url` is reached through the gateway's pool when
+//! `Access` allows its URL (`toolbox`). Not done yet: parallel calls within a turn; an
+//! `mcp_call`'s events are sent when the call has ended, not while it runs.
 
 mod approval;
 mod chat;
@@ -51,6 +52,7 @@ use toolgate_server::Authenticator;
 pub use error::ApiError;
 pub use model::{Model, Models, OneProvider};
 pub use store::{Store, StoreError};
+pub use toolbox::Access;
 pub use turn::DEFAULT_MAX_TOOL_CALLS;
 
 use crate::request::CreateResponse;
@@ -69,6 +71,7 @@ pub struct Service {
     auth: Option<Arc<Authenticator>>,
     max_tool_calls: u32,
     shutdown: CancellationToken,
+    access: Access,
 }
 
 impl std::fmt::Debug for Service {
@@ -94,12 +97,19 @@ impl Service {
             auth,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             shutdown: CancellationToken::new(),
+            access: Access::default(),
         }
     }
 
     /// The most tool calls one response runs when the request does not say fewer.
     pub fn with_max_tool_calls(mut self, most: u32) -> Service {
         self.max_tool_calls = most.max(1);
+        self
+    }
+
+    /// Which servers requests may name by URL (by default none).
+    pub fn with_access(mut self, access: Access) -> Service {
+        self.access = access;
         self
     }
 
@@ -165,6 +175,7 @@ impl Service {
     ) -> turn::Turns<'a> {
         turn::Turns {
             gateway: &self.gateway,
+            access: &self.access,
             principal,
             response_id: id,
             model,

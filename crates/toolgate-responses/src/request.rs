@@ -128,8 +128,8 @@ pub(crate) enum Role {
     System,
 }
 
-/// One `{"type": "mcp"}` tool.
-#[derive(Debug, Clone, PartialEq)]
+/// One `{"type": "mcp"}` tool. `Debug` shows its headers' names only, and no token.
+#[derive(Clone, PartialEq)]
 pub(crate) struct McpTool {
     /// `server_label`: which configured server (or, with `server_url`, what to call it).
     pub(crate) server_label: String,
@@ -139,7 +139,27 @@ pub(crate) struct McpTool {
     pub(crate) allowed: Allowed,
     /// `require_approval`.
     pub(crate) approval: RequireApproval,
+    /// `headers`, sent to a server named by URL (never stored or echoed).
+    pub(crate) headers: Vec<(String, String)>,
+    /// `authorization`: the bearer token for a server named by URL (never stored or echoed).
+    pub(crate) authorization: Option<String>,
 }
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool")
+            .field("server_label", &self.server_label)
+            .field("server_url", &self.server_url)
+            .field("allowed", &self.allowed)
+            .field("approval", &self.approval)
+            .field("headers", &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field("authorization", &self.authorization.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+/// The most `headers` one MCP tool may carry.
+pub(crate) const MAX_HEADERS: usize = 32;
 
 /// `allowed_tools`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -553,7 +573,39 @@ fn mcp_tool(at: &str, fields: &Map<String, Value>) -> Result<McpTool, ApiError> 
             ));
         }
     };
-    Ok(McpTool { server_label, server_url, allowed, approval })
+    let headers = match fields.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(headers)) if headers.len() <= MAX_HEADERS => {
+            let mut pairs = Vec::new();
+            for (name, value) in headers {
+                let Value::String(value) = value else {
+                    return Err(ApiError::invalid(
+                        Some(&format!("{at}.headers.{name}")),
+                        "must be a string",
+                    ));
+                };
+                pairs.push((name.clone(), value.clone()));
+            }
+            pairs
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some(&format!("{at}.headers")),
+                format!("must be an object of at most {MAX_HEADERS} strings"),
+            ));
+        }
+    };
+    let authorization = match fields.get("authorization") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(token)) => Some(token.clone()),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some(&format!("{at}.authorization")),
+                "must be a string",
+            ));
+        }
+    };
+    Ok(McpTool { server_label, server_url, allowed, approval, headers, authorization })
 }
 
 fn tool_filter(at: &str, filter: &Map<String, Value>) -> Result<ToolFilter, ApiError> {

@@ -14,7 +14,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolgate_core::mcp;
-use toolgate_gateway::{ErrorReply, Gateway};
+use toolgate_gateway::{DynamicHandle, ErrorReply, Gateway};
 use toolgate_intercept::{CallContext, Principal};
 use toolgate_llm::chat::{ChatRequest, Message, Part, Usage};
 use toolgate_llm::provider::StreamEvent;
@@ -44,6 +44,8 @@ pub(crate) struct Ended {
 pub(crate) struct Turns<'a> {
     /// The gateway the calls go through.
     pub(crate) gateway: &'a Arc<Gateway>,
+    /// Which servers the request may name by URL.
+    pub(crate) access: &'a crate::toolbox::Access,
     /// Who is calling.
     pub(crate) principal: Principal,
     /// The response's id (the calls' session in the audit log).
@@ -74,9 +76,14 @@ impl Turns<'_> {
         output: &mut Output,
     ) -> Result<Ended, ApiError> {
         let mut ctx = self.context(None);
-        let toolbox =
-            Toolbox::build(self.gateway, self.request, self.model.provider.dialect(), &mut ctx)
-                .await?;
+        let toolbox = Toolbox::build(
+            self.gateway,
+            self.access,
+            self.request,
+            self.model.provider.dialect(),
+            &mut ctx,
+        )
+        .await?;
         let model_name = |label: &str, tool: &str| match toolbox.model_name_of(label, tool) {
             Some((name, _)) => name.to_owned(),
             None => format!("{label}__{tool}"),
@@ -215,7 +222,7 @@ impl Turns<'_> {
             Entry::Mcp { server_label, tool, needs_approval: true, .. } if self.asks => {
                 ask_approval(state, output, call, server_label, tool).await;
             }
-            Entry::Mcp { server_label, tool, exposed, format, .. } => {
+            Entry::Mcp { server_label, tool, exposed, format, dynamic, .. } => {
                 if *calls_left == 0 {
                     let text = "not run: this response made as many tool calls as it may \
                                 (max_tool_calls)";
@@ -223,7 +230,7 @@ impl Turns<'_> {
                     return;
                 }
                 *calls_left -= 1;
-                let ran = self.call(&call, exposed, false).await;
+                let ran = self.call(&call, exposed, dynamic.as_ref(), false).await;
                 match ran {
                     Ran::AskedByGateway if self.asks => {
                         ask_approval(state, output, call, server_label, tool).await;
@@ -270,7 +277,7 @@ impl Turns<'_> {
             state.answer(&call.id, &call.name, vec![Part::text(why)], true);
             return;
         }
-        let Some((_, Entry::Mcp { exposed, format, .. })) =
+        let Some((_, Entry::Mcp { exposed, format, dynamic, .. })) =
             toolbox.model_name_of(server_label, tool)
         else {
             let text = format!(
@@ -280,7 +287,7 @@ impl Turns<'_> {
             return;
         };
         *calls_left = calls_left.saturating_sub(1);
-        match self.call(&call, exposed, true).await {
+        match self.call(&call, exposed, dynamic.as_ref(), true).await {
             Ran::Done { content, is_error, item } => {
                 let request = Some(approval_request_id.as_str());
                 let at = Called { server_label, tool, format: *format };
@@ -295,11 +302,13 @@ impl Turns<'_> {
         }
     }
 
-    /// Calls the tool through the gateway.
+    /// Calls the tool through the gateway (over the pooled connection of a server the request
+    /// named by URL, when `dynamic` is one).
     async fn call(
         &self,
         call: &toolgate_llm::chat::ToolCall,
         exposed: &str,
+        dynamic: Option<&DynamicHandle>,
         approved: bool,
     ) -> Ran {
         let arguments = match call.arguments_object() {
@@ -321,7 +330,10 @@ impl Turns<'_> {
         let options =
             CallOptions { caller: None, cancel: self.cancel.child_token(), timeout: None };
         let params = mcp::CallToolRequestParams::new(exposed.to_owned()).with_arguments(arguments);
-        let result = self.gateway.call_tool(params, &options, &mut ctx).await;
+        let result = match dynamic {
+            Some(handle) => handle.call_tool(params, &options, &mut ctx).await,
+            None => self.gateway.call_tool(params, &options, &mut ctx).await,
+        };
         if approval.was_asked() {
             return Ran::AskedByGateway;
         }

@@ -9,21 +9,33 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 use toolgate_agent::settings::{self, Overrides};
-use toolgate_config::{AgentConfig, Config, LlmModel, ResponseStore};
-use toolgate_gateway::Gateway;
-use toolgate_responses::{Model, Models, Service, Store};
+use toolgate_config::{AgentConfig, Config, LlmModel, ResponseStore, Warmup};
+use toolgate_gateway::{DynamicServer, Gateway, PoolSettings};
+use toolgate_intercept::{CallContext, Principal};
+use toolgate_responses::{Access, Model, Models, Service, Store};
 use toolgate_server::Authenticator;
 
-/// The endpoint's service, or `None` when `[gateway] llm_api` is off.
+/// The endpoint's service, or `None` when `[gateway] llm_api` is off. `own` are the
+/// gateway's own listeners, which requests may never name as a server.
 pub(crate) fn service(
     config: &Config,
     gateway: Arc<Gateway>,
     auth: Option<Arc<Authenticator>>,
+    own: Vec<std::net::SocketAddr>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Option<Service>> {
     if !config.gateway.llm_api {
         return Ok(None);
     }
+    let access =
+        Access::new(&config.llm.allowed_server_urls, own).context("[llm] allowed_server_urls")?;
+    let pool = &config.llm.pool;
+    let defaults = gateway.pool_settings();
+    gateway.set_pool_settings(PoolSettings {
+        max_connections: pool.max_connections.unwrap_or(defaults.max_connections),
+        idle_timeout: pool.idle_timeout.unwrap_or(defaults.idle_timeout),
+    });
+    warm_up(&gateway, &pool.warmup);
     let models = ConfiguredModels::new(config)?;
     let store = match &config.llm.store {
         Some(ResponseStore::Off) => None,
@@ -34,11 +46,43 @@ pub(crate) fn service(
         ),
         None => Some(open_store(default_store_path()?)?),
     };
-    let mut service = Service::new(gateway, Arc::new(models), store, auth).with_shutdown(shutdown);
+    let mut service = Service::new(gateway, Arc::new(models), store, auth)
+        .with_shutdown(shutdown)
+        .with_access(access);
     if let Some(most) = config.llm.max_tool_calls {
         service = service.with_max_tool_calls(most);
     }
     Ok(Some(service))
+}
+
+/// Connects `[pool] warmup`'s servers in the background, each as its tenant's: a connection is
+/// never shared across tenants, so an entry without one would serve nobody and is skipped.
+fn warm_up(gateway: &Arc<Gateway>, entries: &[Warmup]) {
+    for entry in entries {
+        let Some(tenant) = entry.tenant.clone() else {
+            tracing::warn!(
+                label = %entry.label,
+                "[pool] warmup: an entry without a tenant would serve no caller; skipped"
+            );
+            continue;
+        };
+        let server = DynamicServer {
+            url: entry.url.clone(),
+            label: entry.label.clone(),
+            headers: Vec::new(),
+            authorization: entry.token.as_ref().map(|token| token.expose().to_owned()),
+        };
+        let gateway = gateway.clone();
+        tokio::spawn(async move {
+            let ctx =
+                CallContext::new(Principal::new("warmup", "toolgate").with_tenant(Some(tenant)));
+            for result in gateway.warm(std::slice::from_ref(&server), &ctx).await {
+                if let Err(error) = result {
+                    tracing::warn!(label = %server.label, %error, "[pool] warmup failed");
+                }
+            }
+        });
+    }
 }
 
 /// `<data dir>/toolgate/responses.db`, beside the agent's sessions.

@@ -371,7 +371,10 @@ fn pool_reads_its_bounds_and_warmup_entries() {
     let entry = &pool.warmup[0];
     assert_eq!((entry.label.as_str(), entry.tenant.as_deref()), ("docs", Some("acme")));
     assert!(entry.token.is_some());
-    assert!(config.secret_env.iter().any(|name| name == "DOCS_TOKEN"), "the token's variable is withheld");
+    assert!(
+        config.secret_env.iter().any(|name| name == "DOCS_TOKEN"),
+        "the token's variable is withheld"
+    );
     assert_eq!(llm("").pool, PoolConfig::default());
 }
 

@@ -126,8 +126,10 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             servers = gateway.upstreams().len(),
             "serving MCP at http://{bound}{MCP_PATH}"
         );
+        let own =
+            std::iter::once(bound).chain(config.admin.as_ref().map(|admin| admin.listen)).collect();
         let responses =
-            crate::llm_api::service(&config, gateway.clone(), auth.clone(), shutdown.clone())?;
+            crate::llm_api::service(&config, gateway.clone(), auth.clone(), own, shutdown.clone())?;
         if responses.is_some() {
             tracing::info!("serving the OpenAI-compatible API at http://{bound}/v1/responses");
         }

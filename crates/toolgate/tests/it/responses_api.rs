@@ -428,3 +428,83 @@ async fn real_servers_answer_hosted_calls() {
     assert!(std::fs::read_to_string(&memory_file).expect("memory file").contains("a gateway"));
     gateway.terminate().await;
 }
+
+/// Servers a request names by URL: server-everything over streamable HTTP, and server-memory
+/// behind a second toolgate serving it over HTTP, reached through the gateway's pool, a
+/// connection per tenant (the pool holds one: the other tenant's is closed), only where
+/// `[llm] allowed_server_urls` allows, never the gateway itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_named_by_url_are_reached_through_the_pool_per_tenant() {
+    let everything = deps::EverythingServer::start("streamableHttp").await;
+    let memory_dir = tempfile::tempdir().expect("temp dir");
+    let memory_file = memory_dir.path().join("memory.jsonl").to_string_lossy().into_owned();
+    let inner = ConfigDir::new(&deps::npm_stdio_server(
+        "mem",
+        "mcp-server-memory",
+        &[],
+        &[("MEMORY_FILE_PATH", &memory_file)],
+    ));
+    let second = HttpGateway::start(&inner.path()).await;
+    let turns = vec![
+        Turn::tool_call("ev__echo", r#"{"message":"hi"}"#),
+        Turn::text("Acme echoed."),
+        Turn::tool_call("ev__echo", r#"{"message":"again"}"#),
+        Turn::text("Globex echoed."),
+        Turn::tool_call("mem__mem__read_graph", "{}"),
+        Turn::text("The graph is empty."),
+    ];
+    let fake = FakeLlm::start(Script::turns(turns)).await.expect("the fake LLM starts");
+    let acme = toolgate_auth::generate_key().expect("a key");
+    let globex = toolgate_auth::generate_key().expect("a key");
+    let config = ConfigDir::new(&format!(
+        "{}\n[gateway]\nllm_api = true\n\n[agent]\nprovider = \"compatible\"\nbase_url = {}\n\
+         model = \"m\"\n\n[llm]\nstore = \"off\"\nallowed_server_urls = [\"http://127.0.0.1:*\"]\n\n\
+         [pool]\nmax_connections = 1\n\n[tenants.acme]\nservers = [\"fx\"]\n\n\
+         [tenants.globex]\nservers = [\"fx\"]\n\n[audit]\nfile = \"audit.jsonl\"\n\n\
+         [auth.api_keys]\n{}\n{}\n",
+        fixture_server("fx", "stdio", None),
+        toml_str(&fake.base_url()),
+        acme.config_line("acme-app", &[], Some("acme")),
+        globex.config_line("globex-app", &[], Some("globex")),
+    ));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let origin = gateway.url.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
+    let named = |label: &str, url: &str| {
+        serde_json::json!({
+            "model": "m", "input": "go", "store": false,
+            "tools": [{ "type": "mcp", "server_label": label, "server_url": url,
+                        "require_approval": "never", "headers": { "X-Trace": "t1" } }],
+        })
+    };
+
+    let (status, first) = create(&origin, Some(&acme.key), named("ev", &everything.url)).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(kinds(&first), ["mcp_list_tools", "mcp_call", "message"], "{first}");
+    assert_eq!(first["output"][1]["output"], "Echo: hi", "{first}");
+    assert!(!first.to_string().contains("X-Trace"), "headers are not echoed");
+    let (_, second_tenant) = create(&origin, Some(&globex.key), named("ev", &everything.url)).await;
+    assert_eq!(second_tenant["output"][1]["output"], "Echo: again", "{second_tenant}");
+
+    // Not allowed, not a URL the globs match, and the gateway itself: refused by field.
+    let (status, refused) =
+        create(&origin, Some(&acme.key), named("ev", "http://localhost:9/mcp")).await;
+    assert_eq!((status, refused["error"]["param"].as_str()), (400, Some("tools[0].server_url")));
+    let (status, refused) = create(&origin, Some(&acme.key), named("me", &gateway.url)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("itself"));
+    // A label that is a configured server's name would mix its pins and policy: refused.
+    let (status, _) = create(&origin, Some(&acme.key), named("fx", &everything.url)).await;
+    assert_eq!(status, 400);
+
+    // server-memory, over a second toolgate's streamable HTTP.
+    let (status, memory) = create(&origin, Some(&acme.key), named("mem", &second.url)).await;
+    assert_eq!(status, 200, "{memory}");
+    assert_eq!(memory["output"][1]["status"], "completed", "{memory}");
+    assert!(memory["output"][1]["output"].as_str().unwrap_or_default().contains("entities"));
+
+    let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("audit log");
+    assert!(audit.contains("upstream/closed"), "the pool of one closed a connection:\n{audit}");
+    assert!(audit.contains("least_recently_used"), "{audit}");
+    gateway.terminate().await;
+    second.terminate().await;
+}
