@@ -105,6 +105,7 @@ pub(crate) fn admin_router(
         .route("/approvals/{id}", axum::routing::post(decide))
         .route("/events", axum::routing::get(events))
         .route("/interceptors", axum::routing::get(interceptors))
+        .route("/pool", axum::routing::get(pool))
         .route("/integrity/{tool}/approve", axum::routing::post(approve_contract))
         .route("/sign-ins/{server}/{principal}", axum::routing::delete(revoke_sign_in))
         .with_state(admin)
@@ -372,6 +373,25 @@ async fn interceptors(State(admin): State<Admin>, headers: HeaderMap) -> Respons
         return refused;
     }
     Json(interceptors_list(admin.gateway.pipeline())).into_response()
+}
+
+/// The connections to servers requests named by URL: how many are open, and how the pool
+/// has fared (`hits`, `misses`, `evictions`), with its bounds.
+async fn pool(State(admin): State<Admin>, headers: HeaderMap) -> Response {
+    if let Err(refused) = gateway_admin(&admin, &headers).await {
+        return refused;
+    }
+    let stats = admin.gateway.dynamic_stats();
+    let settings = admin.gateway.pool_settings();
+    Json(json!({
+        "size": stats.size,
+        "hits": stats.hits,
+        "misses": stats.misses,
+        "evictions": stats.evictions,
+        "max_connections": settings.max_connections,
+        "idle_timeout_secs": settings.idle_timeout.as_secs(),
+    }))
+    .into_response()
 }
 
 async fn events(

@@ -126,8 +126,9 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             servers = gateway.upstreams().len(),
             "serving MCP at http://{bound}{MCP_PATH}"
         );
-        let own =
-            std::iter::once(bound).chain(config.admin.as_ref().map(|admin| admin.listen)).collect();
+        // Requests may not name these as servers: the bound addresses, not the configured
+        // ones (a port 0 is chosen when bound).
+        let own = std::iter::once(bound).chain(admin.as_ref().map(|(_, at)| *at)).collect();
         let responses =
             crate::llm_api::service(&config, gateway.clone(), auth.clone(), own, shutdown.clone())?;
         if responses.is_some() {
@@ -163,7 +164,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             .await
             .map_err(anyhow::Error::from)
     };
-    if let Some(admin) = admin {
+    if let Some((admin, _)) = admin {
         admin.abort();
     }
     gateway.shutdown().await;
@@ -229,7 +230,7 @@ async fn start_admin(
         std::sync::Arc<crate::admin::RoleMembers>,
     )>,
     shutdown: CancellationToken,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+) -> anyhow::Result<(tokio::task::JoinHandle<()>, SocketAddr)> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {} ([admin] listen)", config.listen))?;
@@ -246,9 +247,10 @@ async fn start_admin(
     );
     tracing::info!("admin API at http://{bound} (approvals, events, interceptors, integrity)");
     running.approvals.set_attended(true);
-    Ok(tokio::spawn(async move {
+    let serving = tokio::spawn(async move {
         crate::admin::serve_admin(listener, router, limits, DEFAULT_GRACE, shutdown).await;
-    }))
+    });
+    Ok((serving, bound))
 }
 
 /// The bounds on the connections of both listeners, from `[gateway]`.

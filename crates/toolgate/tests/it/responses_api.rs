@@ -429,6 +429,8 @@ async fn real_servers_answer_hosted_calls() {
     gateway.terminate().await;
 }
 
+const ADMIN_TOKEN: &str = "admin-token-5b1e";
+
 /// Servers a request names by URL: server-everything over streamable HTTP, and server-memory
 /// behind a second toolgate serving it over HTTP, reached through the gateway's pool, a
 /// connection per tenant (the pool holds one: the other tenant's is closed), only where
@@ -461,6 +463,7 @@ async fn servers_named_by_url_are_reached_through_the_pool_per_tenant() {
          model = \"m\"\n\n[llm]\nstore = \"off\"\nallowed_server_urls = [\"http://127.0.0.1:*\"]\n\n\
          [pool]\nmax_connections = 1\n\n[tenants.acme]\nservers = [\"fx\"]\n\n\
          [tenants.globex]\nservers = [\"fx\"]\n\n[audit]\nfile = \"audit.jsonl\"\n\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\ntokens = {{ ops = \"{ADMIN_TOKEN}\" }}\n\n\
          [auth.api_keys]\n{}\n{}\n",
         fixture_server("fx", "stdio", None),
         toml_str(&fake.base_url()),
@@ -469,6 +472,12 @@ async fn servers_named_by_url_are_reached_through_the_pool_per_tenant() {
     ));
     let gateway = HttpGateway::start(&config.path()).await;
     let origin = gateway.url.strip_suffix("/mcp").expect("an /mcp URL").to_owned();
+    let admin_line = gateway.wait_for_log(&["admin API at http://"]).await;
+    let admin = admin_line[admin_line.find("http://").expect("url")..]
+        .split_whitespace()
+        .next()
+        .expect("url")
+        .to_owned();
     let named = |label: &str, url: &str| {
         serde_json::json!({
             "model": "m", "input": "go", "store": false,
@@ -489,9 +498,11 @@ async fn servers_named_by_url_are_reached_through_the_pool_per_tenant() {
     let (status, refused) =
         create(&origin, Some(&acme.key), named("ev", "http://localhost:9/mcp")).await;
     assert_eq!((status, refused["error"]["param"].as_str()), (400, Some("tools[0].server_url")));
-    let (status, refused) = create(&origin, Some(&acme.key), named("me", &gateway.url)).await;
-    assert_eq!(status, 400, "{refused}");
-    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("itself"));
+    for own in [gateway.url.clone(), format!("{admin}/pool")] {
+        let (status, refused) = create(&origin, Some(&acme.key), named("me", &own)).await;
+        assert_eq!(status, 400, "{own}: {refused}");
+        assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("itself"));
+    }
     // A label that is a configured server's name would mix its pins and policy: refused.
     let (status, _) = create(&origin, Some(&acme.key), named("fx", &everything.url)).await;
     assert_eq!(status, 400);
@@ -501,6 +512,19 @@ async fn servers_named_by_url_are_reached_through_the_pool_per_tenant() {
     assert_eq!(status, 200, "{memory}");
     assert_eq!(memory["output"][1]["status"], "completed", "{memory}");
     assert!(memory["output"][1]["output"].as_str().unwrap_or_default().contains("entities"));
+
+    // The admin API shows the pool: three connections opened, one at a time.
+    let pool: Value = reqwest::Client::new()
+        .get(format!("{admin}/pool"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("answered")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!((pool["size"].as_u64(), pool["max_connections"].as_u64()), (Some(1), Some(1)));
+    assert!(pool["misses"].as_u64() >= Some(3) && pool["evictions"].as_u64() >= Some(2), "{pool}");
 
     let audit = std::fs::read_to_string(config.dir().join("audit.jsonl")).expect("audit log");
     assert!(audit.contains("upstream/closed"), "the pool of one closed a connection:\n{audit}");
