@@ -353,6 +353,17 @@ impl Turns<'_> {
             }
             Err(error) => {
                 let text = error.to_string();
+                // An HTTP server that answered with an error status: the API's own error type.
+                let status = match &error {
+                    toolgate_gateway::GatewayError::Upstream(upstream) => upstream.http_status(),
+                    _ => None,
+                };
+                if let Some(code) = status {
+                    let item = CallItem::Failed(json!({
+                        "type": "http_error", "code": code, "message": text,
+                    }));
+                    return Ran::Done { content: vec![Part::text(text)], is_error: true, item };
+                }
                 let item = match toolgate_gateway::error_reply(error) {
                     ErrorReply::Protocol(error) => CallItem::Failed(json!({
                         "type": "mcp_protocol_error",

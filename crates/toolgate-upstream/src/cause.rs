@@ -59,6 +59,31 @@ fn hidden_cause(error: Node<'_>) -> Option<Node<'_>> {
     None
 }
 
+/// The HTTP status an HTTP server answered with, when that is what went wrong (anywhere in
+/// `error`'s chain).
+pub(crate) fn http_status_of(error: Node<'_>) -> Option<u16> {
+    chain(error).into_iter().find_map(|node| {
+        if let Some(reqwest) = node.downcast_ref::<reqwest::Error>() {
+            return reqwest.status().map(|status| status.as_u16());
+        }
+        if let Some(error) = node.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            return match error {
+                StreamableHttpError::AuthRequired(_) => Some(401),
+                StreamableHttpError::InsufficientScope(_) => Some(403),
+                StreamableHttpError::HttpStatus(status) => Some(status.status),
+                StreamableHttpError::UnexpectedServerResponse(text) => {
+                    status_in(text).map(|(code, _)| code)
+                }
+                _ => None,
+            };
+        }
+        if let Some(SseError::Status { status, .. }) = node.downcast_ref::<SseError>() {
+            return Some(status.as_u16());
+        }
+        None
+    })
+}
+
 /// What went wrong, in words, for a server at `url` (`None` for a child process).
 pub(crate) fn describe(error: Node<'_>, url: Option<&str>) -> String {
     let nodes = chain(error);

@@ -132,6 +132,15 @@ impl fmt::Display for Endpoint {
 }
 
 impl UpstreamError {
+    /// The HTTP status an HTTP server answered with, when that is why the request failed.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            UpstreamError::Request { source, .. } => crate::cause::http_status_of(source.as_ref()),
+            UpstreamError::Connect { error, .. } => crate::cause::http_status_of(error),
+            _ => None,
+        }
+    }
+
     /// The name of the upstream this error is about.
     pub fn upstream(&self) -> &str {
         match self {

@@ -46,6 +46,7 @@ mod recording_upstream;
 mod redact;
 mod relays;
 mod responses_api;
+mod responses_faults;
 mod result_formats;
 mod scan;
 mod scan_judge;
