@@ -127,7 +127,8 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             "serving MCP at http://{bound}{MCP_PATH}"
         );
         let responses =
-            crate::llm_api::service(&config, gateway.clone(), auth.clone(), shutdown.clone())?;
+            crate::llm_api::service(&config, gateway.clone(), auth.clone(), shutdown.clone())
+                .await?;
         if responses.is_some() {
             tracing::info!("serving the OpenAI-compatible API at http://{bound}/v1/responses");
         }
