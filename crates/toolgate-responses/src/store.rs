@@ -1,12 +1,14 @@
-//! Stored responses, in SQLite: each response's JSON as `GET /v1/responses/{id}` returns it,
-//! and its conversation ([`State`]) for a later `previous_response_id`. A response belongs to
-//! the principal that made it: another caller's id is answered as unknown. The request's
-//! credentials are never stored (they are not part of either).
+//! Stored responses: each response's JSON as `GET /v1/responses/{id}` returns it, and its
+//! conversation ([`State`]) for a later `previous_response_id`, in SQLite ([`sqlite`]: a file,
+//! the default) or PostgreSQL ([`postgres`]: a database that several gateways share). A
+//! response belongs to the principal that made it: another caller's id is answered as unknown.
+//! The request's credentials are never stored (they are not part of either).
+
+mod postgres;
+mod sqlite;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -15,68 +17,74 @@ use crate::state::State;
 /// The stored responses.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<Mutex<Connection>>,
+    backend: Backend,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Sqlite(sqlite::Sqlite),
+    Postgres(postgres::Postgres),
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").finish_non_exhaustive()
+        let backend = match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        };
+        f.debug_struct("Store").field("backend", &backend).finish_non_exhaustive()
     }
 }
 
 /// Why the store cannot be opened.
 #[derive(Debug, thiserror::Error)]
-#[error("the response store {path}: {source}")]
-pub struct StoreError {
-    /// Its file.
-    pub path: String,
-    /// What failed.
-    #[source]
-    pub source: rusqlite::Error,
+pub enum StoreError {
+    /// The SQLite file cannot be opened or made.
+    #[error("the response store {path}: {source}")]
+    Sqlite {
+        /// Its file.
+        path: String,
+        /// What failed.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The PostgreSQL URL cannot be used. Neither field holds the URL's password.
+    #[error("the response store {target}: {reason}")]
+    Postgres {
+        /// The database, without its password (`postgres://user@host:5432/db`).
+        target: String,
+        /// What is wrong, the password replaced by `***` wherever it appeared.
+        reason: String,
+    },
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS responses (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    response TEXT NOT NULL,
-    state TEXT NOT NULL
-);";
+/// One stored response, as the backends keep it.
+struct Row {
+    id: String,
+    owner: String,
+    created_at: i64,
+    response: String,
+    state: String,
+}
 
 impl Store {
     /// Opens (or creates) the store at `path`; a new file is readable by its owner only.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let error = |source| StoreError { path: path.display().to_string(), source };
-        create_private(path)
-            .map_err(|e| error(rusqlite::Error::ToSqlConversionFailure(Box::new(e))))?;
-        let db = Connection::open(path).map_err(error)?;
-        db.execute_batch("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000;")
-            .map_err(error)?;
-        db.execute_batch(SCHEMA).map_err(error)?;
-        Ok(Store { db: Arc::new(Mutex::new(db)) })
+        Ok(Store { backend: Backend::Sqlite(sqlite::Sqlite::open(path)?) })
     }
 
     /// A store in memory, gone with the process.
     #[allow(clippy::missing_panics_doc)]
     pub fn in_memory() -> Store {
-        let db = Connection::open_in_memory().expect("SQLite in memory opens");
-        db.execute_batch(SCHEMA).expect("the schema applies");
-        Store { db: Arc::new(Mutex::new(db)) }
+        Store { backend: Backend::Sqlite(sqlite::Sqlite::in_memory()) }
     }
 
-    async fn with<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, ApiError> {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || {
-            let db = db.lock().unwrap_or_else(PoisonError::into_inner);
-            work(&db)
-        })
-        .await
-        .map_err(|e| ApiError::server(format!("the response store failed: {e}")))?
-        .map_err(|e| ApiError::server(format!("the response store failed: {e}")))
+    /// The store in the PostgreSQL database at `url` (`postgres://user:pass@host/db`, TLS as its
+    /// `sslmode` says), its table made if missing. Fails only on a URL it cannot use: a database
+    /// that cannot be reached now is logged as a warning, and the requests that need it fail
+    /// (503) until it is back, each within 5 s.
+    pub async fn postgres(url: &str) -> Result<Store, StoreError> {
+        Ok(Store { backend: Backend::Postgres(postgres::Postgres::connect(url).await?) })
     }
 
     /// Keeps a response and its conversation.
@@ -88,19 +96,7 @@ impl Store {
         response: &Value,
         state: &State,
     ) -> Result<(), ApiError> {
-        let (id, owner) = (id.to_owned(), owner.to_owned());
-        let response = response.to_string();
-        let state = serde_json::to_string(state)
-            .map_err(|e| ApiError::server(format!("cannot store the conversation: {e}")))?;
-        self.with(move |db| {
-            db.execute(
-                "INSERT OR REPLACE INTO responses (id, owner, created_at, response, state) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, owner, created_at, response, state],
-            )
-            .map(|_| ())
-        })
-        .await
+        self.write(id, owner, created_at, response, state).await
     }
 
     /// `owner`'s response `id` and its conversation.
@@ -109,47 +105,77 @@ impl Store {
         id: &str,
         owner: &str,
     ) -> Result<Option<(Value, State)>, ApiError> {
-        let (id, owner) = (id.to_owned(), owner.to_owned());
-        let row = self
-            .with(move |db| {
-                db.query_row(
-                    "SELECT response, state FROM responses WHERE id = ?1 AND owner = ?2",
-                    params![id, owner],
-                    |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)),
-                )
-                .optional()
-            })
-            .await?;
+        self.read(id, owner).await
+    }
+
+    /// Keeps a response and a conversation given as JSON: the store as seen from outside the
+    /// crate (tests, tools), which cannot name [`State`].
+    pub async fn put_json(
+        &self,
+        id: &str,
+        owner: &str,
+        created_at: i64,
+        response: &Value,
+        conversation: &Value,
+    ) -> Result<(), ApiError> {
+        self.write(id, owner, created_at, response, conversation).await
+    }
+
+    /// `owner`'s response `id` and its conversation, as JSON.
+    pub async fn get_json(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Result<Option<(Value, Value)>, ApiError> {
+        self.read(id, owner).await
+    }
+
+    /// Deletes `owner`'s response `id`; whether there was one.
+    pub async fn delete(&self, id: &str, owner: &str) -> Result<bool, ApiError> {
+        match &self.backend {
+            Backend::Sqlite(db) => db.delete(id, owner).await,
+            Backend::Postgres(db) => db.delete(id, owner).await,
+        }
+    }
+
+    async fn write(
+        &self,
+        id: &str,
+        owner: &str,
+        created_at: i64,
+        response: &Value,
+        state: &impl serde::Serialize,
+    ) -> Result<(), ApiError> {
+        let state = serde_json::to_string(state)
+            .map_err(|e| ApiError::server(format!("cannot store the conversation: {e}")))?;
+        let row = Row {
+            id: id.to_owned(),
+            owner: owner.to_owned(),
+            created_at,
+            response: response.to_string(),
+            state,
+        };
+        match &self.backend {
+            Backend::Sqlite(db) => db.put(row).await,
+            Backend::Postgres(db) => db.put(row).await,
+        }
+    }
+
+    async fn read<S: serde::de::DeserializeOwned>(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Result<Option<(Value, S)>, ApiError> {
+        let row = match &self.backend {
+            Backend::Sqlite(db) => db.get(id, owner).await?,
+            Backend::Postgres(db) => db.get(id, owner).await?,
+        };
         let Some((response, state)) = row else { return Ok(None) };
         let response = serde_json::from_str(&response)
             .map_err(|e| ApiError::server(format!("a stored response is unreadable: {e}")))?;
         let state = serde_json::from_str(&state)
             .map_err(|e| ApiError::server(format!("a stored conversation is unreadable: {e}")))?;
         Ok(Some((response, state)))
-    }
-
-    /// Deletes `owner`'s response `id`; whether there was one.
-    pub(crate) async fn delete(&self, id: &str, owner: &str) -> Result<bool, ApiError> {
-        let (id, owner) = (id.to_owned(), owner.to_owned());
-        self.with(move |db| {
-            db.execute("DELETE FROM responses WHERE id = ?1 AND owner = ?2", params![id, owner])
-                .map(|n| n > 0)
-        })
-        .await
-    }
-}
-
-/// Creates the file readable by its owner only, before SQLite opens it (SQLite would create
-/// it with the process's umask); an existing file is left as it is.
-fn create_private(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(error) => Err(error),
     }
 }
 

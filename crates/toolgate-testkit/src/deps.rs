@@ -161,6 +161,42 @@ pub fn gnome_keyring() -> PathBuf {
     path
 }
 
+/// The folder of Debian's PostgreSQL server programs (`initdb`, `postgres`, `createdb`), for
+/// [`crate::postgres`]: `$TOOLGATE_TEST_POSTGRES_BIN`, or the newest
+/// `/usr/lib/postgresql/<major>/bin`, where the `postgresql` package puts them. A system
+/// package, which `scripts/install-test-deps` installs with apt-get only as root; missing, the
+/// tests fail saying so.
+#[track_caller]
+pub fn postgres_bin() -> PathBuf {
+    let root = Path::new("/usr/lib/postgresql");
+    let dir = std::env::var_os("TOOLGATE_TEST_POSTGRES_BIN")
+        .map(PathBuf::from)
+        .or_else(|| newest_postgres(root))
+        .unwrap_or_else(|| root.join("<major>/bin"));
+    assert!(
+        dir.join("initdb").exists() && dir.join("postgres").exists(),
+        "PostgreSQL's initdb and postgres not found in {}: scripts/install-test-deps (run by \
+         scripts/test) installs them as root with `apt-get install --no-install-recommends \
+         postgresql`; or set TOOLGATE_TEST_POSTGRES_BIN to the folder that holds them",
+        dir.display()
+    );
+    dir
+}
+
+/// `<root>/<major>/bin` of the highest major version that has an `initdb`.
+fn newest_postgres(root: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(root)
+        .ok()?
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let major: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").exists().then_some((major, bin))
+        })
+        .max_by_key(|(major, _)| *major)
+        .map(|(_, bin)| bin)
+}
+
 /// Debian's dbus-daemon, for a session bus of a test's own.
 pub fn dbus_daemon() -> PathBuf {
     let path = located("TOOLGATE_TEST_DBUS_DAEMON", "/usr/bin/dbus-daemon");

@@ -18,7 +18,8 @@
 //!   crate's tests, failing the test that needs one that is missing;
 //! - [`oidc`]: a real OAuth authorization server (oidc-provider, from the npm test
 //!   dependencies) for the tests of toolgate as a resource server;
-//! - [`tinyproxy`]: Debian's tinyproxy as a real HTTP proxy, for the egress tests.
+//! - [`tinyproxy`]: Debian's tinyproxy as a real HTTP proxy, for the egress tests;
+//! - [`postgres`]: a throwaway PostgreSQL server of Debian's, for what keeps state in one.
 
 pub mod deps;
 mod diagnostic;
@@ -28,6 +29,7 @@ mod http;
 mod hub;
 mod input;
 pub mod oidc;
+pub mod postgres;
 mod process;
 mod rug_pull;
 pub mod secret_service;

@@ -17,7 +17,7 @@ use toolgate_server::Authenticator;
 
 /// The endpoint's service, or `None` when `[gateway] llm_api` is off. `own` are the
 /// gateway's own listeners, which requests may never name as a server.
-pub(crate) fn service(
+pub(crate) async fn service(
     config: &Config,
     gateway: Arc<Gateway>,
     auth: Option<Arc<Authenticator>>,
@@ -40,10 +40,10 @@ pub(crate) fn service(
     let store = match &config.llm.store {
         Some(ResponseStore::Off) => None,
         Some(ResponseStore::Sqlite(path)) => Some(open_store(path.clone())?),
-        Some(ResponseStore::Postgres(_)) => anyhow::bail!(
-            "[llm] store: PostgreSQL is not supported yet; use \"sqlite:PATH\" (the default) or \
-             \"off\""
-        ),
+        // The one place the URL's password is read; the store's errors never show it.
+        Some(ResponseStore::Postgres(url)) => {
+            Some(Store::postgres(url.expose()).await.context("cannot use [llm] store")?)
+        }
         None => Some(open_store(default_store_path()?)?),
     };
     let mut service = Service::new(gateway, Arc::new(models), store, auth)

@@ -1,3 +1,5 @@
+//! The request reader: every accepted form of a field, and each malformed one named by its path.
+
 use serde_json::json;
 
 use super::*;
