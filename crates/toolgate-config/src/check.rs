@@ -1,5 +1,6 @@
 //! The checker: walks a parsed document, turns values into typed settings and collects every
-//! problem with its path instead of stopping at the first. Shared by the TOML and JSON dialects.
+//! problem with its path instead of stopping at the first. Shared by the TOML, JSON and YAML
+//! dialects.
 //!
 //! Each `check_*`-style method returns `None` after recording why, so callers evaluate every
 //! field first and combine the results last.
@@ -128,6 +129,11 @@ impl<'a> Checker<'a> {
         self.warnings.extend(other.warnings);
     }
 
+    /// How many errors were recorded so far: a part that added none is valid.
+    pub(crate) fn error_count(&self) -> usize {
+        self.errors.len()
+    }
+
     pub(crate) fn finish(self) -> (Vec<ConfigError>, Vec<String>) {
         (self.errors, self.warnings)
     }
@@ -144,6 +150,7 @@ impl<'a> Checker<'a> {
         match self.syntax {
             Syntax::Toml => "a table",
             Syntax::Json => "an object",
+            Syntax::Yaml => "a mapping",
         }
     }
 
@@ -208,6 +215,7 @@ impl<'a> Checker<'a> {
             let what = match self.syntax {
                 Syntax::Toml => "a table of strings",
                 Syntax::Json => "an object of strings",
+                Syntax::Yaml => "a mapping of strings",
             };
             self.expected(path, what, value);
             return None;
@@ -621,7 +629,7 @@ fn is_header_name(name: &str) -> bool {
 }
 
 /// What `http::HeaderValue` accepts: no control characters except tab.
-fn is_header_value(value: &str) -> bool {
+pub(crate) fn is_header_value(value: &str) -> bool {
     value.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 

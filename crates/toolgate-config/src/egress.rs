@@ -70,7 +70,7 @@ pub(crate) fn check_proxy_choice(
 
 /// A proxy's URL: `http://` or `https://`, a host, no path. A secret (it may hold
 /// `user:pass@`): never quoted in a message.
-fn proxy_url(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Secret> {
+pub(crate) fn proxy_url(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Secret> {
     let text = cx.string(value, path)?;
     let text = cx.secret(|cx| cx.interpolate(text, path))?;
     let text = text.trim();
@@ -138,7 +138,7 @@ fn no_proxy(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Vec<Strin
 
 /// One `no_proxy` entry: `*`, an IP address, a CIDR range, or a host name (a leading `.`
 /// allowed).
-fn no_proxy_entry(entry: &str) -> Result<(), &'static str> {
+pub(crate) fn no_proxy_entry(entry: &str) -> Result<(), &'static str> {
     if entry == "*" || entry.parse::<std::net::IpAddr>().is_ok() {
         return Ok(());
     }

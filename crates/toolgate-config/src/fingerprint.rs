@@ -45,7 +45,7 @@ pub fn fingerprint(path: &Path, env: &dyn Environment) -> Result<Fingerprint, Co
         ConfigError::new(path.display().to_string(), format!("cannot read: {}", io_reason(&error)))
     })?;
     let imports = match Format::from_path(&path) {
-        Some(Format::Json) => Vec::new(),
+        Some(Format::Json | Format::Yaml) => Vec::new(),
         _ => imports(&path, &text, env),
     };
     let mut hashed = Vec::new();

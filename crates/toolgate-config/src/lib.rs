@@ -1,6 +1,6 @@
-//! toolgate configuration (see ARCHITECTURE.md, `toolgate-config`): reads `toolgate.toml` and
-//! the MCP client config dialects (Claude Desktop, Cursor, Claude Code, VS Code) into one
-//! validated [`Config`], reporting every problem at once with its path.
+//! toolgate configuration (see ARCHITECTURE.md, `toolgate-config`): reads `toolgate.toml`, the
+//! MCP client config dialects (Claude Desktop, Cursor, Claude Code, VS Code) and smg-mcp's
+//! `mcp.yaml` into one validated [`Config`], reporting every problem at once with its path.
 //!
 //! ```
 //! use std::path::Path;
@@ -49,6 +49,7 @@ mod oauth;
 mod pipeline;
 mod response_format;
 mod scripts;
+mod smg;
 mod tenants;
 mod value;
 
@@ -79,20 +80,25 @@ pub enum Format {
     /// An MCP client config: `{"mcpServers": ...}` or VS Code's `{"servers": ...}`. Comments
     /// and trailing commas are accepted.
     Json,
+    /// smg-mcp's `mcp.yaml` (the MCP layer of the Shepherd Model Gateway), mapped onto
+    /// toolgate's own settings; what cannot be mapped is reported.
+    Yaml,
 }
 
 impl Format {
-    /// The format a file name says: `.toml`, or `.json` / `.jsonc`.
+    /// The format a file name says: `.toml`, `.json` / `.jsonc`, or `.yaml` / `.yml`.
     pub fn from_path(path: &Path) -> Option<Format> {
         let extension = path.extension()?.to_str()?.to_ascii_lowercase();
         match extension.as_str() {
             "toml" => Some(Format::Toml),
             "json" | "jsonc" => Some(Format::Json),
+            "yaml" | "yml" => Some(Format::Yaml),
             _ => None,
         }
     }
 
-    /// The format a text looks like: JSON when it starts with `{`, else TOML.
+    /// The format a text looks like: JSON when it starts with `{`, else TOML (YAML is known by
+    /// its file name only).
     pub fn sniff(text: &str) -> Format {
         if text.trim_start().starts_with('{') { Format::Json } else { Format::Toml }
     }
@@ -157,7 +163,7 @@ pub fn user_config_file(env: &dyn Environment) -> Option<PathBuf> {
 }
 
 /// Reads and checks one configuration file. Its format comes from its extension (`.toml`,
-/// `.json`), else from its first character. Relative paths inside it (`import`, `cwd`) are
+/// `.json`, `.yaml`), else from its first character. Relative paths inside it (`import`, `cwd`) are
 /// relative to its directory. The errors carry the file ([`ConfigErrors::file`]).
 pub fn load_file(path: &Path, env: &dyn Environment) -> Result<Config, ConfigErrors> {
     check_file(path, env).into_result()

@@ -12,8 +12,8 @@ use crate::model::{
     AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, LlmConfig, ProxyChoice,
     ProxyConfig, ScriptsConfig, ServerConfig, TransportConfig,
 };
-use crate::value::{Syntax, parse_json, parse_toml};
-use crate::{Format, client, native};
+use crate::value::{Syntax, parse_json, parse_toml, parse_yaml};
+use crate::{Format, client, native, smg};
 
 /// Reads and checks the file at `path` (relative to `env`'s current directory).
 pub(crate) fn check_file(path: &Path, env: &dyn Environment) -> Checked {
@@ -105,6 +105,30 @@ fn check_str(
                     None,
                     BTreeMap::new(),
                     None,
+                    cx,
+                )
+            }
+            Format::Yaml => {
+                let root = match parse_yaml(text) {
+                    Ok(root) => root,
+                    Err(error) => return syntax_error(error),
+                };
+                let mut cx = Checker::new(env, Syntax::Yaml, None, base_dir);
+                // smg-mcp's file holds servers, its policy and its proxy; the rest of toolgate's
+                // settings are at their defaults.
+                let document = smg::check(&mut cx, &root);
+                (
+                    GatewayConfig::default(),
+                    document.servers,
+                    document.pipeline,
+                    AuditConfig::default(),
+                    None,
+                    AgentConfig::default(),
+                    LlmConfig::default(),
+                    ScriptsConfig::default(),
+                    None,
+                    BTreeMap::new(),
+                    document.proxy,
                     cx,
                 )
             }

@@ -1,9 +1,9 @@
-//! A parsed document as one plain tree for TOML and JSON, so that one walker checks both and
-//! reports every problem instead of stopping at the first.
+//! A parsed document as one plain tree for TOML, JSON and YAML, so that one walker checks them
+//! all and reports every problem instead of stopping at the first.
 //!
 //! Syntax errors stop here, with their line and column.
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, index_path, key_path};
 use crate::jsonc;
 
 /// Which language a document was written in; decides how types are named in messages.
@@ -11,6 +11,7 @@ use crate::jsonc;
 pub(crate) enum Syntax {
     Toml,
     Json,
+    Yaml,
 }
 
 /// A node of a parsed document. Tables keep their keys in document order (TOML: sorted).
@@ -56,9 +57,13 @@ impl Value {
             (Value::Integer(_) | Value::Float(_), Syntax::Json) => "number",
             (Value::String(_), _) => "string",
             (Value::Datetime, _) => "datetime",
+            (Value::Array(_), Syntax::Yaml) => "sequence",
             (Value::Array(_), _) => "array",
             (Value::Table(_), Syntax::Toml) => "table",
             (Value::Table(_), Syntax::Json) => "object",
+            (Value::Integer(_), Syntax::Yaml) => "integer",
+            (Value::Float(_), Syntax::Yaml) => "float",
+            (Value::Table(_), Syntax::Yaml) => "mapping",
         }
     }
 
@@ -130,6 +135,85 @@ pub(crate) fn parse_json(text: &str) -> Result<Value, ConfigError> {
                 ),
             ))
         }
+    }
+}
+
+/// Parses YAML text (one document; an empty text is an empty mapping). Keys that are numbers or
+/// booleans become their text, as serde reads them into strings; other keys, custom tags and
+/// more than one document are errors. Anchors and aliases are expanded (within the parser's
+/// budget), and a key written twice in one mapping is an error, as the YAML spec says. The
+/// error (with an empty path, or the path of the node) gives line and column where it can.
+pub(crate) fn parse_yaml(text: &str) -> Result<Value, ConfigError> {
+    use saphyr::LoadableYamlNode as _;
+    let mut documents = match saphyr::Yaml::load_from_str(text) {
+        Ok(documents) => documents,
+        Err(error) => {
+            let marker = error.marker();
+            return Err(ConfigError::new(
+                "",
+                format!(
+                    "invalid YAML at line {}, column {}: {}",
+                    marker.line(),
+                    marker.col() + 1,
+                    error.info()
+                ),
+            ));
+        }
+    };
+    match documents.len() {
+        0 => Ok(Value::Table(Vec::new())),
+        1 => Value::from_yaml(documents.remove(0), ""),
+        n => Err(ConfigError::new(
+            "",
+            format!("invalid YAML: {n} documents (separated by ---); the file must hold one"),
+        )),
+    }
+}
+
+impl Value {
+    fn from_yaml(node: saphyr::Yaml<'_>, path: &str) -> Result<Value, ConfigError> {
+        use saphyr::{Scalar, Yaml};
+        Ok(match node {
+            Yaml::Value(Scalar::Null) => Value::Null,
+            Yaml::Value(Scalar::Boolean(b)) => Value::Boolean(b),
+            Yaml::Value(Scalar::Integer(i)) => Value::Integer(i),
+            Yaml::Value(Scalar::FloatingPoint(x)) => Value::Float(x.into_inner()),
+            Yaml::Value(Scalar::String(s)) => Value::String(s.into_owned()),
+            // Only when scalars are left unparsed, which `parse_yaml` does not ask for.
+            Yaml::Representation(s, _, _) => Value::String(s.into_owned()),
+            Yaml::Sequence(items) => Value::Array(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| Value::from_yaml(item, &index_path(path, i)))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Yaml::Mapping(entries) => {
+                let mut table = Vec::with_capacity(entries.len());
+                for (key, value) in entries {
+                    let key = match key {
+                        Yaml::Value(Scalar::String(s)) => s.into_owned(),
+                        Yaml::Value(Scalar::Integer(i)) => i.to_string(),
+                        Yaml::Value(Scalar::Boolean(b)) => b.to_string(),
+                        _ => {
+                            return Err(ConfigError::new(
+                                path,
+                                "a key that is not a string, number or boolean",
+                            ));
+                        }
+                    };
+                    let value = Value::from_yaml(value, &key_path(path, &key))?;
+                    table.push((key, value));
+                }
+                Value::Table(table)
+            }
+            Yaml::Tagged(tag, _) => {
+                return Err(ConfigError::new(path, format!("unsupported YAML tag {tag}")));
+            }
+            Yaml::Alias(_) | Yaml::BadValue => {
+                return Err(ConfigError::new(path, "invalid value (a bad alias or tagged scalar)"));
+            }
+        })
     }
 }
 

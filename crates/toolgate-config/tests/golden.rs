@@ -69,7 +69,10 @@ fn run(dir: &str, output: impl Fn(&Path) -> Result<String, String>) {
         .map(|entry| entry.expect("fixture entry must be readable").path())
         .filter(|path| {
             path.is_file()
-                && matches!(path.extension().and_then(|e| e.to_str()), Some("toml" | "json"))
+                && matches!(
+                    path.extension().and_then(|e| e.to_str()),
+                    Some("toml" | "json" | "yaml" | "yml")
+                )
         })
         .collect();
     paths.sort();

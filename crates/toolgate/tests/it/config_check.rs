@@ -1,6 +1,8 @@
 //! `toolgate config check` over the fixture configs in `tests/config-check`: each runs through
-//! the real binary in a scaffold folder of its own, and its exit code and stdout are compared
-//! with `<name>.expected` beside it (the folder written `$DIR`). `UPDATE_GOLDEN=1` rewrites
+//! the real binary in a scaffold folder of its own (a `.toml` fixture as `toolgate.toml`, a
+//! `.yaml` one, smg-mcp's dialect, as `mcp.yaml`), and its exit code and stdout are compared
+//! with `<name>.expected` beside it (the folder written `$DIR`); the fixtures named `valid` or
+//! `valid_*` must pass, the others must fail. `UPDATE_GOLDEN=1` rewrites
 //! them. Also: the check writes nothing, starts nothing and connects nowhere, and `serve`
 //! refuses a bad pipeline before it creates the audit log.
 
@@ -17,7 +19,7 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("config-check")
 }
 
-/// A folder holding `toolgate.toml` and what the fixtures point at:
+/// A folder holding the config (`toolgate.toml` unless said) and what the fixtures point at:
 /// - `plain-file`: a regular file where some fixtures want a directory;
 /// - `logs/`: a writable directory for a log;
 /// - `broken.jsonl`: an audit log whose chain does not verify (private: `0600`);
@@ -27,14 +29,20 @@ fn fixtures() -> PathBuf {
 struct Scaffold {
     dir: tempfile::TempDir,
     locked_immutable: bool,
+    /// The config's file name.
+    file: &'static str,
 }
 
 impl Scaffold {
     fn new(config: &str) -> Scaffold {
+        Scaffold::named("toolgate.toml", config)
+    }
+
+    fn named(file: &'static str, config: &str) -> Scaffold {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
-        std::fs::write(root.join("toolgate.toml"), config).expect("write the config");
+        std::fs::write(root.join(file), config).expect("write the config");
         std::fs::write(root.join("plain-file"), "not a directory\n").expect("write plain-file");
         std::fs::create_dir(root.join("logs")).expect("create logs");
         std::fs::write(root.join("broken.jsonl"), "not a record\n").expect("write broken.jsonl");
@@ -53,7 +61,7 @@ impl Scaffold {
                 "as root this test needs `chattr +i` on the temp dir's file system"
             );
         }
-        Scaffold { dir, locked_immutable }
+        Scaffold { dir, locked_immutable, file }
     }
 
     fn root(&self) -> &Path {
@@ -61,7 +69,7 @@ impl Scaffold {
     }
 
     fn config(&self) -> PathBuf {
-        self.root().join("toolgate.toml")
+        self.root().join(self.file)
     }
 
     /// Every file and folder under the scaffold with its size and modification time.
@@ -120,15 +128,18 @@ async fn every_fixture_gives_its_golden_output() {
     let mut fixtures: Vec<PathBuf> = std::fs::read_dir(fixtures())
         .expect("fixture dir")
         .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .filter(|path| path.extension().is_some_and(|e| e == "toml" || e == "yaml"))
         .collect();
     fixtures.sort();
     assert!(fixtures.len() >= 15, "fixtures missing: {fixtures:?}");
     let mut failures = Vec::new();
     for fixture in &fixtures {
-        let scaffold = Scaffold::new(&std::fs::read_to_string(fixture).expect("read fixture"));
+        let text = std::fs::read_to_string(fixture).expect("read fixture");
+        let yaml = fixture.extension().is_some_and(|e| e == "yaml");
+        let scaffold = Scaffold::named(if yaml { "mcp.yaml" } else { "toolgate.toml" }, &text);
         let (code, stdout) = check(&scaffold, &[]).await;
-        let valid = fixture.file_stem().is_some_and(|s| s == "valid");
+        let stem = fixture.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let valid = stem == "valid" || stem.starts_with("valid_");
         assert_eq!(code, if valid { 0 } else { 64 }, "{}:\n{stdout}", fixture.display());
         let actual = format!("exit: {code}\n{stdout}");
         let expected_path = fixture.with_extension("expected");
