@@ -124,7 +124,7 @@ fn check_str(
                     AuditConfig::default(),
                     None,
                     AgentConfig::default(),
-                    LlmConfig::default(),
+                    LlmConfig { pool: document.pool, ..LlmConfig::default() },
                     ScriptsConfig::default(),
                     None,
                     BTreeMap::new(),

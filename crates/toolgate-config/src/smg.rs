@@ -75,6 +75,8 @@ pub(crate) struct Document {
     pub(crate) pipeline: Vec<InterceptorConfig>,
     /// The global `proxy`, when it names a proxy.
     pub(crate) proxy: Option<ProxyConfig>,
+    /// `pool`: the bounds on the connections to servers requests name by URL.
+    pub(crate) pool: crate::llm::PoolConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,16 +112,17 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
     let policy = fields.get("policy").copied().filter(|value| **value != Value::Null);
     document.pipeline.extend(policy::check(cx, policy, &names));
     document.pipeline.extend(maps.finish(cx));
-    let pool = "toolgate has no pool of servers named by URL yet";
     if let Some(value) = fields.get("pool") {
-        not_mapped_yet(cx, value, "pool", POOL_KEYS, pool);
+        document.pool = pool(cx, value);
     }
     if let Some(value) = fields.get("inventory") {
         let why = "toolgate has no settings for refreshing its tool lists";
         not_mapped_yet(cx, value, "inventory", INVENTORY_KEYS, why);
     }
     if let Some(value) = fields.get("warmup") {
-        warmup(cx, value, pool);
+        let why = "toolgate keeps a connection per tenant, and an mcp.yaml names none: write \
+                   [pool] warmup entries with a tenant in toolgate.toml";
+        warmup(cx, value, why);
     }
     document
 }
@@ -660,7 +663,33 @@ fn no_proxy(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Vec<Strin
     Some(out)
 }
 
-/// `pool` and `inventory`: every key is known, checked to be one, and reported as not mapped.
+/// `pool`: `max_connections` and `idle_timeout` (seconds, or a duration such as `"5m"`), the
+/// bounds of toolgate's `[pool]`.
+fn pool(cx: &mut Checker<'_>, value: &Value) -> crate::llm::PoolConfig {
+    let mut pool = crate::llm::PoolConfig::default();
+    let Some(entries) = cx.table(value, "pool") else { return pool };
+    let fields = cx.known_keys(entries, "pool", POOL_KEYS);
+    match fields.get("max_connections") {
+        Some(Value::Integer(n)) if *n >= 1 => pool.max_connections = Some(*n as usize),
+        Some(other) => cx.expected("pool.max_connections", "a positive integer", other),
+        None => {}
+    }
+    match fields.get("idle_timeout") {
+        Some(Value::Integer(secs)) if *secs >= 1 => {
+            pool.idle_timeout = Some(std::time::Duration::from_secs(*secs as u64));
+        }
+        Some(value @ Value::String(_)) => {
+            pool.idle_timeout = cx
+                .duration(value, "pool.idle_timeout")
+                .and_then(|idle| cx.positive(idle, "pool.idle_timeout"));
+        }
+        Some(other) => cx.expected("pool.idle_timeout", "seconds, or a duration", other),
+        None => {}
+    }
+    pool
+}
+
+/// `inventory`: every key is known, checked to be one, and reported as not mapped.
 fn not_mapped_yet(cx: &mut Checker<'_>, value: &Value, section: &str, known: &[&str], why: &str) {
     let Some(entries) = cx.table(value, section) else { return };
     for key in cx.known_keys(entries, section, known).keys() {

@@ -543,7 +543,7 @@ fn a_proxy_that_names_none_leaves_the_variables_and_half_credentials_are_ignored
 // === pool, inventory, warmup ===
 
 #[test]
-fn pool_inventory_and_warmup_are_reported_as_not_mapped_yet() {
+fn pool_maps_onto_toolgates_and_inventory_and_warmup_are_reported_as_not_mapped() {
     let config = valid(
         r#"
 servers: []
@@ -555,18 +555,21 @@ warmup:
     token: "${NOT_READ}"
 "#,
     );
-    let pool = "not mapped yet (toolgate has no pool of servers named by URL yet)";
+    assert_eq!(config.llm.pool.max_connections, Some(100));
+    assert_eq!(config.llm.pool.idle_timeout, Some(std::time::Duration::from_secs(300)));
     let inventory = "not mapped yet (toolgate has no settings for refreshing its tool lists)";
+    let warmup = "not mapped yet (toolgate keeps a connection per tenant, and an mcp.yaml names \
+                  none: write [pool] warmup entries with a tenant in toolgate.toml)";
     assert_eq!(
         config.warnings,
         [
-            format!("pool.idle_timeout: {pool}: ignored"),
-            format!("pool.max_connections: {pool}: ignored"),
             format!("inventory.enable_refresh: {inventory}: ignored"),
             format!("inventory.tool_ttl: {inventory}: ignored"),
-            format!("warmup[0]: {pool}: nothing is warmed up"),
+            format!("warmup[0]: {warmup}: nothing is warmed up"),
         ]
     );
+    let idle = valid("servers: []\npool: { idle_timeout: \"90s\" }\n");
+    assert_eq!(idle.llm.pool.idle_timeout, Some(std::time::Duration::from_secs(90)));
     let errors = invalid("servers: []\npool: { max_conections: 1 }\nwarmup: [{ urll: x }]\n");
     assert!(errors.contains("pool.max_conections: unknown key, did you mean max_connections?"));
     assert!(errors.contains("warmup[0].urll: unknown key, did you mean url?"));
