@@ -12,6 +12,9 @@
 //! (`session.rs`) whose cookie every other page needs. Each POST must carry the session's form
 //! token and come from this origin.
 
+// A refusal is the answer to send, a `Response`, as in the HTTP front.
+#![allow(clippy::result_large_err)]
+
 mod approvals;
 mod events;
 mod pages;
@@ -19,13 +22,13 @@ mod session;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::extract::{Form, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
+use tokio::time::Instant;
 
 use crate::admin::{Admin, Operator, Role, authorised};
 use session::{MAX_SESSIONS, SESSION_TTL, Session, Sessions};

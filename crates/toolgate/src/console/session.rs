@@ -7,10 +7,11 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::{HeaderMap, header};
 use base64::Engine as _;
+use tokio::time::Instant;
 
 use crate::admin::Operator;
 
@@ -249,7 +250,7 @@ mod tests {
             host.clone(),
             (header::REFERER, "http://evil.test/127.0.0.1:9000")
         ])));
-        assert!(!same_origin(&headers(&[host.clone()])), "neither header: refused");
+        assert!(!same_origin(&headers(std::slice::from_ref(&host))), "neither header: refused");
         assert!(!same_origin(&headers(&[(header::ORIGIN, "http://127.0.0.1:9000")])));
     }
 
