@@ -42,7 +42,7 @@ use toolgate_gateway::Gateway;
 use toolgate_gateway::interceptors_list;
 use toolgate_server::{Authenticator, ConnectionLimits};
 
-use roles::Role;
+pub(crate) use roles::Role;
 pub(crate) use roles::RoleMembers;
 
 /// Who may use the admin API: bearer tokens by the name of who holds them.
@@ -82,9 +82,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 #[derive(Clone)]
-struct Admin {
-    gateway: Arc<Gateway>,
-    approvals: Arc<ApprovalDesk>,
+pub(crate) struct Admin {
+    pub(crate) gateway: Arc<Gateway>,
+    pub(crate) approvals: Arc<ApprovalDesk>,
     integrity: Arc<IntegrityLocks>,
     tokens: AdminTokens,
     /// The front's credentials, when `[auth]` is set, and who holds which role.
@@ -100,6 +100,7 @@ pub(crate) fn admin_router(
     identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
 ) -> axum::Router {
     let admin = Admin { gateway, approvals, integrity, tokens, identity };
+    let console = crate::console::router(admin.clone());
     axum::Router::new()
         .route("/approvals", axum::routing::get(list_approvals))
         .route("/approvals/{id}", axum::routing::post(decide))
@@ -109,6 +110,7 @@ pub(crate) fn admin_router(
         .route("/integrity/{tool}/approve", axum::routing::post(approve_contract))
         .route("/sign-ins/{server}/{principal}", axum::routing::delete(revoke_sign_in))
         .with_state(admin)
+        .merge(console)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
 }
 
@@ -138,22 +140,27 @@ fn unauthorised(message: &str) -> Response {
 }
 
 /// Who is using the admin API.
-struct Operator {
+#[derive(Debug, Clone)]
+pub(crate) struct Operator {
     /// As approvals and events name it: the token's name, or the principal (`kind:id@tenant`).
-    name: String,
+    pub(crate) name: String,
     /// The tenant it acts within; `None`: the whole gateway.
-    tenant: Option<String>,
+    pub(crate) tenant: Option<String>,
 }
 
 impl Operator {
     /// Whether something of `tenant` is this operator's to see.
-    fn sees(&self, tenant: Option<&str>) -> bool {
+    pub(crate) fn sees(&self, tenant: Option<&str>) -> bool {
         self.tenant.as_deref().is_none_or(|own| tenant == Some(own))
     }
 }
 
 /// Who the request's credential is, if it may do what `role` allows; else the answer.
-async fn authorised(admin: &Admin, headers: &HeaderMap, role: Role) -> Result<Operator, Response> {
+pub(crate) async fn authorised(
+    admin: &Admin,
+    headers: &HeaderMap,
+    role: Role,
+) -> Result<Operator, Response> {
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -207,14 +214,30 @@ async fn decide(
         Ok(operator) => operator,
         Err(refused) => return refused,
     };
+    match decide_held(&admin, &operator, &id, &body) {
+        Ok(decision) => {
+            Json(json!({ "id": id, "decision": decision, "by": operator.name })).into_response()
+        }
+        Err((status, message)) => problem(status, message),
+    }
+}
+
+/// Decides the held call `id` as `operator`, with `body` as `POST /approvals/{id}` takes it:
+/// the decision taken, or the status and message of the refusal. The console calls it too.
+pub(crate) fn decide_held(
+    admin: &Admin,
+    operator: &Operator,
+    id: &str,
+    body: &[u8],
+) -> Result<&'static str, (StatusCode, String)> {
     // Another tenant's held call is not there for this approver.
     let theirs =
         admin.approvals.pending().iter().any(|p| p.id == id && operator.sees(p.caller_tenant()));
     if !theirs {
-        return problem(StatusCode::NOT_FOUND, DecideError::NotPending(id).to_string());
+        return Err((StatusCode::NOT_FOUND, DecideError::NotPending(id.to_owned()).to_string()));
     }
-    let approver = operator.name;
-    match admin.approvals.decide_body(&id, &approver, &body) {
+    let approver = &operator.name;
+    match admin.approvals.decide_body(id, approver, body) {
         Ok((decided, decision)) => {
             tracing::info!(
                 target: "toolgate::approval",
@@ -224,15 +247,11 @@ async fn decide(
                 decision,
                 "approval decided"
             );
-            Json(json!({ "id": decided.id, "decision": decision, "by": approver })).into_response()
+            Ok(decision)
         }
-        Err(error @ DecideError::BadBody(_)) => problem(StatusCode::BAD_REQUEST, error.to_string()),
-        Err(error @ DecideError::NotPending(_)) => {
-            problem(StatusCode::NOT_FOUND, error.to_string())
-        }
-        Err(error @ DecideError::OwnCall { .. }) => {
-            problem(StatusCode::FORBIDDEN, error.to_string())
-        }
+        Err(error @ DecideError::BadBody(_)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
+        Err(error @ DecideError::NotPending(_)) => Err((StatusCode::NOT_FOUND, error.to_string())),
+        Err(error @ DecideError::OwnCall { .. }) => Err((StatusCode::FORBIDDEN, error.to_string())),
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod admin;
 mod commands;
+mod console;
 mod events;
 mod llm_api;
 mod logins;

@@ -94,7 +94,8 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
                 (auth, std::sync::Arc::new(crate::admin::RoleMembers::new(&roles)))
             });
             let limits = connection_limits(&config.gateway);
-            Some(start_admin(admin, limits, &gateway, identity, shutdown.clone()).await?)
+            let audit = crate::console::AuditFile(config.audit.file.clone());
+            Some(start_admin(admin, limits, &gateway, identity, audit, shutdown.clone()).await?)
         }
         None => None,
     };
@@ -230,6 +231,7 @@ async fn start_admin(
         std::sync::Arc<toolgate_server::Authenticator>,
         std::sync::Arc<crate::admin::RoleMembers>,
     )>,
+    audit: crate::console::AuditFile,
     shutdown: CancellationToken,
 ) -> anyhow::Result<(tokio::task::JoinHandle<()>, SocketAddr)> {
     let listener = tokio::net::TcpListener::bind(config.listen)
@@ -245,7 +247,9 @@ async fn start_admin(
         running.integrity_locks.clone(),
         tokens,
         identity,
-    );
+    )
+    // The console's audit page reads the audit log.
+    .layer(axum::Extension(audit));
     tracing::info!("admin API at http://{bound} (approvals, events, interceptors, integrity)");
     running.approvals.set_attended(true);
     let serving = tokio::spawn(async move {

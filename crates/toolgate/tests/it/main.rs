@@ -13,6 +13,7 @@ mod child_env;
 mod cli;
 mod config_check;
 mod conformance;
+mod console;
 mod cut_off;
 mod demo;
 mod denials;

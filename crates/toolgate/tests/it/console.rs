@@ -1,0 +1,201 @@
+//! The web console over plain HTTP: log in with an admin token, see the servers, approve one
+//! held call and deny another from the approvals page (the client's calls complete), and read
+//! the audit page; forms without the session's token or from another origin are refused.
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const ALICE: &str = "alice-token-0123456789";
+
+/// A gateway whose `fx__env_get` calls are held for an approver over the admin listener.
+pub(crate) fn console_config() -> String {
+    format!(
+        "{}\n[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+         rules = [{{ tools = [\"env_get\"], decision = \"ask\", reason = \"it reads the <environment>\" }}]\n\n\
+         [[pipeline]]\nkind = \"approval\"\nvia = \"external\"\n\n\
+         [audit]\nfile = \"audit.jsonl\"\n\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\ntokens = {{ alice = \"{ALICE}\" }}\n",
+        fixture_server("fx", "stdio", None),
+    )
+}
+
+/// The admin listener's base URL, from the gateway's log.
+pub(crate) async fn admin_url(gateway: &HttpGateway) -> String {
+    let line = gateway.wait_for_log(&["admin API at http://"]).await;
+    let at = line.find("http://").expect("url");
+    line[at..].split_whitespace().next().expect("url").to_owned()
+}
+
+/// A browser-like client: keeps the session cookie by hand, follows no redirect.
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    fn new(base: &str) -> Browser {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        Browser { http, base: base.to_owned(), cookie: None }
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        let mut request = self.http.get(format!("{}{path}", self.base));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        request.send().await.expect("GET")
+    }
+
+    async fn page(&self, path: &str) -> String {
+        let response = self.get(path).await;
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.text().await.expect("body")
+    }
+
+    async fn post(&self, path: &str, form: &[(&str, &str)], origin: bool) -> reqwest::Response {
+        let mut request = self.http.post(format!("{}{path}", self.base)).form(form);
+        if origin {
+            request = request.header("origin", &self.base);
+        }
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        request.send().await.expect("POST")
+    }
+}
+
+fn location(response: &reqwest::Response) -> &str {
+    response.headers()["location"].to_str().expect("location")
+}
+
+/// The session's form token, from a page.
+fn csrf(page: &str) -> String {
+    let (_, rest) = page.split_once("name=\"csrf\" value=\"").expect("a form token");
+    rest.split('"').next().expect("token").to_owned()
+}
+
+async fn call(client: &Client, arguments: Value) -> rmcp::model::CallToolResult {
+    client
+        .peer()
+        .call_tool(
+            CallToolRequestParams::new("fx__env_get".to_owned()).with_arguments(object(arguments)),
+        )
+        .await
+        .expect("a tool result")
+}
+
+#[tokio::test]
+async fn an_operator_logs_in_sees_the_servers_and_decides_held_calls() {
+    let config = ConfigDir::new(&console_config());
+    let gateway = HttpGateway::start(&config.path()).await;
+    let admin = admin_url(&gateway).await;
+    let mut browser = Browser::new(&admin);
+
+    // Without a session every page leads to the login form.
+    let response = browser.get("/console/servers").await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(location(&response), "/console/login");
+    let login = browser.page("/console/login").await;
+    assert!(login.contains("<label for=\"token\">"), "{login}");
+
+    let wrong = browser.post("/console/login", &[("token", "not-a-token")], true).await;
+    assert_eq!(wrong.status(), 401);
+    let elsewhere = browser.post("/console/login", &[("token", ALICE)], false).await;
+    assert_eq!(elsewhere.status(), 403, "a login form posted without an Origin is refused");
+    let response = browser.post("/console/login", &[("token", ALICE)], true).await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(location(&response), "/console/servers");
+    let set = response.headers()["set-cookie"].to_str().expect("cookie").to_owned();
+    assert!(set.contains("HttpOnly; SameSite=Strict; Path=/console"), "{set}");
+    assert!(!set.contains("Secure"), "plain HTTP: {set}");
+    browser.cookie = Some(set.split(';').next().expect("pair").to_owned());
+
+    let response = browser.get("/console/servers").await;
+    assert_eq!(response.status(), 200);
+    let csp = response.headers()["content-security-policy"].to_str().expect("csp");
+    assert!(csp.contains("default-src 'self'") && csp.contains("script-src 'self'"), "{csp}");
+    assert_eq!(response.headers()["x-frame-options"], "DENY");
+    assert_eq!(response.headers()["referrer-policy"], "no-referrer");
+    let servers = response.text().await.expect("body");
+    assert!(servers.contains("<th scope=\"row\">fx</th>"), "{servers}");
+    assert!(servers.contains(">connected<") && servers.contains(">stdio<"), "{servers}");
+    assert!(servers.contains("Signed in as <strong>alice</strong>"), "{servers}");
+
+    let inventory = browser.page("/console/inventory?q=env").await;
+    assert!(inventory.contains("fx__env_get") && !inventory.contains("fx__echo"), "{inventory}");
+
+    // Two held calls: one approved, one (with markup in its arguments) denied.
+    let first = http_client(&gateway.url).await;
+    let held = tokio::spawn(async move { call(&first, json!({"name": "HOME"})).await });
+    gateway.wait_for_log(&["call a1 ", "is held for approval"]).await;
+    let second = http_client(&gateway.url).await;
+    let markup = "<script>alert(1)</script>";
+    let refused = tokio::spawn(async move { call(&second, json!({"name": markup})).await });
+    gateway.wait_for_log(&["call a2 ", "is held for approval"]).await;
+
+    let page = browser.page("/console/approvals").await;
+    assert!(page.contains("<tr id=\"call-a1\">") && page.contains("<tr id=\"call-a2\">"), "{page}");
+    assert!(page.contains("it reads the &lt;environment&gt;"), "{page}");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
+    assert!(!page.contains(markup), "arguments render as text: {page}");
+    let token = csrf(&page);
+
+    let forged = browser.post("/console/approvals/a1", &[("decision", "allow")], true).await;
+    assert_eq!(forged.status(), 403, "no form token");
+    let cross = browser
+        .post("/console/approvals/a1", &[("csrf", &token), ("decision", "allow")], false)
+        .await;
+    assert_eq!(cross.status(), 403, "no Origin");
+
+    let allowed = browser
+        .post("/console/approvals/a1", &[("csrf", &token), ("decision", "allow")], true)
+        .await;
+    assert_eq!(allowed.status(), 303);
+    assert_eq!(location(&allowed), "/console/approvals?id=a1&decision=allow");
+    let result = held.await.expect("the call ends");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+
+    let denied = browser
+        .post(
+            "/console/approvals/a2",
+            &[("csrf", &token), ("decision", "deny"), ("reason", "not today")],
+            true,
+        )
+        .await;
+    assert_eq!(denied.status(), 303);
+    let result = refused.await.expect("the call ends");
+    assert_eq!(result.is_error, Some(true));
+    let text = first_text(&result);
+    assert!(text.contains("alice did not approve this call: not today"), "{text}");
+    let page = browser.page("/console/approvals?id=a2&decision=deny").await;
+    assert!(page.contains("Call a2 denied.") && page.contains("No call is waiting"), "{page}");
+
+    // Deciding again: the call is gone, said on the page.
+    let again = browser
+        .post("/console/approvals/a2", &[("csrf", &token), ("decision", "allow")], true)
+        .await;
+    assert_eq!(again.status(), 404);
+
+    let audit = browser.page("/console/audit?q=approval").await;
+    assert!(audit.contains("Chain verified:"), "{audit}");
+    assert!(audit.contains("approval/"), "{audit}");
+
+    let events = browser.page("/console/events?pattern=tools/*").await;
+    assert!(events.contains("data-pattern=\"tools/*\""), "{events}");
+    let stream = browser.get("/console/events/stream?pattern=tools/*").await;
+    assert_eq!(stream.status(), 200);
+    assert!(stream.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    drop(stream);
+
+    let out = browser.post("/console/logout", &[("csrf", &token)], true).await;
+    assert_eq!(out.status(), 303);
+    let response = browser.get("/console/servers").await;
+    assert_eq!(response.status(), 303, "the session is closed");
+    assert!(gateway.terminate().await.success());
+}
