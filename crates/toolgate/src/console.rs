@@ -89,7 +89,9 @@ async fn secure_headers(mut response: Response) -> Response {
         ),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // Not `no-referrer`: with it, browsers send `Origin: null` on the console's own form posts,
+    // which the origin check must refuse.
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
     response
@@ -315,6 +317,6 @@ mod tests {
         assert!(csp.starts_with("default-src 'self'; script-src 'self';"), "{csp}");
         assert!(!csp.contains("unsafe-inline"), "{csp}");
         assert_eq!(response.headers()[header::X_FRAME_OPTIONS], "DENY");
-        assert_eq!(response.headers()[header::REFERRER_POLICY], "no-referrer");
+        assert_eq!(response.headers()[header::REFERRER_POLICY], "same-origin");
     }
 }

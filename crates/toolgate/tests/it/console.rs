@@ -121,7 +121,7 @@ async fn an_operator_logs_in_sees_the_servers_and_decides_held_calls() {
     let csp = response.headers()["content-security-policy"].to_str().expect("csp");
     assert!(csp.contains("default-src 'self'") && csp.contains("script-src 'self'"), "{csp}");
     assert_eq!(response.headers()["x-frame-options"], "DENY");
-    assert_eq!(response.headers()["referrer-policy"], "no-referrer");
+    assert_eq!(response.headers()["referrer-policy"], "same-origin");
     let servers = response.text().await.expect("body");
     assert!(servers.contains("<th scope=\"row\">fx</th>"), "{servers}");
     assert!(servers.contains(">connected<") && servers.contains(">stdio<"), "{servers}");
@@ -198,4 +198,66 @@ async fn an_operator_logs_in_sees_the_servers_and_decides_held_calls() {
     let response = browser.get("/console/servers").await;
     assert_eq!(response.status(), 303, "the session is closed");
     assert!(gateway.terminate().await.success());
+}
+
+/// The console in headless Chromium (Debian's), driven by playwright-core: sign in, approve one
+/// held call and deny another from the approvals page, the clients' calls completing, and
+/// axe-core finding nothing serious on any page. Screenshots are kept under
+/// `target/console-screenshots/`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_works_in_a_browser_and_passes_an_accessibility_check() {
+    let Some(chromium) = crate::deps::chromium() else { return };
+    let config = ConfigDir::new(&console_config());
+    let gateway = HttpGateway::start(&config.path()).await;
+    let admin = admin_url(&gateway).await;
+    let first = http_client(&gateway.url).await;
+    let allowed = tokio::spawn(async move { call(&first, json!({"name": "ALLOW_ME"})).await });
+    let second = http_client(&gateway.url).await;
+    let denied = tokio::spawn(async move { call(&second, json!({"name": "DENY_ME"})).await });
+
+    let artefacts =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/console-screenshots");
+    std::fs::create_dir_all(&artefacts).expect("screenshot folder");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/clients/console_browser.mjs");
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(180),
+        tokio::process::Command::new(crate::deps::node())
+            .arg(&script)
+            .arg(&chromium)
+            .arg(&admin)
+            .arg(ALICE)
+            .arg(&artefacts)
+            .current_dir(crate::deps::npm_dir())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the browser finishes in time")
+    .expect("node runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "the browser script failed:\n{printed}");
+    let report: Value = serde_json::from_str(
+        printed.lines().rfind(|line| line.starts_with('{')).expect("a report"),
+    )
+    .unwrap_or_else(|e| panic!("{e}:\n{printed}"));
+    for (page, found) in report["violations"].as_object().expect("violations") {
+        assert_eq!(found, &json!([]), "axe-core on {page}: {report}");
+    }
+    assert_eq!(report["violations"].as_object().map(|v| v.len()), Some(6), "{report}");
+    assert!(report["audit"].as_str().unwrap_or_default().contains("verified"), "{report}");
+
+    let allowed = allowed.await.expect("joined");
+    assert_ne!(allowed.is_error, Some(true), "the approved call ran: {allowed:?}");
+    let denied = denied.await.expect("joined");
+    assert_eq!(denied.is_error, Some(true), "{denied:?}");
+    assert!(first_text(&denied).contains("not from the browser"), "{denied:?}");
+    for page in ["login", "servers", "approvals", "inventory", "events", "audit"] {
+        assert!(artefacts.join(format!("{page}.png")).exists(), "a screenshot of {page}");
+    }
+    gateway.terminate().await;
 }
