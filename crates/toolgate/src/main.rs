@@ -4,8 +4,10 @@
 mod admin;
 mod commands;
 mod events;
+mod health;
 mod llm_api;
 mod logins;
+mod metrics;
 mod scrub;
 mod setup;
 mod trust;
