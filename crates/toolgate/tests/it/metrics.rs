@@ -134,8 +134,13 @@ impl Prometheus {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             let answer: Value = http
-                .get(format!("{}/api/v1/query", self.url))
-                .query(&[("query", query)])
+                .get(
+                    url::Url::parse_with_params(
+                        &format!("{}/api/v1/query", self.url),
+                        [("query", query)],
+                    )
+                    .expect("a URL"),
+                )
                 .send()
                 .await
                 .expect("query prometheus")
