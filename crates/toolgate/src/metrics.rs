@@ -14,7 +14,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use ::metrics::{counter, gauge, histogram};
 use metrics_exporter_prometheus::{

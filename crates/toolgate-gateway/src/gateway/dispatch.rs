@@ -385,7 +385,7 @@ impl Gateway {
             }
             None => options,
         };
-        let sending = std::time::Instant::now();
+        let sending = tokio::time::Instant::now();
         let sent = if as_written {
             upstream.call_tool_answer(params, options).await.map_err(GatewayError::from)
         } else {

@@ -44,7 +44,7 @@ fn sorted<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
 }
 
 /// `expected`, sorted.
-fn sorted_all<'a>(mut expected: Vec<&'a str>) -> Vec<&'a str> {
+fn sorted_all(mut expected: Vec<&str>) -> Vec<&str> {
     expected.sort_unstable();
     expected
 }
