@@ -50,6 +50,9 @@ pub mod kind {
     /// A request was refused before it reached the pipeline (unknown tool, bad arguments,
     /// malformed JSON-RPC, oversized body).
     pub const REQUEST_REJECTED: &str = "request/rejected";
+    /// The OpenAI-compatible endpoint (`/v1/responses`, `/v1/chat/completions`) answered:
+    /// the model, its tokens in and out, and the response's status.
+    pub const LLM_RESPONSE_FINISHED: &str = "llm/response/finished";
     /// The audit sink lost events, because its queue was full or writing failed (field
     /// `count`). Written by the audit sink into its own log, never published on the bus.
     pub const AUDIT_DROPPED: &str = "audit/dropped";

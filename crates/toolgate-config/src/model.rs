@@ -231,6 +231,9 @@ pub struct GatewayConfig {
     /// `llm_api`: serve the OpenAI-compatible endpoint (`/v1/responses`,
     /// `/v1/chat/completions`) on this listener too, as `[llm]` says (default false).
     pub llm_api: bool,
+    /// `metrics`: serve `GET /metrics` (Prometheus) on this listener too, not only on the
+    /// admin API's (default false).
+    pub metrics: bool,
 }
 
 impl Default for GatewayConfig {
@@ -254,6 +257,7 @@ impl Default for GatewayConfig {
             stream_max_age: None,
             public_url: None,
             llm_api: false,
+            metrics: false,
         }
     }
 }

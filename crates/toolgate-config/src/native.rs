@@ -35,6 +35,7 @@ const GATEWAY_KEYS: &[&str] = &[
     "stream_max_age",
     "public_url",
     "llm_api",
+    "metrics",
 ];
 const SERVER_KEYS: &[&str] = &[
     "command",
@@ -262,6 +263,10 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         None => Some(defaults.llm_api),
         Some(value) => cx.boolean(value, "gateway.llm_api"),
     };
+    let metrics = match fields.get("metrics") {
+        None => Some(defaults.metrics),
+        Some(value) => cx.boolean(value, "gateway.metrics"),
+    };
     let max_subscription_bytes = match fields.get("max_subscription_bytes") {
         None => Some(None),
         Some(value) => size(cx, value, "gateway.max_subscription_bytes")
@@ -286,6 +291,7 @@ fn check_gateway(cx: &mut Checker<'_>, value: &Value) -> Option<GatewayConfig> {
         stream_max_age: stream_max_age?,
         public_url: public_url?,
         llm_api: llm_api?,
+        metrics: metrics?,
     })
 }
 

@@ -152,6 +152,7 @@ fn dump(config: &Config) -> String {
         stream_max_age,
         public_url,
         llm_api,
+        metrics,
     } = gateway;
     let mut out = String::new();
     let w = &mut out;
@@ -177,6 +178,9 @@ fn dump(config: &Config) -> String {
     }
     if *llm_api {
         line(w, 1, "llm_api", llm_api);
+    }
+    if *metrics {
+        line(w, 1, "metrics", metrics);
     }
     let counts = [
         ("max_connections", max_connections),

@@ -1,6 +1,7 @@
-//! What the gateway tells the event bus: each call's start and end (with its duration, sizes,
-//! arguments hashed and redacted, and who approved it), refusals, timeouts, cancellations,
-//! interceptor failures, the upstreams' state changes, and changed lists.
+//! What the gateway tells the event bus: each call's start and end (with its duration, the
+//! upstream's part of it as `upstream_ms`, sizes, arguments hashed and redacted, and who
+//! approved it), refusals, timeouts, cancellations, interceptor failures, the upstreams' state
+//! changes, and changed lists.
 //!
 //! Publishing never waits (see `toolgate_audit::EventBus`). When nobody subscribes, nothing
 //! is serialized or hashed.
@@ -22,6 +23,10 @@ use crate::session::Changed;
 /// The number a call gets in events, so its start and end can be matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CallNumber(pub(crate) u64);
+
+/// How long the upstream took to answer a tool call (the send alone), for `upstream_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UpstreamElapsed(pub(crate) std::time::Duration);
 
 /// Publishes the gateway's events.
 #[derive(Debug, Default)]
@@ -148,6 +153,9 @@ impl Recorder {
             let mut event = call_event(kind, ctx, exposed)
                 .with("duration_ms", elapsed.as_secs_f64() * 1000.0)
                 .with("decisions", decisions(ctx));
+            if let Some(UpstreamElapsed(upstream)) = ctx.get::<UpstreamElapsed>() {
+                event = event.with("upstream_ms", upstream.as_secs_f64() * 1000.0);
+            }
             if let Some(approved) = ctx.get::<Approved>() {
                 event = event
                     .with("approved_by", approved.by.clone())

@@ -235,6 +235,16 @@ impl Sessions {
         }
     }
 
+    /// How many sessions are live.
+    pub fn count(&self) -> usize {
+        self.live().len()
+    }
+
+    /// How many `subscriptions/listen` streams are open.
+    pub fn listener_count(&self) -> usize {
+        self.listeners.lock().expect("listeners lock must not be poisoned").len()
+    }
+
     /// A snapshot of the live sessions.
     pub(crate) fn all(&self) -> Vec<Arc<Session>> {
         self.live().clone()

@@ -38,7 +38,10 @@ async fn start(
     if !request.stream {
         let turns = service.turns(principal, id.clone(), model, &request, false);
         let mut output = Output::collected();
-        let ended = turns.run(state, &mut output).await?;
+        let ended = turns.run(state, &mut output).await;
+        let status = if ended.is_ok() { "completed" } else { "failed" };
+        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        let ended = ended?;
         let answer = chat::Answer::of(output.items());
         return Ok(axum::Json(json!({
             "id": id, "object": "chat.completion", "created": created, "model": request.model,
@@ -58,6 +61,8 @@ async fn start(
         let mut output = Output::streamed(events);
         let turns = service.turns(principal, task_id, model, &request, false);
         let ended = turns.run(state, &mut output).await;
+        let status = if ended.is_ok() { "completed" } else { "failed" };
+        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
         let _ = ended_tx.send(ended.map(|ended| (output.items().to_vec(), ended.usage)));
     });
     let chunk = {

@@ -81,6 +81,24 @@ impl std::fmt::Debug for Service {
 }
 
 impl Service {
+    /// Publishes `llm/response/finished` on the gateway's bus: the model the request named (one
+    /// the endpoint serves), its status, and the tokens of `usage` when it ended with them.
+    fn finished(&self, model: &str, status: &str, usage: Option<&toolgate_llm::chat::Usage>) {
+        let bus = self.gateway.recorder().bus();
+        if !bus.wants(toolgate_audit::kind::LLM_RESPONSE_FINISHED) {
+            return;
+        }
+        let mut event = toolgate_audit::Event::new(toolgate_audit::kind::LLM_RESPONSE_FINISHED)
+            .with("model", model.to_owned())
+            .with("status", status.to_owned());
+        if let Some(usage) = usage {
+            event = event
+                .with("input_tokens", usage.input_tokens)
+                .with("output_tokens", usage.output_tokens);
+        }
+        bus.publish(event);
+    }
+
     /// The endpoint over `gateway`, answering with `models`, keeping responses in `store`
     /// (`None`: nothing is stored, and requests with `store: true` are refused), callers
     /// proven by `auth` (`None`: everyone is `anonymous:anonymous`, for loopback).

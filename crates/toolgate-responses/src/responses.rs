@@ -60,7 +60,10 @@ async fn start(
     if !request.stream {
         let turns = service.turns(principal, made.id.clone(), model, &request, true);
         let mut output = Output::collected();
-        let ended = turns.run(state, &mut output).await?;
+        let ended = turns.run(state, &mut output).await;
+        let status = if ended.is_ok() { "completed" } else { "failed" };
+        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        let ended = ended?;
         let response = made.body(&request, "completed", output.items(), Some(&ended.usage), None);
         service.keep(&made, &request, &response, &ended.state).await?;
         return Ok(axum::Json(response).into_response());
@@ -72,7 +75,10 @@ async fn start(
         output.event("response.created", json!({ "response": created })).await;
         output.event("response.in_progress", json!({ "response": created })).await;
         let turns = service.turns(principal, made.id.clone(), model, &request, true);
-        match turns.run(state, &mut output).await {
+        let ended = turns.run(state, &mut output).await;
+        let status = if ended.is_ok() { "completed" } else { "failed" };
+        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        match ended {
             Ok(ended) => {
                 let response =
                     made.body(&request, "completed", output.items(), Some(&ended.usage), None);

@@ -148,6 +148,38 @@ pub fn tinyproxy() -> PathBuf {
     path
 }
 
+/// Debian's Prometheus, which the metrics test starts to scrape the gateway:
+/// `$TOOLGATE_TEST_PROMETHEUS`, or where the `prometheus` package puts it. A system package,
+/// which `scripts/install-test-deps` installs with apt-get only as root; missing, the test
+/// fails saying so.
+#[track_caller]
+pub fn prometheus() -> PathBuf {
+    let path = located("TOOLGATE_TEST_PROMETHEUS", "/usr/bin/prometheus");
+    assert!(
+        path.exists(),
+        "prometheus not found at {}: scripts/install-test-deps (run by scripts/test) installs \
+         it as root with `apt-get install --no-install-recommends prometheus`; or set \
+         TOOLGATE_TEST_PROMETHEUS to a prometheus",
+        path.display()
+    );
+    path
+}
+
+/// Prometheus's `promtool` (`promtool check metrics`), from the same package, or
+/// `$TOOLGATE_TEST_PROMTOOL`.
+#[track_caller]
+pub fn promtool() -> PathBuf {
+    let path = located("TOOLGATE_TEST_PROMTOOL", "/usr/bin/promtool");
+    assert!(
+        path.exists(),
+        "promtool not found at {}: scripts/install-test-deps (run by scripts/test) installs it \
+         as root with `apt-get install --no-install-recommends prometheus`; or set \
+         TOOLGATE_TEST_PROMTOOL to a promtool",
+        path.display()
+    );
+    path
+}
+
 /// Debian's gnome-keyring-daemon, the Secret Service of the keyring test.
 pub fn gnome_keyring() -> PathBuf {
     let path = located("TOOLGATE_TEST_GNOME_KEYRING", "/usr/bin/gnome-keyring-daemon");

@@ -11,9 +11,11 @@
 //!   with both digests when the server lists another contract now (the approver reviewed
 //!   something else), or when a lock file that existed is gone; the approver is recorded in an
 //!   `integrity/approved` event;
-//! - `GET /healthz`.
+//! - `GET /metrics`: the Prometheus text format (`crate::metrics`);
+//! - `GET /healthz` (the process answers) and `GET /readyz` (every `required` server is
+//!   connected; else 503 naming those that are not; `crate::health`).
 //!
-//! Every route but `/healthz` needs `Authorization: Bearer <credential>`: one of
+//! Every route but `/healthz` and `/readyz` needs `Authorization: Bearer <credential>`: one of
 //! `[admin] tokens` (an admin of the whole gateway), or, with `[auth]`, the same credentials
 //! as `/mcp` (an access token or an API key) of a principal in `[auth.roles]`: approvers may
 //! list and decide held calls, admins everything. A principal in a tenant sees and decides
@@ -89,6 +91,7 @@ pub(crate) struct Admin {
     tokens: AdminTokens,
     /// The front's credentials, when `[auth]` is set, and who holds which role.
     identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 /// The admin application.
@@ -98,10 +101,14 @@ pub(crate) fn admin_router(
     integrity: Arc<IntegrityLocks>,
     tokens: AdminTokens,
     identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
+    required: crate::health::Required,
 ) -> axum::Router {
-    let admin = Admin { gateway, approvals, integrity, tokens, identity };
+    let ready = gateway.clone();
+    let admin = Admin { gateway, approvals, integrity, tokens, identity, metrics };
     let console = crate::console::router(admin.clone());
     axum::Router::new()
+        .route("/metrics", axum::routing::get(scrape))
         .route("/approvals", axum::routing::get(list_approvals))
         .route("/approvals/{id}", axum::routing::post(decide))
         .route("/events", axum::routing::get(events))
@@ -112,6 +119,21 @@ pub(crate) fn admin_router(
         .with_state(admin)
         .merge(console)
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .route(
+            "/readyz",
+            axum::routing::get(move || async move { crate::health::readiness(&ready, &required) }),
+        )
+}
+
+/// `GET /metrics`, for admins of the whole gateway (the series are the whole gateway's).
+async fn scrape(State(admin): State<Admin>, headers: HeaderMap) -> Response {
+    if let Err(refused) = gateway_admin(&admin, &headers).await {
+        return refused;
+    }
+    match &admin.metrics {
+        Some(metrics) => crate::metrics::response(metrics).await,
+        None => problem(StatusCode::NOT_FOUND, "metrics are not collected in this process"),
+    }
 }
 
 /// Serves the admin API on `listener`, its connections bounded by `limits`, until `shutdown`

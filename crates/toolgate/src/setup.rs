@@ -215,6 +215,9 @@ pub(crate) struct Running {
     pub(crate) approvals: Arc<ApprovalDesk>,
     /// The `integrity` interceptors' lock files, for the admin API.
     pub(crate) integrity_locks: Arc<toolgate_interceptors::integrity::IntegrityLocks>,
+    /// What `GET /metrics` shows, when something serves it (`[admin]`, or `[gateway]
+    /// metrics`).
+    pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
     /// What interceptors run in the background (`emit`'s commands).
     background: tokio_util::task::TaskTracker,
     events: Events,
@@ -278,6 +281,10 @@ pub(crate) async fn start(
     detection.extend(&toolgate_interceptors::redact::selection(&config.pipeline));
     // The log is scrubbed of the same (every kind until now).
     crate::scrub::set_detection(detection.clone());
+    // Subscribed before the gateway starts, to count its first connections.
+    let metrics_feed = (config.admin.is_some() || config.gateway.metrics).then(|| {
+        events.bus().subscribe(toolgate_audit::EventPattern::all(), toolgate_audit::SINK_CAPACITY)
+    });
     let mut recorder =
         Recorder::new(events.bus().clone(), events.redact().to_vec()).with_detection(detection);
     if let Some(key) = &config.audit.hash_key {
@@ -301,8 +308,13 @@ pub(crate) async fn start(
     script_tools.attach(&gateway);
     // Scripts that came or went while the gateway started.
     script_tools.sync().await;
+    let metrics = metrics_feed.map(|feed| {
+        let bus = events.bus().clone();
+        crate::metrics::Metrics::start(feed, bus, gateway.clone(), services.approvals.clone())
+    });
     Ok(Running {
         gateway,
+        metrics,
         approvals: services.approvals,
         integrity_locks: services.integrity_locks,
         background,

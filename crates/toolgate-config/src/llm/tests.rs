@@ -66,6 +66,13 @@ fn gateway_llm_api_defaults_to_false_and_reads_a_boolean() {
 }
 
 #[test]
+fn gateway_metrics_defaults_to_false_and_reads_a_boolean() {
+    assert!(!load("").expect("valid").gateway.metrics);
+    assert!(load("[gateway]\nmetrics = true\n").expect("valid").gateway.metrics);
+    fails_with("[gateway]\nmetrics = 1\n", "gateway.metrics: expected a boolean, found integer");
+}
+
+#[test]
 fn sqlite_files_are_resolved_as_other_paths_are() {
     let file = |path: &str| Some(ResponseStore::Sqlite(PathBuf::from(path)));
     assert_eq!(store("\"sqlite:responses.db\""), file("/etc/toolgate/responses.db"));

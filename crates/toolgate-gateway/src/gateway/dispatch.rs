@@ -272,7 +272,13 @@ impl Gateway {
         // Asked after the request phase, which may have re-targeted the call.
         let read = self.pipeline.runs_on(InterceptionEvent::ToolsCall, Phase::Response, ctx);
         let as_written = passing == Passing::AsWritten && !read;
-        let answer = self.send_tool(params, &options, ctx, as_written, source).await?;
+        let mut upstream_time = None;
+        let answer =
+            self.send_tool(params, &options, ctx, as_written, source, &mut upstream_time).await;
+        if let Some(elapsed) = upstream_time {
+            ctx.insert(crate::record::UpstreamElapsed(elapsed));
+        }
+        let answer = answer?;
         if !read {
             return Ok(answer);
         }
@@ -341,7 +347,8 @@ impl Gateway {
     }
 
     /// Sends the call to the upstream of `ctx.target`, under its original name; `as_written`
-    /// asks for the result as the upstream wrote it.
+    /// asks for the result as the upstream wrote it. `upstream_time` is set to how long the
+    /// upstream took (the send alone, not connecting), when it was sent.
     async fn send_tool(
         &self,
         mut params: mcp::CallToolRequestParams,
@@ -349,6 +356,7 @@ impl Gateway {
         ctx: &CallContext,
         as_written: bool,
         source: Source<'_>,
+        upstream_time: &mut Option<std::time::Duration>,
     ) -> Result<ToolAnswer, GatewayError> {
         let target = ctx
             .target
@@ -377,11 +385,13 @@ impl Gateway {
             }
             None => options,
         };
+        let sending = tokio::time::Instant::now();
         let sent = if as_written {
             upstream.call_tool_answer(params, options).await.map_err(GatewayError::from)
         } else {
             upstream.call_tool(params, options).await.map(ToolAnswer::Parsed).map_err(Into::into)
         };
+        *upstream_time = Some(sending.elapsed());
         match source {
             Source::Shared => self.signed_out(&target.server, ctx, sent).await,
             Source::Dynamic(_) => sent,

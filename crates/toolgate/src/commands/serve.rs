@@ -95,7 +95,11 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             });
             let limits = connection_limits(&config.gateway);
             let audit = crate::console::AuditFile(config.audit.file.clone());
-            Some(start_admin(admin, limits, &gateway, identity, audit, shutdown.clone()).await?)
+            let required = crate::health::Required::of(&config);
+            Some(
+                start_admin(admin, limits, &gateway, identity, required, audit, shutdown.clone())
+                    .await?,
+            )
         }
         None => None,
     };
@@ -158,8 +162,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             stream_queue: config.gateway.stream_queue.unwrap_or(defaults.stream_queue),
             stream_max_age: config.gateway.stream_max_age.unwrap_or(defaults.stream_max_age),
             auth,
-            routes: responses
-                .map(|service| toolgate_responses::router(std::sync::Arc::new(service))),
+            routes: Some(main_routes(&config, &gateway, responses)),
             ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)
@@ -231,6 +234,7 @@ async fn start_admin(
         std::sync::Arc<toolgate_server::Authenticator>,
         std::sync::Arc<crate::admin::RoleMembers>,
     )>,
+    required: crate::health::Required,
     audit: crate::console::AuditFile,
     shutdown: CancellationToken,
 ) -> anyhow::Result<(tokio::task::JoinHandle<()>, SocketAddr)> {
@@ -247,15 +251,38 @@ async fn start_admin(
         running.integrity_locks.clone(),
         tokens,
         identity,
+        running.metrics.clone(),
+        required,
     )
     // The console's audit page reads the audit log.
     .layer(axum::Extension(audit));
-    tracing::info!("admin API at http://{bound} (approvals, events, interceptors, integrity)");
+    tracing::info!(
+        "admin API at http://{bound} (approvals, events, interceptors, integrity, metrics, console)"
+    );
     running.approvals.set_attended(true);
     let serving = tokio::spawn(async move {
         crate::admin::serve_admin(listener, router, limits, DEFAULT_GRACE, shutdown).await;
     });
     Ok((serving, bound))
+}
+
+/// What the main listener serves beside `/mcp`: `/readyz`, `/metrics` with `[gateway]
+/// metrics`, and the OpenAI-compatible endpoint with `[gateway] llm_api`.
+fn main_routes(
+    config: &toolgate_config::Config,
+    running: &setup::Running,
+    responses: Option<toolgate_responses::Service>,
+) -> axum::Router {
+    let metrics = config.gateway.metrics.then(|| running.metrics.clone()).flatten();
+    if metrics.is_some() {
+        tracing::info!("serving Prometheus metrics at /metrics ([gateway] metrics = true)");
+    }
+    let required = crate::health::Required::of(config);
+    let health = crate::health::routes(running.gateway.clone(), required, metrics);
+    match responses {
+        Some(service) => health.merge(toolgate_responses::router(std::sync::Arc::new(service))),
+        None => health,
+    }
 }
 
 /// The bounds on the connections of both listeners, from `[gateway]`.

@@ -34,6 +34,7 @@ mod keys;
 mod limits;
 mod matrix;
 mod meta;
+mod metrics;
 mod needs_login;
 mod oauth;
 mod passthrough;
