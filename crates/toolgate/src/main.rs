@@ -8,6 +8,7 @@ mod llm_api;
 mod logins;
 mod scrub;
 mod setup;
+mod telemetry;
 mod trust;
 mod usage;
 
@@ -140,6 +141,7 @@ fn main() -> ExitCode {
     });
     // Children are ended by the commands themselves; don't wait for blocked stdin readers.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    telemetry::shutdown();
     match result {
         Ok(code) => code,
         Err(error) => {
