@@ -157,8 +157,8 @@ mod tests {
 
     #[test]
     fn inject_replaces_what_the_client_sent() {
-        let ours = parse("00-11111111111111111111111111111111-2222222222222222-00", None)
-            .expect("valid");
+        let ours =
+            parse("00-11111111111111111111111111111111-2222222222222222-00", None).expect("valid");
         let cx = Context::new().with_remote_span_context(ours);
         let mut sent = meta(json!({ "traceparent": PARENT, "tracestate": "a=1", "other": true }));
         inject(&cx, &mut sent);

@@ -392,7 +392,10 @@ async fn run_one(
     };
     if let Some(mut span) = span {
         use opentelemetry::trace::Span as _;
-        span.set_attribute(opentelemetry::KeyValue::new("toolgate.interceptor.decision", kind.name()));
+        span.set_attribute(opentelemetry::KeyValue::new(
+            "toolgate.interceptor.decision",
+            kind.name(),
+        ));
         if let DecisionKind::Refused(_) | DecisionKind::Failed { let_through: false, .. } = kind {
             span.set_status(opentelemetry::trace::Status::error(kind.name()));
         }

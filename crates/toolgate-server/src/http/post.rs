@@ -218,7 +218,9 @@ impl Front {
             let answer = dispatcher.answer(&client, &era, to_serve);
             match trace_parent {
                 // The parent of the request's span when its `_meta` names none.
-                Some(parent) => opentelemetry::context::FutureExt::with_context(answer, parent).await,
+                Some(parent) => {
+                    opentelemetry::context::FutureExt::with_context(answer, parent).await
+                }
                 None => answer.await,
             }
         });
