@@ -32,6 +32,7 @@ Steps (every step may carry an "id" that is echoed back):
   {"op":"list_tools"} / list_resources / list_resource_templates / list_prompts
         all pages unless "cursor" is given (then exactly one page); adds "names"
   {"op":"call_tool","name":N,"arguments":{...}}   result: content, isError, structuredContent
+                                                 ("meta": {...} sends it as the request's _meta)
         with "progress":true the call asks for progress, listed in the step's "progress"
   {"op":"read_resource","uri":U}                  result: contents
   {"op":"get_prompt","name":N,"arguments":{...}}  result: messages
@@ -235,6 +236,9 @@ async def run_step(client: Any, step: dict[str, Any]) -> dict[str, Any]:
                 break
         return {"result": {field: items, "pages": pages}, "names": [x.get(key) for x in items]}
     if op == "call_tool":
+        if step.get("meta") is not None:
+            res = await client.call_tool(step["name"], step.get("arguments"), meta=step["meta"])
+            return {"result": dump(res)}
         if not step.get("progress"):
             return {"result": dump(await client.call_tool(step["name"], step.get("arguments")))}
         # With a progress token, so the server may send progress before its answer.

@@ -623,7 +623,7 @@ impl<'a> Checker<'a> {
 }
 
 /// An HTTP token (RFC 9110).
-fn is_header_name(name: &str) -> bool {
+pub(crate) fn is_header_name(name: &str) -> bool {
     !name.is_empty()
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }

@@ -54,85 +54,100 @@ fn check_str(
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
-    let (gateway, servers, pipeline, audit, admin, agent, llm, scripts, auth, tenants, proxy, cx) =
-        match format {
-            Format::Toml => {
-                let root = match parse_toml(text) {
-                    Ok(root) => root,
-                    Err(error) => return syntax_error(error),
-                };
-                let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
-                let document = native::check(&mut cx, &root);
-                let mut servers = document.servers;
-                let mut pipeline = document.pipeline;
-                pipeline.extend(document.tenant_pipeline);
-                // Imports are MCP client configs: they add servers and nothing else, so `[agent]`,
-                // `[llm]`, `[scripts]` and `[auth]` come from this file alone.
-                for import in &document.imports {
-                    servers.extend(import_file(&mut cx, &import.path, &import.file));
-                }
-                (
-                    document.gateway,
-                    servers,
-                    pipeline,
-                    document.audit,
-                    document.admin,
-                    document.agent,
-                    document.llm,
-                    document.scripts,
-                    document.auth,
-                    document.tenants,
-                    document.proxy,
-                    cx,
-                )
+    let mut telemetry = None;
+    let (
+        gateway,
+        servers,
+        pipeline,
+        audit,
+        admin,
+        agent,
+        llm,
+        scripts,
+        auth,
+        tenants,
+        proxy,
+        mut cx,
+    ) = match format {
+        Format::Toml => {
+            let root = match parse_toml(text) {
+                Ok(root) => root,
+                Err(error) => return syntax_error(error),
+            };
+            let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
+            let mut document = native::check(&mut cx, &root);
+            telemetry = document.telemetry.take();
+            let mut servers = document.servers;
+            let mut pipeline = document.pipeline;
+            pipeline.extend(document.tenant_pipeline);
+            // Imports are MCP client configs: they add servers and nothing else, so `[agent]`,
+            // `[llm]`, `[scripts]` and `[auth]` come from this file alone.
+            for import in &document.imports {
+                servers.extend(import_file(&mut cx, &import.path, &import.file));
             }
-            Format::Json => {
-                let root = match parse_json(text) {
-                    Ok(root) => root,
-                    Err(error) => return syntax_error(error),
-                };
-                let mut cx = Checker::new(env, Syntax::Json, None, base_dir);
-                let servers = client::check(&mut cx, &root);
-                (
-                    GatewayConfig::default(),
-                    servers,
-                    Vec::new(),
-                    AuditConfig::default(),
-                    None,
-                    AgentConfig::default(),
-                    LlmConfig::default(),
-                    ScriptsConfig::default(),
-                    None,
-                    BTreeMap::new(),
-                    None,
-                    cx,
-                )
-            }
-            Format::Yaml => {
-                let root = match parse_yaml(text) {
-                    Ok(root) => root,
-                    Err(error) => return syntax_error(error),
-                };
-                let mut cx = Checker::new(env, Syntax::Yaml, None, base_dir);
-                // smg-mcp's file holds servers, its policy and its proxy; the rest of toolgate's
-                // settings are at their defaults.
-                let document = smg::check(&mut cx, &root);
-                (
-                    GatewayConfig::default(),
-                    document.servers,
-                    document.pipeline,
-                    AuditConfig::default(),
-                    None,
-                    AgentConfig::default(),
-                    LlmConfig { pool: document.pool, ..LlmConfig::default() },
-                    ScriptsConfig::default(),
-                    None,
-                    BTreeMap::new(),
-                    document.proxy,
-                    cx,
-                )
-            }
-        };
+            (
+                document.gateway,
+                servers,
+                pipeline,
+                document.audit,
+                document.admin,
+                document.agent,
+                document.llm,
+                document.scripts,
+                document.auth,
+                document.tenants,
+                document.proxy,
+                cx,
+            )
+        }
+        Format::Json => {
+            let root = match parse_json(text) {
+                Ok(root) => root,
+                Err(error) => return syntax_error(error),
+            };
+            let mut cx = Checker::new(env, Syntax::Json, None, base_dir);
+            let servers = client::check(&mut cx, &root);
+            (
+                GatewayConfig::default(),
+                servers,
+                Vec::new(),
+                AuditConfig::default(),
+                None,
+                AgentConfig::default(),
+                LlmConfig::default(),
+                ScriptsConfig::default(),
+                None,
+                BTreeMap::new(),
+                None,
+                cx,
+            )
+        }
+        Format::Yaml => {
+            let root = match parse_yaml(text) {
+                Ok(root) => root,
+                Err(error) => return syntax_error(error),
+            };
+            let mut cx = Checker::new(env, Syntax::Yaml, None, base_dir);
+            // smg-mcp's file holds servers, its policy and its proxy; the rest of toolgate's
+            // settings are at their defaults.
+            let document = smg::check(&mut cx, &root);
+            (
+                GatewayConfig::default(),
+                document.servers,
+                document.pipeline,
+                AuditConfig::default(),
+                None,
+                AgentConfig::default(),
+                LlmConfig { pool: document.pool, ..LlmConfig::default() },
+                ScriptsConfig::default(),
+                None,
+                BTreeMap::new(),
+                document.proxy,
+                cx,
+            )
+        }
+    };
+    let telemetry = crate::telemetry::check_telemetry(&mut cx, telemetry.as_ref());
     let secret_env = secret_env(cx.secret_vars(), &agent, &llm, &pipeline);
     let (mut errors, mut warnings) = cx.finish();
     errors.extend(duplicate_names(&servers));
@@ -166,6 +181,7 @@ fn check_str(
         warnings,
         secret_env,
         proxy,
+        telemetry,
     };
     (config, errors)
 }

@@ -65,6 +65,8 @@ pub struct Config {
     /// [`HttpConfig::proxy`] unless the server has a `proxy` of its own; servers read from
     /// another file get it with [`apply_proxy`](crate::apply_proxy).
     pub proxy: Option<ProxyConfig>,
+    /// `[telemetry]`: where traces go, if anywhere (with the `OTEL_*` variables applied).
+    pub telemetry: crate::telemetry::TelemetryConfig,
 }
 
 /// One `[[pipeline]]` entry: the settings every interceptor has, and the rest of its table

@@ -12,8 +12,20 @@ use crate::model::{
 use crate::value::Value;
 
 const TOP_KEYS: &[&str] = &[
-    "import", "gateway", "servers", "pipeline", "audit", "admin", "agent", "llm", "pool",
-    "scripts", "auth", "tenants", "proxy",
+    "import",
+    "gateway",
+    "servers",
+    "pipeline",
+    "audit",
+    "admin",
+    "agent",
+    "llm",
+    "pool",
+    "scripts",
+    "auth",
+    "tenants",
+    "proxy",
+    "telemetry",
 ];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
@@ -86,6 +98,8 @@ pub(crate) struct Document {
     /// `[proxy]`, when written (`load` applies it to the servers without a `proxy` of their
     /// own).
     pub(crate) proxy: Option<crate::model::ProxyConfig>,
+    /// `[telemetry]` as written, checked with the environment once the format is known.
+    pub(crate) telemetry: Option<Value>,
 }
 
 /// One `import` entry.
@@ -183,6 +197,7 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         document.tenants = tenants;
         document.tenant_pipeline = pipeline;
     }
+    document.telemetry = fields.get("telemetry").map(|value| (*value).clone());
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")
     {

@@ -132,6 +132,7 @@ fn dump(config: &Config) -> String {
         warnings,
         secret_env,
         proxy,
+        telemetry,
     } = config;
     let GatewayConfig {
         listen,
@@ -505,6 +506,10 @@ fn dump(config: &Config) -> String {
     }
     if let Some(proxy) = proxy {
         line(w, 0, "proxy", format!("{proxy:?}"));
+    }
+    // Shown only when set, so that fixtures written before it existed still hold.
+    if *telemetry != toolgate_config::TelemetryConfig::default() {
+        line(w, 0, "telemetry", format!("{telemetry:?}"));
     }
     out
 }

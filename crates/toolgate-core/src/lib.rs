@@ -2,7 +2,7 @@
 //!
 //! Names of exposed tools and prompts, error helpers, retry backoff, durations as text, an
 //! interceptor's [`Mode`], the names of the [`ResultFormat`]s of tool results for LLM APIs,
-//! canonical JSON and the hashes taken over it, and the MCP model types re-exported as
+//! canonical JSON and the hashes taken over it, trace context in `_meta` ([`trace`]), and the MCP model types re-exported as
 //! [`mcp`]. Nothing in this crate does IO.
 
 pub mod backoff;
@@ -14,6 +14,7 @@ pub mod log_level;
 pub mod mode;
 pub mod name;
 pub mod result_format;
+pub mod trace;
 
 /// The MCP wire types (rmcp's model), used qualified: `mcp::Tool`, `mcp::ErrorData`.
 pub use rmcp::model as mcp;

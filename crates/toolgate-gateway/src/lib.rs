@@ -23,6 +23,7 @@ mod record;
 mod script_tools;
 pub mod session;
 mod tenants;
+mod trace;
 pub mod unrecognised;
 
 pub use error::{ErrorReply, GatewayError, reply as error_reply};

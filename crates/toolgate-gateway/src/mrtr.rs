@@ -210,10 +210,15 @@ impl Rounds {
                 None => return Err(unanswered("the call ended without an answer")),
             },
         };
-        tokio::spawn(async move {
-            let served = call.await;
-            let _ = steps.send(Step::Done(Box::new(served)));
-        });
+        // The call goes on in a task of its own, in the request's trace.
+        let trace = opentelemetry::Context::current();
+        tokio::spawn(opentelemetry::context::FutureExt::with_context(
+            async move {
+                let served = call.await;
+                let _ = steps.send(Step::Done(Box::new(served)));
+            },
+            trace,
+        ));
         let mut gathered = match gather(first, &mut next).await {
             Next::Ask(gathered) => gathered,
             Next::Done(served) => return *served,

@@ -209,8 +209,23 @@ impl Dispatcher {
     }
 
     /// Serves `request` from `client` under `era` (see [`era_of`]), and shapes the result for
-    /// that era.
+    /// that era. With tracing on, it is served in a SERVER span of its own (`crate::trace`).
     pub async fn answer(
+        &self,
+        client: &Client,
+        era: &Era,
+        request: Request,
+    ) -> Result<Answer, mcp::ErrorData> {
+        use opentelemetry::context::FutureExt as _;
+        let Some(cx) = crate::trace::server_span(&request.request, &request.id, client, era) else {
+            return self.answer_in_span(client, era, request).await;
+        };
+        let answered = self.answer_in_span(client, era, request).with_context(cx.clone()).await;
+        crate::trace::end(&cx, &answered);
+        answered
+    }
+
+    async fn answer_in_span(
         &self,
         client: &Client,
         era: &Era,
@@ -606,10 +621,15 @@ fn mark_complete(result: &mut mcp::ServerResult) {
 }
 
 /// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
-/// protocol's own `io.modelcontextprotocol/*` keys), to pass on untouched.
+/// protocol's own `io.modelcontextprotocol/*` keys, and with tracing on the client's trace
+/// context, which the upstream layer replaces with toolgate's), to pass on untouched.
 pub fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObject> {
     let mut object = meta.0.0.clone();
     object.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
+    if toolgate_core::trace::enabled() {
+        object.remove(toolgate_core::trace::TRACEPARENT);
+        object.remove(toolgate_core::trace::TRACESTATE);
+    }
     (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))
 }
 

@@ -354,6 +354,7 @@ async fn run_one(
         return Outcome::Continue;
     }
     let started = Instant::now();
+    let span = toolgate_core::trace::enabled().then(|| span(descriptor, event, phase));
     let decided =
         tokio::time::timeout(descriptor.timeout, interceptor.intercept(event, phase, message, ctx))
             .await;
@@ -389,6 +390,17 @@ async fn run_one(
             }
         }
     };
+    if let Some(mut span) = span {
+        use opentelemetry::trace::Span as _;
+        span.set_attribute(opentelemetry::KeyValue::new(
+            "toolgate.interceptor.decision",
+            kind.name(),
+        ));
+        if let DecisionKind::Refused(_) | DecisionKind::Failed { let_through: false, .. } = kind {
+            span.set_status(opentelemetry::trace::Status::error(kind.name()));
+        }
+        span.end();
+    }
     ctx.decisions.push(Decision {
         interceptor: descriptor.name.clone(),
         event,
@@ -397,6 +409,25 @@ async fn run_one(
         duration: started.elapsed(),
     });
     outcome
+}
+
+/// The span of one interceptor's run, a child of the request's, named after its kind.
+fn span(
+    descriptor: &Descriptor,
+    event: InterceptionEvent,
+    phase: Phase,
+) -> opentelemetry::global::BoxedSpan {
+    use opentelemetry::KeyValue;
+    use opentelemetry::trace::Tracer as _;
+    let tracer = toolgate_core::trace::tracer();
+    tracer
+        .span_builder(descriptor.kind.clone())
+        .with_attributes([
+            KeyValue::new("toolgate.interceptor.name", descriptor.name.clone()),
+            KeyValue::new("toolgate.interceptor.event", event.to_string()),
+            KeyValue::new("toolgate.interceptor.phase", format!("{phase:?}").to_lowercase()),
+        ])
+        .start(&tracer)
 }
 
 /// An outcome the interceptor's type and the phase permit, or why not.

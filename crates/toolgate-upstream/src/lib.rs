@@ -26,6 +26,7 @@ mod signin;
 mod sse;
 mod stdio;
 mod stream_mark;
+mod trace;
 mod upstream;
 
 use std::sync::Arc;

@@ -11,6 +11,7 @@ mod logins;
 mod metrics;
 mod scrub;
 mod setup;
+mod telemetry;
 mod trust;
 mod usage;
 
@@ -143,6 +144,7 @@ fn main() -> ExitCode {
     });
     // Children are ended by the commands themselves; don't wait for blocked stdin readers.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    telemetry::shutdown();
     match result {
         Ok(code) => code,
         Err(error) => {

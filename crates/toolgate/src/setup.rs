@@ -252,6 +252,7 @@ pub(crate) async fn start(
     source: &ConfigSource,
     wait: StartupWait,
 ) -> anyhow::Result<Running> {
+    crate::telemetry::start(&config.telemetry)?;
     let bus = EventBus::new();
     let background = tokio_util::task::TaskTracker::new();
     let services = Services::new(bus.clone())

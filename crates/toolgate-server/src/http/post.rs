@@ -185,7 +185,8 @@ impl Front {
             let address = ClientKey::of_caller(caller(&parts), client_address(&parts));
             return listen::listen(self, id, listen.params, &era, client, address).await;
         }
-        self.serve(id, request, session, client, era).await
+        let trace_parent = trace_parent(&parts.headers);
+        self.serve(id, request, session, client, era, trace_parent).await
     }
 
     /// Serves a request from this task (see `reply`).
@@ -196,6 +197,7 @@ impl Front {
         session: Option<Arc<HttpSession>>,
         client: Client,
         era: Era,
+        trace_parent: Option<opentelemetry::Context>,
     ) -> Response {
         let (outbox, delivered) = Outbox::new();
         let (link, cancel, running): (Arc<dyn RequestLink>, CancellationToken, _) = match &session {
@@ -213,7 +215,14 @@ impl Front {
         let modern = era.modern;
         let serving = Box::pin(async move {
             let _running = running;
-            dispatcher.answer(&client, &era, to_serve).await
+            let answer = dispatcher.answer(&client, &era, to_serve);
+            match trace_parent {
+                // The parent of the request's span when its `_meta` names none.
+                Some(parent) => {
+                    opentelemetry::context::FutureExt::with_context(answer, parent).await
+                }
+                None => answer.await,
+            }
         });
         let answering = Answering {
             id,
@@ -374,6 +383,18 @@ pub(crate) fn is_modern_header(headers: &HeaderMap) -> bool {
 /// The address of the client, for the bounds per client and the pipeline.
 /// Who sent the request, as `endpoint` found (anonymous when nothing was put there, which
 /// only a test of a handler alone does).
+/// The trace context of the HTTP `traceparent` and `tracestate` headers, with tracing on.
+fn trace_parent(headers: &HeaderMap) -> Option<opentelemetry::Context> {
+    use opentelemetry::trace::TraceContextExt as _;
+    if !toolgate_core::trace::enabled() {
+        return None;
+    }
+    let parent = headers.get("traceparent")?.to_str().ok()?;
+    let state = headers.get("tracestate").and_then(|value| value.to_str().ok());
+    let span = toolgate_core::trace::parse(parent, state)?;
+    Some(opentelemetry::Context::new().with_remote_span_context(span))
+}
+
 pub(crate) fn caller(parts: &Parts) -> &Principal {
     static NOBODY: std::sync::LazyLock<Principal> = std::sync::LazyLock::new(Principal::anonymous);
     parts.extensions.get::<Principal>().unwrap_or(&NOBODY)

@@ -304,8 +304,28 @@ impl Upstream {
     }
 
     /// [`send`](Self::send), leaving a result kept as written in `raw` (then the result
-    /// returned is empty).
+    /// returned is empty). With tracing on, in a CLIENT span whose context the request
+    /// carries in its `_meta` (`crate::trace`).
     async fn send_with(
+        &self,
+        request: mcp::ClientRequest,
+        operation: &'static str,
+        target: &str,
+        options: &CallOptions,
+        raw: Option<&Arc<RawSlot>>,
+    ) -> Result<mcp::ServerResult, UpstreamError> {
+        let mut request = request;
+        let Some(cx) = crate::trace::client_span(&self.config, operation, target, &mut request)
+        else {
+            return self.send_attempts(request, operation, target, options, raw).await;
+        };
+        let sent = self.send_attempts(request, operation, target, options, raw).await;
+        crate::trace::end(&cx, &sent);
+        sent
+    }
+
+    /// [`send_with`](Self::send_with) without the span: attempts until one is written.
+    async fn send_attempts(
         &self,
         request: mcp::ClientRequest,
         operation: &'static str,

@@ -63,6 +63,7 @@ mod stdio_front;
 mod supervision;
 mod support;
 mod toon;
+mod traces;
 mod truncate;
 mod trust;
 mod upstream_login;
