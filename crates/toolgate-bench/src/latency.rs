@@ -30,9 +30,9 @@ pub(crate) mod machine;
 mod pin;
 pub(crate) mod process;
 mod report;
-mod session;
+pub(crate) mod session;
 pub(crate) mod stats;
-mod target;
+pub(crate) mod target;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

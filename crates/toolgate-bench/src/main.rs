@@ -6,6 +6,8 @@
 //! - `scale`: 10,000 tools across 100 upstreams, and idle sessions;
 //! - `upstream`: toolgate's HTTP upstream client alone against servers on each SDK, with
 //!   connections kept alive and with one connection per call;
+//! - `responses`: toolgate's `/v1/responses` against the same fake model called directly,
+//!   with and without one hosted MCP tool call;
 //! - `corpus`: realistic tool results from real MCP servers and test runners;
 //! - `tokens`: what each transform saves on that corpus, in tokens (docs/token-economy.md).
 
@@ -14,6 +16,7 @@ mod corpus;
 mod latency;
 mod portable;
 mod proc_stats;
+mod responses;
 mod scale;
 mod startup;
 mod tokens;
@@ -42,6 +45,9 @@ enum Command {
     /// toolgate's HTTP upstream client against servers built on rmcp and the TypeScript and
     /// Python SDKs, with connections kept alive (`pool`) and one per call (`pool = false`).
     Upstream(upstream::UpstreamArgs),
+    /// toolgate's `/v1/responses` against the same fake model called directly, with and
+    /// without one hosted MCP tool call.
+    Responses(responses::ResponsesArgs),
     /// Realistic tool results from real MCP servers and test runners, one JSON file each.
     Corpus(corpus::CorpusArgs),
     /// What each transform saves, in tokens, on the corpus (docs/token-economy.md).
@@ -63,6 +69,7 @@ fn main() -> ExitCode {
             Command::Startup(args) => startup::run(args).await,
             Command::Scale(args) => scale::run(args).await,
             Command::Upstream(args) => upstream::run(args).await,
+            Command::Responses(args) => responses::run(args).await,
             Command::Corpus(args) => corpus::run(args).await,
             Command::Tokens(args) => tokens::run(args).await,
         }

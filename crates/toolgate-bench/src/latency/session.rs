@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use anyhow::{Context as _, bail};
 use rmcp::RoleClient;
 use rmcp::model::ProtocolVersion;
-use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -179,8 +179,26 @@ impl Session {
 
     /// The names of the tools the session sees.
     pub(crate) async fn tool_names(&self) -> anyhow::Result<Vec<String>> {
-        let tools = self.client.list_all_tools().await.context("tools/list failed")?;
-        Ok(tools.into_iter().map(|tool| tool.name.to_string()).collect())
+        Ok(self.tools().await?.into_iter().map(|tool| tool.name.to_string()).collect())
+    }
+
+    /// The tools the session sees, as the server lists them.
+    pub(crate) async fn tools(&self) -> anyhow::Result<Vec<Tool>> {
+        self.client.list_all_tools().await.context("tools/list failed")
+    }
+
+    /// Calls a tool once; its result as the server gave it, an error result included.
+    pub(crate) async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+    ) -> anyhow::Result<CallToolResult> {
+        let name = params.name.clone();
+        tokio::time::timeout(CALL_TIMEOUT, self.client.call_tool(params))
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!("tools/call {name} got no answer in {}s", CALL_TIMEOUT.as_secs())
+            })?
+            .with_context(|| format!("tools/call {name} failed"))
     }
 
     /// Makes `call` once and returns how long it took; a failed call or an unexpected result

@@ -41,7 +41,7 @@ impl fmt::Display for Transport {
 }
 
 /// toolgate's interceptor pipeline: `bench/pipelines/<name>.toml`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Pipeline {
     Bare,
@@ -62,7 +62,7 @@ impl Pipeline {
 
     /// The config that follows `[servers.fx]` (`bench/pipelines/<name>.toml`, built into the
     /// binary).
-    fn fragment(self) -> &'static str {
+    pub(crate) fn fragment(self) -> &'static str {
         match self {
             Pipeline::Bare => include_str!("../../../../bench/pipelines/bare.toml"),
             Pipeline::Default => include_str!("../../../../bench/pipelines/default.toml"),
