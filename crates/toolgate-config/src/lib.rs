@@ -70,7 +70,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};
 pub use fingerprint::{Fingerprint, fingerprint};
 pub use model::*;
-pub use telemetry::{OTLP_HTTP_PROTOBUF, TelemetryConfig};
+pub use telemetry::OTLP_HTTP_PROTOBUF;
 pub use tenants::is_tenant_name;
 
 /// The language of a configuration text.

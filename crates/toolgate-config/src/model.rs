@@ -66,7 +66,7 @@ pub struct Config {
     /// another file get it with [`apply_proxy`](crate::apply_proxy).
     pub proxy: Option<ProxyConfig>,
     /// `[telemetry]`: where traces go, if anywhere (with the `OTEL_*` variables applied).
-    pub telemetry: crate::telemetry::TelemetryConfig,
+    pub telemetry: TelemetryConfig,
 }
 
 /// One `[[pipeline]]` entry: the settings every interceptor has, and the rest of its table
@@ -646,4 +646,33 @@ pub struct PemFile {
     pub path: PathBuf,
     /// What it held, checked to be PEM of the right kind.
     pub pem: Secret,
+}
+
+/// `[telemetry]`, resolved with the environment: traces are sent when there is an endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelemetryConfig {
+    /// Where spans are POSTed (the whole URL, ending in `/v1/traces`); `None`: tracing is off.
+    pub endpoint: Option<url::Url>,
+    /// Extra request headers for the receiver (secrets).
+    pub headers: std::collections::BTreeMap<String, Secret>,
+    /// The share of new traces kept, 0.0 to 1.0; a request that continues a trace follows
+    /// its parent's choice.
+    pub sampling: f64,
+    /// `service.name` of the spans.
+    pub service_name: String,
+    /// Whether a tool call's arguments and result go into its span (the conventions' opt-in
+    /// `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`).
+    pub record_arguments: bool,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        TelemetryConfig {
+            endpoint: None,
+            headers: std::collections::BTreeMap::new(),
+            sampling: 1.0,
+            service_name: "toolgate".to_owned(),
+            record_arguments: false,
+        }
+    }
 }

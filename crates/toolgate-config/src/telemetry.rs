@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::check::{Checker, optional};
 use crate::error::key_path;
-use crate::model::Secret;
+use crate::model::{Secret, TelemetryConfig};
 use crate::value::Value;
 
 const TELEMETRY_KEYS: &[&str] =
@@ -15,35 +15,6 @@ const TELEMETRY_KEYS: &[&str] =
 pub const OTLP_HTTP_PROTOBUF: &str = "http/protobuf";
 /// The path OTLP/HTTP receivers take traces on.
 const TRACES_PATH: &str = "/v1/traces";
-
-/// `[telemetry]`, resolved with the environment: traces are sent when there is an endpoint.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TelemetryConfig {
-    /// Where spans are POSTed (the whole URL, ending in `/v1/traces`); `None`: tracing is off.
-    pub endpoint: Option<url::Url>,
-    /// Extra request headers for the receiver (secrets).
-    pub headers: BTreeMap<String, Secret>,
-    /// The share of new traces kept, 0.0 to 1.0; a request that continues a trace follows
-    /// its parent's choice.
-    pub sampling: f64,
-    /// `service.name` of the spans.
-    pub service_name: String,
-    /// Whether a tool call's arguments and result go into its span (the conventions' opt-in
-    /// `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`).
-    pub record_arguments: bool,
-}
-
-impl Default for TelemetryConfig {
-    fn default() -> Self {
-        TelemetryConfig {
-            endpoint: None,
-            headers: BTreeMap::new(),
-            sampling: 1.0,
-            service_name: "toolgate".to_owned(),
-            record_arguments: false,
-        }
-    }
-}
 
 /// `[telemetry]` (`value`, when written), with the `OTEL_EXPORTER_OTLP_*` variables, and
 /// `OTEL_SERVICE_NAME`, where the file is silent. A problem in a variable is reported under

@@ -36,7 +36,6 @@ pub(crate) mod tool_json;
 
 pub use crate::session::SubscriptionBounds;
 pub use dispatch::{INTERCEPTORS_LIST, interceptors_list};
-pub(crate) use dynamic::shown_url;
 pub use dynamic::{DynamicHandle, DynamicServer, PoolSettings, PoolStats};
 use subscriptions::ResourceSubscriptions;
 

@@ -217,7 +217,12 @@ impl Dispatcher {
         request: Request,
     ) -> Result<Answer, mcp::ErrorData> {
         use opentelemetry::context::FutureExt as _;
-        let Some(cx) = crate::trace::server_span(&request.request, &request.id, client, era) else {
+        let peer = crate::trace::Peer {
+            session_id: client.session_id.as_deref(),
+            address: client.address,
+            version: era.version.as_ref(),
+        };
+        let Some(cx) = crate::trace::server_span(&request.request, &request.id, &peer) else {
             return self.answer_in_span(client, era, request).await;
         };
         let answered = self.answer_in_span(client, era, request).with_context(cx.clone()).await;

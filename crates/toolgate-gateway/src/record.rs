@@ -326,7 +326,7 @@ fn dynamic_event(kind: &str, label: &str, url: &url::Url, ctx: &CallContext) -> 
     let event = Event::new(kind)
         .with("server", label.to_owned())
         .with("dynamic", true)
-        .with("url", crate::gateway::shown_url(url));
+        .with("url", shown_url(url));
     with_principal(event, ctx)
 }
 
@@ -393,6 +393,11 @@ fn json_len(value: &impl serde::Serialize) -> u64 {
         Ok(()) => count.0,
         Err(_) => 0,
     }
+}
+
+/// `url` as events and logs show it: without user, password, query or fragment.
+pub(crate) fn shown_url(url: &url::Url) -> String {
+    format!("{}{}", url.origin().ascii_serialization(), url.path())
 }
 
 #[cfg(test)]

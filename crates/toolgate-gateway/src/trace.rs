@@ -10,15 +10,23 @@ use rmcp::model::GetMeta as _;
 use toolgate_core::{mcp, trace};
 
 use crate::answer::Answer;
-use crate::protocol::{Client, Era};
+
+/// Who sent a request, as its SERVER span names them.
+pub(crate) struct Peer<'a> {
+    /// The client's session, if it has one.
+    pub(crate) session_id: Option<&'a str>,
+    /// The address it connected from, if it came over the network.
+    pub(crate) address: Option<std::net::IpAddr>,
+    /// The protocol version the request is served under.
+    pub(crate) version: Option<&'a mcp::ProtocolVersion>,
+}
 
 /// Starts the SERVER span of `request`, as the context to serve it in; `None` when tracing is
 /// off.
 pub(crate) fn server_span(
     request: &mcp::ClientRequest,
     id: &mcp::RequestId,
-    client: &Client,
-    era: &Era,
+    client: &Peer<'_>,
 ) -> Option<Context> {
     if !trace::enabled() {
         return None;
@@ -30,10 +38,10 @@ pub(crate) fn server_span(
         KeyValue::new("jsonrpc.request.id", id.to_string()),
         KeyValue::new("network.transport", if client.address.is_some() { "tcp" } else { "pipe" }),
     ];
-    if let Some(session) = &client.session_id {
-        attributes.push(KeyValue::new("mcp.session.id", session.clone()));
+    if let Some(session) = client.session_id {
+        attributes.push(KeyValue::new("mcp.session.id", session.to_owned()));
     }
-    if let Some(version) = &era.version {
+    if let Some(version) = client.version {
         attributes.push(KeyValue::new("mcp.protocol.version", version.to_string()));
     }
     if let Some(address) = client.address {

@@ -94,7 +94,7 @@ pub(crate) struct Admin {
     metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
-/// The admin application.
+/// The admin application, and its state (which the console, mounted beside it, shares).
 pub(crate) fn admin_router(
     gateway: Arc<Gateway>,
     approvals: Arc<ApprovalDesk>,
@@ -103,11 +103,10 @@ pub(crate) fn admin_router(
     identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
     metrics: Option<Arc<crate::metrics::Metrics>>,
     required: crate::health::Required,
-) -> axum::Router {
+) -> (axum::Router, Admin) {
     let ready = gateway.clone();
     let admin = Admin { gateway, approvals, integrity, tokens, identity, metrics };
-    let console = crate::console::router(admin.clone());
-    axum::Router::new()
+    let router = axum::Router::new()
         .route("/metrics", axum::routing::get(scrape))
         .route("/approvals", axum::routing::get(list_approvals))
         .route("/approvals/{id}", axum::routing::post(decide))
@@ -116,13 +115,13 @@ pub(crate) fn admin_router(
         .route("/pool", axum::routing::get(pool))
         .route("/integrity/{tool}/approve", axum::routing::post(approve_contract))
         .route("/sign-ins/{server}/{principal}", axum::routing::delete(revoke_sign_in))
-        .with_state(admin)
-        .merge(console)
+        .with_state(admin.clone())
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
         .route(
             "/readyz",
             axum::routing::get(move || async move { crate::health::readiness(&ready, &required) }),
-        )
+        );
+    (router, admin)
 }
 
 /// `GET /metrics`, for admins of the whole gateway (the series are the whole gateway's).

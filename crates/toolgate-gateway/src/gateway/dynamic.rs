@@ -29,7 +29,7 @@ use toolgate_upstream::{CallOptions, Catalog, Contribution, Inventory, Upstream,
 use super::Gateway;
 use super::exchange::ListTools;
 use crate::error::GatewayError;
-use crate::record::Recorder;
+use crate::record::{Recorder, shown_url};
 
 mod pool;
 
@@ -84,11 +84,6 @@ impl std::fmt::Debug for DynamicServer {
             .field("authorization", &self.authorization.as_ref().map(|_| "***"))
             .finish()
     }
-}
-
-/// `url` as events and logs show it: without user, password, query or fragment.
-pub(crate) fn shown_url(url: &url::Url) -> String {
-    format!("{}{}", url.origin().ascii_serialization(), url.path())
 }
 
 /// Whose a pooled connection is.

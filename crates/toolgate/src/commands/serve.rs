@@ -245,7 +245,7 @@ async fn start_admin(
     let tokens = crate::admin::AdminTokens::new(
         config.tokens.iter().map(|(name, token)| (name.clone(), token.expose().to_owned())),
     );
-    let router = crate::admin::admin_router(
+    let (router, admin) = crate::admin::admin_router(
         running.gateway.clone(),
         running.approvals.clone(),
         running.integrity_locks.clone(),
@@ -253,9 +253,11 @@ async fn start_admin(
         identity,
         running.metrics.clone(),
         required,
-    )
-    // The console's audit page reads the audit log.
-    .layer(axum::Extension(audit));
+    );
+    let router = router
+        .merge(crate::console::router(admin))
+        // The console's audit page reads the audit log.
+        .layer(axum::Extension(audit));
     tracing::info!(
         "admin API at http://{bound} (approvals, events, interceptors, integrity, metrics, console)"
     );
