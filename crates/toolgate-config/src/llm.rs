@@ -6,6 +6,10 @@
 //! store = "sqlite:state/responses.db"     # or "postgres://user:${PG_PASS}@db/toolgate", or "off"
 //! allowed_server_urls = ["https://mcp.example.com/*"]   # servers a request may name by URL
 //! max_tool_calls = 50                     # the most tool calls one response runs
+//! store_ttl = "30d"                       # a stored response is gone after this (default 30d)
+//! store_max_per_caller = 10000            # a caller's oldest beyond this are dropped (default)
+//! max_in_flight = 64                      # responses being made at once; more get 429 (default)
+//! max_in_flight_per_caller = 16           # the same for one caller (default)
 //!
 //! [llm.models.fast]                       # a request's `model: "fast"`
 //! provider = "openai"                     # as `[agent] provider`
@@ -26,7 +30,16 @@ use crate::error::key_path;
 use crate::model::Secret;
 use crate::value::Value;
 
-const LLM_KEYS: &[&str] = &["store", "allowed_server_urls", "max_tool_calls", "models"];
+const LLM_KEYS: &[&str] = &[
+    "store",
+    "allowed_server_urls",
+    "max_tool_calls",
+    "store_ttl",
+    "store_max_per_caller",
+    "max_in_flight",
+    "max_in_flight_per_caller",
+    "models",
+];
 const MODEL_KEYS: &[&str] = &["provider", "model", "base_url", "api_key_env"];
 const POOL_KEYS: &[&str] = &["max_connections", "idle_timeout", "warmup"];
 const WARMUP_KEYS: &[&str] = &["url", "label", "token", "tenant"];
@@ -34,6 +47,10 @@ const WARMUP_KEYS: &[&str] = &["url", "label", "token", "tenant"];
 const MAX_POOL: i64 = 100_000;
 /// The most `max_tool_calls` may say.
 const MAX_TOOL_CALLS: u32 = 1000;
+/// The most `store_max_per_caller` may say.
+const MAX_STORED: i64 = 100_000_000;
+/// The most `max_in_flight` and `max_in_flight_per_caller` may say.
+const MAX_IN_FLIGHT: i64 = 100_000;
 /// What `store` accepts, for its error message.
 const STORE_FORMS: &str =
     "expected \"sqlite:PATH\", \"postgres://...\" (or \"postgresql://...\"), or \"off\" (or false)";
@@ -50,6 +67,16 @@ pub struct LlmConfig {
     pub allowed_server_urls: Vec<String>,
     /// `max_tool_calls`: most tool calls one response runs (`None`: the endpoint's default).
     pub max_tool_calls: Option<u32>,
+    /// `store_ttl`: how long a stored response is kept (`None`: the endpoint's default).
+    pub store_ttl: Option<std::time::Duration>,
+    /// `store_max_per_caller`: the most responses one caller has stored; each new one drops
+    /// that caller's oldest beyond it (`None`: the endpoint's default).
+    pub store_max_per_caller: Option<u64>,
+    /// `max_in_flight`: the most responses being made at once, streamed ones until they end
+    /// even if their client left; a request beyond it is answered 429 (`None`: the default).
+    pub max_in_flight: Option<usize>,
+    /// `max_in_flight_per_caller`: the same bound for one caller (`None`: the default).
+    pub max_in_flight_per_caller: Option<usize>,
     /// `[llm.models.NAME]`: a request's `model` NAME mapped to a provider and model.
     pub models: BTreeMap<String, LlmModel>,
     /// `[pool]`: the connections to servers requests name by URL.
@@ -132,23 +159,42 @@ pub(crate) fn check_llm(cx: &mut Checker<'_>, value: &Value) -> Option<LlmConfig
             None => ok = false,
         }
     }
-    if let Some(value) = fields.get("max_tool_calls") {
-        match value {
-            Value::Integer(n) if (1..=i64::from(MAX_TOOL_CALLS)).contains(n) => {
-                llm.max_tool_calls = Some(*n as u32);
-            }
-            Value::Integer(n) => {
-                cx.error(
-                    "llm.max_tool_calls",
-                    format!("{n} is out of range (1 to {MAX_TOOL_CALLS})"),
-                );
-                ok = false;
-            }
-            other => {
-                cx.expected("llm.max_tool_calls", "a positive integer", other);
-                ok = false;
-            }
+    match count(
+        cx,
+        fields.get("max_tool_calls").copied(),
+        "llm.max_tool_calls",
+        MAX_TOOL_CALLS.into(),
+    ) {
+        Ok(most) => llm.max_tool_calls = most.map(|n| n as u32),
+        Err(()) => ok = false,
+    }
+    if let Some(value) = fields.get("store_ttl") {
+        match cx.duration(value, "llm.store_ttl").and_then(|d| cx.positive(d, "llm.store_ttl")) {
+            Some(ttl) => llm.store_ttl = Some(ttl),
+            None => ok = false,
         }
+    }
+    let stored = count(
+        cx,
+        fields.get("store_max_per_caller").copied(),
+        "llm.store_max_per_caller",
+        MAX_STORED,
+    );
+    let in_flight =
+        count(cx, fields.get("max_in_flight").copied(), "llm.max_in_flight", MAX_IN_FLIGHT);
+    let per_caller = count(
+        cx,
+        fields.get("max_in_flight_per_caller").copied(),
+        "llm.max_in_flight_per_caller",
+        MAX_IN_FLIGHT,
+    );
+    match (stored, in_flight, per_caller) {
+        (Ok(stored), Ok(in_flight), Ok(per_caller)) => {
+            llm.store_max_per_caller = stored.map(|n| n as u64);
+            llm.max_in_flight = in_flight.map(|n| n as usize);
+            llm.max_in_flight_per_caller = per_caller.map(|n| n as usize);
+        }
+        _ => ok = false,
     }
     if let Some(value) = fields.get("models") {
         match cx.table(value, "llm.models") {
@@ -166,6 +212,28 @@ pub(crate) fn check_llm(cx: &mut Checker<'_>, value: &Value) -> Option<LlmConfig
         }
     }
     ok.then_some(llm)
+}
+
+/// A count from 1 to `most` at `path`, if written; `Err` when it is something else (the checker
+/// has it).
+fn count(
+    cx: &mut Checker<'_>,
+    value: Option<&Value>,
+    path: &str,
+    most: i64,
+) -> Result<Option<i64>, ()> {
+    match value {
+        None => Ok(None),
+        Some(Value::Integer(n)) if (1..=most).contains(n) => Ok(Some(*n)),
+        Some(Value::Integer(n)) => {
+            cx.error(path, format!("{n} is out of range (1 to {most})"));
+            Err(())
+        }
+        Some(other) => {
+            cx.expected(path, "a positive integer", other);
+            Err(())
+        }
+    }
 }
 
 /// `store`: `"sqlite:PATH"`, a Postgres URL, `"off"` or `false`.
@@ -236,20 +304,9 @@ pub(crate) fn check_pool(cx: &mut Checker<'_>, value: &Value) -> Option<PoolConf
     let fields = cx.known_keys(entries, "pool", POOL_KEYS);
     let mut pool = PoolConfig::default();
     let mut ok = true;
-    if let Some(value) = fields.get("max_connections") {
-        match value {
-            Value::Integer(n) if (1..=MAX_POOL).contains(n) => {
-                pool.max_connections = Some(*n as usize)
-            }
-            Value::Integer(n) => {
-                cx.error("pool.max_connections", format!("{n} is out of range (1 to {MAX_POOL})"));
-                ok = false;
-            }
-            other => {
-                cx.expected("pool.max_connections", "a positive integer", other);
-                ok = false;
-            }
-        }
+    match count(cx, fields.get("max_connections").copied(), "pool.max_connections", MAX_POOL) {
+        Ok(most) => pool.max_connections = most.map(|n| n as usize),
+        Err(()) => ok = false,
     }
     if let Some(value) = fields.get("idle_timeout") {
         match cx

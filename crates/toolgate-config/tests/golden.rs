@@ -389,12 +389,32 @@ fn dump(config: &Config) -> String {
         }
     }
     if *llm != LlmConfig::default() {
-        let LlmConfig { store, allowed_server_urls, max_tool_calls, models, pool } = llm;
+        let LlmConfig {
+            store,
+            allowed_server_urls,
+            max_tool_calls,
+            store_ttl,
+            store_max_per_caller,
+            max_in_flight,
+            max_in_flight_per_caller,
+            models,
+            pool,
+        } = llm;
         line(w, 0, "llm", "");
         // A Postgres URL is a `Secret`: shown as `***`.
         line(w, 1, "store", format!("{store:?}"));
         line(w, 1, "allowed_server_urls", format!("{allowed_server_urls:?}"));
         line(w, 1, "max_tool_calls", format!("{max_tool_calls:?}"));
+        for (key, bound) in [
+            ("store_ttl", store_ttl.map(toolgate_core::duration::format)),
+            ("store_max_per_caller", store_max_per_caller.map(|n| n.to_string())),
+            ("max_in_flight", max_in_flight.map(|n| n.to_string())),
+            ("max_in_flight_per_caller", max_in_flight_per_caller.map(|n| n.to_string())),
+        ] {
+            if let Some(bound) = bound {
+                line(w, 1, key, bound);
+            }
+        }
         for (name, model) in models {
             let LlmModel { provider, model, base_url, api_key_env } = model;
             line(w, 1, &format!("models.{name}"), "");

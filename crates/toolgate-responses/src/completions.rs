@@ -33,6 +33,7 @@ async fn start(
 ) -> Result<Response, ApiError> {
     let chat::ChatRequest { request, state, include_usage } = chat::parse(&body)?;
     let model = service.model(&request.model)?;
+    let place = service.in_flight.admit(&principal.to_string())?;
     let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
     let created = crate::now();
     if !request.stream {
@@ -42,6 +43,7 @@ async fn start(
         let status = if ended.is_ok() { "completed" } else { "failed" };
         service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
         let ended = ended?;
+        drop(place);
         let answer = chat::Answer::of(output.items());
         return Ok(axum::Json(json!({
             "id": id, "object": "chat.completion", "created": created, "model": request.model,
@@ -58,9 +60,15 @@ async fn start(
     let model_name = request.model.clone();
     let task_id = id.clone();
     tokio::spawn(async move {
+        let _place = place;
+        let reader = events.clone();
         let mut output = Output::streamed(events);
         let turns = service.turns(principal, task_id, model, &request, false);
-        let ended = turns.run(state, &mut output).await;
+        let cancel = turns.cancel.clone();
+        // A chat completion is never stored: one nobody reads is cancelled.
+        let run = turns.run(state, &mut output);
+        let ended = crate::unless_abandoned(run, &reader, false, &cancel).await;
+        drop(reader);
         let status = if ended.is_ok() { "completed" } else { "failed" };
         service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
         let _ = ended_tx.send(ended.map(|ended| (output.items().to_vec(), ended.usage)));

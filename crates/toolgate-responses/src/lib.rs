@@ -27,6 +27,7 @@ mod approval;
 mod chat;
 mod completions;
 mod error;
+mod in_flight;
 mod model;
 mod output;
 mod request;
@@ -50,11 +51,14 @@ use toolgate_intercept::Principal;
 use toolgate_server::Authenticator;
 
 pub use error::ApiError;
+pub use in_flight::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_CALLER};
 pub use model::{Model, Models, OneProvider};
-pub use store::{Store, StoreError};
+pub use store::{Retention, Store, StoreError};
 pub use toolbox::Access;
 pub use turn::DEFAULT_MAX_TOOL_CALLS;
 
+use crate::in_flight::InFlight;
+use crate::output::Event;
 use crate::request::CreateResponse;
 
 /// The largest request body read.
@@ -72,6 +76,7 @@ pub struct Service {
     max_tool_calls: u32,
     shutdown: CancellationToken,
     access: Access,
+    in_flight: Arc<InFlight>,
 }
 
 impl std::fmt::Debug for Service {
@@ -116,7 +121,16 @@ impl Service {
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             shutdown: CancellationToken::new(),
             access: Access::default(),
+            in_flight: InFlight::new(DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_CALLER),
         }
+    }
+
+    /// The most responses being made at once, in all and for one caller (the defaults are
+    /// [`DEFAULT_MAX_IN_FLIGHT`] and [`DEFAULT_MAX_IN_FLIGHT_PER_CALLER`]); a request past
+    /// either is answered 429.
+    pub fn with_in_flight(mut self, most: usize, most_per_caller: usize) -> Service {
+        self.in_flight = InFlight::new(most, most_per_caller);
+        self
     }
 
     /// The most tool calls one response runs when the request does not say fewer.
@@ -206,6 +220,25 @@ impl Service {
             asks,
         }
     }
+}
+
+/// Runs `work`, a streamed response's turns; if nothing will keep what it makes (`keeps` is
+/// false) and the client reading `events` goes away, cancels it through `cancel` and lets it
+/// end as cancelled (its calls are cancelled upstream the same way).
+async fn unless_abandoned<T>(
+    work: impl Future<Output = T>,
+    events: &tokio::sync::mpsc::Sender<Event>,
+    keeps: bool,
+    cancel: &CancellationToken,
+) -> T {
+    let mut work = std::pin::pin!(work);
+    if !keeps {
+        tokio::select! {
+            done = &mut work => return done,
+            () = events.closed() => cancel.cancel(),
+        }
+    }
+    work.await
 }
 
 /// Now, in seconds since the epoch.

@@ -41,6 +41,7 @@ async fn start(
         ));
     }
     let owner = principal.to_string();
+    let place = service.in_flight.admit(&owner)?;
     let state = match &request.previous_response_id {
         None => State::default(),
         Some(id) => match &service.store {
@@ -66,16 +67,23 @@ async fn start(
         let ended = ended?;
         let response = made.body(&request, "completed", output.items(), Some(&ended.usage), None);
         service.keep(&made, &request, &response, &ended.state).await?;
+        drop(place);
         return Ok(axum::Json(response).into_response());
     }
     let (events, receiver) = mpsc::channel(STREAM_QUEUE);
     tokio::spawn(async move {
+        let _place = place;
+        let reader = events.clone();
         let mut output = Output::streamed(events);
         let created = made.body(&request, "in_progress", &[], None, None);
         output.event("response.created", json!({ "response": created })).await;
         output.event("response.in_progress", json!({ "response": created })).await;
         let turns = service.turns(principal, made.id.clone(), model, &request, true);
-        let ended = turns.run(state, &mut output).await;
+        let cancel = turns.cancel.clone();
+        let keeps = request.store && service.store.is_some();
+        let run = turns.run(state, &mut output);
+        let ended = crate::unless_abandoned(run, &reader, keeps, &cancel).await;
+        drop(reader);
         let status = if ended.is_ok() { "completed" } else { "failed" };
         service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
         match ended {

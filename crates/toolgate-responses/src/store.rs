@@ -3,21 +3,59 @@
 //! the default) or PostgreSQL ([`postgres`]: a database that several gateways share). A
 //! response belongs to the principal that made it: another caller's id is answered as unknown.
 //! The request's credentials are never stored (they are not part of either).
+//!
+//! What is kept is bounded ([`Retention`]): a response older than the TTL is neither returned nor
+//! kept (each write deletes up to [`EXPIRED_PER_WRITE`] expired rows, so a backlog drains without
+//! one write paying for all of it), and each write drops its owner's oldest responses beyond the
+//! per-owner cap. Nothing a caller sends makes the store grow past `cap x callers`.
 
 mod postgres;
 mod sqlite;
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::state::State;
 
+/// The most expired responses one write deletes.
+pub(crate) const EXPIRED_PER_WRITE: i64 = 1000;
+
+/// How long stored responses are kept, and how many per owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// A response older than this is gone (default 30 days, as OpenAI keeps them).
+    pub ttl: Duration,
+    /// The most responses one owner has; each new one drops the oldest beyond it (default
+    /// 10,000).
+    pub max_per_owner: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention { ttl: Duration::from_secs(30 * 24 * 3600), max_per_owner: 10_000 }
+    }
+}
+
+impl Retention {
+    /// The oldest `created_at` still kept at `now` (seconds since the epoch).
+    fn cutoff(&self, now: i64) -> i64 {
+        now.saturating_sub(i64::try_from(self.ttl.as_secs()).unwrap_or(i64::MAX))
+    }
+
+    /// How many of an owner's responses a write keeps, the new one included.
+    fn keep(&self) -> i64 {
+        i64::try_from(self.max_per_owner.max(1)).unwrap_or(i64::MAX)
+    }
+}
+
 /// The stored responses.
 #[derive(Clone)]
 pub struct Store {
     backend: Backend,
+    retention: Retention,
 }
 
 #[derive(Clone)]
@@ -67,16 +105,25 @@ struct Row {
     state: String,
 }
 
+/// What a write prunes besides adding its row: rows created before `cutoff` (at most
+/// [`EXPIRED_PER_WRITE`]), and the owner's rows older than its newest `keep` (the new one
+/// included).
+#[derive(Debug, Clone, Copy)]
+struct Prune {
+    cutoff: i64,
+    keep: i64,
+}
+
 impl Store {
     /// Opens (or creates) the store at `path`; a new file is readable by its owner only.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Ok(Store { backend: Backend::Sqlite(sqlite::Sqlite::open(path)?) })
+        Ok(Store::of(Backend::Sqlite(sqlite::Sqlite::open(path)?)))
     }
 
     /// A store in memory, gone with the process.
     #[allow(clippy::missing_panics_doc)]
     pub fn in_memory() -> Store {
-        Store { backend: Backend::Sqlite(sqlite::Sqlite::in_memory()) }
+        Store::of(Backend::Sqlite(sqlite::Sqlite::in_memory()))
     }
 
     /// The store in the PostgreSQL database at `url` (`postgres://user:pass@host/db`, TLS as its
@@ -84,7 +131,27 @@ impl Store {
     /// that cannot be reached now is logged as a warning, and the requests that need it fail
     /// (503) until it is back, each within 5 s.
     pub async fn postgres(url: &str) -> Result<Store, StoreError> {
-        Ok(Store { backend: Backend::Postgres(postgres::Postgres::connect(url).await?) })
+        Ok(Store::of(Backend::Postgres(postgres::Postgres::connect(url).await?)))
+    }
+
+    fn of(backend: Backend) -> Store {
+        Store { backend, retention: Retention::default() }
+    }
+
+    /// The store keeping responses as `retention` says.
+    #[must_use]
+    pub fn with_retention(mut self, retention: Retention) -> Store {
+        self.retention = retention;
+        self
+    }
+
+    /// How many unexpired responses `owner` has stored.
+    pub async fn count(&self, owner: &str) -> Result<u64, ApiError> {
+        let cutoff = self.retention.cutoff(crate::now() as i64);
+        match &self.backend {
+            Backend::Sqlite(db) => db.count(owner, cutoff).await,
+            Backend::Postgres(db) => db.count(owner, cutoff).await,
+        }
     }
 
     /// Keeps a response and its conversation.
@@ -130,11 +197,13 @@ impl Store {
         self.read(id, owner).await
     }
 
-    /// Deletes `owner`'s response `id`; whether there was one.
+    /// Deletes `owner`'s response `id`; whether there was one (an expired one is none: a later
+    /// write prunes it).
     pub async fn delete(&self, id: &str, owner: &str) -> Result<bool, ApiError> {
+        let cutoff = self.retention.cutoff(crate::now() as i64);
         match &self.backend {
-            Backend::Sqlite(db) => db.delete(id, owner).await,
-            Backend::Postgres(db) => db.delete(id, owner).await,
+            Backend::Sqlite(db) => db.delete(id, owner, cutoff).await,
+            Backend::Postgres(db) => db.delete(id, owner, cutoff).await,
         }
     }
 
@@ -155,9 +224,13 @@ impl Store {
             response: response.to_string(),
             state,
         };
+        let prune = Prune {
+            cutoff: self.retention.cutoff(crate::now() as i64),
+            keep: self.retention.keep(),
+        };
         match &self.backend {
-            Backend::Sqlite(db) => db.put(row).await,
-            Backend::Postgres(db) => db.put(row).await,
+            Backend::Sqlite(db) => db.put(row, prune).await,
+            Backend::Postgres(db) => db.put(row, prune).await,
         }
     }
 
@@ -166,9 +239,10 @@ impl Store {
         id: &str,
         owner: &str,
     ) -> Result<Option<(Value, S)>, ApiError> {
+        let cutoff = self.retention.cutoff(crate::now() as i64);
         let row = match &self.backend {
-            Backend::Sqlite(db) => db.get(id, owner).await?,
-            Backend::Postgres(db) => db.get(id, owner).await?,
+            Backend::Sqlite(db) => db.get(id, owner, cutoff).await?,
+            Backend::Postgres(db) => db.get(id, owner, cutoff).await?,
         };
         let Some((response, state)) = row else { return Ok(None) };
         let response = serde_json::from_str(&response)
@@ -183,12 +257,55 @@ impl Store {
 mod tests {
     use super::*;
 
+    fn now() -> i64 {
+        crate::now() as i64
+    }
+
+    #[tokio::test]
+    async fn a_flood_keeps_each_owners_newest_and_expired_responses_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("responses.db");
+        let retention = Retention { ttl: Duration::from_secs(3600), max_per_owner: 50 };
+        let store = Store::open(&path).unwrap().with_retention(retention);
+        // A store on the same file that keeps everything: it sees what was pruned, not hidden.
+        let forever =
+            Retention { ttl: Duration::from_secs(100 * 365 * 86_400), max_per_owner: 1000 };
+        let everything = Store::open(&path).unwrap().with_retention(forever);
+        let old = serde_json::json!({});
+        everything.put_json("resp_old", "user:bob", now() - 7200, &old, &old).await.unwrap();
+        assert!(store.get_json("resp_old", "user:bob").await.unwrap().is_none());
+        assert!(!store.delete("resp_old", "user:bob").await.unwrap(), "expired is none");
+        for i in 0..1000 {
+            let id = format!("resp_{i}");
+            store
+                .put(&id, "user:alice", now(), &serde_json::json!({ "id": id }), &State::default())
+                .await
+                .unwrap();
+        }
+        store.put("resp_bob", "user:bob", now(), &old, &State::default()).await.unwrap();
+        assert_eq!(store.count("user:alice").await.unwrap(), 50);
+        assert!(store.get("resp_999", "user:alice").await.unwrap().is_some(), "the newest");
+        assert!(store.get("resp_950", "user:alice").await.unwrap().is_some(), "the 50th newest");
+        assert!(store.get("resp_949", "user:alice").await.unwrap().is_none(), "the 51st");
+        assert_eq!(store.count("user:bob").await.unwrap(), 1);
+        assert!(everything.get("resp_old", "user:bob").await.unwrap().is_none(), "pruned");
+        assert_eq!(everything.count("user:alice").await.unwrap(), 50, "deleted, not hidden");
+    }
+
+    #[test]
+    fn retention_bounds_are_clamped() {
+        let huge = Retention { ttl: Duration::from_secs(u64::MAX), max_per_owner: u64::MAX };
+        assert!(huge.cutoff(1_000) < 0, "a TTL past the epoch keeps everything");
+        assert_eq!(huge.keep(), i64::MAX);
+        assert_eq!(Retention { max_per_owner: 0, ..huge }.keep(), 1, "the new one is kept");
+    }
+
     #[tokio::test]
     async fn a_response_is_its_owners_only_and_deleted_once() {
         let store = Store::in_memory();
         let state = State { listed: vec!["fs".into()], ..State::default() };
         store
-            .put("resp_1", "user:alice", 1, &serde_json::json!({"id": "resp_1"}), &state)
+            .put("resp_1", "user:alice", now(), &serde_json::json!({"id": "resp_1"}), &state)
             .await
             .unwrap();
         let (response, kept) = store.get("resp_1", "user:alice").await.unwrap().expect("hers");
@@ -205,7 +322,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("responses.db");
         let store = Store::open(&path).unwrap();
-        store.put("resp_2", "o", 2, &serde_json::json!({}), &State::default()).await.unwrap();
+        store.put("resp_2", "o", now(), &serde_json::json!({}), &State::default()).await.unwrap();
         drop(store);
         let again = Store::open(&path).unwrap();
         assert!(again.get("resp_2", "o").await.unwrap().is_some());

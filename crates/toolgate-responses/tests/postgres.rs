@@ -1,17 +1,23 @@
 //! The PostgreSQL store against a real server of the test's own (Debian's PostgreSQL, through
 //! `toolgate_testkit::postgres`): owners, two gateways on one database, an outage and the
-//! recovery after it, a statement that hangs, TLS, and a password that no error shows.
+//! recovery after it, a statement that hangs, TLS, a password that no error shows, and the
+//! retention bounds under a flood.
 
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::json;
 use tokio::time::Instant;
-use toolgate_responses::{ApiError, Store};
+use toolgate_responses::{ApiError, Retention, Store};
 use toolgate_testkit::postgres::PostgresServer;
 
 /// The store's bound on one operation (`store/postgres.rs`, `TIMEOUT`).
 const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Now, in seconds since the epoch, as responses are dated.
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
 
 fn conversation() -> serde_json::Value {
     json!({ "messages": [], "notes": [], "waiting": [], "listed": ["fs"] })
@@ -29,14 +35,14 @@ async fn a_response_is_its_owners_only_and_deleted_once() {
     let store = Store::postgres(&server.url()).await.expect("the store");
     // JSON that a JSONB column would refuse (`\u0000`) or reorder.
     let response = json!({ "id": "resp_1", "z": 1, "a": "nul: \u{0}", "output": [] });
-    store.put_json("resp_1", "user:alice", 1, &response, &conversation()).await.unwrap();
+    store.put_json("resp_1", "user:alice", now(), &response, &conversation()).await.unwrap();
     let (kept, state) = store.get_json("resp_1", "user:alice").await.unwrap().expect("hers");
     assert_eq!(kept.to_string(), response.to_string(), "as written, in its order");
     assert_eq!(state, conversation());
     assert!(store.get_json("resp_1", "user:bob").await.unwrap().is_none(), "not bob's");
     assert!(!store.delete("resp_1", "user:bob").await.unwrap(), "bob cannot delete it");
     let again = json!({ "id": "resp_1", "status": "completed" });
-    store.put_json("resp_1", "user:alice", 2, &again, &conversation()).await.unwrap();
+    store.put_json("resp_1", "user:alice", now(), &again, &conversation()).await.unwrap();
     let (kept, _) = store.get_json("resp_1", "user:alice").await.unwrap().expect("replaced");
     assert_eq!(kept, again);
     assert!(store.delete("resp_1", "user:alice").await.unwrap());
@@ -52,7 +58,7 @@ async fn two_gateways_on_one_database_share_their_responses() {
     let (one, two) = tokio::join!(Store::postgres(&url), Store::postgres(&url));
     let (one, two) = (one.expect("the first"), two.expect("the second"));
     let response = json!({ "id": "resp_shared" });
-    one.put_json("resp_shared", "user:alice", 1, &response, &conversation()).await.unwrap();
+    one.put_json("resp_shared", "user:alice", now(), &response, &conversation()).await.unwrap();
     let (kept, state) = two.get_json("resp_shared", "user:alice").await.unwrap().expect("seen");
     assert_eq!((kept, state), (response, conversation()));
     assert!(two.get_json("resp_shared", "user:bob").await.unwrap().is_none());
@@ -65,11 +71,11 @@ async fn an_outage_fails_fast_and_the_same_store_works_again_after_it() {
     let mut server = PostgresServer::start().await;
     let store = Store::postgres(&server.url()).await.expect("the store");
     let response = json!({ "id": "resp_kept" });
-    store.put_json("resp_kept", "o", 1, &response, &conversation()).await.unwrap();
+    store.put_json("resp_kept", "o", now(), &response, &conversation()).await.unwrap();
 
     server.stop().await;
     let started = Instant::now();
-    let put = store.put_json("resp_new", "o", 2, &response, &conversation()).await;
+    let put = store.put_json("resp_new", "o", now(), &response, &conversation()).await;
     let get = store.get_json("resp_kept", "o").await;
     let delete = store.delete("resp_kept", "o").await;
     let took = started.elapsed();
@@ -81,7 +87,7 @@ async fn an_outage_fails_fast_and_the_same_store_works_again_after_it() {
     server.restart().await;
     let (kept, _) = store.get_json("resp_kept", "o").await.expect("back").expect("still there");
     assert_eq!(kept, response);
-    store.put_json("resp_new", "o", 2, &response, &conversation()).await.expect("writes again");
+    store.put_json("resp_new", "o", now(), &response, &conversation()).await.expect("writes again");
     assert!(store.delete("resp_new", "o").await.unwrap());
 }
 
@@ -89,7 +95,7 @@ async fn an_outage_fails_fast_and_the_same_store_works_again_after_it() {
 async fn a_statement_that_hangs_fails_at_the_timeout() {
     let server = PostgresServer::start().await;
     let store = Store::postgres(&server.url()).await.expect("the store");
-    store.put_json("resp_1", "o", 1, &json!({}), &conversation()).await.unwrap();
+    store.put_json("resp_1", "o", now(), &json!({}), &conversation()).await.unwrap();
     // Another session holds the table: the store's statements wait behind it.
     let (mut locker, connection) =
         tokio_postgres::connect(&server.url(), tokio_postgres::NoTls).await.expect("connect");
@@ -122,7 +128,7 @@ async fn a_gateway_started_while_the_database_is_down_serves_once_it_is_up() {
 
     server.restart().await;
     // The table is made now, by the first operation that reaches the database.
-    store.put_json("resp_1", "o", 1, &json!({}), &conversation()).await.expect("works");
+    store.put_json("resp_1", "o", now(), &json!({}), &conversation()).await.expect("works");
     assert!(store.get_json("resp_1", "o").await.unwrap().is_some());
 }
 
@@ -191,7 +197,7 @@ async fn tls_is_used_and_verified_against_sslrootcert() {
 
     let trusted = format!("{plain}?sslmode=require&sslrootcert={}", ca_file.display());
     let store = Store::postgres(&trusted).await.expect("the store");
-    store.put_json("resp_tls", "o", 1, &json!({}), &conversation()).await.expect("over TLS");
+    store.put_json("resp_tls", "o", now(), &json!({}), &conversation()).await.expect("over TLS");
     assert!(server.log().contains("SSL enabled"), "no TLS connection:\n{}", server.log());
 
     // The system's roots do not know the test's CA: `require` and `prefer` (the default) both
@@ -202,4 +208,39 @@ async fn tls_is_used_and_verified_against_sslrootcert() {
         assert_unavailable(&error);
         assert!(error.message.contains("certificate"), "{error:?}");
     }
+}
+
+#[tokio::test]
+async fn a_flood_keeps_each_callers_newest_and_expired_responses_go() {
+    let server = PostgresServer::start().await;
+    let retention = Retention { ttl: Duration::from_secs(3600), max_per_owner: 50 };
+    let store = Store::postgres(&server.url()).await.expect("the store").with_retention(retention);
+    // One that expired an hour ago, seen by a store that keeps everything until it is pruned.
+    let forever =
+        Retention { ttl: Duration::from_secs(100 * 365 * 24 * 3600), max_per_owner: 1000 };
+    let everything = Store::postgres(&server.url()).await.unwrap().with_retention(forever);
+    everything
+        .put_json("resp_old", "user:bob", now() - 7200, &json!({}), &conversation())
+        .await
+        .unwrap();
+    assert!(store.get_json("resp_old", "user:bob").await.unwrap().is_none(), "expired");
+    assert!(!store.delete("resp_old", "user:bob").await.unwrap(), "expired is none");
+    for i in 0..300 {
+        let id = format!("resp_{i}");
+        store
+            .put_json(&id, "user:alice", now(), &json!({ "id": id }), &conversation())
+            .await
+            .unwrap();
+    }
+    store.put_json("resp_bob", "user:bob", now(), &json!({}), &conversation()).await.unwrap();
+    assert_eq!(store.count("user:alice").await.unwrap(), 50);
+    assert!(store.get_json("resp_299", "user:alice").await.unwrap().is_some(), "the newest");
+    assert!(store.get_json("resp_250", "user:alice").await.unwrap().is_some(), "50th newest");
+    assert!(store.get_json("resp_249", "user:alice").await.unwrap().is_none(), "51st newest");
+    assert_eq!(store.count("user:bob").await.unwrap(), 1, "bob's own cap, his expired not counted");
+    assert!(
+        everything.get_json("resp_old", "user:bob").await.unwrap().is_none(),
+        "a write pruned the expired row"
+    );
+    assert_eq!(everything.count("user:alice").await.unwrap(), 50, "the rest are gone, not hidden");
 }

@@ -12,7 +12,10 @@ use toolgate_agent::settings::{self, Overrides};
 use toolgate_config::{AgentConfig, Config, LlmModel, ResponseStore, Warmup};
 use toolgate_gateway::{DynamicServer, Gateway, PoolSettings};
 use toolgate_intercept::{CallContext, Principal};
-use toolgate_responses::{Access, Model, Models, Service, Store};
+use toolgate_responses::{
+    Access, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_CALLER, Model, Models, Retention,
+    Service, Store,
+};
 use toolgate_server::Authenticator;
 
 /// The endpoint's service, or `None` when `[gateway] llm_api` is off. `own` are the
@@ -46,9 +49,19 @@ pub(crate) async fn service(
         }
         None => Some(open_store(default_store_path()?)?),
     };
+    let defaults = Retention::default();
+    let retention = Retention {
+        ttl: config.llm.store_ttl.unwrap_or(defaults.ttl),
+        max_per_owner: config.llm.store_max_per_caller.unwrap_or(defaults.max_per_owner),
+    };
+    let store = store.map(|store| store.with_retention(retention));
     let mut service = Service::new(gateway, Arc::new(models), store, auth)
         .with_shutdown(shutdown)
-        .with_access(access);
+        .with_access(access)
+        .with_in_flight(
+            config.llm.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+            config.llm.max_in_flight_per_caller.unwrap_or(DEFAULT_MAX_IN_FLIGHT_PER_CALLER),
+        );
     if let Some(most) = config.llm.max_tool_calls {
         service = service.with_max_tool_calls(most);
     }

@@ -217,6 +217,36 @@ fn max_tool_calls_is_between_1_and_1000() {
 }
 
 #[test]
+fn retention_and_in_flight_bounds_are_read_and_checked() {
+    let text = "[llm]\nstore_ttl = \"7d\"\nstore_max_per_caller = 500\n\
+                max_in_flight = 32\nmax_in_flight_per_caller = 4\n";
+    let llm = llm(text);
+    assert_eq!(llm.store_ttl, Some(std::time::Duration::from_secs(7 * 24 * 3600)));
+    assert_eq!(llm.store_max_per_caller, Some(500));
+    assert_eq!(llm.max_in_flight, Some(32));
+    assert_eq!(llm.max_in_flight_per_caller, Some(4));
+    let none = self::llm("[llm]\n");
+    assert_eq!(
+        (none.store_ttl, none.store_max_per_caller, none.max_in_flight),
+        (None, None, None),
+        "the endpoint's defaults apply"
+    );
+    fails_with("[llm]\nstore_ttl = \"0s\"\n", "llm.store_ttl: must be greater than zero");
+    fails_with(
+        "[llm]\nstore_max_per_caller = 0\n",
+        "llm.store_max_per_caller: 0 is out of range (1 to 100000000)",
+    );
+    fails_with(
+        "[llm]\nmax_in_flight = 100001\n",
+        "llm.max_in_flight: 100001 is out of range (1 to 100000)",
+    );
+    fails_with(
+        "[llm]\nmax_in_flight_per_caller = true\n",
+        "llm.max_in_flight_per_caller: expected a positive integer, found boolean",
+    );
+}
+
+#[test]
 fn models_map_a_name_to_a_provider_and_model() {
     let text = r#"
         [llm.models.gpt]
@@ -351,7 +381,8 @@ fn llm_is_a_table_with_known_keys() {
     fails_with(
         "[llm]\nmax_tools_calls = 3\n",
         "llm.max_tools_calls: unknown key, did you mean max_tool_calls? (expected one of: store, \
-         allowed_server_urls, max_tool_calls, models)",
+         allowed_server_urls, max_tool_calls, store_ttl, store_max_per_caller, max_in_flight, \
+         max_in_flight_per_caller, models)",
     );
 }
 

@@ -2,7 +2,9 @@
 //! tokio-postgres connections (deadpool), each operation bounded by [`TIMEOUT`].
 //!
 //! The rows are in `toolgate_responses` (a name that says whose it is in a shared database),
-//! made if missing, with the SQLite table's columns. The two JSON documents are `TEXT`, not
+//! made if missing, with the SQLite table's columns and `seq`, which orders an owner's rows by
+//! when they were written (SQLite's `rowid` does that there). A write and its pruning are one
+//! transaction. The two JSON documents are `TEXT`, not
 //! `JSONB`: they are only ever read back whole, `GET /v1/responses/{id}` returns them as they
 //! were written (JSONB reorders keys), and JSONB refuses a string holding `\u0000`, which a
 //! model's output may.
@@ -27,7 +29,7 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 
 use self::url::Redactor;
-use super::{Row, StoreError};
+use super::{EXPIRED_PER_WRITE, Prune, Row, StoreError};
 use crate::error::ApiError;
 
 /// The longest an operation waits for a connection and its statements together.
@@ -46,15 +48,28 @@ CREATE TABLE IF NOT EXISTS toolgate_responses (
     owner TEXT NOT NULL,
     created_at BIGINT NOT NULL,
     response TEXT NOT NULL,
-    state TEXT NOT NULL
-);";
+    state TEXT NOT NULL,
+    seq BIGSERIAL
+);
+CREATE INDEX IF NOT EXISTS toolgate_responses_by_owner ON toolgate_responses (owner, seq);
+CREATE INDEX IF NOT EXISTS toolgate_responses_by_age ON toolgate_responses (created_at);";
 
 const PUT: &str = "INSERT INTO toolgate_responses (id, owner, created_at, response, state) \
                    VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET \
                    owner = EXCLUDED.owner, created_at = EXCLUDED.created_at, \
-                   response = EXCLUDED.response, state = EXCLUDED.state";
-const GET: &str = "SELECT response, state FROM toolgate_responses WHERE id = $1 AND owner = $2";
-const DELETE: &str = "DELETE FROM toolgate_responses WHERE id = $1 AND owner = $2";
+                   response = EXCLUDED.response, state = EXCLUDED.state, seq = DEFAULT";
+/// At most `$2` rows created before `$1`.
+const EXPIRE: &str = "DELETE FROM toolgate_responses WHERE id IN \
+                      (SELECT id FROM toolgate_responses WHERE created_at < $1 LIMIT $2)";
+/// Owner `$1`'s rows older than its newest `$2`.
+const OVER: &str = "DELETE FROM toolgate_responses WHERE owner = $1 AND seq <= \
+                    (SELECT seq FROM toolgate_responses WHERE owner = $1 \
+                     ORDER BY seq DESC LIMIT 1 OFFSET $2)";
+const GET: &str = "SELECT response, state FROM toolgate_responses \
+                   WHERE id = $1 AND owner = $2 AND created_at >= $3";
+const DELETE: &str =
+    "DELETE FROM toolgate_responses WHERE id = $1 AND owner = $2 AND created_at >= $3";
+const COUNT: &str = "SELECT COUNT(*) FROM toolgate_responses WHERE owner = $1 AND created_at >= $2";
 
 /// The store in one PostgreSQL database.
 #[derive(Clone)]
@@ -117,18 +132,22 @@ impl Postgres {
         Ok(store)
     }
 
-    pub(super) async fn put(&self, row: Row) -> Result<(), ApiError> {
+    pub(super) async fn put(&self, row: Row, prune: Prune) -> Result<(), ApiError> {
         let deadline = self.ready(Instant::now() + TIMEOUT).await?;
         self.with(deadline, move |client| {
             Box::pin(async move {
-                let statement = client.prepare_cached(PUT).await?;
-                client
-                    .execute(
-                        &statement,
-                        &[&row.id, &row.owner, &row.created_at, &row.response, &row.state],
-                    )
-                    .await
-                    .map(|_| ())
+                let tx = client.transaction().await?;
+                let put = tx.prepare_cached(PUT).await?;
+                tx.execute(
+                    &put,
+                    &[&row.id, &row.owner, &row.created_at, &row.response, &row.state],
+                )
+                .await?;
+                let expire = tx.prepare_cached(EXPIRE).await?;
+                tx.execute(&expire, &[&prune.cutoff, &EXPIRED_PER_WRITE]).await?;
+                let over = tx.prepare_cached(OVER).await?;
+                tx.execute(&over, &[&row.owner, &prune.keep]).await?;
+                tx.commit().await
             })
         })
         .await
@@ -138,26 +157,45 @@ impl Postgres {
         &self,
         id: &str,
         owner: &str,
+        cutoff: i64,
     ) -> Result<Option<(String, String)>, ApiError> {
         let deadline = self.ready(Instant::now() + TIMEOUT).await?;
         let (id, owner) = (id.to_owned(), owner.to_owned());
         self.with(deadline, move |client| {
             Box::pin(async move {
                 let statement = client.prepare_cached(GET).await?;
-                let row = client.query_opt(&statement, &[&id, &owner]).await?;
+                let row = client.query_opt(&statement, &[&id, &owner, &cutoff]).await?;
                 row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).transpose()
             })
         })
         .await
     }
 
-    pub(super) async fn delete(&self, id: &str, owner: &str) -> Result<bool, ApiError> {
+    pub(super) async fn delete(
+        &self,
+        id: &str,
+        owner: &str,
+        cutoff: i64,
+    ) -> Result<bool, ApiError> {
         let deadline = self.ready(Instant::now() + TIMEOUT).await?;
         let (id, owner) = (id.to_owned(), owner.to_owned());
         self.with(deadline, move |client| {
             Box::pin(async move {
                 let statement = client.prepare_cached(DELETE).await?;
-                client.execute(&statement, &[&id, &owner]).await.map(|n| n > 0)
+                client.execute(&statement, &[&id, &owner, &cutoff]).await.map(|n| n > 0)
+            })
+        })
+        .await
+    }
+
+    pub(super) async fn count(&self, owner: &str, cutoff: i64) -> Result<u64, ApiError> {
+        let deadline = self.ready(Instant::now() + TIMEOUT).await?;
+        let owner = owner.to_owned();
+        self.with(deadline, move |client| {
+            Box::pin(async move {
+                let statement = client.prepare_cached(COUNT).await?;
+                let row = client.query_one(&statement, &[&owner, &cutoff]).await?;
+                row.try_get::<_, i64>(0).map(|n| n.max(0) as u64)
             })
         })
         .await
@@ -182,9 +220,9 @@ impl Postgres {
     async fn with<T>(
         &self,
         deadline: Instant,
-        work: impl for<'c> FnOnce(&'c Object) -> BoxFuture<'c, Result<T, tokio_postgres::Error>>,
+        work: impl for<'c> FnOnce(&'c mut Object) -> BoxFuture<'c, Result<T, tokio_postgres::Error>>,
     ) -> Result<T, ApiError> {
-        let client = match timeout_at(deadline, self.inner.pool.get()).await {
+        let mut client = match timeout_at(deadline, self.inner.pool.get()).await {
             Err(_) | Ok(Err(deadpool_postgres::PoolError::Timeout(_))) => {
                 return Err(self.unavailable(format!("no connection within {TIMEOUT:?}")));
             }
@@ -194,7 +232,8 @@ impl Postgres {
             Ok(Err(error)) => return Err(self.unavailable(error.to_string())),
             Ok(Ok(client)) => client,
         };
-        match timeout_at(deadline, work(&client)).await {
+        let done = timeout_at(deadline, work(&mut client)).await;
+        match done {
             Ok(Ok(done)) => Ok(done),
             Ok(Err(error)) => Err(self.failed(&error)),
             Err(_) => {

@@ -1,12 +1,13 @@
 //! The SQLite backend: one connection, used from blocking threads, in WAL mode. The file is
-//! made readable by its owner only.
+//! made readable by its owner only. A write and its pruning are one transaction; an owner's
+//! rows are ordered by `rowid`, which grows with each insert.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Row, StoreError};
+use super::{EXPIRED_PER_WRITE, Prune, Row, StoreError};
 use crate::error::ApiError;
 
 const SCHEMA: &str = "
@@ -16,7 +17,9 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at INTEGER NOT NULL,
     response TEXT NOT NULL,
     state TEXT NOT NULL
-);";
+);
+CREATE INDEX IF NOT EXISTS responses_by_owner ON responses (owner);
+CREATE INDEX IF NOT EXISTS responses_by_age ON responses (created_at);";
 
 /// A SQLite database of responses.
 #[derive(Clone)]
@@ -58,14 +61,27 @@ impl Sqlite {
         .map_err(|e| ApiError::server(format!("the response store failed: {e}")))
     }
 
-    pub(super) async fn put(&self, row: Row) -> Result<(), ApiError> {
+    pub(super) async fn put(&self, row: Row, prune: Prune) -> Result<(), ApiError> {
         self.with(move |db| {
-            db.execute(
+            let tx = db.unchecked_transaction()?;
+            tx.execute(
                 "INSERT OR REPLACE INTO responses (id, owner, created_at, response, state) \
                  VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![row.id, row.owner, row.created_at, row.response, row.state],
-            )
-            .map(|_| ())
+            )?;
+            tx.execute(
+                "DELETE FROM responses WHERE rowid IN \
+                 (SELECT rowid FROM responses WHERE created_at < ?1 LIMIT ?2)",
+                params![prune.cutoff, EXPIRED_PER_WRITE],
+            )?;
+            // The owner's rows older than its newest `keep`.
+            tx.execute(
+                "DELETE FROM responses WHERE owner = ?1 AND rowid <= \
+                 (SELECT rowid FROM responses WHERE owner = ?1 ORDER BY rowid DESC \
+                  LIMIT 1 OFFSET ?2)",
+                params![row.owner, prune.keep],
+            )?;
+            tx.commit()
         })
         .await
     }
@@ -74,12 +90,14 @@ impl Sqlite {
         &self,
         id: &str,
         owner: &str,
+        cutoff: i64,
     ) -> Result<Option<(String, String)>, ApiError> {
         let (id, owner) = (id.to_owned(), owner.to_owned());
         self.with(move |db| {
             db.query_row(
-                "SELECT response, state FROM responses WHERE id = ?1 AND owner = ?2",
-                params![id, owner],
+                "SELECT response, state FROM responses \
+                 WHERE id = ?1 AND owner = ?2 AND created_at >= ?3",
+                params![id, owner, cutoff],
                 |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)),
             )
             .optional()
@@ -87,13 +105,34 @@ impl Sqlite {
         .await
     }
 
-    pub(super) async fn delete(&self, id: &str, owner: &str) -> Result<bool, ApiError> {
+    pub(super) async fn delete(
+        &self,
+        id: &str,
+        owner: &str,
+        cutoff: i64,
+    ) -> Result<bool, ApiError> {
         let (id, owner) = (id.to_owned(), owner.to_owned());
         self.with(move |db| {
-            db.execute("DELETE FROM responses WHERE id = ?1 AND owner = ?2", params![id, owner])
-                .map(|n| n > 0)
+            db.execute(
+                "DELETE FROM responses WHERE id = ?1 AND owner = ?2 AND created_at >= ?3",
+                params![id, owner, cutoff],
+            )
+            .map(|n| n > 0)
         })
         .await
+    }
+
+    pub(super) async fn count(&self, owner: &str, cutoff: i64) -> Result<u64, ApiError> {
+        let owner = owner.to_owned();
+        self.with(move |db| {
+            db.query_row(
+                "SELECT COUNT(*) FROM responses WHERE owner = ?1 AND created_at >= ?2",
+                params![owner, cutoff],
+                |row| row.get::<_, i64>(0),
+            )
+        })
+        .await
+        .map(|n| n.max(0) as u64)
     }
 }
 

@@ -48,6 +48,7 @@ mod recording_upstream;
 mod redact;
 mod relays;
 mod responses_api;
+mod responses_bounds;
 mod responses_faults;
 mod result_formats;
 mod scan;
