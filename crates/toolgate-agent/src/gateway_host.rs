@@ -55,6 +55,8 @@ pub struct GatewayHost {
     sampling: Option<SamplingModel>,
     roots: Vec<PathBuf>,
     grants: Arc<Mutex<Grants>>,
+    /// The trace context every call continues, as `_meta` entries.
+    trace_context: Option<mcp::RequestMetaObject>,
 }
 
 /// "Always" answers to approval questions, for this process.
@@ -80,6 +82,7 @@ impl GatewayHost {
             sampling: None,
             roots: Vec::new(),
             grants: Arc::default(),
+            trace_context: None,
         }
     }
 
@@ -92,6 +95,14 @@ impl GatewayHost {
     /// The roots `roots/list` answers (directories).
     pub fn with_roots(mut self, roots: Vec<PathBuf>) -> GatewayHost {
         self.roots = roots;
+        self
+    }
+
+    /// Continues the trace context in `meta` (`traceparent`, `tracestate`: the one the
+    /// process was started in) in every tool call's span; without it, each call starts a trace.
+    pub fn with_trace_context(mut self, meta: serde_json::Map<String, Value>) -> GatewayHost {
+        self.trace_context =
+            (!meta.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(meta)));
         self
     }
 
@@ -149,11 +160,12 @@ impl ToolHost for GatewayHost {
                 cancel: call.cancel.clone(),
                 timeout: call.timeout,
             };
-            let params =
+            let mut params =
                 mcp::CallToolRequestParams::new(call.name.clone()).with_arguments(call.arguments);
+            params.meta = self.trace_context.clone();
             let mut ctx = self.context();
             ctx.request_id = Some(call.call_id);
-            match self.gateway.call_tool(params, &options, &mut ctx).await {
+            match self.gateway.call_tool_traced(params, &options, &mut ctx).await {
                 Ok(result) => ToolOutcome::Done(result),
                 Err(error) => outcome_of(error),
             }

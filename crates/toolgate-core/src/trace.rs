@@ -17,6 +17,11 @@ use opentelemetry::{Context, global};
 pub const TRACEPARENT: &str = "traceparent";
 /// The `_meta` key of the W3C `tracestate`.
 pub const TRACESTATE: &str = "tracestate";
+/// The environment variable that carries a `traceparent` into a process (OpenTelemetry's
+/// environment variables as context propagation carriers: the W3C names in upper case).
+pub const ENV_TRACEPARENT: &str = "TRACEPARENT";
+/// The environment variable that carries a `tracestate` into a process.
+pub const ENV_TRACESTATE: &str = "TRACESTATE";
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static RECORD_ARGUMENTS: AtomicBool = AtomicBool::new(false);
@@ -49,6 +54,19 @@ pub fn extract(meta: &serde_json::Map<String, serde_json::Value>) -> Option<Cont
     let parent = meta.get(TRACEPARENT)?.as_str()?;
     let state = meta.get(TRACESTATE).and_then(serde_json::Value::as_str);
     parse(parent, state).map(|span| Context::new().with_remote_span_context(span))
+}
+
+/// The trace context a process was started in (`TRACEPARENT`, `TRACESTATE`, read through
+/// `var`), as the `_meta` entries a client sends it in; empty unless `TRACEPARENT` is valid.
+pub fn env_meta(
+    var: impl Fn(&str) -> Option<String>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut meta = serde_json::Map::new();
+    let Some(parent) = var(ENV_TRACEPARENT) else { return meta };
+    if let Some(span) = parse(&parent, var(ENV_TRACESTATE).as_deref()) {
+        inject(&Context::new().with_remote_span_context(span), &mut meta);
+    }
+    meta
 }
 
 /// Writes `cx`'s span into `meta` as `traceparent` (and `tracestate`), replacing whatever
@@ -153,6 +171,26 @@ mod tests {
         // An invalid tracestate is dropped, the parent kept.
         let span = parse(PARENT, Some("not a state")).expect("the parent");
         assert_eq!(span.trace_state().header(), "");
+    }
+
+    #[test]
+    fn the_environment_carries_a_parent_as_meta() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| (*value).to_owned())
+            }
+        };
+        let meta = env_meta(env(&[("TRACEPARENT", PARENT), ("TRACESTATE", "a=1")]));
+        assert_eq!(Value::Object(meta), json!({ "traceparent": PARENT, "tracestate": "a=1" }));
+        // Read as a request's `_meta` is: the same parent.
+        let cx = extract(&env_meta(env(&[("TRACEPARENT", PARENT)]))).expect("a parent");
+        assert_eq!(format(cx.span().span_context()), PARENT);
+        // Nothing, or nothing valid: no entries (and a state alone is no parent).
+        assert!(env_meta(env(&[])).is_empty());
+        assert!(env_meta(env(&[("TRACEPARENT", "00-nonsense-01")])).is_empty());
+        assert!(env_meta(env(&[("TRACESTATE", "a=1")])).is_empty());
+        // Lower-case names are not the carrier's.
+        assert!(env_meta(env(&[("traceparent", PARENT)])).is_empty());
     }
 
     #[test]

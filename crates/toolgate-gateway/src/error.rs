@@ -116,10 +116,15 @@ pub enum ErrorReply {
 
 /// Turns a gateway error into what the client sees. An error the upstream itself answered
 /// passes through unchanged, so a client sees what it would see talking to it directly.
+pub fn reply(error: GatewayError) -> ErrorReply {
+    reply_to(&error)
+}
+
+/// [`reply`], leaving the error to the caller (a span records what the client would see).
 ///
 /// Every variant is mapped here, without a catch-all: a new [`GatewayError`] does not compile
 /// until it is given its answer.
-pub fn reply(error: GatewayError) -> ErrorReply {
+pub(crate) fn reply_to(error: &GatewayError) -> ErrorReply {
     match error {
         GatewayError::UnknownTool(name) => ErrorReply::Protocol(mcp::ErrorData::invalid_params(
             format!("Unknown tool: {name}"),
@@ -135,22 +140,18 @@ pub fn reply(error: GatewayError) -> ErrorReply {
                 Some(serde_json::json!({ "uri": uri })),
             ))
         }
-        GatewayError::Upstream(UpstreamError::Request { upstream, operation, source }) => {
-            match *source {
-                ServiceError::McpError(error) => ErrorReply::Protocol(error),
-                other => {
-                    let error =
-                        UpstreamError::Request { upstream, operation, source: Box::new(other) };
-                    ErrorReply::ToolError(toolgate_core::ErrorChain(&error).to_string())
-                }
+        GatewayError::Upstream(upstream @ UpstreamError::Request { source, .. }) => {
+            match source.as_ref() {
+                ServiceError::McpError(error) => ErrorReply::Protocol(error.clone()),
+                _ => ErrorReply::ToolError(toolgate_core::ErrorChain(upstream).to_string()),
             }
         }
         GatewayError::Upstream(error) => {
-            ErrorReply::ToolError(toolgate_core::ErrorChain(&error).to_string())
+            ErrorReply::ToolError(toolgate_core::ErrorChain(error).to_string())
         }
         // A refusal is the model's to read: who refused and why.
         GatewayError::Refused(refusal) => ErrorReply::ToolError(refusal.to_string()),
-        GatewayError::Declined(error) => ErrorReply::Protocol(error),
+        GatewayError::Declined(error) => ErrorReply::Protocol(error.clone()),
         error @ GatewayError::OwnTool { .. } => ErrorReply::ToolError(error.to_string()),
         error @ GatewayError::DynamicServer { .. } => {
             ErrorReply::Protocol(mcp::ErrorData::invalid_params(error.to_string(), None))

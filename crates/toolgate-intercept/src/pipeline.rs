@@ -354,7 +354,7 @@ async fn run_one(
         return Outcome::Continue;
     }
     let started = Instant::now();
-    let span = toolgate_core::trace::enabled().then(|| span(descriptor, event, phase));
+    let span = in_traced_request().then(|| span(descriptor, event, phase));
     let decided =
         tokio::time::timeout(descriptor.timeout, interceptor.intercept(event, phase, message, ctx))
             .await;
@@ -409,6 +409,13 @@ async fn run_one(
         duration: started.elapsed(),
     });
     outcome
+}
+
+/// Whether the message is served in a request's span (a front's, or `toolgate call`'s and the
+/// agent's tool calls): an interceptor's span is its child, and never a trace of its own.
+fn in_traced_request() -> bool {
+    use opentelemetry::trace::TraceContextExt as _;
+    toolgate_core::trace::enabled() && opentelemetry::Context::current().has_active_span()
 }
 
 /// The span of one interceptor's run, a child of the request's, named after its kind.

@@ -210,7 +210,8 @@ pub(crate) async fn start(
             provider: provider.clone(),
             model: resolved.settings.model.clone(),
         })
-        .with_roots(roots),
+        .with_roots(roots)
+        .with_trace_context(crate::telemetry::started_in()),
     );
     let mut agent =
         Agent::new(provider, host.clone(), resolved.settings.clone()).with_history(history);

@@ -73,13 +73,18 @@ pub(crate) async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<E
     let schema =
         inventory.tools().iter().find(|t| t.name == args.tool).map(|t| t.input_schema.clone());
     let arguments = build_arguments(args.args.as_deref(), &args.pairs, schema.as_deref())?;
-    let params =
+    let mut params =
         mcp::CallToolRequestParams::new(args.tool.clone()).with_arguments(arguments.clone());
+    // Traced as a client's call, continuing the trace this process was started in, if any.
+    let trace_context = crate::telemetry::started_in();
+    if !trace_context.is_empty() {
+        params.meta = Some(trace_context.into());
+    }
     // `cli:<user>`: the person at this terminal, told apart from a desktop client (`local`).
     let user = toolgate_intercept::Principal::local().id;
     let mut ctx =
         toolgate_intercept::CallContext::new(toolgate_intercept::Principal::new("cli", user));
-    let result = gateway.call_tool(params, &Default::default(), &mut ctx).await;
+    let result = gateway.call_tool_traced(params, &Default::default(), &mut ctx).await;
     gateway.shutdown().await;
     let result = match result {
         Ok(result) => result,
