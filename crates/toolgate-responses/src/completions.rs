@@ -33,6 +33,7 @@ async fn start(
 ) -> Result<Response, ApiError> {
     let chat::ChatRequest { request, state, include_usage } = chat::parse(&body)?;
     let model = service.model(&request.model)?;
+    let priced_as = model.name.clone();
     let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
     let created = crate::now();
     if !request.stream {
@@ -40,7 +41,7 @@ async fn start(
         let mut output = Output::collected();
         let ended = turns.run(state, &mut output).await;
         let status = if ended.is_ok() { "completed" } else { "failed" };
-        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        service.finished(&request.model, &priced_as, status, ended.as_ref().ok().map(|e| &e.usage));
         let ended = ended?;
         let answer = chat::Answer::of(output.items());
         return Ok(axum::Json(json!({
@@ -62,7 +63,7 @@ async fn start(
         let turns = service.turns(principal, task_id, model, &request, false);
         let ended = turns.run(state, &mut output).await;
         let status = if ended.is_ok() { "completed" } else { "failed" };
-        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        service.finished(&request.model, &priced_as, status, ended.as_ref().ok().map(|e| &e.usage));
         let _ = ended_tx.send(ended.map(|ended| (output.items().to_vec(), ended.usage)));
     });
     let chunk = {

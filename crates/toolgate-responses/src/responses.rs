@@ -34,6 +34,7 @@ async fn start(
 ) -> Result<Response, ApiError> {
     let request = request::parse(&body)?;
     let model = service.model(&request.model)?;
+    let priced_as = model.name.clone();
     if request.store && service.store.is_none() {
         return Err(ApiError::invalid(
             Some("store"),
@@ -62,7 +63,7 @@ async fn start(
         let mut output = Output::collected();
         let ended = turns.run(state, &mut output).await;
         let status = if ended.is_ok() { "completed" } else { "failed" };
-        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        service.finished(&request.model, &priced_as, status, ended.as_ref().ok().map(|e| &e.usage));
         let ended = ended?;
         let response = made.body(&request, "completed", output.items(), Some(&ended.usage), None);
         service.keep(&made, &request, &response, &ended.state).await?;
@@ -77,7 +78,7 @@ async fn start(
         let turns = service.turns(principal, made.id.clone(), model, &request, true);
         let ended = turns.run(state, &mut output).await;
         let status = if ended.is_ok() { "completed" } else { "failed" };
-        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        service.finished(&request.model, &priced_as, status, ended.as_ref().ok().map(|e| &e.usage));
         match ended {
             Ok(ended) => {
                 let response =
