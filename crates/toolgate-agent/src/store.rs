@@ -22,7 +22,7 @@
 //!   takes any unique prefix of one. What writes takes the whole id.
 //! - **Usage and cost.** The usage a provider reported is kept per message, with the model
 //!   that wrote it; [`Store::usage_total`] sums it and estimates the cost from
-//!   [`pricing`]'s dated list prices (no cost when a model is not in the table).
+//!   [`pricing`](toolgate_llm::pricing)'s dated list prices (no cost when a model is not in the table).
 //!
 //! - **Private.** The file holds conversations and tool results: toolgate creates it readable
 //!   and writable by its owner only (`0600`; SQLite gives its `-wal` and `-shm` files the same
@@ -31,8 +31,6 @@
 //!
 //! A [`Store`] is one SQLite connection: `Send`, not `Sync`; its calls block (each is a few
 //! small statements), so async code calls it from `spawn_blocking` or behind a mutex.
-
-pub mod pricing;
 
 mod id;
 mod markdown;
@@ -48,6 +46,7 @@ use std::time::{Duration, SystemTime};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use toolgate_llm::chat::{Message, Part, Usage};
+use toolgate_llm::pricing;
 
 /// The text of the result [`Store::load`] gives a call that was never answered.
 pub const NOT_ANSWERED: &str = "not answered: the session ended before this call finished";
@@ -250,7 +249,7 @@ pub struct SessionSummary {
 pub struct UsageTotal {
     /// The sum.
     pub usage: Usage,
-    /// The estimated cost in USD ([`pricing`]); `None` when no usage was reported or a model
+    /// The estimated cost in USD ([`pricing`](toolgate_llm::pricing)); `None` when no usage was reported or a model
     /// that reported some is not in the price table.
     pub cost_usd: Option<f64>,
 }

@@ -1,7 +1,8 @@
 //! What the gateway tells the event bus: each call's start and end (with its duration, the
-//! upstream's part of it as `upstream_ms`, sizes, arguments hashed and redacted, and who
-//! approved it), refusals, timeouts, cancellations, interceptor failures, the upstreams' state
-//! changes, and changed lists.
+//! upstream's part of it as `upstream_ms`, each interceptor's decision and time, sizes,
+//! arguments hashed and redacted, and who approved it), refusals, timeouts, cancellations,
+//! interceptor failures, the upstreams' state changes (with how long a connection took), and
+//! changed lists.
 //!
 //! Publishing never waits (see `toolgate_audit::EventBus`). When nobody subscribes, nothing
 //! is serialized or hashed.
@@ -242,10 +243,12 @@ impl Recorder {
     /// An upstream connected, reconnected, or went down.
     pub(crate) fn upstream(&self, event: &UpstreamEvent) {
         let published = match event {
-            UpstreamEvent::Connected { upstream } => {
+            UpstreamEvent::Connected { upstream, startup } => {
                 let first = self.seen.lock().expect("seen lock").insert(upstream.clone());
                 let kind = if first { kind::UPSTREAM_CONNECTED } else { kind::UPSTREAM_RESTARTED };
-                Event::new(kind).with("server", upstream.clone())
+                Event::new(kind)
+                    .with("server", upstream.clone())
+                    .with("startup_ms", startup.as_secs_f64() * 1000.0)
             }
             UpstreamEvent::Disconnected { upstream, reason } => Event::new(kind::UPSTREAM_FAILED)
                 .with("server", upstream.clone())
@@ -354,7 +357,7 @@ fn call_event(kind: &str, ctx: &CallContext, exposed: &str) -> Event {
     event
 }
 
-/// Each interceptor's decision, in order.
+/// Each interceptor's decision, in order, with how long it took.
 fn decisions(ctx: &CallContext) -> Value {
     Value::Array(
         ctx.decisions
@@ -364,6 +367,8 @@ fn decisions(ctx: &CallContext) -> Value {
                     "interceptor": d.interceptor,
                     "phase": d.phase.as_str(),
                     "decision": d.kind.name(),
+                    // To the microsecond: an interceptor's run is often a few of them.
+                    "duration_ms": d.duration.as_micros() as f64 / 1000.0,
                 });
                 match &d.kind {
                     DecisionKind::Refused(reason) => entry["reason"] = json!(reason),
@@ -445,7 +450,8 @@ mod tests {
         let params = mcp::CallToolRequestParams::new("fx__echo");
         recorder.call_started(&mut first, &params);
         recorder.call_started(&mut second, &params);
-        let connected = UpstreamEvent::Connected { upstream: "fx".into() };
+        let startup = std::time::Duration::from_millis(42);
+        let connected = UpstreamEvent::Connected { upstream: "fx".into(), startup };
         recorder.upstream(&connected);
         recorder.upstream(&UpstreamEvent::Disconnected {
             upstream: "fx".into(),
@@ -457,6 +463,32 @@ mod tests {
         assert_eq!(events[1].get("call"), Some(&json!(2)));
         let kinds: Vec<&str> = events[2..].iter().map(|e| e.kind.as_str()).collect();
         assert_eq!(kinds, ["upstream/connected", "upstream/failed", "upstream/restarted"]);
+        assert_eq!(events[2].get("startup_ms"), Some(&json!(42.0)), "how long it took");
+    }
+
+    #[test]
+    fn each_decision_says_how_long_its_interceptor_took() {
+        let bus = EventBus::new();
+        let mut all = bus.subscribe(EventPattern::all(), 8);
+        let recorder = Recorder::new(bus.clone(), Vec::new());
+        let mut ctx = CallContext::new(Principal::local());
+        ctx.decisions.push(toolgate_intercept::Decision {
+            interceptor: "policy".into(),
+            event: InterceptionEvent::ToolsCall,
+            phase: toolgate_intercept::Phase::Request,
+            kind: DecisionKind::Continued,
+            duration: std::time::Duration::from_micros(1234),
+        });
+        let answer = Ok(ToolAnswer::Parsed(mcp::CallToolResult::success(Vec::new())));
+        recorder.call_ended(&ctx, "fx__echo", &answer);
+        let finished = all.try_recv().expect("finished");
+        assert_eq!(
+            finished.get("decisions"),
+            Some(&json!([{
+                "interceptor": "policy", "phase": "request", "decision": "continued",
+                "duration_ms": 1.234,
+            }]))
+        );
     }
 
     #[test]

@@ -353,8 +353,9 @@ async fn run_one(
     {
         return Outcome::Continue;
     }
-    let started = Instant::now();
     let span = in_traced_request().then(|| span(descriptor, event, phase));
+    // The interceptor's own time, without its span's.
+    let started = Instant::now();
     let decided =
         tokio::time::timeout(descriptor.timeout, interceptor.intercept(event, phase, message, ctx))
             .await;

@@ -150,7 +150,7 @@ impl Truncate {
         options.finish(descriptor, |descriptor| {
             let spill = spill.then(|| {
                 let store = Arc::new(SpillStore::new(limits));
-                services.spill.register(&store);
+                services.spill.register(&descriptor.name, &store);
                 store
             });
             if let Budget::Tokens(_, encoding) = budget {

@@ -4,7 +4,7 @@
 //! and the providers themselves ([`provider`]: OpenAI Chat Completions and Responses, Anthropic
 //! Messages, OpenAI-compatible servers; streaming), with tool names and schemas adapted to each
 //! ([`tool_names`], [`schema`]), and where an API key may be sent ([`key_route`]: never over
-//! plain `http://` to another machine).
+//! plain `http://` to another machine), and what tokens cost at list prices ([`pricing`]).
 //!
 //! Only [`provider`] does IO (HTTP to the model's API).
 
@@ -12,6 +12,7 @@ pub mod chat;
 pub mod content;
 pub mod format;
 pub mod key_route;
+pub mod pricing;
 pub mod provider;
 pub mod schema;
 pub mod tokens;

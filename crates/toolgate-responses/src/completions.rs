@@ -34,6 +34,7 @@ async fn start(
     let chat::ChatRequest { request, state, include_usage } = chat::parse(&body)?;
     let model = service.model(&request.model)?;
     let place = service.in_flight.admit(&principal.to_string())?;
+    let priced_as = model.name.clone();
     let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
     let created = crate::now();
     if !request.stream {
@@ -41,7 +42,7 @@ async fn start(
         let mut output = Output::collected();
         let ended = turns.run(state, &mut output).await;
         let status = if ended.is_ok() { "completed" } else { "failed" };
-        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        service.finished(&request.model, &priced_as, status, ended.as_ref().ok().map(|e| &e.usage));
         let ended = ended?;
         drop(place);
         let answer = chat::Answer::of(output.items());
@@ -70,7 +71,7 @@ async fn start(
         let ended = crate::unless_abandoned(run, &reader, false, &cancel).await;
         drop(reader);
         let status = if ended.is_ok() { "completed" } else { "failed" };
-        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        service.finished(&request.model, &priced_as, status, ended.as_ref().ok().map(|e| &e.usage));
         let _ = ended_tx.send(ended.map(|ended| (output.items().to_vec(), ended.usage)));
     });
     let chunk = {

@@ -86,9 +86,17 @@ impl std::fmt::Debug for Service {
 }
 
 impl Service {
-    /// Publishes `llm/response/finished` on the gateway's bus: the model the request named (one
-    /// the endpoint serves), its status, and the tokens of `usage` when it ended with them.
-    fn finished(&self, model: &str, status: &str, usage: Option<&toolgate_llm::chat::Usage>) {
+    /// Publishes `llm/response/finished` on the gateway's bus: the model the request named
+    /// (`model`), its status, and, when it ended with usage, its tokens and their estimated
+    /// cost (`cost_usd`) at the list price of `priced_as`, the provider's name of the model
+    /// (no cost when [`pricing`](toolgate_llm::pricing) does not know it).
+    fn finished(
+        &self,
+        model: &str,
+        priced_as: &str,
+        status: &str,
+        usage: Option<&toolgate_llm::chat::Usage>,
+    ) {
         let bus = self.gateway.recorder().bus();
         if !bus.wants(toolgate_audit::kind::LLM_RESPONSE_FINISHED) {
             return;
@@ -100,6 +108,9 @@ impl Service {
             event = event
                 .with("input_tokens", usage.input_tokens)
                 .with("output_tokens", usage.output_tokens);
+            if let Some(cost) = toolgate_llm::pricing::cost_usd(priced_as, usage) {
+                event = event.with("cost_usd", cost);
+            }
         }
         bus.publish(event);
     }

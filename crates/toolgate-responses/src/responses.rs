@@ -34,6 +34,7 @@ async fn start(
 ) -> Result<Response, ApiError> {
     let request = request::parse(&body)?;
     let model = service.model(&request.model)?;
+    let priced_as = model.name.clone();
     if request.store && service.store.is_none() {
         return Err(ApiError::invalid(
             Some("store"),
@@ -63,7 +64,7 @@ async fn start(
         let mut output = Output::collected();
         let ended = turns.run(state, &mut output).await;
         let status = if ended.is_ok() { "completed" } else { "failed" };
-        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        service.finished(&request.model, &priced_as, status, ended.as_ref().ok().map(|e| &e.usage));
         let ended = ended?;
         let response = made.body(&request, "completed", output.items(), Some(&ended.usage), None);
         service.keep(&made, &request, &response, &ended.state).await?;
@@ -85,7 +86,7 @@ async fn start(
         let ended = crate::unless_abandoned(run, &reader, keeps, &cancel).await;
         drop(reader);
         let status = if ended.is_ok() { "completed" } else { "failed" };
-        service.finished(&request.model, status, ended.as_ref().ok().map(|e| &e.usage));
+        service.finished(&request.model, &priced_as, status, ended.as_ref().ok().map(|e| &e.usage));
         match ended {
             Ok(ended) => {
                 let response =

@@ -8,8 +8,9 @@ use toolgate_core::mcp;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum UpstreamEvent {
-    /// It connected (or reconnected) and its catalog is listed.
-    Connected { upstream: String },
+    /// It connected (or reconnected) and its catalog is listed; `startup` is how long that
+    /// connection took (the process or request, the handshake and the first listing).
+    Connected { upstream: String, startup: std::time::Duration },
     /// It could not connect, lost its connection (its catalog is kept while it reconnects),
     /// or could not reconnect (its catalog is now empty).
     Disconnected { upstream: String, reason: String },

@@ -2,17 +2,19 @@
 //!
 //! Most series come from the event bus: a [`Collector`] subscribes to every event and turns
 //! each into counters and histograms (requests by method, server, tool and outcome; the
-//! OpenTelemetry MCP duration histograms; interceptor decisions; approvals; upstream restarts
-//! and failures; tokens transforms saved). What is a state rather than a happening (upstreams
-//! up, approvals waiting, sessions and streams open, the dynamic pool) is read from the gateway
-//! when scraped.
+//! OpenTelemetry MCP duration histograms; interceptor decisions and their time; approvals;
+//! upstream connections, restarts and failures; tokens transforms saved; model tokens and
+//! their cost). What is a state rather than a happening (upstreams up, approvals waiting,
+//! sessions and streams open, the dynamic pool, what `truncate` keeps) is read when scraped.
 //!
 //! Labels never carry arguments, principals or anything a client chooses freely: a tool is
 //! labelled by its exposed name only when the inventory lists it (else `unknown`), a server by
 //! its name only when it is one of the gateway's upstreams (a server a request named by URL is
-//! `dynamic`), a method only when it is one toolgate serves (else `other`).
+//! `dynamic`), a method only when it is one toolgate serves (else `other`), a model only when
+//! the config names it (`[llm.models.NAME]`, `[agent] model`; else `other`), an interceptor
+//! by the name the config gives it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,11 +28,23 @@ use serde_json::Value;
 use toolgate_audit::{Event, EventBus, Subscription, kind};
 use toolgate_gateway::Gateway;
 use toolgate_interceptors::ApprovalDesk;
+use toolgate_interceptors::truncate::spill::SpillStores;
+
+use fractions::FractionCounter;
+
+mod fractions;
 
 /// The bucket boundaries, in seconds, that the OpenTelemetry semantic conventions for MCP
 /// recommend for `mcp.server.operation.duration` and `mcp.client.operation.duration`.
 pub(crate) const MCP_DURATION_BUCKETS: [f64; 14] =
     [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+
+/// The bucket boundaries, in seconds, of an interceptor's time: from 10 µs (a policy
+/// lookup) to 5 minutes (a call held for a person's approval).
+pub(crate) const INTERCEPTOR_BUCKETS: [f64; 18] = [
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1, 0.5, 1.0, 10.0, 60.0, 300.0,
+];
 
 /// How often histogram samples are folded into their buckets when nobody scrapes.
 const UPKEEP: Duration = Duration::from_secs(5);
@@ -61,6 +75,9 @@ const METHODS: &[&str] = &[
 const SERVER_DURATION: &str = "mcp_server_operation_duration_seconds";
 const CLIENT_DURATION: &str = "mcp_client_operation_duration_seconds";
 const RECONNECT: &str = "toolgate_upstream_reconnect_seconds";
+const CONNECT: &str = "toolgate_upstream_connect_seconds";
+const INTERCEPTOR_DURATION: &str = "toolgate_interceptor_duration_seconds";
+const LLM_COST: &str = "toolgate_llm_cost_usd_total";
 
 /// What the gateway knows of, to bound labels with.
 pub(crate) trait Known: Send + Sync {
@@ -68,16 +85,8 @@ pub(crate) trait Known: Send + Sync {
     fn is_server(&self, name: &str) -> bool;
     /// Whether the inventory lists the exposed tool `name`.
     fn is_tool(&self, name: &str) -> bool;
-}
-
-impl Known for Gateway {
-    fn is_server(&self, name: &str) -> bool {
-        self.upstreams().iter().any(|upstream| upstream.name() == name)
-    }
-
-    fn is_tool(&self, name: &str) -> bool {
-        self.inventory().tool_route(name).is_some()
-    }
+    /// Whether the config names the model `name` (`[llm.models.NAME]`, `[agent] model`).
+    fn is_model(&self, name: &str) -> bool;
 }
 
 /// The series built from events, and their exporter.
@@ -86,6 +95,8 @@ pub(crate) struct Collector {
     handle: PrometheusHandle,
     /// When each upstream went down, to time its reconnection.
     down_since: Mutex<HashMap<String, Instant>>,
+    /// `toolgate_llm_cost_usd_total`, in dollars.
+    cost: FractionCounter,
 }
 
 impl Collector {
@@ -97,9 +108,22 @@ impl Collector {
         };
         let builder = buckets(PrometheusBuilder::new(), SERVER_DURATION);
         let builder = buckets(builder, CLIENT_DURATION);
-        let recorder = buckets(builder, RECONNECT).build_recorder();
+        let builder = buckets(builder, CONNECT);
+        let recorder = buckets(builder, RECONNECT)
+            .set_buckets_for_metric(
+                Matcher::Full(INTERCEPTOR_DURATION.to_owned()),
+                &INTERCEPTOR_BUCKETS,
+            )
+            .expect("the buckets are not empty")
+            .build_recorder();
         let handle = recorder.handle();
-        let collector = Collector { recorder, handle, down_since: Mutex::default() };
+        let cost = FractionCounter::new(
+            LLM_COST,
+            "Estimated cost in USD of the model tokens of those responses, at list prices \
+             (models without a known price count nothing)",
+            "model",
+        );
+        let collector = Collector { recorder, handle, down_since: Mutex::default(), cost };
         collector.with(describe);
         collector
     }
@@ -111,7 +135,9 @@ impl Collector {
 
     /// The series, in the Prometheus text format.
     pub(crate) fn render(&self) -> String {
-        self.handle.render()
+        let mut text = self.handle.render();
+        self.cost.render(&mut text);
+        text
     }
 
     /// Turns `event` into what it counts, its labels bounded by `known`.
@@ -141,6 +167,8 @@ impl Collector {
                 if event.kind == kind::UPSTREAM_RESTARTED {
                     counter!("toolgate_upstream_restarts_total", "server" => server.clone())
                         .increment(1);
+                } else if let Some(ms) = number("startup_ms") {
+                    histogram!(CONNECT, "server" => server.clone()).record(ms / 1000.0);
                 }
                 if let Some(since) = since {
                     histogram!(RECONNECT, "server" => server)
@@ -175,7 +203,7 @@ impl Collector {
                 }
             }
             kind::LLM_RESPONSE_FINISHED => {
-                let model = text("model").to_owned();
+                let model = model_label(text("model"), known);
                 let status = one_of(text("status"), &["completed", "failed"]);
                 counter!("toolgate_llm_responses_total", "model" => model.clone(), "status" => status)
                     .increment(1);
@@ -184,6 +212,9 @@ impl Collector {
                         counter!("toolgate_llm_tokens_total", "model" => model.clone(), "direction" => direction)
                             .increment(tokens as u64);
                     }
+                }
+                if let Some(cost) = number("cost_usd") {
+                    self.cost.add(&model, cost);
                 }
             }
             _ => self.request_ended(event, known),
@@ -231,13 +262,18 @@ impl Collector {
         for decision in event.get("decisions").and_then(Value::as_array).into_iter().flatten() {
             let field = |key: &str| decision.get(key).and_then(Value::as_str).unwrap_or("");
             let phase = one_of(field("phase"), &["request", "response"]);
+            let interceptor = field("interceptor").to_owned();
             counter!(
                 "toolgate_interceptor_decisions_total",
-                "interceptor" => field("interceptor").to_owned(),
+                "interceptor" => interceptor.clone(),
                 "phase" => phase,
                 "decision" => one_of(field("decision"), &DECISIONS),
             )
             .increment(1);
+            if let Some(ms) = decision.get("duration_ms").and_then(Value::as_f64) {
+                histogram!(INTERCEPTOR_DURATION, "interceptor" => interceptor, "phase" => phase)
+                    .record(ms / 1000.0);
+            }
         }
     }
 }
@@ -289,6 +325,11 @@ fn tool_label(exposed: &str, server: &str, known: &dyn Known) -> String {
     }
 }
 
+/// A model the config names; `other` for any other, which a request may have made up.
+fn model_label(name: &str, known: &dyn Known) -> String {
+    if known.is_model(name) { name.to_owned() } else { "other".to_owned() }
+}
+
 /// The names `DecisionKind::name` gives.
 const DECISIONS: [&str; 6] = ["continued", "rewrote", "refused", "answered", "failed", "audited"];
 
@@ -325,6 +366,11 @@ fn describe() {
         "toolgate_interceptor_decisions_total",
         "Decisions interceptors took, by interceptor, phase and decision"
     );
+    describe_histogram!(
+        INTERCEPTOR_DURATION,
+        Unit::Seconds,
+        "How long each interceptor took to decide, by interceptor and phase"
+    );
     describe_counter!("toolgate_approvals_total", "Approvals requested, granted, refused, expired");
     describe_gauge!("toolgate_approvals_waiting", "Calls held for a person's approval now");
     describe_gauge!(
@@ -342,6 +388,11 @@ fn describe() {
         Unit::Seconds,
         "How long an upstream was down before it connected again"
     );
+    describe_histogram!(
+        CONNECT,
+        Unit::Seconds,
+        "How long an upstream's first connection took (start, handshake, first listing)"
+    );
     describe_gauge!("toolgate_sessions_open", "Downstream sessions open");
     describe_gauge!("toolgate_listen_streams_open", "subscriptions/listen streams open");
     describe_gauge!("toolgate_pool_connections", "Dynamic servers connected in the pool");
@@ -358,18 +409,46 @@ fn describe() {
         "Responses of /v1/responses and /v1/chat/completions, by model and status"
     );
     describe_counter!("toolgate_llm_tokens_total", "Model tokens of those responses");
+    describe_gauge!(
+        "toolgate_spill_entries",
+        "Whole results a truncate entry keeps for toolgate__read_result"
+    );
+    describe_gauge!("toolgate_spill_bytes", Unit::Bytes, "Bytes of the whole results it keeps");
     describe_counter!(
         "toolgate_events_dropped_total",
         "Events a subscriber of the bus lost (its queue was full); metrics miss them too"
     );
 }
 
-/// The collector fed by the bus, and the gateway it reads states from when scraped.
+/// What the states are read from when scraped, and what bounds the labels.
+pub(crate) struct Sources {
+    pub(crate) bus: EventBus,
+    pub(crate) gateway: Arc<Gateway>,
+    pub(crate) approvals: Arc<ApprovalDesk>,
+    /// What the `truncate` entries keep.
+    pub(crate) spill: Arc<SpillStores>,
+    /// The model names the config gives (`[llm.models.NAME]`, `[agent] model`).
+    pub(crate) models: BTreeSet<String>,
+}
+
+impl Known for Sources {
+    fn is_server(&self, name: &str) -> bool {
+        self.gateway.upstreams().iter().any(|upstream| upstream.name() == name)
+    }
+
+    fn is_tool(&self, name: &str) -> bool {
+        self.gateway.inventory().tool_route(name).is_some()
+    }
+
+    fn is_model(&self, name: &str) -> bool {
+        self.models.contains(name)
+    }
+}
+
+/// The collector fed by the bus, and where it reads states from when scraped.
 pub(crate) struct Metrics {
     collector: Collector,
-    gateway: Arc<Gateway>,
-    approvals: Arc<ApprovalDesk>,
-    bus: EventBus,
+    sources: Sources,
     /// Asks the feeding task to take in every event queued now, and say when it has.
     flush: tokio::sync::mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>,
 }
@@ -377,15 +456,10 @@ pub(crate) struct Metrics {
 impl Metrics {
     /// Feeds `subscription` (made before the gateway started, to see its first connections)
     /// into a collector, until the bus closes.
-    pub(crate) fn start(
-        subscription: Subscription,
-        bus: EventBus,
-        gateway: Arc<Gateway>,
-        approvals: Arc<ApprovalDesk>,
-    ) -> Arc<Metrics> {
+    pub(crate) fn start(subscription: Subscription, sources: Sources) -> Arc<Metrics> {
         let (flush, mut flushes) = tokio::sync::mpsc::unbounded_channel();
         let collector = Collector::new();
-        let metrics = Arc::new(Metrics { collector, gateway, approvals, bus, flush });
+        let metrics = Arc::new(Metrics { collector, sources, flush });
         let fed = Arc::downgrade(&metrics);
         tokio::spawn(async move {
             let mut subscription = subscription;
@@ -395,12 +469,12 @@ impl Metrics {
                     biased;
                     event = subscription.recv() => {
                         let (Some(event), Some(metrics)) = (event, fed.upgrade()) else { break };
-                        metrics.collector.record(&event, &*metrics.gateway);
+                        metrics.collector.record(&event, &metrics.sources);
                     }
                     Some(flushed) = flushes.recv() => {
                         let Some(metrics) = fed.upgrade() else { break };
                         while let Some(event) = subscription.try_recv() {
-                            metrics.collector.record(&event, &*metrics.gateway);
+                            metrics.collector.record(&event, &metrics.sources);
                         }
                         let _ = flushed.send(());
                     }
@@ -427,27 +501,34 @@ impl Metrics {
     }
 
     fn states(&self) {
-        for upstream in self.gateway.upstreams() {
+        let Sources { bus, gateway, approvals, spill, .. } = &self.sources;
+        for upstream in gateway.upstreams() {
             let server = upstream.name().to_owned();
             let up = if upstream.is_connected() { 1.0 } else { 0.0 };
             gauge!("toolgate_upstream_up", "server" => server.clone()).set(up);
             let restarting = if upstream.is_restarting() { 1.0 } else { 0.0 };
             gauge!("toolgate_upstream_restarting", "server" => server).set(restarting);
         }
-        let pending = self.approvals.pending();
+        let pending = approvals.pending();
         gauge!("toolgate_approvals_waiting").set(pending.len() as f64);
         let oldest = pending.iter().filter_map(|p| p.requested_at.elapsed().ok()).max();
         gauge!("toolgate_approval_oldest_wait_seconds")
             .set(oldest.unwrap_or_default().as_secs_f64());
-        let sessions = self.gateway.sessions();
+        let sessions = gateway.sessions();
         gauge!("toolgate_sessions_open").set(sessions.count() as f64);
         gauge!("toolgate_listen_streams_open").set(sessions.listener_count() as f64);
-        let pool = self.gateway.dynamic_stats();
+        let pool = gateway.dynamic_stats();
         gauge!("toolgate_pool_connections").set(pool.size as f64);
         counter!("toolgate_pool_hits_total").absolute(pool.hits);
         counter!("toolgate_pool_misses_total").absolute(pool.misses);
         counter!("toolgate_pool_evictions_total").absolute(pool.evictions);
-        counter!("toolgate_events_dropped_total").absolute(self.bus.dropped());
+        counter!("toolgate_events_dropped_total").absolute(bus.dropped());
+        for kept in spill.usage() {
+            let interceptor = kept.interceptor;
+            gauge!("toolgate_spill_entries", "interceptor" => interceptor.clone())
+                .set(kept.entries as f64);
+            gauge!("toolgate_spill_bytes", "interceptor" => interceptor).set(kept.bytes as f64);
+        }
     }
 }
 

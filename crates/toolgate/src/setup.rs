@@ -310,8 +310,14 @@ pub(crate) async fn start(
     // Scripts that came or went while the gateway started.
     script_tools.sync().await;
     let metrics = metrics_feed.map(|feed| {
-        let bus = events.bus().clone();
-        crate::metrics::Metrics::start(feed, bus, gateway.clone(), services.approvals.clone())
+        let sources = crate::metrics::Sources {
+            bus: events.bus().clone(),
+            gateway: gateway.clone(),
+            approvals: services.approvals.clone(),
+            spill: services.spill.clone(),
+            models: model_names(config),
+        };
+        crate::metrics::Metrics::start(feed, sources)
     });
     Ok(Running {
         gateway,
@@ -322,6 +328,12 @@ pub(crate) async fn start(
         events,
         _watcher: watcher,
     })
+}
+
+/// The model names the config gives, which the metrics label models by: the names of
+/// `[llm.models]` and `[agent] model`.
+fn model_names(config: &Config) -> std::collections::BTreeSet<String> {
+    config.llm.models.keys().cloned().chain(config.agent.model.clone()).collect()
 }
 
 /// Watches the script folders and the folders of every script loaded, and applies changes

@@ -5,8 +5,9 @@
 use std::fmt::Write as _;
 
 use toolgate_llm::chat::{Message, Part};
+use toolgate_llm::pricing;
 
-use super::{SessionMeta, UsageTotal, pricing};
+use super::{SessionMeta, UsageTotal};
 
 /// The transcript of `messages`.
 pub(crate) fn transcript(meta: &SessionMeta, total: &UsageTotal, messages: &[Message]) -> String {

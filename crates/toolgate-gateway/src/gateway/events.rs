@@ -73,7 +73,7 @@ impl Gateway {
         }
         for event in events {
             match event {
-                UpstreamEvent::Connected { upstream } => {
+                UpstreamEvent::Connected { upstream, .. } => {
                     if let Some(up) = self.upstream_set().by_name.get(upstream.as_str()) {
                         self.restore_subscriptions(up).await;
                         if self.sessions.most_verbose_level().is_some() {

@@ -242,6 +242,25 @@ async fn failures_and_timeouts_fail_closed_unless_fail_open() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn each_decision_holds_how_long_its_interceptor_took() {
+    let chain = Chain::new().add("quick", Mutation, 0, Act::Continue).add_with(
+        "slow",
+        Validation,
+        Act::Hang,
+        |d| {
+            d.timeout = Duration::from_millis(1500);
+            d.fail_open = true;
+        },
+    );
+    let mut ctx = ctx();
+    let sent = chain.pipeline().request(InterceptionEvent::ToolsCall, call("x"), &mut ctx).await;
+    assert_eq!(sent, Ok(call("x")));
+    let took: Vec<(&str, Duration)> =
+        ctx.decisions.iter().map(|d| (d.interceptor.as_str(), d.duration)).collect();
+    assert_eq!(took, [("quick", Duration::ZERO), ("slow", Duration::from_millis(1500))]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_validator_that_rewrites_has_failed() {
     let chain = Chain::new().add("sneaky", Validation, 0, Act::Rename("other"));
     let stopped =

@@ -250,6 +250,36 @@ fn entries_built_again_do_not_pile_up_in_the_shared_stores() {
     drop(kept);
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_stores_say_what_each_entry_holds_for_metrics() {
+    let services = Services::new(EventBus::new());
+    let build = |name: &str| {
+        let mut entry =
+            test_entry(KIND, "pipeline[0]", json!({"max_tokens": 600, "spill_ttl": "1m"}));
+        entry.name = Some(name.to_owned());
+        Truncate::from_config(&entry, &services).expect("valid options")
+    };
+    let (logs, files) = (build("logs"), build("files"));
+    let log = long_log();
+    assert!(logs.shorten(&text_result(&log), None, "me").is_some());
+    assert!(logs.shorten(&text_result(&log), None, "you").is_some());
+    let usage = services.spill.usage();
+    let held = |name: &str| {
+        let found = usage.iter().find(|u| u.interceptor == name).expect("every entry is there");
+        (found.entries, found.bytes)
+    };
+    assert_eq!(held("logs"), (2, 2 * log.len()));
+    assert_eq!(held("files"), (0, 0));
+    // Expired results are not counted (nor kept).
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert!(services.spill.usage().iter().all(|u| (u.entries, u.bytes) == (0, 0)));
+    // A dropped entry's store is not read.
+    drop(files);
+    let names: Vec<String> = services.spill.usage().into_iter().map(|u| u.interceptor).collect();
+    assert_eq!(names, ["logs"]);
+    drop(logs);
+}
+
 #[test]
 fn without_spill_the_note_says_to_ask_for_less() {
     let (truncate, _) = truncate(json!({"max_tokens": 600, "spill": false}));

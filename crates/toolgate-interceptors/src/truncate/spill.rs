@@ -190,9 +190,10 @@ impl SpillStore {
         (entry.owner == owner).then(|| entry.document.clone())
     }
 
-    /// How many results and bytes it holds.
+    /// How many results and bytes it holds (those expired forgotten first).
     pub fn usage(&self) -> (usize, usize) {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.sweep(Instant::now(), self.limits.ttl);
         (inner.entries.len(), inner.bytes)
     }
 }
@@ -231,24 +232,56 @@ fn new_handle() -> String {
 }
 
 /// Every `truncate` entry's store, so that one `toolgate__read_result` finds a handle
-/// whichever entry kept it. Shared through `Services`.
+/// whichever entry kept it, and `/metrics` reads what they hold. Shared through `Services`.
 #[derive(Debug, Default)]
 pub struct SpillStores {
-    stores: Mutex<Vec<Weak<SpillStore>>>,
+    /// Each store with the name of the entry it belongs to.
+    stores: Mutex<Vec<(String, Weak<SpillStore>)>>,
+}
+
+/// What the stores of the `truncate` entries of one name hold now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillUsage {
+    /// The entry's name (`truncate` unless the config names it).
+    pub interceptor: String,
+    /// Results kept.
+    pub entries: usize,
+    /// Bytes of their text.
+    pub bytes: usize,
 }
 
 impl SpillStores {
-    /// Adds `store`; forgotten when the store is dropped.
-    pub fn register(&self, store: &Arc<SpillStore>) {
+    /// Adds `store`, the store of the entry named `interceptor`; forgotten when the store is
+    /// dropped.
+    pub fn register(&self, interceptor: &str, store: &Arc<SpillStore>) {
         let mut stores = self.stores.lock().unwrap_or_else(PoisonError::into_inner);
-        stores.retain(|s| s.strong_count() > 0);
-        stores.push(Arc::downgrade(store));
+        stores.retain(|(_, s)| s.strong_count() > 0);
+        stores.push((interceptor.to_owned(), Arc::downgrade(store)));
+    }
+
+    /// What each entry's store holds, by entry name in the order they joined (stores of one
+    /// name, while a reload replaces an entry, summed).
+    pub fn usage(&self) -> Vec<SpillUsage> {
+        let stores = self.stores.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut found: Vec<SpillUsage> = Vec::new();
+        for (interceptor, store) in stores {
+            let Some(store) = store.upgrade() else { continue };
+            let (entries, bytes) = store.usage();
+            match found.iter_mut().find(|u| u.interceptor == interceptor) {
+                Some(usage) => {
+                    usage.entries += entries;
+                    usage.bytes += bytes;
+                }
+                None => found.push(SpillUsage { interceptor, entries, bytes }),
+            }
+        }
+        found
     }
 
     /// The result `handle` names in any store, if it is `owner`'s.
     pub fn get(&self, owner: &str, handle: &str) -> Option<Arc<Document>> {
         let stores = self.stores.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        stores.iter().filter_map(Weak::upgrade).find_map(|store| store.get(owner, handle))
+        stores.iter().filter_map(|(_, s)| s.upgrade()).find_map(|store| store.get(owner, handle))
     }
 
     /// How many stores it holds, dropped ones included until the next [`register`](Self::register).

@@ -65,8 +65,10 @@ impl Upstream {
                         startup_ms = link.info.startup.as_millis() as u64,
                         "upstream connected"
                     );
-                    self.shared
-                        .emit(UpstreamEvent::Connected { upstream: self.config.name.clone() });
+                    self.shared.emit(UpstreamEvent::Connected {
+                        upstream: self.config.name.clone(),
+                        startup: link.info.startup,
+                    });
                     first.send_replace(Some(Ok(())));
                     let listening =
                         link.modern.then(|| tokio::spawn(self.clone().listen(link.clone())));

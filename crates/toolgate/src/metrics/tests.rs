@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 
-/// One server `fx` listing `fx__echo`.
+/// One server `fx` listing `fx__echo`, and one model `gpt-test`.
 struct Fixture;
 
 impl Known for Fixture {
@@ -14,6 +14,10 @@ impl Known for Fixture {
 
     fn is_tool(&self, name: &str) -> bool {
         name == "fx__echo"
+    }
+
+    fn is_model(&self, name: &str) -> bool {
+        name == "gpt-test"
     }
 }
 
@@ -26,7 +30,12 @@ fn call(kind: &str, exposed: &str, server: &str) -> Event {
         .with("upstream_ms", 20.0)
         .with(
             "decisions",
-            json!([{"interceptor": "policy", "phase": "request", "decision": "continued"}]),
+            json!([
+                {"interceptor": "policy", "phase": "request", "decision": "continued",
+                 "duration_ms": 0.04},
+                {"interceptor": "truncate", "phase": "response", "decision": "rewrote",
+                 "duration_ms": 3.0},
+            ]),
         )
 }
 
@@ -81,6 +90,33 @@ fn a_finished_call_is_counted_timed_and_its_decisions_counted() {
         r#"toolgate_interceptor_decisions_total{interceptor="policy",phase="request",decision="continued"} 2"#
     ), "{text}");
     assert!(!text.contains("alice"), "no principal in a label: {text}");
+}
+
+#[test]
+fn each_interceptor_is_timed_by_phase() {
+    let collector = Collector::new();
+    collector.record(&call(kind::TOOLS_CALL_FINISHED, "fx__echo", "fx"), &Fixture);
+    collector.record(&call(kind::TOOLS_CALL_DENIED, "fx__echo", "fx"), &Fixture);
+    let text = collector.render();
+    for expected in [
+        r#"toolgate_interceptor_duration_seconds_bucket{interceptor="policy",phase="request",le="0.00001"} 0"#,
+        r#"toolgate_interceptor_duration_seconds_bucket{interceptor="policy",phase="request",le="0.00005"} 2"#,
+        r#"toolgate_interceptor_duration_seconds_count{interceptor="policy",phase="request"} 2"#,
+        r#"toolgate_interceptor_duration_seconds_bucket{interceptor="truncate",phase="response",le="0.0025"} 0"#,
+        r#"toolgate_interceptor_duration_seconds_bucket{interceptor="truncate",phase="response",le="0.005"} 2"#,
+        r#"toolgate_interceptor_duration_seconds_sum{interceptor="truncate",phase="response"} 0.006"#,
+    ] {
+        assert!(text.contains(expected), "{expected} missing from\n{text}");
+    }
+    // A decision recorded before decisions were timed is counted, not timed.
+    let untimed = Event::new(kind::TOOLS_CALL_FINISHED).with("exposed", "fx__echo").with(
+        "decisions",
+        json!([{"interceptor": "old", "phase": "request", "decision": "continued"}]),
+    );
+    collector.record(&untimed, &Fixture);
+    let text = collector.render();
+    assert!(text.contains(r#"toolgate_interceptor_decisions_total{interceptor="old""#), "{text}");
+    assert!(!text.contains(r#"toolgate_interceptor_duration_seconds_count{interceptor="old""#));
 }
 
 #[test]
@@ -154,9 +190,11 @@ fn other_requests_are_counted_by_method_and_unknown_methods_are_other() {
 fn upstreams_approvals_transforms_and_models() {
     let collector = Collector::new();
     let upstream = |kind: &str, server: &str| Event::new(kind).with("server", server);
-    collector.record(&upstream(kind::UPSTREAM_CONNECTED, "fx"), &Fixture);
+    let connected = upstream(kind::UPSTREAM_CONNECTED, "fx").with("startup_ms", 150.0);
+    collector.record(&connected, &Fixture);
     collector.record(&upstream(kind::UPSTREAM_FAILED, "fx"), &Fixture);
-    collector.record(&upstream(kind::UPSTREAM_RESTARTED, "fx"), &Fixture);
+    let restarted = upstream(kind::UPSTREAM_RESTARTED, "fx").with("startup_ms", 40.0);
+    collector.record(&restarted, &Fixture);
     collector
         .record(&upstream(kind::UPSTREAM_FAILED, "https-evil").with("dynamic", true), &Fixture);
     collector.record(
@@ -171,27 +209,46 @@ fn upstreams_approvals_transforms_and_models() {
         .with("tokens_before", 100)
         .with("tokens_after", 40);
     collector.record(&applied, &Fixture);
-    let answered = Event::new(kind::LLM_RESPONSE_FINISHED)
-        .with("model", "gpt-test")
-        .with("status", "completed")
-        .with("input_tokens", 12)
-        .with("output_tokens", 5);
-    collector.record(&answered, &Fixture);
+    let answered = |model: &str, cost: Option<f64>| {
+        let event = Event::new(kind::LLM_RESPONSE_FINISHED)
+            .with("model", model.to_owned())
+            .with("status", "completed")
+            .with("input_tokens", 12)
+            .with("output_tokens", 5);
+        match cost {
+            Some(cost) => event.with("cost_usd", cost),
+            None => event,
+        }
+    };
+    collector.record(&answered("gpt-test", Some(0.25)), &Fixture);
+    collector.record(&answered("gpt-test", Some(0.125)), &Fixture);
+    // A model the config does not name, whatever a request called it; one without a price.
+    collector.record(&answered("made-up-4711", Some(0.5)), &Fixture);
+    collector.record(&answered("made-up-4712", None), &Fixture);
     let text = collector.render();
     for expected in [
         r#"toolgate_upstream_restarts_total{server="fx"} 1"#,
         r#"toolgate_upstream_failures_total{server="fx"} 1"#,
         r#"toolgate_upstream_failures_total{server="dynamic"} 1"#,
         r#"toolgate_upstream_reconnect_seconds_count{server="fx"} 1"#,
+        // The first connection only: a reconnection is timed by how long it was down.
+        r#"toolgate_upstream_connect_seconds_count{server="fx"} 1"#,
+        r#"toolgate_upstream_connect_seconds_sum{server="fx"} 0.15"#,
+        r#"toolgate_upstream_connect_seconds_bucket{server="fx",le="0.1"} 0"#,
+        r#"toolgate_upstream_connect_seconds_bucket{server="fx",le="0.2"} 1"#,
         r#"toolgate_upstream_closed_total{reason="idle"} 1"#,
         r#"toolgate_approvals_total{outcome="requested"} 1"#,
         r#"toolgate_approvals_total{outcome="granted"} 1"#,
         r#"toolgate_transform_tokens_saved_total{interceptor="trim",transform="truncate"} 60"#,
-        r#"toolgate_llm_tokens_total{model="gpt-test",direction="input"} 12"#,
-        r#"toolgate_llm_tokens_total{model="gpt-test",direction="output"} 5"#,
-        r#"toolgate_llm_responses_total{model="gpt-test",status="completed"} 1"#,
+        r#"toolgate_llm_tokens_total{model="gpt-test",direction="input"} 24"#,
+        r#"toolgate_llm_tokens_total{model="gpt-test",direction="output"} 10"#,
+        r#"toolgate_llm_responses_total{model="gpt-test",status="completed"} 2"#,
+        r#"toolgate_llm_responses_total{model="other",status="completed"} 2"#,
+        "# TYPE toolgate_llm_cost_usd_total counter\n",
+        r#"toolgate_llm_cost_usd_total{model="gpt-test"} 0.375"#,
+        r#"toolgate_llm_cost_usd_total{model="other"} 0.5"#,
     ] {
         assert!(text.contains(expected), "{expected} missing from\n{text}");
     }
-    assert!(!text.contains("evil"), "{text}");
+    assert!(!text.contains("evil") && !text.contains("made-up"), "{text}");
 }

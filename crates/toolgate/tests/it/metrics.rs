@@ -1,7 +1,9 @@
 //! `/metrics` and `/readyz` end to end: calls over HTTP show in the series the admin API and
-//! the main listener serve, `promtool check metrics` accepts them, and a real Prometheus
+//! the main listener serve (with each interceptor's time, what `truncate` keeps, how long the
+//! upstream took to connect), `promtool check metrics` accepts them, and a real Prometheus
 //! (Debian's, started here on a free 127.0.0.1 port) scrapes the admin API with its token and
-//! answers queries about them.
+//! answers queries about them. Responses of `/v1/responses` and `/v1/chat/completions` count
+//! their model's tokens and cost, labelled only by the models the config names.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -9,19 +11,27 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt as _;
 use tokio::process::Command;
+use toolgate_testkit::fake_llm::{FakeLlm, Script, Turn};
 
 use crate::support::*;
 
 const TOKEN: &str = "prometheus-token-0123456789";
 
-/// The fixture as `fx`, a policy that refuses `env_get`, `[gateway] metrics`, and the admin API.
+/// The fixture as `fx`, a policy that refuses `env_get`, `truncate` at 2000 bytes,
+/// `[gateway] metrics`, and the admin API.
 fn config() -> ConfigDir {
     ConfigDir::new(&format!(
         "{}\n[gateway]\nmetrics = true\n\n[admin]\nlisten = \"127.0.0.1:0\"\ntokens = {{ prometheus = \"{TOKEN}\" }}\n\n\
          [[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
-         rules = [{{ tools = [\"env_get\"], decision = \"deny\", reason = \"no\" }}]\n",
+         rules = [{{ tools = [\"env_get\"], decision = \"deny\", reason = \"no\" }}]\n\n\
+         [[pipeline]]\nkind = \"truncate\"\nmax_bytes = 2000\n",
         fixture_server("fx", "stdio", None),
     ))
+}
+
+/// The value of the series `series` (name and labels exactly as written) in `text`.
+fn value_of(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// The admin API's base URL, from the gateway's log.
@@ -185,6 +195,15 @@ async fn calls_show_in_metrics_that_promtool_and_prometheus_accept() {
     // A name nobody lists: one `unknown` label, whatever the name.
     let made_up = rmcp::model::CallToolRequestParams::new("fx__secret_customer_4711");
     let _ = client.call_tool(made_up).await;
+    // 8 KiB of text: cut to the budget, the whole kept for `toolgate__read_result`.
+    let large = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("fx__large")
+                .with_arguments(object(json!({"kb": 8}))),
+        )
+        .await
+        .expect("a cut result");
+    assert!(first_text(&large).len() < 2000, "cut: {large:?}");
 
     let http = reqwest::Client::new();
     let refused = http.get(format!("{admin}/metrics")).send().await.expect("GET");
@@ -199,6 +218,7 @@ async fn calls_show_in_metrics_that_promtool_and_prometheus_accept() {
         sorted(&text, "toolgate_requests_total{method=\"tools/call\""),
         sorted_all(vec![
             r#"toolgate_requests_total{method="tools/call",server="fx",tool="fx__echo",outcome="ok"} 3"#,
+            r#"toolgate_requests_total{method="tools/call",server="fx",tool="fx__large",outcome="ok"} 1"#,
             r#"toolgate_requests_total{method="tools/call",server="fx",tool="fx__env_get",outcome="denied"} 1"#,
             r#"toolgate_requests_total{method="tools/call",server="",tool="unknown",outcome="rejected"} 1"#,
         ]),
@@ -213,9 +233,31 @@ async fn calls_show_in_metrics_that_promtool_and_prometheus_accept() {
         r#"toolgate_sessions_open 1"#,
         r#"toolgate_approvals_waiting 0"#,
         r#"toolgate_pool_connections 0"#,
+        // The one result `truncate` cut, kept whole.
+        r#"toolgate_spill_entries{interceptor="truncate"} 1"#,
+        r#"toolgate_spill_bytes{interceptor="truncate"} 8192"#,
+        // fx connected once, when the gateway started.
+        r#"toolgate_upstream_connect_seconds_count{server="fx"} 1"#,
+        // Every call that reached the pipeline, timed at the policy; the results at truncate.
+        r#"toolgate_interceptor_duration_seconds_count{interceptor="policy",phase="request"} 5"#,
+        r#"toolgate_interceptor_duration_seconds_count{interceptor="truncate",phase="response"} 4"#,
     ] {
         assert!(text.contains(expected), "{expected} missing from\n{text}");
     }
+    // Each decision is timed: as many times for each interceptor and phase as decisions.
+    for line in lines(&text, "toolgate_interceptor_decisions_total{") {
+        let labels = line.split('}').next().expect("labels");
+        let of = labels.split(",decision=").next().expect("interceptor and phase");
+        let decided: f64 = lines(&text, &format!("{of},decision="))
+            .iter()
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        let timed = of.replace("toolgate_interceptor_decisions_total{", "");
+        let count = format!("toolgate_interceptor_duration_seconds_count{{{timed}}}");
+        assert_eq!(value_of(&text, &count), Some(decided), "{count} in\n{text}");
+    }
+    let connect = value_of(&text, r#"toolgate_upstream_connect_seconds_sum{server="fx"}"#);
+    assert!(connect.is_some_and(|s| s > 0.0 && s < 60.0), "{connect:?}");
     assert!(!text.contains("secret_customer") && !text.contains("HOME"), "{text}");
     let (accepted, said) = promtool(&text).await;
     assert!(accepted, "promtool check metrics refused it: {said}\n{text}");
@@ -243,6 +285,12 @@ async fn calls_show_in_metrics_that_promtool_and_prometheus_accept() {
         .query("mcp_server_operation_duration_seconds_count{gen_ai_tool_name=\"fx__echo\"}")
         .await;
     assert_eq!(timed[0]["value"][1], "3", "{timed:?}");
+    let policy = prometheus
+        .query("toolgate_interceptor_duration_seconds_count{interceptor=\"policy\"}")
+        .await;
+    assert_eq!(policy[0]["value"][1], "5", "{policy:?}");
+    let kept = prometheus.query("toolgate_spill_bytes").await;
+    assert_eq!(kept[0]["value"][1], "8192", "{kept:?}");
     client.cancel().await.expect("close");
 }
 
@@ -279,4 +327,71 @@ async fn readyz_names_a_required_server_that_is_not_connected() {
         assert!(tokio::time::Instant::now() < deadline, "still ready 30 s after fx went away");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The fake model as `[agent]`'s provider (model `unpriced-default`, which the price table
+/// does not know), and `[llm.models.cheap]`, which is gpt-4o-mini at the provider.
+fn llm_config(fake: &FakeLlm) -> ConfigDir {
+    ConfigDir::new(&format!(
+        "{}\n[gateway]\nllm_api = true\nmetrics = true\n\n\
+         [agent]\nprovider = \"compatible\"\nbase_url = {}\nmodel = \"unpriced-default\"\n\n\
+         [llm]\nstore = \"off\"\n\n[llm.models.cheap]\nmodel = \"gpt-4o-mini\"\n",
+        fixture_server("fx", "stdio", None),
+        toml_str(&fake.base_url()),
+    ))
+}
+
+#[tokio::test]
+async fn model_tokens_and_their_cost_are_counted_by_the_models_the_config_names() {
+    let turns: Vec<Turn> =
+        (0..4).map(|i| Turn::text(&format!("answer {i}")).with_usage(1000, 500)).collect();
+    let fake = FakeLlm::start(Script::turns(turns)).await.expect("the fake LLM starts");
+    let config = llm_config(&fake);
+    let gateway = HttpGateway::start(&config.path()).await;
+    let main = gateway.url.trim_end_matches("/mcp").to_owned();
+    let http = reqwest::Client::new();
+    let responses = |model: &str| json!({"model": model, "input": "hello", "store": false});
+    for (path, body) in [
+        // A configured name, priced as the provider's gpt-4o-mini.
+        ("responses", responses("cheap")),
+        // A name the request made up, served by [agent]'s provider: priced as gpt-4o, and
+        // labelled `other`.
+        ("responses", responses("gpt-4o")),
+        // [agent]'s own model, which has no price: counted, not priced.
+        ("responses", responses("unpriced-default")),
+        (
+            "chat/completions",
+            json!({"model": "cheap", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+    ] {
+        let answer = http.post(format!("{main}/v1/{path}")).json(&body).send().await.expect("POST");
+        assert_eq!(
+            answer.status(),
+            200,
+            "{path} {body}: {}",
+            answer.text().await.unwrap_or_default()
+        );
+    }
+    let text = http.get(format!("{main}/metrics")).send().await.expect("GET").text().await.unwrap();
+    for expected in [
+        r#"toolgate_llm_responses_total{model="cheap",status="completed"} 2"#,
+        r#"toolgate_llm_responses_total{model="other",status="completed"} 1"#,
+        r#"toolgate_llm_responses_total{model="unpriced-default",status="completed"} 1"#,
+        r#"toolgate_llm_tokens_total{model="cheap",direction="input"} 2000"#,
+        r#"toolgate_llm_tokens_total{model="cheap",direction="output"} 1000"#,
+        "# TYPE toolgate_llm_cost_usd_total counter",
+    ] {
+        assert!(text.contains(expected), "{expected} missing from\n{text}");
+    }
+    // gpt-4o-mini: 0.15 and 0.60 USD per million input and output tokens; gpt-4o: 2.50, 10.
+    let cost =
+        |model: &str| value_of(&text, &format!("toolgate_llm_cost_usd_total{{model=\"{model}\"}}"));
+    let cheap = cost("cheap").expect("cheap is priced");
+    assert!((cheap - 2.0 * (1000.0 * 0.15 + 500.0 * 0.60) / 1e6).abs() < 1e-12, "{cheap}");
+    let other = cost("other").expect("gpt-4o is priced");
+    assert!((other - (1000.0 * 2.50 + 500.0 * 10.0) / 1e6).abs() < 1e-12, "{other}");
+    assert_eq!(cost("unpriced-default"), None, "no made-up price:\n{text}");
+    assert!(!text.contains("gpt-4o"), "a model a request named is no label:\n{text}");
+    let (accepted, said) = promtool(&text).await;
+    assert!(accepted, "promtool check metrics refused it: {said}\n{text}");
 }

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use futures::StreamExt as _;
 use serde::Serialize;
 use serde_json::json;
-use toolgate_agent::store::pricing;
 use toolgate_integrity::judge::{self, Batch, JudgeFinding, NotJudged, Subject};
 use toolgate_llm::chat::{ChatRequest, Message, StopReason, Usage};
+use toolgate_llm::pricing;
 use toolgate_llm::provider::{Finished, Provider, StreamEvent};
 use toolgate_llm::tokens::Encoding;
 

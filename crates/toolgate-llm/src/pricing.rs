@@ -1,5 +1,6 @@
-//! What a session cost, as an estimate: a small table of list prices (USD per million tokens)
-//! for a few OpenAI, Anthropic and DeepSeek models.
+//! What model tokens cost, as an estimate: a small table of list prices (USD per million
+//! tokens) for a few OpenAI, Anthropic and DeepSeek models, for the agent's sessions, `scan
+//! --judge` and the `/v1/responses` endpoint's metrics.
 //!
 //! **An estimate, dated [`PRICES_AS_OF`].** The prices are the providers' published list prices
 //! for standard (not batch, not priority) requests as of that month; they change, and what a
@@ -12,7 +13,7 @@
 //! suffix (`gpt-4o-2024-08-06`, `claude-sonnet-4-20250514`) or `-latest`; `gpt-5-pro` does not
 //! match `gpt-5`. A `vendor/` prefix (`openai/gpt-4o`, as routers name models) is ignored.
 
-use toolgate_llm::chat::Usage;
+use crate::chat::Usage;
 
 /// The month the prices below were taken from the providers' pricing pages.
 pub const PRICES_AS_OF: &str = "2025-10";
