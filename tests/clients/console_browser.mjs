@@ -1,7 +1,8 @@
 // The web console in headless Chromium, driven by playwright-core: sign in, open each page,
-// approve the held call whose arguments name ALLOW_ME and deny the one naming DENY_ME, and run
-// axe-core on every page. Screenshots go to ARTEFACTS. Prints a JSON report; exits 1 on a
-// failure.
+// approve the held call whose arguments name ALLOW_ME and deny the one naming DENY_ME, open the
+// diff of fx__weather (which the server changed since it was pinned) and approve its contract
+// with the keyboard, open the sessions page, and run axe-core on every page. Screenshots go to
+// ARTEFACTS. Prints a JSON report; exits 1 on a failure.
 //
 // Usage: node console_browser.mjs CHROMIUM ADMIN_URL TOKEN ARTEFACTS
 
@@ -70,6 +71,23 @@ try {
   await row("DENY_ME").getByRole("button", { name: /deny/i }).click();
   await page.waitForURL("**/console/approvals**");
   report.after = await page.locator("main").innerText();
+
+  await page.goto(`${admin}/console/pins`);
+  await check("pins");
+  await Promise.all([
+    page.waitForURL("**/console/pins/fx__weather"),
+    page.getByRole("link", { name: "Review and approve fx__weather" }).click(),
+  ]);
+  await page.locator("table.diff").first().waitFor();
+  await check("pin-diff");
+  // With the keyboard: the button takes focus and Enter submits its form.
+  await page.getByRole("button", { name: "Approve this contract" }).focus();
+  await Promise.all([page.waitForURL("**/console/pins?approved=*"), page.keyboard.press("Enter")]);
+  report.pinState = await page.locator("#pin-fx__weather").innerText();
+
+  await page.goto(`${admin}/console/sessions`);
+  await check("sessions");
+  report.sessions = await page.locator("#sessions caption").innerText();
 
   for (const name of ["inventory", "events", "audit"]) {
     await page.goto(`${admin}/console/${name}`);

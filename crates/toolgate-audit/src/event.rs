@@ -42,6 +42,9 @@ pub mod kind {
     pub const UPSTREAM_FAILED: &str = "upstream/failed";
     /// An upstream process was restarted after it died.
     pub const UPSTREAM_RESTARTED: &str = "upstream/restarted";
+    /// An operator restarted an upstream (fields `server`, `by`; then `upstream/failed` and
+    /// `upstream/restarted` as for any reconnection).
+    pub const UPSTREAM_RESTART_REQUESTED: &str = "upstream/restart_requested";
     /// An upstream was closed on purpose: a server a request named by URL, evicted from the
     /// pool (field `reason`).
     pub const UPSTREAM_CLOSED: &str = "upstream/closed";

@@ -1,9 +1,10 @@
 //! Downstream sessions: who is connected, at what log level, subscribed to which resources.
-//! Notifications fan out from here.
+//! Notifications fan out from here. What operators may see of them is in `view`.
 
 #![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577) but still spoken
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use toolgate_core::log_level::severity;
@@ -11,6 +12,10 @@ use toolgate_core::mcp;
 
 use crate::error::GatewayError;
 use crate::link::{Closed, Listener, Notify};
+
+mod view;
+
+pub use view::{OpenedBy, SHORT_ID, SessionView, SessionsSnapshot};
 
 /// The most resources one session (or one `subscriptions/listen` stream) may follow by
 /// default (`[gateway] max_subscriptions`): far more than a person's client follows, and few
@@ -57,6 +62,10 @@ pub struct Session {
     /// Where its notifications go.
     link: Arc<dyn Notify>,
     state: Mutex<SessionState>,
+    /// Who opened it, over what, when.
+    opened_by: Arc<OpenedBy>,
+    /// When a request of it was last served, in milliseconds after it was opened.
+    last_active: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -70,8 +79,14 @@ struct SessionState {
 }
 
 impl Session {
-    pub fn new(link: Arc<dyn Notify>) -> Self {
-        Session { link, state: Mutex::default() }
+    /// A session whose notifications go to `link`, as its front describes it.
+    pub fn new(link: Arc<dyn Notify>, opened_by: OpenedBy) -> Self {
+        Session {
+            link,
+            state: Mutex::default(),
+            opened_by: Arc::new(opened_by),
+            last_active: AtomicU64::new(0),
+        }
     }
 
     fn notify(&self, notification: mcp::ServerNotification) -> impl Future<Output = ()> + use<> {
@@ -172,11 +187,18 @@ impl Changed {
     }
 }
 
+/// A `subscriptions/listen` stream, and who opened it.
+#[derive(Debug)]
+struct Registered {
+    listener: Arc<dyn Listener>,
+    opened_by: Arc<OpenedBy>,
+}
+
 /// Every live session, and the `subscriptions/listen` streams of 2026-07-28 clients.
 #[derive(Debug, Default)]
 pub struct Sessions {
     sessions: Mutex<Vec<Arc<Session>>>,
-    listeners: Mutex<Vec<Arc<dyn Listener>>>,
+    listeners: Mutex<Vec<Registered>>,
     /// Subscriptions of sessions that closed, for the gateway to release.
     released: Mutex<Vec<String>>,
 }
@@ -212,9 +234,11 @@ impl Sessions {
         std::mem::take(&mut *self.released.lock().expect("released lock must not be poisoned"))
     }
 
-    /// Adds a `subscriptions/listen` stream; it is dropped when a send finds it closed.
-    pub fn add_listener(&self, listener: Arc<dyn Listener>) {
-        self.listeners.lock().expect("listeners lock must not be poisoned").push(listener);
+    /// Adds a `subscriptions/listen` stream, as its front describes it; it is dropped when a
+    /// send finds it closed.
+    pub fn add_listener(&self, listener: Arc<dyn Listener>, opened_by: OpenedBy) {
+        let registered = Registered { listener, opened_by: Arc::new(opened_by) };
+        self.listeners.lock().expect("listeners lock must not be poisoned").push(registered);
     }
 
     /// Forgets a `subscriptions/listen` stream (it has ended).
@@ -223,7 +247,8 @@ impl Sessions {
     }
 
     fn listeners(&self) -> Vec<Arc<dyn Listener>> {
-        self.listeners.lock().expect("listeners lock must not be poisoned").clone()
+        let listeners = self.listeners.lock().expect("listeners lock must not be poisoned");
+        listeners.iter().map(|registered| registered.listener.clone()).collect()
     }
 
     /// Forgets `closed` (compared by identity: two clients' streams may have the same request
@@ -231,7 +256,7 @@ impl Sessions {
     fn drop_closed_listeners(&self, closed: &[Arc<dyn Listener>]) {
         if !closed.is_empty() {
             let mut listeners = self.listeners.lock().expect("listeners lock must not be poisoned");
-            listeners.retain(|l| !closed.iter().any(|c| Arc::ptr_eq(c, l)));
+            listeners.retain(|l| !closed.iter().any(|c| Arc::ptr_eq(c, &l.listener)));
         }
     }
 

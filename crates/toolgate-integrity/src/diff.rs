@@ -1,7 +1,7 @@
 //! A change of contract shown so that a person can judge it: descriptions and titles as a word
 //! diff (`[-removed-]{+added+}`), annotations one by one (`destructiveHint: true → false`),
 //! schemas and everything else path by path (`inputSchema.properties.path.type: "string" →
-//! "number"`).
+//! "number"`). `lines` shows the same change as a line diff of each field, for a page.
 
 use std::fmt;
 
@@ -9,6 +9,10 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use crate::contract::Contract;
+
+mod lines;
+
+pub use lines::{FieldDiff, Line, LineTag, line_diff};
 
 /// One difference between two contracts of the same item.
 #[derive(Debug, Clone, PartialEq, Eq)]

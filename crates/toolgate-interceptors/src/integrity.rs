@@ -74,9 +74,11 @@ use toolgate_intercept::{
 use crate::options::{OptionError, Options};
 
 mod approve;
+mod review;
 mod settings;
 
 pub use approve::{ApproveError, Approved, IntegrityLocks};
+pub use review::{PinReview, PinState, Pins};
 use settings::{Actions, DEFAULT_ACTIONS, OnDrift, OnUnknown, Override, actions, parse_override};
 
 /// The config `kind`.

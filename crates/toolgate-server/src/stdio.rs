@@ -38,7 +38,7 @@ use toolgate_gateway::Dispatcher;
 use toolgate_gateway::link::{self, Closed, Listener, Notify, Questions, RequestLink};
 use toolgate_gateway::listen::Subscription;
 use toolgate_gateway::protocol::{self, Client, Era};
-use toolgate_gateway::session::Session;
+use toolgate_gateway::session::{OpenedBy, Session};
 use toolgate_intercept::Principal;
 
 use lines::{Lines, Output};
@@ -148,6 +148,9 @@ impl Front {
             return;
         }
         let opened = self.connection.opened();
+        if let Some(opened) = &opened {
+            opened.session.touch();
+        }
         let client = Client {
             principal: self.principal.clone(),
             session: opened.as_ref().map(|opened| opened.session.clone()),
@@ -221,7 +224,8 @@ impl Front {
         params: &mcp::InitializeRequestParams,
     ) -> mcp::ServerJsonRpcMessage {
         let version = protocol::negotiate(&params.protocol_version);
-        let session = Arc::new(Session::new(self.connection.clone()));
+        let described = OpenedBy::now(None, self.principal.clone(), "stdio", Some(version.clone()));
+        let session = Arc::new(Session::new(self.connection.clone(), described));
         let opened = Arc::new(Opened {
             version,
             capabilities: params.capabilities.clone(),
@@ -295,7 +299,8 @@ async fn listen_until_cancelled(
     output.send(&subscription.acknowledgment());
     let listener: Arc<dyn Listener> =
         Arc::new(StdioListener { subscription: subscription.clone(), output: output.clone() });
-    gateway.sessions().add_listener(listener.clone());
+    let described = OpenedBy::now(None, client.principal.clone(), "stdio", era.version.clone());
+    gateway.sessions().add_listener(listener.clone(), described);
     // When both have fired, the connection ended, and the stream ends with its result.
     tokio::select! {
         biased;

@@ -57,6 +57,9 @@ pub(crate) struct Link {
     pub(crate) lost: CancellationToken,
     /// Cancelled by a request that found the transport broken: the supervisor reconnects.
     pub(crate) reset: CancellationToken,
+    /// Set when it was dropped by [`crate::Upstream::restart`]: requests in flight on it say
+    /// so.
+    pub(crate) restarted: std::sync::atomic::AtomicBool,
 }
 
 /// A connection just made: the running service, the link requests use, and the child's
@@ -137,6 +140,7 @@ pub(crate) async fn connect(
         modern,
         lost: CancellationToken::new(),
         reset: CancellationToken::new(),
+        restarted: std::sync::atomic::AtomicBool::new(false),
     });
     Ok(Connection { service, link, group })
 }

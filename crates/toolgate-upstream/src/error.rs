@@ -41,6 +41,17 @@ pub enum UpstreamError {
          have been carried out)"
     )]
     ConnectionLost { upstream: String, operation: &'static str, target: String },
+    /// The connection was dropped by a restart ([`crate::Upstream::restart`]) while the
+    /// request was in flight.
+    #[error(
+        "upstream {upstream}: the server was restarted during {operation} `{target}` (it may or \
+         may not have been carried out); try again"
+    )]
+    Restarted { upstream: String, operation: &'static str, target: String },
+    /// A restart ([`crate::Upstream::restart`]) dropped the connection, and no new one could
+    /// be made; the supervisor goes on trying with backoff.
+    #[error("upstream {upstream}: restarted, but it did not come back: {reason}")]
+    NotBack { upstream: String, reason: String },
     /// The server answered with something this request cannot use.
     #[error("upstream {upstream}: unexpected answer to {operation} `{target}`: {detail}")]
     Unexpected { upstream: String, operation: &'static str, target: String, detail: String },
@@ -149,6 +160,8 @@ impl UpstreamError {
             | UpstreamError::Timeout { upstream, .. }
             | UpstreamError::Cancelled { upstream, .. }
             | UpstreamError::ConnectionLost { upstream, .. }
+            | UpstreamError::Restarted { upstream, .. }
+            | UpstreamError::NotBack { upstream, .. }
             | UpstreamError::Unexpected { upstream, .. }
             | UpstreamError::InputRefused { upstream, .. }
             | UpstreamError::Restarting { upstream, .. }

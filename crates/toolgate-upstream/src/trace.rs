@@ -85,6 +85,7 @@ fn error_type(error: &UpstreamError) -> &'static str {
         UpstreamError::Timeout { .. } => "timeout",
         UpstreamError::Cancelled { .. } => "cancelled",
         UpstreamError::ConnectionLost { .. } => "connection_lost",
+        UpstreamError::Restarted { .. } => "restarted",
         _ => "error",
     }
 }

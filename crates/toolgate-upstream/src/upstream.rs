@@ -36,6 +36,20 @@ pub struct Upstream {
     filter_generation: std::sync::atomic::AtomicU64,
     /// The generation of the filter whose listen stream is open now.
     listening: watch::Sender<u64>,
+    /// Counts the restarts asked for ([`Upstream::restart`]); the supervisor follows it.
+    restarts: watch::Sender<u64>,
+    /// The outcome of the last connection attempt, and the restarts it answers (those
+    /// counted when it ended).
+    settled: watch::Sender<Settled>,
+}
+
+/// How a connection attempt ended, for the restarts waiting on it.
+#[derive(Clone, Default)]
+pub(crate) struct Settled {
+    /// [`Upstream::restarts`] when it ended: the restarts up to this one are answered.
+    pub(crate) restarts: u64,
+    /// Why it failed, if it did.
+    pub(crate) failed: Option<String>,
 }
 
 /// Whether an upstream can take requests now.
@@ -105,6 +119,8 @@ impl Upstream {
             refilter: tokio::sync::Notify::new(),
             filter_generation: std::sync::atomic::AtomicU64::new(0),
             listening: watch::Sender::new(0),
+            restarts: watch::Sender::new(0),
+            settled: watch::Sender::new(Settled::default()),
         });
         let task = tokio::spawn(upstream.clone().supervise(first_tx));
         if let Ok(mut stopped) = upstream.stopped.try_lock() {
@@ -196,6 +212,44 @@ impl Upstream {
         self.shared.tool(name)
     }
 
+    /// Drops the connection now and connects again at once, through the supervisor, as after
+    /// a lost connection: a child process gets its input closed, is reaped, and its process
+    /// group killed; requests in flight on the old connection fail with
+    /// [`UpstreamError::Restarted`]; requests that come meanwhile wait for the new one (up to
+    /// `restart_wait`); the catalog is listed again, and the events of any reconnection are
+    /// sent. A server that is down is tried again now, without waiting out its backoff.
+    ///
+    /// Returns once a connection made since the call is up, or with why the attempt failed
+    /// (the supervisor goes on trying, with backoff).
+    pub async fn restart(&self) -> Result<(), UpstreamError> {
+        let name = self.config.name.clone();
+        let mut asked = 0;
+        self.restarts.send_modify(|restarts| {
+            *restarts += 1;
+            asked = *restarts;
+        });
+        tracing::info!(upstream = %name, "restart asked for");
+        let mut settled = self.settled.subscribe();
+        // Time to close the old connection, and one attempt to end (it started before, at
+        // worst) and then another.
+        let limit = self.config.startup_timeout.saturating_mul(2) + RESTART_CLOSE_LIMIT;
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(limit, settled.wait_for(|s| s.restarts >= asked)) => outcome,
+            () = self.shutdown.cancelled() => return Err(UpstreamError::Disconnected { upstream: name }),
+        };
+        match outcome {
+            Ok(Ok(settled)) => match settled.failed.clone() {
+                None => Ok(()),
+                Some(reason) => Err(UpstreamError::NotBack { upstream: name, reason }),
+            },
+            Ok(Err(_)) => Err(UpstreamError::Disconnected { upstream: name }),
+            Err(_) => Err(UpstreamError::NotBack {
+                upstream: name,
+                reason: format!("no connection within {}", toolgate_core::duration::format(limit)),
+            }),
+        }
+    }
+
     /// Stops supervising: ends the connection, and a child process and everything it started.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
@@ -222,6 +276,10 @@ impl Drop for Upstream {
         self.shutdown.cancel();
     }
 }
+
+/// What a restart allows for closing the old connection (the supervisor's grace, and the
+/// child's exit), beyond the connection attempts.
+const RESTART_CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// A request may run this many times its `timeout` in all, however much progress it reports.
 pub const HARD_TIMEOUT_FACTOR: u32 = 10;

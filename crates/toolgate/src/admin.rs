@@ -10,7 +10,10 @@
 //!   refusal of the withheld tool), in the lock file of every `integrity` interceptor; `409`
 //!   with both digests when the server lists another contract now (the approver reviewed
 //!   something else), or when a lock file that existed is gone; the approver is recorded in an
-//!   `integrity/approved` event;
+//!   `integrity/approved` event (`contracts.rs`);
+//! - `POST /servers/{name}/restart`: drops the configured server's connection (a child process
+//!   is stopped) and connects again at once; answers once it is back (502 saying why when it
+//!   is not); who asked is recorded in an `upstream/restart_requested` event (`servers.rs`);
 //! - `GET /metrics`: the Prometheus text format (`crate::metrics`);
 //! - `GET /healthz` (the process answers) and `GET /readyz` (every `required` server is
 //!   connected; else 503 naming those that are not; `crate::health`).
@@ -22,7 +25,9 @@
 //! only its tenant's held calls and events; the pipeline and tool contracts are the whole
 //! gateway's, for admins in no tenant.
 
+mod contracts;
 mod roles;
+mod servers;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -35,17 +40,18 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use toolgate_audit::Event;
 use toolgate_audit::{EventPattern, SINK_CAPACITY};
-use toolgate_interceptors::integrity::{self, ApproveError, IntegrityLocks};
+use toolgate_interceptors::integrity::IntegrityLocks;
 use toolgate_interceptors::{ApprovalDesk, DecideError};
 
 use toolgate_gateway::Gateway;
 use toolgate_gateway::interceptors_list;
 use toolgate_server::{Authenticator, ConnectionLimits};
 
+pub(crate) use contracts::{ApprovedContracts, approve_tool};
 pub(crate) use roles::Role;
 pub(crate) use roles::RoleMembers;
+pub(crate) use servers::restart_server;
 
 /// Who may use the admin API: bearer tokens by the name of who holds them.
 #[derive(Clone)]
@@ -87,7 +93,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub(crate) struct Admin {
     pub(crate) gateway: Arc<Gateway>,
     pub(crate) approvals: Arc<ApprovalDesk>,
-    integrity: Arc<IntegrityLocks>,
+    pub(crate) integrity: Arc<IntegrityLocks>,
+    /// The contracts approved in this process, and by whom.
+    pub(crate) approved: Arc<ApprovedContracts>,
     tokens: AdminTokens,
     /// The front's credentials, when `[auth]` is set, and who holds which role.
     identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
@@ -105,7 +113,8 @@ pub(crate) fn admin_router(
     required: crate::health::Required,
 ) -> (axum::Router, Admin) {
     let ready = gateway.clone();
-    let admin = Admin { gateway, approvals, integrity, tokens, identity, metrics };
+    let approved = Arc::default();
+    let admin = Admin { gateway, approvals, integrity, approved, tokens, identity, metrics };
     let router = axum::Router::new()
         .route("/metrics", axum::routing::get(scrape))
         .route("/approvals", axum::routing::get(list_approvals))
@@ -113,7 +122,8 @@ pub(crate) fn admin_router(
         .route("/events", axum::routing::get(events))
         .route("/interceptors", axum::routing::get(interceptors))
         .route("/pool", axum::routing::get(pool))
-        .route("/integrity/{tool}/approve", axum::routing::post(approve_contract))
+        .route("/integrity/{tool}/approve", axum::routing::post(contracts::approve_contract))
+        .route("/servers/{name}/restart", axum::routing::post(servers::restart))
         .route("/sign-ins/{server}/{principal}", axum::routing::delete(revoke_sign_in))
         .with_state(admin.clone())
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
@@ -274,100 +284,6 @@ pub(crate) fn decide_held(
         Err(error @ DecideError::NotPending(_)) => Err((StatusCode::NOT_FOUND, error.to_string())),
         Err(error @ DecideError::OwnCall { .. }) => Err((StatusCode::FORBIDDEN, error.to_string())),
     }
-}
-
-/// The digest an approval body names: `{"digest": "sha256:…"}`.
-fn reviewed_digest(body: &[u8]) -> Result<String, String> {
-    let usage = "the body must be {\"digest\": \"sha256:…\"}: the digest of the contract you \
-                 reviewed (`toolgate pin --diff` shows it, and so does the tool's refusal)";
-    let body: Value = serde_json::from_slice(body).map_err(|_| usage.to_owned())?;
-    let Some(fields) = body.as_object() else { return Err(usage.to_owned()) };
-    if let Some(unknown) = fields.keys().find(|key| *key != "digest") {
-        return Err(format!("unknown field {unknown:?}; {usage}"));
-    }
-    match fields.get("digest").and_then(Value::as_str) {
-        Some(digest) if digest.starts_with("sha256:") => Ok(digest.to_owned()),
-        _ => Err(usage.to_owned()),
-    }
-}
-
-async fn approve_contract(
-    State(admin): State<Admin>,
-    Path(exposed): Path<String>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    let approver = match gateway_admin(&admin, &headers).await {
-        Ok(name) => name,
-        Err(refused) => return refused,
-    };
-    let expected = match reviewed_digest(&body) {
-        Ok(digest) => digest,
-        Err(message) => return problem(StatusCode::BAD_REQUEST, message),
-    };
-    if admin.integrity.paths().is_empty() {
-        return problem(
-            StatusCode::CONFLICT,
-            "no `integrity` interceptor in the pipeline: there is no lock file to approve into",
-        );
-    }
-    let Some(route) = admin.gateway.inventory().tool_route(&exposed).cloned() else {
-        return problem(StatusCode::NOT_FOUND, format!("no tool `{exposed}` is listed now"));
-    };
-    let tool = admin
-        .gateway
-        .upstreams()
-        .iter()
-        .find(|upstream| upstream.name() == &*route.upstream)
-        .and_then(|upstream| upstream.tool(&route.original));
-    let Some(tool) = tool else {
-        return problem(StatusCode::NOT_FOUND, format!("no tool `{exposed}` is listed now"));
-    };
-    let approved = match admin.integrity.approve(&route.upstream, &route.original, &tool, &expected)
-    {
-        Ok(approved) => approved,
-        Err(error) => {
-            let message = error.to_string();
-            return match error {
-                // What the approver reviewed is not what the server lists now.
-                ApproveError::Changed { expected, digest } => {
-                    let body = json!({ "error": message, "expected": expected, "digest": digest });
-                    (StatusCode::CONFLICT, Json(body)).into_response()
-                }
-                ApproveError::LockGone { .. } => problem(StatusCode::CONFLICT, message),
-                ApproveError::Lock(_) => problem(StatusCode::INTERNAL_SERVER_ERROR, message),
-            };
-        }
-    };
-    let first = &approved[0];
-    admin.gateway.recorder().bus().publish(
-        Event::new(integrity::kind::APPROVED)
-            .with("server", route.upstream.to_string())
-            .with("tool", route.original.clone())
-            .with("exposed", exposed.clone())
-            .with("by", approver.clone())
-            .with("digest", first.digest.clone())
-            .with("pinned_digest", first.pinned_digest.clone())
-            .with("changes", first.changes.clone()),
-    );
-    tracing::info!(
-        target: "toolgate::integrity",
-        tool = %exposed,
-        by = %approver,
-        digest = %first.digest,
-        "contract approved"
-    );
-    Json(json!({
-        "tool": exposed,
-        "server": &*route.upstream,
-        "original": route.original,
-        "by": approver,
-        "digest": first.digest,
-        "pinned_digest": first.pinned_digest,
-        "changes": first.changes,
-        "locks": approved.iter().map(|a| a.lock.display().to_string()).collect::<Vec<_>>(),
-    }))
-    .into_response()
 }
 
 /// An admin of the whole gateway (in no tenant): its name, else the answer.

@@ -1,6 +1,8 @@
 //! The web console at `/console` on the admin listener, for the people who run the gateway:
-//! servers, calls waiting for approval (approved or denied from the page), the inventory, the
-//! live event stream and the audit log.
+//! servers (restarted from the page), calls waiting for approval (approved or denied from the
+//! page), tools' pins (a drifted tool's change shown and its contract approved from the page),
+//! the inventory, the sessions and listen streams open, the live event stream and the audit
+//! log. Every action goes through the admin API's own code.
 //!
 //! Pages are rendered on the server with maud, which escapes every value put into a template,
 //! so names, descriptions and arguments that upstreams and callers chose render as text. The
@@ -18,7 +20,10 @@
 mod approvals;
 mod events;
 mod pages;
+mod pins;
+mod servers;
 mod session;
+mod sessions;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,7 +62,12 @@ pub(crate) fn router(admin: Admin) -> axum::Router {
         .route("/console/", get(|| async { Redirect::to("/console/servers") }))
         .route("/console/login", get(login_page).post(login))
         .route("/console/logout", post(logout))
-        .route("/console/servers", get(pages::servers))
+        .route("/console/servers", get(servers::page))
+        .route("/console/servers/{name}/restart", post(servers::restart))
+        .route("/console/pins", get(pins::page))
+        .route("/console/pins/{tool}", get(pins::detail))
+        .route("/console/pins/{tool}/approve", post(pins::approve))
+        .route("/console/sessions", get(sessions::page))
         .route("/console/inventory", get(pages::inventory))
         .route("/console/audit", get(pages::audit))
         .route("/console/approvals", get(approvals::page))
@@ -136,6 +146,19 @@ impl Console {
         }
         Ok(session)
     }
+
+    /// [`Console::posted`], by an admin of the whole gateway.
+    fn posted_by_gateway_admin(
+        &self,
+        headers: &HeaderMap,
+        csrf: &str,
+    ) -> Result<Session, Response> {
+        let session = self.posted(headers, csrf)?;
+        if !session.admin || session.who.tenant.is_some() {
+            return Err(refused_page(&session, "This is for admins of the whole gateway."));
+        }
+        Ok(session)
+    }
 }
 
 fn forbidden(message: &str) -> Response {
@@ -174,9 +197,11 @@ pub(crate) fn layout(title: &str, session: Option<&Session>, content: Markup) ->
                                 }
                                 li { a href="/console/approvals" { "Approvals" } }
                                 @if session.admin && session.who.tenant.is_none() {
+                                    li { a href="/console/pins" { "Pins" } }
                                     li { a href="/console/inventory" { "Inventory" } }
                                 }
                                 @if session.admin {
+                                    li { a href="/console/sessions" { "Sessions" } }
                                     li { a href="/console/events" { "Events" } }
                                 }
                                 @if session.admin && session.who.tenant.is_none() {
@@ -269,7 +294,7 @@ async fn login(
 }
 
 #[derive(Deserialize)]
-struct CsrfForm {
+pub(crate) struct CsrfForm {
     #[serde(default)]
     csrf: String,
 }

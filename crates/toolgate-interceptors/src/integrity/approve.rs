@@ -48,6 +48,12 @@ impl IntegrityLocks {
         files.iter().map(|file| file.path.clone()).collect()
     }
 
+    /// The lock files, each with whether it has existed while toolgate ran.
+    pub(super) fn files(&self) -> Vec<(PathBuf, bool)> {
+        let files = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        files.iter().map(|f| (f.path.clone(), f.existed.load(Ordering::Acquire))).collect()
+    }
+
     /// Pins `tool` (as `server` lists it under `original`) in every lock file, leaving their
     /// other pins, if its contract is still the one the approver reviewed (`expected`, its
     /// digest). Nothing is written when it is not, or when a lock file that existed is gone.
@@ -58,21 +64,15 @@ impl IntegrityLocks {
         tool: &mcp::Tool,
         expected: &str,
     ) -> Result<Vec<Approved>, ApproveError> {
-        let mut named = tool.clone();
-        named.name = original.to_owned().into();
-        let now = Contract::tool(&named);
+        let now = contract_of(original, tool);
         if now.digest != expected {
             return Err(ApproveError::Changed {
                 expected: expected.to_owned(),
                 digest: now.digest,
             });
         }
-        let files: Vec<(PathBuf, bool)> = {
-            let files = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            files.iter().map(|f| (f.path.clone(), f.existed.load(Ordering::Acquire))).collect()
-        };
         let mut locks = Vec::new();
-        for (path, existed) in files {
+        for (path, existed) in self.files() {
             match Lock::read(&path)? {
                 Some(lock) => locks.push((path, lock)),
                 None if existed => return Err(ApproveError::LockGone { path }),
@@ -97,6 +97,14 @@ impl IntegrityLocks {
         }
         Ok(approved)
     }
+}
+
+/// `tool`'s contract as its server lists it under `original` (the exposed name aside): what
+/// is pinned, and whose digest an approver names.
+pub(super) fn contract_of(original: &str, tool: &mcp::Tool) -> Contract {
+    let mut named = tool.clone();
+    named.name = original.to_owned().into();
+    Contract::tool(&named)
 }
 
 /// What accepting a tool's contract did to one lock file.

@@ -29,6 +29,7 @@ use super::sse::{EventBody, Offered, Queue, Urgency, event};
 use toolgate_gateway::link::{Closed, Listener};
 use toolgate_gateway::listen::Subscription;
 use toolgate_gateway::protocol::{Client, Era};
+use toolgate_gateway::session::OpenedBy;
 
 /// How many listen streams may be open at once by default.
 pub const DEFAULT_MAX_LISTEN_STREAMS: usize = 256;
@@ -168,7 +169,9 @@ pub(crate) async fn listen(
     let listener = Arc::new(StreamListener { subscription, queue, ended: ended.clone() });
     listener.acknowledge();
     let registered: Arc<dyn Listener> = listener.clone();
-    gateway.sessions().add_listener(registered.clone());
+    let described =
+        OpenedBy::now(None, client.principal.clone(), "streamable-http", era.version.clone());
+    gateway.sessions().add_listener(registered.clone(), described);
     let gone = CancellationToken::new();
     // The body ends when the task below lets go of the last sender.
     let body = EventBody::new(Some(receiver), CancellationToken::new()).on_drop(gone.clone());

@@ -21,7 +21,7 @@ use toolgate_intercept::Principal;
 use super::client::ClientKey;
 use super::sse::{EventStream, Urgency};
 use toolgate_gateway::link::{Answer, Notify, Questions, RequestLink};
-use toolgate_gateway::session::Session;
+use toolgate_gateway::session::{OpenedBy, Session};
 
 /// Answer streams a session keeps for resumption at most (those whose client read them to the
 /// end are not kept at all).
@@ -107,7 +107,9 @@ impl HttpSession {
             stream: EventStream::new(0, queue),
             closed: CancellationToken::new(),
         });
-        let gateway_session = Arc::new(Session::new(standalone.clone()));
+        let described =
+            OpenedBy::now(Some(&id), owner.clone(), "streamable-http", Some(version.clone()));
+        let gateway_session = Arc::new(Session::new(standalone.clone(), described));
         HttpSession {
             id,
             owner,
@@ -131,6 +133,7 @@ impl HttpSession {
     /// Records a use at `now_ms`.
     pub(crate) fn touch(&self, now_ms: u64) {
         self.last_used.fetch_max(now_ms, Ordering::Relaxed);
+        self.gateway_session.touch();
     }
 
     /// Whether it has gone unused since `before_ms` and nothing of it is going on.

@@ -5,6 +5,7 @@
 #![allow(deprecated)] // sampling, roots and logging are deprecated in 2026-07-28 (SEP-2577)
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use rmcp::ServiceError;
 use rmcp::model::GetExtensions as _;
@@ -207,8 +208,7 @@ impl Upstream {
     pub async fn subscribe(&self, uri: &str) -> Result<(), UpstreamError> {
         self.subscribed.lock().expect("subscribed lock").insert(uri.to_owned());
         if self.current_link().is_some_and(|link| link.modern) {
-            let generation =
-                self.filter_generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let generation = self.filter_generation.fetch_add(1, Ordering::SeqCst) + 1;
             self.refilter.notify_waiters();
             let mut listening = self.listening.subscribe();
             let follows = listening.wait_for(|open| *open >= generation);
@@ -225,7 +225,7 @@ impl Upstream {
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), UpstreamError> {
         self.subscribed.lock().expect("subscribed lock").remove(uri);
         if self.current_link().is_some_and(|link| link.modern) {
-            self.filter_generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.filter_generation.fetch_add(1, Ordering::SeqCst);
             self.refilter.notify_waiters();
             return Ok(());
         }
@@ -408,7 +408,10 @@ impl Upstream {
                 // The connection ended while the request was out: as when `lost` comes first.
                 Err(ServiceError::TransportClosed) => {
                     link.reset.cancel();
-                    Err(Attempt::Failed(UpstreamError::ConnectionLost { upstream: name.clone(), operation, target }))
+                    Err(Attempt::Failed(self.lost(link, operation, target)))
+                }
+                Err(_) if link.restarted.load(Ordering::Acquire) => {
+                    Err(Attempt::Failed(self.lost(link, operation, target)))
                 }
                 Err(source) => Err(Attempt::Failed(self.failed(link, operation, source))),
             },
@@ -417,9 +420,7 @@ impl Upstream {
                 let _ = link.peer.notify_cancelled(mcp::CancelledNotificationParam::new(Some(id), reason)).await;
                 Err(Attempt::Failed(UpstreamError::Cancelled { upstream: name.clone(), operation, target }))
             }
-            () = link.lost.cancelled() => Err(Attempt::Failed(UpstreamError::ConnectionLost {
-                upstream: name.clone(), operation, target,
-            })),
+            () = link.lost.cancelled() => Err(Attempt::Failed(self.lost(link, operation, target))),
         }
     }
 
@@ -458,6 +459,16 @@ impl Upstream {
                 operation,
                 target: target.to_owned(),
             }),
+        }
+    }
+
+    /// A request in flight on `link` when it ended: lost, or dropped by a restart.
+    fn lost(&self, link: &Link, operation: &'static str, target: String) -> UpstreamError {
+        let upstream = self.config.name.clone();
+        if link.restarted.load(Ordering::Acquire) {
+            UpstreamError::Restarted { upstream, operation, target }
+        } else {
+            UpstreamError::ConnectionLost { upstream, operation, target }
         }
     }
 

@@ -1,5 +1,6 @@
 //! The supervisor of one upstream: connects it, follows its 2026-07-28 notification stream,
-//! notices when the connection ends, and reconnects with backoff.
+//! notices when the connection ends, and reconnects with backoff, or at once when a restart
+//! is asked for ([`Upstream::restart`]).
 
 #![allow(deprecated)] // logging is deprecated in 2026-07-28 (SEP-2577)
 
@@ -10,7 +11,7 @@ use rmcp::service::QuitReason;
 use tokio::sync::watch;
 use toolgate_core::mcp;
 
-use super::{LinkState, Upstream};
+use super::{LinkState, Settled, Upstream};
 use crate::catalog::Catalog;
 use crate::connect::{Connection, Link, Service, connect};
 use crate::error::ConnectError;
@@ -46,17 +47,23 @@ impl Upstream {
         first: watch::Sender<Option<Result<(), ConnectError>>>,
     ) {
         let mut failures: u32 = 0;
+        let mut restarts = self.restarts.subscribe();
         loop {
             let attempt = tokio::select! {
                 attempt = connect(&self.config, &self.shared) => attempt,
                 () = self.shutdown.cancelled() => break,
             };
+            // A restart asked for while this attempt ran is answered by it: a new connection,
+            // or why there is none.
+            let answered = *restarts.borrow_and_update();
+            let mut restarted = false;
             match attempt {
                 Ok(Connection { service, link, group }) => {
                     failures = 0;
                     *self.last_error.lock().expect("last error lock") = None;
                     self.shared.needs_login.store(false, std::sync::atomic::Ordering::Relaxed);
                     self.link.send_replace(LinkState::Up(link.clone()));
+                    self.settled.send_replace(Settled { restarts: answered, failed: None });
                     tracing::info!(
                         upstream = %self.config.name,
                         transport = link.info.transport,
@@ -72,7 +79,9 @@ impl Upstream {
                     first.send_replace(Some(Ok(())));
                     let listening =
                         link.modern.then(|| tokio::spawn(self.clone().listen(link.clone())));
-                    let reason = self.run_until_lost(service, &link, listening).await;
+                    let reason =
+                        self.run_until_lost(service, &link, listening, &mut restarts).await;
+                    restarted = link.restarted.load(std::sync::atomic::Ordering::Acquire);
                     link.lost.cancel();
                     if let Some(group) = group {
                         group.kill();
@@ -98,6 +107,8 @@ impl Upstream {
                         tracing::debug!(upstream = %self.config.name, error = %reason, failures, "upstream still failing");
                     }
                     *self.last_error.lock().expect("last error lock") = Some(reason.clone());
+                    let failed = Some(reason.clone());
+                    self.settled.send_replace(Settled { restarts: answered, failed });
                     let login = matches!(error, ConnectError::NeedsLogin { .. });
                     self.shared.needs_login.store(login, std::sync::atomic::Ordering::Relaxed);
                     let was = self.link.send_replace(LinkState::Down);
@@ -118,9 +129,15 @@ impl Upstream {
                     failures = failures.saturating_add(1);
                 }
             }
+            if restarted {
+                // Asked for: connect again at once.
+                continue;
+            }
             let delay = backoff_delay(failures, toolgate_core::backoff::random_u64());
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
+                // A restart asked for now: no more waiting.
+                _ = restarts.changed() => {}
                 () = self.shutdown.cancelled() => break,
             }
         }
@@ -130,18 +147,29 @@ impl Upstream {
         }
     }
 
-    /// Waits until the connection ends by itself, a request found it broken, or shutdown.
+    /// Waits until the connection ends by itself, a request found it broken, a restart is
+    /// asked for, or shutdown.
     async fn run_until_lost(
         &self,
         service: Service,
         link: &Link,
         listening: Option<tokio::task::JoinHandle<()>>,
+        restarts: &mut watch::Receiver<u64>,
     ) -> String {
         let stop = service.cancellation_token();
         let waiting = service.waiting();
         tokio::pin!(waiting);
         tokio::select! {
             quit = &mut waiting => return format!("the connection closed ({})", quit_reason(quit)),
+            _ = restarts.changed() => {
+                // Requests in flight end now, saying why, rather than when the server has
+                // closed.
+                link.restarted.store(true, std::sync::atomic::Ordering::Release);
+                link.lost.cancel();
+                stop.cancel();
+                let _ = tokio::time::timeout(CLOSE_GRACE, waiting).await;
+                return "restarted on request".to_owned();
+            }
             () = self.shutdown.cancelled() => {
                 self.cancel_in_flight(link).await;
                 // The listen stream is a request the server keeps running: it ends it (on

@@ -1,4 +1,4 @@
-//! The console's read-only pages: servers, the inventory, and the audit log.
+//! The console's read-only pages: the inventory, and the audit log.
 
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::Path;
@@ -23,49 +23,6 @@ const AUDIT_TAIL_BYTES: u64 = 4 * 1024 * 1024;
 pub(super) struct Search {
     #[serde(default)]
     q: String,
-}
-
-/// `GET /console/servers`: each upstream, its state and what it said about itself.
-pub(super) async fn servers(State(console): State<Console>, headers: HeaderMap) -> Response {
-    let session = match console.gateway_admin(&headers) {
-        Access::Allowed(session) => session,
-        Access::Refused(response) => return response,
-    };
-    let upstreams = console.admin.gateway.upstreams();
-    let body = html! {
-        table {
-            caption { (upstreams.len()) " servers" }
-            thead { tr {
-                th scope="col" { "Name" } th scope="col" { "State" }
-                th scope="col" { "Transport" } th scope="col" { "Protocol" }
-                th scope="col" { "Tools" } th scope="col" { "Last error" }
-            } }
-            tbody {
-                @for upstream in &upstreams {
-                    @let info = upstream.info();
-                    @let error = upstream.last_error();
-                    @let state = if upstream.is_connected() {
-                        "connected"
-                    } else if upstream.needs_login() {
-                        "needs login"
-                    } else if error.is_some() {
-                        "failed"
-                    } else {
-                        "starting"
-                    };
-                    tr {
-                        th scope="row" { (upstream.name()) }
-                        td class={ "state " (state.replace(' ', "-")) } { (state) }
-                        td { (info.as_ref().map_or(upstream.config().transport.kind(), |i| i.transport)) }
-                        td { (info.as_ref().map_or("", |i| i.protocol_version.as_str())) }
-                        td class="number" { (upstream.catalog().tools.len()) }
-                        td { (error.unwrap_or_default()) }
-                    }
-                }
-            }
-        }
-    };
-    layout("Servers", Some(&session), body).into_response()
 }
 
 /// `GET /console/inventory?q=`: the exposed tools, searched by name, description and

@@ -1,20 +1,31 @@
 //! The web console over plain HTTP: log in with an admin token, see the servers, approve one
 //! held call and deny another from the approvals page (the client's calls complete), and read
 //! the audit page; forms without the session's token or from another origin are refused.
+//! Pins (`pins.rs`), sessions and what a tenant's admin may do (`sessions.rs`) and restarting
+//! a server (`restart.rs`) have their own files.
+
+mod pins;
+mod restart;
+mod sessions;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 use crate::support::*;
 
-const ALICE: &str = "alice-token-0123456789";
+pub(crate) const ALICE: &str = "alice-token-0123456789";
 
 /// A gateway whose `fx__env_get` calls are held for an approver over the admin listener.
 pub(crate) fn console_config() -> String {
+    console_config_with("", "")
+}
+
+/// [`console_config`] with more lines for `fx` (`args`) and more pipeline entries.
+fn console_config_with(fx: &str, pipeline: &str) -> String {
     format!(
-        "{}\n[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
+        "{}{fx}\n[[pipeline]]\nkind = \"policy\"\ndefault = \"allow\"\n\
          rules = [{{ tools = [\"env_get\"], decision = \"ask\", reason = \"it reads the <environment>\" }}]\n\n\
-         [[pipeline]]\nkind = \"approval\"\nvia = \"external\"\n\n\
+         [[pipeline]]\nkind = \"approval\"\nvia = \"external\"\n\n{pipeline}\
          [audit]\nfile = \"audit.jsonl\"\n\n\
          [admin]\nlisten = \"127.0.0.1:0\"\ntokens = {{ alice = \"{ALICE}\" }}\n",
         fixture_server("fx", "stdio", None),
@@ -29,14 +40,14 @@ pub(crate) async fn admin_url(gateway: &HttpGateway) -> String {
 }
 
 /// A browser-like client: keeps the session cookie by hand, follows no redirect.
-struct Browser {
+pub(crate) struct Browser {
     http: reqwest::Client,
     base: String,
     cookie: Option<String>,
 }
 
 impl Browser {
-    fn new(base: &str) -> Browser {
+    pub(crate) fn new(base: &str) -> Browser {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -44,7 +55,17 @@ impl Browser {
         Browser { http, base: base.to_owned(), cookie: None }
     }
 
-    async fn get(&self, path: &str) -> reqwest::Response {
+    /// Signs in with `token` and keeps the session's cookie.
+    pub(crate) async fn sign_in(base: &str, token: &str) -> Browser {
+        let mut browser = Browser::new(base);
+        let response = browser.post("/console/login", &[("token", token)], true).await;
+        assert_eq!(response.status(), 303, "signing in");
+        let set = response.headers()["set-cookie"].to_str().expect("cookie").to_owned();
+        browser.cookie = Some(set.split(';').next().expect("pair").to_owned());
+        browser
+    }
+
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         let mut request = self.http.get(format!("{}{path}", self.base));
         if let Some(cookie) = &self.cookie {
             request = request.header("cookie", cookie);
@@ -52,13 +73,18 @@ impl Browser {
         request.send().await.expect("GET")
     }
 
-    async fn page(&self, path: &str) -> String {
+    pub(crate) async fn page(&self, path: &str) -> String {
         let response = self.get(path).await;
         assert_eq!(response.status(), 200, "GET {path}");
         response.text().await.expect("body")
     }
 
-    async fn post(&self, path: &str, form: &[(&str, &str)], origin: bool) -> reqwest::Response {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+        origin: bool,
+    ) -> reqwest::Response {
         let mut request = self.http.post(format!("{}{path}", self.base)).form(form);
         if origin {
             request = request.header("origin", &self.base);
@@ -70,12 +96,12 @@ impl Browser {
     }
 }
 
-fn location(response: &reqwest::Response) -> &str {
+pub(crate) fn location(response: &reqwest::Response) -> &str {
     response.headers()["location"].to_str().expect("location")
 }
 
 /// The session's form token, from a page.
-fn csrf(page: &str) -> String {
+pub(crate) fn csrf(page: &str) -> String {
     let (_, rest) = page.split_once("name=\"csrf\" value=\"").expect("a form token");
     rest.split('"').next().expect("token").to_owned()
 }
@@ -201,15 +227,32 @@ async fn an_operator_logs_in_sees_the_servers_and_decides_held_calls() {
 }
 
 /// The console in headless Chromium (Debian's), driven by playwright-core: sign in, approve one
-/// held call and deny another from the approvals page, the clients' calls completing, and
-/// axe-core finding nothing serious on any page. Screenshots are kept under
+/// held call and deny another from the approvals page, the clients' calls completing, open the
+/// diff of a tool the server changed and approve its contract (with the keyboard), open the
+/// sessions page, and axe-core finding nothing serious on any page. Screenshots are kept under
 /// `target/console-screenshots/`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_works_in_a_browser_and_passes_an_accessibility_check() {
     let Some(chromium) = crate::deps::chromium() else { return };
-    let config = ConfigDir::new(&console_config());
-    let gateway = HttpGateway::start(&config.path()).await;
+    // `fx` pinned, then its `weather` changed by the server (the rug-pull fixture).
+    let config = ConfigDir::new(&console_config_with(
+        "args = [\"--rug-pull\", \"0\"]\n",
+        "[[pipeline]]\nkind = \"integrity\"\npoisoning = { quarantine = \"off\" }\n\n",
+    ));
+    let path = config.dir().join("toolgate.toml");
+    let pinned = run_toolgate(&["pin", "--config", path.to_str().expect("UTF-8")]).await;
+    assert!(pinned.status.success(), "{}", String::from_utf8_lossy(&pinned.stderr));
+    let gateway = HttpGateway::start(&path).await;
     let admin = admin_url(&gateway).await;
+    let (puller, mut notes) = crate::recorder::recording_http_client(&gateway.url).await;
+    let moved = puller
+        .call_tool(
+            CallToolRequestParams::new("fx__rug_pull").with_arguments(object(json!({"stage": 1}))),
+        )
+        .await
+        .expect("rug_pull");
+    assert_eq!(first_text(&moved), "weather is at stage 1");
+    notes.next_matching(|n| matches!(n, crate::recorder::Note::ToolsChanged).then_some(())).await;
     let first = http_client(&gateway.url).await;
     let allowed = tokio::spawn(async move { call(&first, json!({"name": "ALLOW_ME"})).await });
     let second = http_client(&gateway.url).await;
@@ -248,16 +291,34 @@ async fn the_console_works_in_a_browser_and_passes_an_accessibility_check() {
     for (page, found) in report["violations"].as_object().expect("violations") {
         assert_eq!(found, &json!([]), "axe-core on {page}: {report}");
     }
-    assert_eq!(report["violations"].as_object().map(|v| v.len()), Some(6), "{report}");
+    assert_eq!(report["violations"].as_object().map(|v| v.len()), Some(9), "{report}");
     assert!(report["audit"].as_str().unwrap_or_default().contains("verified"), "{report}");
+    let pin = report["pinState"].as_str().unwrap_or_default();
+    assert!(pin.contains("approved by alice"), "{report}");
+    let sessions = report["sessions"].as_str().unwrap_or_default();
+    assert!(sessions.ends_with(" open"), "{report}");
+    let names = puller.list_all_tools().await.expect("tools/list");
+    assert!(names.iter().any(|t| t.name == "fx__weather"), "approved: shown again");
 
     let allowed = allowed.await.expect("joined");
     assert_ne!(allowed.is_error, Some(true), "the approved call ran: {allowed:?}");
     let denied = denied.await.expect("joined");
     assert_eq!(denied.is_error, Some(true), "{denied:?}");
     assert!(first_text(&denied).contains("not from the browser"), "{denied:?}");
-    for page in ["login", "servers", "approvals", "inventory", "events", "audit"] {
+    let pages = [
+        "login",
+        "servers",
+        "approvals",
+        "pins",
+        "pin-diff",
+        "sessions",
+        "inventory",
+        "events",
+        "audit",
+    ];
+    for page in pages {
         assert!(artefacts.join(format!("{page}.png")).exists(), "a screenshot of {page}");
     }
+    puller.cancel().await.expect("close");
     gateway.terminate().await;
 }
