@@ -68,3 +68,6 @@ pub use kind::Builtin;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod props;
