@@ -63,7 +63,9 @@ mod json;
 mod kind;
 mod rules;
 
-pub use detector::{Counts, Custom, Detector, DetectorError, Finding, Redacted, Selection, marker};
+pub use detector::{
+    Counts, Custom, Detector, DetectorError, Finding, MOST_PASSES, Redacted, Selection, marker,
+};
 pub use kind::Builtin;
 
 #[cfg(test)]
