@@ -40,7 +40,7 @@ pub(crate) fn records() -> impl Strategy<Value = Value> {
             keys.len(),
         )
         .prop_map(move |values| Value::Object(keys.iter().cloned().zip(values).collect()));
-        prop::collection::vec(row, 0..40).prop_map(|rows| serde_json::json!({ "items": rows }))
+        prop::collection::vec(row, 0..24).prop_map(|rows| serde_json::json!({ "items": rows }))
     })
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn text(lines: usize) -> impl Strategy<Value = String> {
         4 => "[a-zA-Z0-9 .,:;=/_-]{0,60}",
         1 => "\\PC{0,30}",
         1 => Just(String::new()),
-        1 => "[a-z ]{200,600}",
+        1 => "[a-z ]{200,400}",
         1 => "[ \t\r]{0,3}",
     ];
     (prop::collection::vec(line, 0..lines), any::<bool>()).prop_map(|(lines, ended)| {
@@ -65,7 +65,7 @@ pub(crate) fn text(lines: usize) -> impl Strategy<Value = String> {
 /// A text block's text: prose, or JSON written compact or pretty.
 pub(crate) fn block_text() -> impl Strategy<Value = String> {
     prop_oneof![
-        3 => text(200),
+        3 => text(40),
         2 => (json(8), any::<bool>()).prop_map(|(value, pretty)| {
             if pretty { serde_json::to_string_pretty(&value).expect("JSON") } else { value.to_string() }
         }),

@@ -9,6 +9,13 @@ mod json;
 mod planted;
 mod twice;
 
+/// The built-in detectors, compiled once for every case.
+pub(crate) fn builtin() -> &'static crate::Detector {
+    static DETECTOR: std::sync::LazyLock<crate::Detector> =
+        std::sync::LazyLock::new(crate::Detector::builtin);
+    &DETECTOR
+}
+
 /// A text made of pieces that look like what tool results hold: prose, punctuation, digits in
 /// groups, secrets of every kind (the examples and generated ones), markers, quotes,
 /// backslashes, line breaks and any Unicode.

@@ -12,10 +12,14 @@ use super::{KIND, Redact};
 use crate::props::result;
 use crate::{Services, test_entry};
 
-fn redact() -> Redact {
-    let options = json!({ "custom": [{ "name": "employee_id", "regex": "EMP-[0-9]{6}" }] });
-    Redact::from_config(&test_entry(KIND, "pipeline[0]", options), &Services::new(EventBus::new()))
-        .expect("valid options")
+/// The entry, with a custom detector beside the built-in ones, built once for every case.
+fn redact() -> &'static Redact {
+    static REDACT: std::sync::LazyLock<Redact> = std::sync::LazyLock::new(|| {
+        let options = json!({ "custom": [{ "name": "employee_id", "regex": "EMP-[0-9]{6}" }] });
+        let entry = test_entry(KIND, "pipeline[0]", options);
+        Redact::from_config(&entry, &Services::new(EventBus::new())).expect("valid options")
+    });
+    &REDACT
 }
 
 /// Secrets in the shapes the detectors know.

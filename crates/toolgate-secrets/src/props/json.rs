@@ -50,7 +50,7 @@ proptest! {
     fn redacted_json_text_is_json_with_nothing_left(value in value(), pretty in any::<bool>()) {
         // What is kept JSON: an object or array (a number alone is text like any other).
         let value = if value.is_object() || value.is_array() { value } else { Value::from(vec![value]) };
-        let detector = Detector::builtin();
+        let detector = super::builtin();
         let text = if pretty {
             serde_json::to_string_pretty(&value).expect("JSON")
         } else {
@@ -59,16 +59,16 @@ proptest! {
         let redacted = detector.redact_text(&text);
         let parsed: Result<Value, _> = serde_json::from_str(&redacted.text);
         prop_assert!(parsed.is_ok(), "not JSON any more: {:?}", redacted.text);
-        let left = left_in(&detector, &parsed.expect("checked"));
+        let left = left_in(detector, &parsed.expect("checked"));
         prop_assert!(left.is_empty(), "left: {:?}", left);
     }
 
     #[test]
     fn redacted_json_has_nothing_left(mut value in value()) {
-        let detector = Detector::builtin();
+        let detector = super::builtin();
         let before = value.clone();
         let counts = detector.redact_json(&mut value);
-        let left = left_in(&detector, &value);
+        let left = left_in(detector, &value);
         prop_assert!(left.is_empty(), "left: {:?}", left);
         // Nothing found, nothing changed; and no member is lost to a key that became another's.
         prop_assert_eq!(counts.is_empty(), value == before);

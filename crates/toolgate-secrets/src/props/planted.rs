@@ -23,7 +23,7 @@ proptest! {
         after in text(),
     ) {
         let text = format!("{before}{left}{}{right}{after}", written(kind, &value));
-        let detector = Detector::builtin();
+        let detector = super::builtin();
         let redacted = detector.redact(&text);
         prop_assert!(
             !redacted.text.contains(&value),

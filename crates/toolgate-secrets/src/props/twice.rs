@@ -6,11 +6,15 @@ use proptest::prelude::*;
 use super::text;
 use crate::{Custom, Detector, Selection};
 
-fn detector() -> Detector {
-    let mut selection = Selection::all();
-    let custom = Custom::new("employee_id", "EMP-[0-9]{6}").expect("a valid detector");
-    selection.add_custom(custom).expect("a new name");
-    Detector::new(&selection)
+/// The built-in detectors and a custom one, compiled once for every case.
+fn detector() -> &'static Detector {
+    static DETECTOR: std::sync::LazyLock<Detector> = std::sync::LazyLock::new(|| {
+        let mut selection = Selection::all();
+        let custom = Custom::new("employee_id", "EMP-[0-9]{6}").expect("a valid detector");
+        selection.add_custom(custom).expect("a new name");
+        Detector::new(&selection)
+    });
+    &DETECTOR
 }
 
 proptest! {
