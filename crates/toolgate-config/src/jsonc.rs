@@ -58,4 +58,6 @@ pub(crate) fn strip(text: &str) -> String {
 }
 
 #[cfg(test)]
+pub(crate) mod props;
+#[cfg(test)]
 mod tests;

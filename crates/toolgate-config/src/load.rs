@@ -284,3 +284,6 @@ pub(crate) fn absolute(path: &Path, env: &dyn Environment) -> PathBuf {
         _ => path.to_path_buf(),
     }
 }
+
+#[cfg(test)]
+mod props;

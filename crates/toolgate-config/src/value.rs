@@ -224,3 +224,6 @@ fn line_column(text: &str, at: usize) -> (usize, usize) {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     (line, before[line_start..].chars().count() + 1)
 }
+
+#[cfg(test)]
+pub(crate) mod props;

@@ -252,4 +252,6 @@ pub(crate) fn test_entry(kind: &str, path: &str, options: serde_json::Value) -> 
 }
 
 #[cfg(test)]
+pub(crate) mod props;
+#[cfg(test)]
 mod tests;

@@ -468,4 +468,6 @@ fn set_text(block: &mut mcp::ContentBlock, text: String) {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -435,4 +435,6 @@ impl Interceptor for TestFilter {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

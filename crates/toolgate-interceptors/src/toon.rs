@@ -410,4 +410,6 @@ impl Interceptor for Toon {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -40,10 +40,12 @@
 //! - **JSON** (a text block that is a JSON object or array, and `structuredContent`): cut so
 //!   that it stays JSON: arrays keep their first items, long strings their beginning; every
 //!   cut is listed, with its JSON pointer and how many items were kept of how many, in a note
-//!   after the content and in `_meta["io.toolgate/truncated"]`. A shortened
-//!   `structuredContent` is checked against the tool's `outputSchema`: if it no longer
-//!   matches (a `minItems`, say), it is left out and the note says so (`structured = "keep"`
-//!   keeps it whole instead, outside the budget; `"drop"` always leaves it out when cutting).
+//!   after the content and in `_meta["io.toolgate/truncated"]`. A JSON text block of which
+//!   no shortening fits its allowance (a small share, or an object of very many keys, all of
+//!   which stay) is cut as text instead. A shortened `structuredContent` is checked against
+//!   the tool's `outputSchema`: if it no longer matches (a `minItems`, say), it is left out
+//!   and the note says so (`structured = "keep"` keeps it whole instead, outside the budget;
+//!   `"drop"` always leaves it out when cutting).
 //!
 //! # Reading the rest
 //!
@@ -731,5 +733,7 @@ impl Interceptor for Truncate {
     }
 }
 
+#[cfg(test)]
+mod props;
 #[cfg(test)]
 mod tests;

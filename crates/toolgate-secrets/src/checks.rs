@@ -80,10 +80,13 @@ pub(crate) fn email(text: &str, span: Range<usize>) -> Option<Range<usize>> {
     if local.starts_with('.') || local.ends_with('.') || local.contains("..") {
         return None;
     }
-    // The whitespace-delimited word it is in: a URL's authority has `://` before it.
+    // The whitespace-delimited word it is in: a URL's authority has `://` before it. (The
+    // delimiter may be wider than a byte: U+00A0 is whitespace too.)
     let word_start = text[..span.start]
-        .rfind(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '(' | '['))
-        .map_or(0, |at| at + 1);
+        .char_indices()
+        .rev()
+        .find(|(_, c)| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '(' | '['))
+        .map_or(0, |(at, c)| at + c.len_utf8());
     if text[word_start..span.start].contains("://") {
         return None;
     }

@@ -439,10 +439,10 @@ impl Detector {
         out
     }
 
-    /// `text` with everything found replaced by `[REDACTED:<kind>]`.
+    /// `text` with everything found replaced by `[REDACTED:<kind>]`: nothing is found in what
+    /// comes out (see [`MOST_PASSES`] for the one exception).
     pub fn redact<'a>(&self, text: &'a str) -> Redacted<'a> {
-        let findings = self.find(text);
-        replace(text, findings)
+        settle(replace(text, self.find(text)), |text| replace(text, self.find(text)))
     }
 
     /// As [`redact`](Self::redact), for text that may be JSON (a tool's text block): when a
@@ -454,17 +454,45 @@ impl Detector {
     ///
     /// [`redact_json`]: Self::redact_json
     pub fn redact_text<'a>(&self, text: &'a str) -> Redacted<'a> {
+        settle(self.redact_text_once(text), |text| self.redact_text_once(text))
+    }
+
+    /// One pass of [`redact_text`](Self::redact_text).
+    fn redact_text_once<'a>(&self, text: &'a str) -> Redacted<'a> {
         let findings = self.find(text);
-        let risky = findings.iter().any(|f| text[f.span.clone()].contains(['"', '\\']));
         let trimmed = text.trim_start();
-        if risky
-            && (trimmed.starts_with('{') || trimmed.starts_with('['))
-            && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text)
-        {
-            let counts = self.redact_json(&mut value);
-            return Redacted { text: Cow::Owned(value.to_string()), counts };
+        if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+            return replace(text, findings);
         }
-        replace(text, findings)
+        // JSON text: what comes out must still be JSON, and hold nothing found in its strings
+        // as a JSON reader reads them. An escape can hide a value from the text's own reading
+        // (`"\nAKIA…"` is `nAKIA…` there, with no word boundary before the key), so text with
+        // escapes is read as JSON too.
+        let escaped = text.contains('\\');
+        if findings.is_empty() && !escaped {
+            return replace(text, findings);
+        }
+        let risky = findings.iter().any(|f| text[f.span.clone()].contains(['"', '\\']));
+        if !risky {
+            // A marker in place of a number (a card number written as a JSON number) is not
+            // JSON either.
+            let replaced = replace(text, findings.clone());
+            match serde_json::from_str::<serde_json::Value>(&replaced.text) {
+                Ok(value) if !escaped || !self.finds_in_json(&value) => return replaced,
+                Ok(_) => {}
+                Err(_) if serde_json::from_str::<&serde_json::value::RawValue>(text).is_err() => {
+                    return replaced;
+                }
+                Err(_) => {}
+            }
+        }
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(mut value) => {
+                let counts = self.redact_json(&mut value);
+                Redacted { text: Cow::Owned(value.to_string()), counts }
+            }
+            Err(_) => replace(text, findings),
+        }
     }
 
     /// Redacts `text` in place, adding what it replaced to `counts`; whether it changed.
@@ -479,6 +507,28 @@ impl Detector {
             }
         }
     }
+}
+
+/// How many times at most a text is redacted. Replacing a finding can make another: a value
+/// that needs a word boundary after it and was written against a URL (`AKIA…https://hooks…`)
+/// has one only once the URL is a marker, so what one pass gives is redacted again, until
+/// nothing is found. Each pass costs a read of the text; a text made to need more passes (a
+/// chain of such values, each found only once the next one is a marker) keeps what the last
+/// pass did not get to.
+pub const MOST_PASSES: usize = 8;
+
+/// `first` (one pass of redacting a text), redacted again by `again` until nothing more is
+/// found, at most [`MOST_PASSES`] passes in all.
+fn settle<'a>(first: Redacted<'a>, again: impl Fn(&str) -> Redacted<'_>) -> Redacted<'a> {
+    let mut done = first;
+    for _ in 1..MOST_PASSES {
+        let Cow::Owned(text) = &done.text else { break };
+        let next = again(text);
+        let Cow::Owned(new) = next.text else { break };
+        done.counts.merge(&next.counts);
+        done.text = Cow::Owned(new);
+    }
+    done
 }
 
 /// `text` with `findings` (in order, not overlapping) replaced by their markers.

@@ -27,6 +27,24 @@ impl Detector {
     }
 }
 
+impl Detector {
+    /// Whether anything [`redact_json`](Self::redact_json) would replace is in `value`.
+    pub(crate) fn finds_in_json(&self, value: &Value) -> bool {
+        match value {
+            Value::String(text) => !self.find(text).is_empty(),
+            Value::Array(items) => items.iter().any(|item| self.finds_in_json(item)),
+            Value::Object(map) => {
+                map.iter().any(|(key, item)| !self.find(key).is_empty() || self.finds_in_json(item))
+            }
+            Value::Number(number) => {
+                let text = number.to_string();
+                text.len() >= 13 && !self.find(&text).is_empty()
+            }
+            Value::Null | Value::Bool(_) => false,
+        }
+    }
+}
+
 pub(crate) fn redact(detector: &Detector, value: &mut Value, counts: &mut Counts) {
     walk(detector, value, counts, &mut HashSet::new());
 }

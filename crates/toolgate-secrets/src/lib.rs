@@ -63,8 +63,13 @@ mod json;
 mod kind;
 mod rules;
 
-pub use detector::{Counts, Custom, Detector, DetectorError, Finding, Redacted, Selection, marker};
+pub use detector::{
+    Counts, Custom, Detector, DetectorError, Finding, MOST_PASSES, Redacted, Selection, marker,
+};
 pub use kind::Builtin;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod props;

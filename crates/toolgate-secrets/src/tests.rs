@@ -431,3 +431,53 @@ fn json_text_stays_json_when_a_finding_spans_a_quote() {
     // Not JSON: replaced in place.
     assert_eq!(detector.redact_text("to: jane.doe@example.com").text, "to: [REDACTED:email]");
 }
+
+/// Found by the property tests (`props/planted.rs`): a wide whitespace character before an
+/// address made the e-mail check cut the text inside it, and the detector panicked.
+#[test]
+fn an_address_after_a_wide_space_is_found_without_a_panic() {
+    for space in ['\u{a0}', '\u{2003}', '\u{3000}'] {
+        let text = format!("mail{space}a@a.com");
+        assert_eq!(redacted(&text), format!("mail{space}[REDACTED:email]"));
+    }
+}
+
+/// Found by the property tests (`props/twice.rs`): a key written against a URL has no word
+/// boundary until the URL is a marker; what redacting leaves is redacted again.
+#[test]
+fn a_value_that_its_neighbours_marker_reveals_is_redacted_too() {
+    let text = "AKIAA0AA0A00AA00AA00https://hooks.slack.com/services/T00000000/B00000000/XXXX";
+    let once = detector().redact(text);
+    assert_eq!(once.text, "[REDACTED:aws_access_key][REDACTED:slack_webhook]");
+    assert_eq!(once.counts.total(), 2);
+    assert!(detector().find(&once.text).is_empty());
+}
+
+/// Found by the property tests (`props/json.rs`): a card number written as a JSON number in
+/// JSON text became an unquoted marker, and the text was no longer JSON.
+#[test]
+fn a_card_number_as_a_json_number_in_json_text_stays_json() {
+    let text = r#"{"card": 4242424242424242, "note": "x"}"#;
+    let redacted = detector().redact_text(text);
+    let value: serde_json::Value = serde_json::from_str(&redacted.text).expect("still JSON");
+    assert_eq!(value, json!({"card": "[REDACTED:card_number]", "note": "x"}));
+}
+
+/// Found by the property tests (`props/json.rs`): in JSON text, an escape before a value hid
+/// it (`"\nAKIA…"` reads as `nAKIA…`, with no word boundary before the key).
+#[test]
+fn a_value_after_an_escape_in_json_text_is_redacted() {
+    let text = r#"{"log": "first line\nAKIAIOSFODNN7EXAMPLE", "tab": "\tAIzaSyEXAMPLE-example_0123456789ABCDEFG"}"#;
+    let redacted = detector().redact_text(text);
+    let value: serde_json::Value = serde_json::from_str(&redacted.text).expect("still JSON");
+    assert_eq!(
+        value,
+        json!({"log": "first line\n[REDACTED:aws_access_key]", "tab": "\t[REDACTED:google_api_key]"})
+    );
+    // JSON text whose escapes hide nothing keeps its layout.
+    let plain = "{\n  \"a\": \"x\\ny\",\n  \"mail\": \"ops@example.com\"\n}";
+    assert_eq!(
+        detector().redact_text(plain).text,
+        "{\n  \"a\": \"x\\ny\",\n  \"mail\": \"[REDACTED:email]\"\n}"
+    );
+}

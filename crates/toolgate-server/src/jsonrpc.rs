@@ -74,6 +74,13 @@ pub(crate) fn parse_message(bytes: &[u8]) -> Result<mcp::ClientJsonRpcMessage, R
         Err(error) => {
             let method = object.get("method").and_then(Value::as_str);
             match (id, method) {
+                // An id no client could match its answer to (`1.5`, a number past 64 bits):
+                // the request, not its parameters, is at fault.
+                (Some(id), Some(_))
+                    if serde_json::from_value::<mcp::RequestId>(id.clone()).is_err() =>
+                {
+                    Err(invalid(id, "`id` must be a string or an integer"))
+                }
                 // A request that names its id and method but cannot be read: its parameters
                 // (any method rmcp does not know parses, with parameters of any object shape).
                 (Some(id), Some(method)) => {
@@ -91,5 +98,7 @@ pub(crate) fn parse_message(bytes: &[u8]) -> Result<mcp::ClientJsonRpcMessage, R
     }
 }
 
+#[cfg(test)]
+pub(crate) mod props;
 #[cfg(test)]
 mod tests;

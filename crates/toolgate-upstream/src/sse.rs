@@ -210,6 +210,9 @@ impl Transport<RoleClient> for SseTransport {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

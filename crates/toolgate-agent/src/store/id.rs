@@ -46,6 +46,9 @@ pub(crate) fn normalize(typed: &str) -> Option<String> {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;

@@ -120,6 +120,9 @@ impl SseReader {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -451,6 +451,9 @@ fn rejected(status: StatusCode, rejection: &Rejection) -> Response {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -349,6 +349,9 @@ impl Stream for EventBody {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use futures::StreamExt as _;

@@ -48,3 +48,16 @@ fn well_formed_messages_pass() {
         assert!(parse_message(text.as_bytes()).is_ok(), "{text}");
     }
 }
+
+/// Found by the property tests (`props.rs`): a request with right parameters and an id that
+/// is no integer was answered `-32602`, "parameters of the wrong shape".
+#[test]
+fn an_id_that_is_no_integer_is_an_invalid_request_not_invalid_params() {
+    for id in ["1.5", "18446744073709551615"] {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let rejection = rejected(&text);
+        assert_eq!(rejection.code, mcp::ErrorCode::INVALID_REQUEST, "{text}");
+        assert_eq!(rejection.to_json()["id"].to_string(), id);
+        assert!(rejection.message.contains("`id`"), "{}", rejection.message);
+    }
+}

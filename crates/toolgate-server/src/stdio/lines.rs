@@ -329,4 +329,6 @@ async fn write_lines<W: AsyncWrite + Unpin>(
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;
