@@ -5,7 +5,6 @@
 use proptest::prelude::*;
 
 use super::{secret, text};
-use crate::Detector;
 use crate::tests::written;
 
 /// What separates a secret from its neighbours.
