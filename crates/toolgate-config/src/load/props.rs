@@ -217,8 +217,7 @@ fn table(values: impl Strategy<Value = Value>) -> impl Strategy<Value = Value> {
 /// A named set of server entries: `{name: {key: value}}`.
 fn servers(nulls: bool) -> impl Strategy<Value = Value> {
     let server = table(prop_oneof![3 => leaf(nulls), 1 => value(nulls)]);
-    prop::collection::vec(("[a-z][a-z0-9_-]{0,6}|\\PC{0,4}", server), 0..4)
-        .prop_map(|servers| Value::Table(servers))
+    prop::collection::vec(("[a-z][a-z0-9_-]{0,6}|\\PC{0,4}", server), 0..4).prop_map(Value::Table)
 }
 
 /// `toolgate.toml`: a `servers` table, a `pipeline` array and other sections.

@@ -85,7 +85,7 @@ proptest! {
                     let data = read.data.unwrap_or_default();
                     let value: Value = serde_json::from_str(&data)
                         .map_err(|e| TestCaseError::fail(format!("{e}: {data:?}")))?;
-                    prop_assert_eq!(&value, &*json);
+                    prop_assert_eq!(&value, json);
                 }
                 Written::Priming(id) => {
                     prop_assert_eq!(read.id.as_ref(), Some(id));
