@@ -344,7 +344,7 @@ fn llm_config(fake: &FakeLlm) -> ConfigDir {
 #[tokio::test]
 async fn model_tokens_and_their_cost_are_counted_by_the_models_the_config_names() {
     let turns: Vec<Turn> =
-        (0..4).map(|i| Turn::text(&format!("answer {i}")).with_usage(1000, 500)).collect();
+        (0..4).map(|i| Turn::text(format!("answer {i}")).with_usage(1000, 500)).collect();
     let fake = FakeLlm::start(Script::turns(turns)).await.expect("the fake LLM starts");
     let config = llm_config(&fake);
     let gateway = HttpGateway::start(&config.path()).await;
