@@ -17,6 +17,7 @@ use super::exchange::{
     ListResources, ListTools, Listen, ReadResource, Requested, request_phase, response_phase,
     through_pipeline,
 };
+use super::subscriptions::Unconfirmed;
 use super::tool_json::ToolJson;
 use super::{Gateway, relay};
 use crate::error::GatewayError;
@@ -591,6 +592,7 @@ impl Gateway {
         ctx: &mut CallContext,
     ) -> Result<Vec<String>, GatewayError> {
         let mut followed = Vec::new();
+        let mut unconfirmed = Unconfirmed::default();
         let outcome =
             through_pipeline::<Listen>(&self.pipeline, filter, ctx, async |filter, ctx| {
                 let mut uris = filter.resource_subscriptions.unwrap_or_default();
@@ -607,8 +609,8 @@ impl Gateway {
                         continue;
                     }
                     let mut one = ctx.for_another_request();
-                    self.subscribe(None, mcp::SubscribeRequestParams::new(uri.clone()), &mut one)
-                        .await?;
+                    let params = mcp::SubscribeRequestParams::new(uri.clone());
+                    self.subscribe_unconfirmed(None, params, &mut one, &mut unconfirmed).await?;
                     followed.push(uri);
                 }
                 Ok(())
@@ -619,6 +621,8 @@ impl Gateway {
             self.release_listened(&followed).await;
             return Err(error);
         }
+        // Once for all the stream names, not once per resource.
+        unconfirmed.followed().await;
         Ok(followed)
     }
 

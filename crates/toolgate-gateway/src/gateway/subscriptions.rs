@@ -15,6 +15,26 @@ use super::{Gateway, supports_subscriptions};
 use crate::error::GatewayError;
 use crate::session::{Session, SubscriptionBounds};
 
+/// Upstreams subscribed to something they do not follow yet (2026-07-28 connections, whose
+/// listen stream is reopened with the new filter): awaited once after a batch of
+/// subscriptions, not after each, which would open a stream per resource.
+#[derive(Default)]
+pub(crate) struct Unconfirmed(Vec<Arc<Upstream>>);
+
+impl Unconfirmed {
+    fn add(&mut self, upstream: Arc<Upstream>) {
+        if !self.0.iter().any(|known| Arc::ptr_eq(known, &upstream)) {
+            self.0.push(upstream);
+        }
+    }
+
+    /// Returns once each upstream follows what it was subscribed to (or gave up waiting).
+    pub(crate) async fn followed(self) {
+        futures::future::join_all(self.0.iter().map(|upstream| upstream.subscriptions_followed()))
+            .await;
+    }
+}
+
 /// How many followers each upstream resource has.
 #[derive(Debug, Default)]
 pub(super) struct ResourceSubscriptions {
@@ -73,17 +93,33 @@ impl Gateway {
     }
 
     /// `resources/subscribe` from `session` (or from a `subscriptions/listen` stream, which
-    /// has none), through the pipeline; the upstream is subscribed on the first.
+    /// has none), through the pipeline; the upstream is subscribed on the first. Returns once
+    /// the upstream follows the resource.
     pub(crate) async fn subscribe(
         &self,
         session: Option<&Session>,
         params: mcp::SubscribeRequestParams,
         ctx: &mut CallContext,
     ) -> Result<(), GatewayError> {
+        let mut unconfirmed = Unconfirmed::default();
+        let outcome = self.subscribe_unconfirmed(session, params, ctx, &mut unconfirmed).await;
+        unconfirmed.followed().await;
+        outcome
+    }
+
+    /// [`Gateway::subscribe`], leaving the wait for upstreams to follow the resource to
+    /// `unconfirmed` (to await once after many).
+    pub(crate) async fn subscribe_unconfirmed(
+        &self,
+        session: Option<&Session>,
+        params: mcp::SubscribeRequestParams,
+        ctx: &mut CallContext,
+        unconfirmed: &mut Unconfirmed,
+    ) -> Result<(), GatewayError> {
         let route = self.subscribed_route(&params.uri, ctx)?;
         let outcome =
             through_pipeline::<Subscribe>(&self.pipeline, params, ctx, async |params, _| {
-                self.follow(session, &params.uri, &route).await
+                self.follow(session, &params.uri, &route, unconfirmed).await
             })
             .await;
         self.recorder.request_ended(ctx, Subscribe::EVENT, &outcome);
@@ -138,6 +174,7 @@ impl Gateway {
         session: Option<&Session>,
         uri: &str,
         route: &Route,
+        unconfirmed: &mut Unconfirmed,
     ) -> Result<(), GatewayError> {
         let upstream = self.upstream(&route.upstream)?;
         let offered = self.inventory().offered_resource_route(uri).is_some();
@@ -146,8 +183,12 @@ impl Gateway {
         {
             return Ok(());
         }
-        if offered && self.subscriptions.add(route) && supports_subscriptions(&upstream) {
-            upstream.subscribe(&route.original).await?;
+        if offered
+            && self.subscriptions.add(route)
+            && supports_subscriptions(&upstream)
+            && upstream.subscribe_unconfirmed(&route.original).await?
+        {
+            unconfirmed.add(upstream);
         }
         Ok(())
     }
@@ -195,10 +236,11 @@ impl Gateway {
             return;
         }
         for uri in self.subscriptions.of(upstream.name()) {
-            if let Err(error) = upstream.subscribe(&uri).await {
+            if let Err(error) = upstream.subscribe_unconfirmed(&uri).await {
                 tracing::debug!(upstream = upstream.name(), %uri, %error, "re-subscribe failed");
             }
         }
+        upstream.subscriptions_followed().await;
     }
 }
 

@@ -66,13 +66,15 @@ pub(crate) async fn reply(
             // Progress sent right before the answer: it must come first.
             return stream_ended(answering, outbox, served);
         }
-        first = outbox.recv() => first,
+        // An outbox closed before the answer (its sender dropped first) sent nothing: the
+        // branch is off then, and the answer is JSON, with its own status.
+        Some(first) = outbox.recv() => first,
     };
     let (Some(serving), Some(answering)) = (running.serving.take(), running.answering.take())
     else {
         unreachable!("both are set until the request is served");
     };
-    streamed(serving, first, outbox, answering)
+    streamed(serving, Some(first), outbox, answering)
 }
 
 /// The request being served in this task. Dropped before it is done (the client went away
@@ -255,5 +257,64 @@ impl Sink {
                 session.release(stream.number());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answering() -> Answering {
+        Answering {
+            id: mcp::RequestId::Number(7),
+            session: None,
+            cancel: CancellationToken::new(),
+            shutdown: CancellationToken::new(),
+            status_of: |_| StatusCode::BAD_REQUEST,
+            queue: 8,
+        }
+    }
+
+    fn refused() -> mcp::ErrorData {
+        mcp::ErrorData::new(mcp::ErrorCode(-32021), "needs sampling", None)
+    }
+
+    /// A request whose outbox closes before its answer (it sent nothing) is answered with
+    /// JSON and the error's status, not with a stream of the answer alone (once 1 in 5
+    /// `-32021` answers through a handshake-era upstream came as 200 streams).
+    #[tokio::test]
+    async fn an_outbox_closed_before_the_answer_leaves_the_answer_json() {
+        let (sender, outbox) = mpsc::unbounded_channel::<Sent>();
+        let (answer, answered) = tokio::sync::oneshot::channel::<()>();
+        let serving: Serving = Box::pin(async move {
+            drop(sender);
+            let _ = answered.await;
+            Err(refused())
+        });
+        let replying = tokio::spawn(reply(serving, outbox, answering()));
+        tokio::task::yield_now().await;
+        answer.send(()).expect("the request waits for its answer");
+        let response = replying.await.expect("reply");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+    }
+
+    /// Something sent before the answer makes the answer a stream.
+    #[tokio::test]
+    async fn a_message_sent_before_the_answer_makes_a_stream() {
+        let (sender, outbox) = mpsc::unbounded_channel::<Sent>();
+        let (answer, answered) = tokio::sync::oneshot::channel::<()>();
+        let serving: Serving = Box::pin(async move {
+            let progress = Bytes::from_static(br#"{"jsonrpc":"2.0","method":"x"}"#);
+            sender.send((progress, Urgency::Needed)).expect("the outbox is read");
+            let _ = answered.await;
+            Err(refused())
+        });
+        let replying = tokio::spawn(reply(serving, outbox, answering()));
+        tokio::task::yield_now().await;
+        answer.send(()).expect("the request waits for its answer");
+        let response = replying.await.expect("reply");
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "text/event-stream");
     }
 }

@@ -206,19 +206,40 @@ impl Upstream {
     /// On a 2026-07-28 connection it returns once the listen stream follows `uri` (or after
     /// [`LISTEN_FOLLOWS`]), so that an update made right after is not missed.
     pub async fn subscribe(&self, uri: &str) -> Result<(), UpstreamError> {
+        if self.subscribe_unconfirmed(uri).await? {
+            self.subscriptions_followed().await;
+        }
+        Ok(())
+    }
+
+    /// [`Upstream::subscribe`] without waiting for a 2026-07-28 listen stream to follow `uri`:
+    /// `true` when that is still to come, for [`Upstream::subscriptions_followed`] to await
+    /// once after many. (Each wait is a new listen stream naming every subscription, so
+    /// waiting after each of `n` would cost `n` streams of up to `n` URIs each.)
+    pub async fn subscribe_unconfirmed(&self, uri: &str) -> Result<bool, UpstreamError> {
         self.subscribed.lock().expect("subscribed lock").insert(uri.to_owned());
         if self.current_link().is_some_and(|link| link.modern) {
-            let generation = self.filter_generation.fetch_add(1, Ordering::SeqCst) + 1;
+            self.filter_generation.fetch_add(1, Ordering::SeqCst);
             self.refilter.notify_waiters();
-            let mut listening = self.listening.subscribe();
-            let follows = listening.wait_for(|open| *open >= generation);
-            let _ = tokio::time::timeout(LISTEN_FOLLOWS, follows).await;
-            return Ok(());
+            return Ok(true);
         }
         let request = mcp::ClientRequest::SubscribeRequest(mcp::SubscribeRequest::new(
             mcp::SubscribeRequestParams::new(uri),
         ));
-        self.send(request, "resources/subscribe", uri, &CallOptions::default()).await.map(drop)
+        self.send(request, "resources/subscribe", uri, &CallOptions::default()).await?;
+        Ok(false)
+    }
+
+    /// Returns once the 2026-07-28 listen stream follows every subscription made so far (or
+    /// after [`LISTEN_FOLLOWS`]); at once on other connections.
+    pub async fn subscriptions_followed(&self) {
+        if !self.current_link().is_some_and(|link| link.modern) {
+            return;
+        }
+        let generation = self.filter_generation.load(Ordering::SeqCst);
+        let mut listening = self.listening.subscribe();
+        let follows = listening.wait_for(|open| *open >= generation);
+        let _ = tokio::time::timeout(LISTEN_FOLLOWS, follows).await;
     }
 
     /// Stops following updates of `uri`.

@@ -421,3 +421,29 @@ async fn only_resources_an_upstream_offers_are_followed_upstream() {
     assert!(!named.iter().any(|uri| uri.contains("made-up")), "{named:?}");
     client.cancel().await.expect("close");
 }
+
+/// A listen stream naming many resources costs a 2026-07-28 upstream one new listen stream of
+/// its own, not one per resource. (Before, each resource reopened the upstream's stream with
+/// every resource so far, and waited for it: 31 streams of 93 resources took minutes.)
+#[tokio::test]
+async fn a_listen_stream_of_many_resources_reopens_the_upstreams_stream_once() {
+    let upstream = crate::recording_upstream::RecordingUpstream::start().await;
+    let config = ConfigDir::new(&fixture_server("fx", "http", Some(&upstream.url)));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let http = reqwest::Client::new();
+    let listens = |upstream: &crate::recording_upstream::RecordingUpstream| {
+        upstream.received().iter().filter(|r| r.method == "subscriptions/listen").count()
+    };
+    let before = listens(&upstream);
+    let uris: Vec<String> = (0..60).map(|i| format!("test://template/{i}/data")).collect();
+    let response = listen(&http, &gateway.url, 1, &uris).await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let named: Vec<&str> = uris.iter().map(String::as_str).collect();
+    upstream.wait_for_resources(&named).await;
+    // The upstream's stream was reopened once for the whole filter; a second reopen may come
+    // from a change racing the first (its list of tools read at connect).
+    let reopened = listens(&upstream) - before;
+    assert!((1..=2).contains(&reopened), "{reopened} upstream listen streams for one filter");
+    drop(response);
+    assert!(gateway.terminate().await.success());
+}
