@@ -8,12 +8,14 @@
 //!   connections kept alive and with one connection per call;
 //! - `responses`: toolgate's `/v1/responses` against the same fake model called directly,
 //!   with and without one hosted MCP tool call;
+//! - `observability`: what metrics and tracing (sampling 1 and 0.01) add to a tool call;
 //! - `corpus`: realistic tool results from real MCP servers and test runners;
 //! - `tokens`: what each transform saves on that corpus, in tokens (docs/token-economy.md).
 
 mod binaries;
 mod corpus;
 mod latency;
+mod observability;
 mod portable;
 mod proc_stats;
 mod responses;
@@ -48,6 +50,9 @@ enum Command {
     /// toolgate's `/v1/responses` against the same fake model called directly, with and
     /// without one hosted MCP tool call.
     Responses(responses::ResponsesArgs),
+    /// What metrics (`[gateway] metrics`) and tracing (`[telemetry]`, sampling 1 and 0.01,
+    /// to a local OTLP sink) add to a tool call through toolgate.
+    Observability(observability::ObservabilityArgs),
     /// Realistic tool results from real MCP servers and test runners, one JSON file each.
     Corpus(corpus::CorpusArgs),
     /// What each transform saves, in tokens, on the corpus (docs/token-economy.md).
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
             Command::Scale(args) => scale::run(args).await,
             Command::Upstream(args) => upstream::run(args).await,
             Command::Responses(args) => responses::run(args).await,
+            Command::Observability(args) => observability::run(args).await,
             Command::Corpus(args) => corpus::run(args).await,
             Command::Tokens(args) => tokens::run(args).await,
         }

@@ -278,9 +278,17 @@ impl Collector {
     }
 }
 
+/// Kinds under which others than the gateway publish whatever they like (a script's
+/// `toolgate::publish`, an `emit` entry's channel): never the end of a request, whatever they
+/// end with, so that their fields never become labels.
+const NOT_REQUESTS: [&str; 2] = ["script/", "emit/"];
+
 /// The method and outcome of an event that ends a request; `None` for any other event.
 fn ended(event: &Event) -> Option<(&'static str, &'static str)> {
     let kind = event.kind.as_str();
+    if NOT_REQUESTS.iter().any(|prefix| kind.starts_with(prefix)) {
+        return None;
+    }
     let is_error = event.get("is_error").and_then(Value::as_bool) == Some(true);
     let (method, outcome) = match kind {
         kind::TOOLS_CALL_FINISHED => ("tools/call", if is_error { "error" } else { "ok" }),

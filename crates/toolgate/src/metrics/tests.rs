@@ -172,6 +172,12 @@ fn other_requests_are_counted_by_method_and_unknown_methods_are_other() {
     collector.record(&Event::new("made/up/finished"), &Fixture);
     // Not the end of a request.
     collector.record(&Event::new(kind::TOOLS_CALL_STARTED).with("exposed", "fx__echo"), &Fixture);
+    // Nor what a script or an `emit` entry publishes, whatever its kind ends with and holds.
+    let decisions = json!([{"interceptor": "made-up-by-a-script", "phase": "request",
+                            "decision": "continued", "duration_ms": 1.0}]);
+    for kind in ["script/x/finished", "emit/finished", "script/tools/call/denied"] {
+        collector.record(&Event::new(kind).with("decisions", decisions.clone()), &Fixture);
+    }
     collector.record(&Event::new(kind::TOOLS_LIST_CHANGED), &Fixture);
     let text = collector.render();
     assert_eq!(
@@ -184,6 +190,7 @@ fn other_requests_are_counted_by_method_and_unknown_methods_are_other() {
         ]),
         "{text}"
     );
+    assert!(!text.contains("made-up-by-a-script"), "{text}");
 }
 
 #[test]
