@@ -55,6 +55,7 @@ fn check_str(
 ) -> (Config, Vec<ConfigError>) {
     let syntax_error = |error| (Config::default(), vec![error]);
     let mut telemetry = None;
+    let mut state = None;
     let (
         gateway,
         servers,
@@ -77,6 +78,7 @@ fn check_str(
             let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
             let mut document = native::check(&mut cx, &root);
             telemetry = document.telemetry.take();
+            state = document.state.take();
             let mut servers = document.servers;
             let mut pipeline = document.pipeline;
             pipeline.extend(document.tenant_pipeline);
@@ -148,6 +150,7 @@ fn check_str(
         }
     };
     let telemetry = crate::telemetry::check_telemetry(&mut cx, telemetry.as_ref());
+    let state = crate::state::check_state(&mut cx, state.as_ref());
     let secret_env = secret_env(cx.secret_vars(), &agent, &llm, &pipeline);
     let (mut errors, mut warnings) = cx.finish();
     errors.extend(duplicate_names(&servers));
@@ -182,6 +185,7 @@ fn check_str(
         secret_env,
         proxy,
         telemetry,
+        state,
     };
     (config, errors)
 }

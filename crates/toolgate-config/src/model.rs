@@ -67,6 +67,8 @@ pub struct Config {
     pub proxy: Option<ProxyConfig>,
     /// `[telemetry]`: where traces go, if anywhere (with the `OTEL_*` variables applied).
     pub telemetry: TelemetryConfig,
+    /// `[state]`: what replicas share, and the key they seal with.
+    pub state: StateConfig,
 }
 
 /// One `[[pipeline]]` entry: the settings every interceptor has, and the rest of its table
@@ -646,6 +648,30 @@ pub struct PemFile {
     pub path: PathBuf,
     /// What it held, checked to be PEM of the right kind.
     pub pem: Secret,
+}
+
+/// `[state]`: where replicas of one gateway keep what they share (memory: one process keeps
+/// it all), and the key they seal what they hand to clients with.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StateConfig {
+    /// Where shared state lives.
+    pub backend: StateBackend,
+    /// The same secret on every replica (at least 32 bytes); `None`: nothing is sealed for
+    /// another replica to read.
+    pub shared_key: Option<Secret>,
+}
+
+/// `[state] backend`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum StateBackend {
+    /// In this process (the default): nothing is shared.
+    #[default]
+    Memory,
+    /// A Redis server: `redis://` or `rediss://` (TLS), the whole URL, which may hold a
+    /// password.
+    Redis(Secret),
+    /// A PostgreSQL database: `postgres://` or `postgresql://`, the whole URL.
+    Postgres(Secret),
 }
 
 /// `[telemetry]`, resolved with the environment: traces are sent when there is an endpoint.

@@ -26,6 +26,7 @@ const TOP_KEYS: &[&str] = &[
     "tenants",
     "proxy",
     "telemetry",
+    "state",
 ];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
@@ -100,6 +101,8 @@ pub(crate) struct Document {
     pub(crate) proxy: Option<crate::model::ProxyConfig>,
     /// `[telemetry]` as written, checked with the environment once the format is known.
     pub(crate) telemetry: Option<Value>,
+    /// `[state]` as written, checked with the environment once the format is known.
+    pub(crate) state: Option<Value>,
 }
 
 /// One `import` entry.
@@ -198,6 +201,7 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         document.tenant_pipeline = pipeline;
     }
     document.telemetry = fields.get("telemetry").map(|value| (*value).clone());
+    document.state = fields.get("state").map(|value| (*value).clone());
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")
     {

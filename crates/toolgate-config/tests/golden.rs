@@ -133,6 +133,7 @@ fn dump(config: &Config) -> String {
         secret_env,
         proxy,
         telemetry,
+        state,
     } = config;
     let GatewayConfig {
         listen,
@@ -530,6 +531,10 @@ fn dump(config: &Config) -> String {
     // Shown only when set, so that fixtures written before it existed still hold.
     if *telemetry != toolgate_config::TelemetryConfig::default() {
         line(w, 0, "telemetry", format!("{telemetry:?}"));
+    }
+    // Shown only when written, so that fixtures written before it existed still hold.
+    if *state != toolgate_config::StateConfig::default() {
+        line(w, 0, "state", format!("{state:?}"));
     }
     out
 }
