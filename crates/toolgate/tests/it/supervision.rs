@@ -301,3 +301,88 @@ async fn progress_cannot_keep_a_call_alive_past_the_hard_maximum() {
     client.cancel().await.expect("close");
     assert!(gateway.terminate().await.success());
 }
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("process status");
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("a VmRSS line");
+    line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("VmRSS in kB")
+}
+
+/// Sessions calling at once while their upstream is killed.
+const SESSIONS: usize = 32;
+
+/// An upstream killed 100 times while 32 HTTP sessions call it: no call hangs past its bound,
+/// none is told of an unknown tool, only calls already sent to a killed process fail, no
+/// child process is left after toolgate, and toolgate's memory is back where it was once the
+/// sessions are warm.
+#[tokio::test]
+async fn an_upstream_killed_100_times_while_32_http_sessions_call_it_loses_nothing() {
+    let config = ConfigDir::new(&fixture_knowing_its_pid("fx"));
+    let gateway = HttpGateway::start(&config.path()).await;
+    let toolgate = gateway.pid();
+    let (control, _) = recording_http_client(&gateway.url).await;
+    let mut sessions = Vec::new();
+    for _ in 0..SESSIONS {
+        sessions.push(Arc::new(recording_http_client(&gateway.url).await.0));
+    }
+    // Warm: every session has called, so what stays allocated per session is in the baseline.
+    for _ in 0..3 {
+        let calls = sessions.iter().map(|s| echo_during_kills(s, "warm"));
+        assert!(futures::future::join_all(calls).await.iter().all(Option::is_none));
+    }
+    let before = rss_kib(toolgate);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let load: Vec<_> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, session)| {
+            let (session, stop) = (session.clone(), stop.clone());
+            tokio::spawn(async move {
+                let (mut ok, mut failures) = (0u32, Vec::new());
+                while !stop.is_cancelled() {
+                    match echo_during_kills(&session, &format!("s{i}")).await {
+                        None => ok += 1,
+                        Some(message) => failures.push(message),
+                    }
+                }
+                (ok, failures)
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let child = upstream_pid(&control).await;
+        assert!(seen.last() != Some(&child), "a new process after each kill");
+        seen.push(child);
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("kill the upstream");
+    }
+    seen.push(upstream_pid(&control).await);
+    stop.cancel();
+    let (mut answered, mut failures) = (0, Vec::new());
+    for worker in load {
+        let (ok, failed) = worker.await.expect("load worker");
+        answered += ok;
+        failures.extend(failed);
+    }
+    eprintln!("{answered} calls answered, {} failed in flight at a kill", failures.len());
+    assert!(answered > 0, "calls were answered between the kills");
+    for failure in &failures {
+        assert!(failure.contains("connection lost during tools/call `echo`"), "{failure}");
+    }
+    assert!(failures.len() <= SESSIONS * 100, "at most one failure per session and kill");
+    // Every session still works, and memory is back within a few MiB of the warm baseline.
+    let calls = sessions.iter().map(|s| echo_during_kills(s, "after"));
+    assert!(futures::future::join_all(calls).await.iter().all(Option::is_none));
+    let after = rss_kib(toolgate);
+    eprintln!("toolgate: {before} KiB warm, {after} KiB after 100 kills");
+    assert!(after <= before + 8 * 1024, "toolgate grew from {before} KiB to {after} KiB");
+    drop(sessions);
+    assert!(gateway.terminate().await.success());
+    seen.push(toolgate);
+    all_gone(&seen).await;
+}
