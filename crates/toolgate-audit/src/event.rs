@@ -74,6 +74,9 @@ pub struct Event {
     pub kind: String,
     /// The details, in the order they were added.
     pub fields: Map<String, Value>,
+    /// Where the audit sink says it wrote the event, for a publisher that waits for that
+    /// ([`Event::awaiting_write`]); never serialized.
+    pub(crate) written: Option<crate::written::WriteSlot>,
 }
 
 // === impl Event ===
@@ -85,7 +88,15 @@ impl Event {
 
     /// An event of `kind` happening now, with no fields yet.
     pub fn new(kind: impl Into<String>) -> Event {
-        Event { time: SystemTime::now(), kind: kind.into(), fields: Map::new() }
+        Event { time: SystemTime::now(), kind: kind.into(), fields: Map::new(), written: None }
+    }
+
+    /// This event, and a wait that ends once the audit sink has appended it to the audit log
+    /// (or failed to, or never got it): write-ahead, for `[audit] required`.
+    pub fn awaiting_write(mut self) -> (Event, crate::Written) {
+        let (slot, written) = crate::written::pair();
+        self.written = Some(slot);
+        (self, written)
     }
 
     /// Adds (or replaces) the field `key`.

@@ -29,6 +29,7 @@ mod rfc3339;
 mod sink;
 pub mod verdict;
 mod webhook;
+mod written;
 
 pub use bus::{EventBus, Subscription};
 pub use chain::{AuditLog, GENESIS, VerifyReport, verify, verify_with_head};
@@ -39,6 +40,7 @@ pub use pattern::{EventPattern, PatternError};
 pub use redact::{ArgumentRecord, FieldPath, FieldPathError, REDACTED};
 pub use sink::{SINK_CAPACITY, spawn_audit_sink, spawn_tracing_sink};
 pub use webhook::{WebhookError, WebhookOptions, WebhookStats, spawn_webhook_sink};
+pub use written::{NotWritten, WriteSlot, Written};
 
 /// The detectors of secrets and personal data that [`ArgumentRecord::detect`] runs.
 pub use toolgate_secrets as secrets;

@@ -123,7 +123,11 @@ struct BatchOutcome {
 fn write_batch(log: &mut AuditLog, batch: &[Event], lost: u64) -> BatchOutcome {
     let mut outcome = BatchOutcome { failed: 0, first_error: None, lost };
     for event in batch {
-        if let Err(error) = log.append(event) {
+        let appended = log.append(event);
+        if let Some(slot) = &event.written {
+            slot.report(appended.as_ref().map(|_| ()));
+        }
+        if let Err(error) = appended {
             outcome.failed += 1;
             outcome.lost += 1;
             outcome.first_error.get_or_insert(error);

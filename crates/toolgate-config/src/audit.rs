@@ -10,7 +10,8 @@ use crate::model::{
 };
 use crate::value::Value;
 
-const AUDIT_KEYS: &[&str] = &["file", "events", "redact", "detect", "hash_key", "webhook"];
+const AUDIT_KEYS: &[&str] =
+    &["file", "events", "redact", "detect", "hash_key", "webhook", "required"];
 /// Shortest accepted `hash_key`.
 const MIN_KEY_LEN: usize = 16;
 const WEBHOOK_KEYS: &[&str] = &["url", "events", "headers", "queue", "retries"];
@@ -52,6 +53,10 @@ pub(crate) fn check_audit(cx: &mut Checker<'_>, value: &Value) -> Option<AuditCo
         Some(Secret::new(key))
     });
     let webhooks = fields.get("webhook").map(|v| webhooks(cx, v)).unwrap_or_default();
+    let required = optional(fields.get("required").copied(), |v| cx.boolean(v, "audit.required"));
+    if required == Some(Some(true)) && !matches!(file, Some(Some(_))) {
+        cx.error("audit.required", "needs `file`: the audit log calls must be written to first");
+    }
     let defaults = AuditConfig::default();
     Some(AuditConfig {
         file: file.flatten(),
@@ -60,6 +65,7 @@ pub(crate) fn check_audit(cx: &mut Checker<'_>, value: &Value) -> Option<AuditCo
         detect: detect.flatten().unwrap_or(defaults.detect),
         hash_key: hash_key.flatten(),
         webhooks,
+        required: required.flatten().unwrap_or(false),
     })
 }
 

@@ -146,6 +146,9 @@ pub struct AuditConfig {
     pub hash_key: Option<Secret>,
     /// `[[audit.webhook]]`: where events are POSTed as JSON.
     pub webhooks: Vec<WebhookConfig>,
+    /// Whether a tool call runs only once the audit log has its `tools/call/started` record
+    /// (write-ahead): when the log cannot be written, calls are refused.
+    pub required: bool,
 }
 
 impl Default for AuditConfig {
@@ -157,6 +160,7 @@ impl Default for AuditConfig {
             detect: vec!["all".to_owned()],
             hash_key: None,
             webhooks: Vec::new(),
+            required: false,
         }
     }
 }

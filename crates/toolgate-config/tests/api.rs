@@ -251,3 +251,15 @@ fn http_servers_keep_connections_alive_unless_pool_is_false() {
     let TransportConfig::Http(http) = &json.servers[0].transport else { panic!("http expected") };
     assert!(http.pool);
 }
+
+#[test]
+fn audit_required_is_read_and_needs_a_file() {
+    let config = toml("[audit]\nfile = \"audit.jsonl\"\nrequired = true\n").expect("valid");
+    assert!(config.audit.required);
+    let config = toml("[audit]\nfile = \"audit.jsonl\"\n").expect("valid");
+    assert!(!config.audit.required, "off unless asked");
+    let errors = toml("[audit]\nrequired = true\n").expect_err("no file").to_string();
+    assert!(errors.contains("audit.required: needs `file`"), "{errors}");
+    let errors = toml("[audit]\nfile = \"a\"\nrequired = \"yes\"\n").expect_err("no bool");
+    assert!(errors.to_string().contains("audit.required"), "{errors}");
+}

@@ -336,13 +336,17 @@ fn dump(config: &Config) -> String {
         line(w, 2, "options", serde_json::Value::Object(options.clone()));
     }
     if *audit != AuditConfig::default() {
-        let AuditConfig { file, events, redact, detect, hash_key, webhooks } = audit;
+        let AuditConfig { file, events, redact, detect, hash_key, webhooks, required } = audit;
         line(w, 0, "audit", "");
         line(w, 1, "file", format!("{file:?}"));
         line(w, 1, "events", format!("{events:?}"));
         line(w, 1, "redact", format!("{redact:?}"));
         line(w, 1, "detect", format!("{detect:?}"));
         line(w, 1, "hash_key", format!("{:?}", hash_key.as_ref().map(ToString::to_string)));
+        // Shown only when set, so that fixtures written before it existed still hold.
+        if *required {
+            line(w, 1, "required", required);
+        }
         for (i, hook) in webhooks.iter().enumerate() {
             let WebhookConfig { url, events, headers, queue, retries } = hook;
             line(w, 1, &format!("webhook[{i}]"), "");

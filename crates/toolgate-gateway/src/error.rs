@@ -84,6 +84,13 @@ pub enum GatewayError {
         /// request phase, or a rewritten answer in the response phase.
         phase: Phase,
     },
+    /// `[audit] required`: the call's `tools/call/started` record is not in the audit log, so
+    /// the call was not run.
+    #[error(
+        "the call was not run: {0} ([audit] required = true refuses the calls the audit log \
+         cannot record)"
+    )]
+    NotAudited(toolgate_audit::NotWritten),
 }
 
 impl GatewayError {
@@ -173,6 +180,8 @@ pub(crate) fn reply_to(error: &GatewayError) -> ErrorReply {
         error @ GatewayError::MessageChanged { .. } => {
             ErrorReply::Protocol(mcp::ErrorData::internal_error(error.to_string(), None))
         }
+        // The model reads why, and may try again once the log can be written.
+        error @ GatewayError::NotAudited(_) => ErrorReply::ToolError(error.to_string()),
     }
 }
 

@@ -43,6 +43,22 @@ pub struct Recorder {
     calls: AtomicU64,
     /// Upstreams that have connected once (a later connection is a restart).
     seen: Mutex<HashSet<String>>,
+    /// `[audit] required`: a call waits (at most this long) until the audit log has its
+    /// `tools/call/started` record, and is refused when it cannot.
+    write_ahead: Option<std::time::Duration>,
+}
+
+/// A call's `tools/call/started` record on its way to the audit log (`[audit] required`).
+pub(crate) struct WriteAhead {
+    written: toolgate_audit::Written,
+    within: std::time::Duration,
+}
+
+impl WriteAhead {
+    /// Returns once the audit log has the record; the error refuses the call.
+    pub(crate) async fn confirmed(self) -> Result<(), GatewayError> {
+        self.written.wait(self.within).await.map_err(GatewayError::NotAudited)
+    }
 }
 
 impl Recorder {
@@ -55,7 +71,15 @@ impl Recorder {
             detection: None,
             calls: AtomicU64::new(0),
             seen: Mutex::default(),
+            write_ahead: None,
         }
+    }
+
+    /// `[audit] required`: each call waits, at most `within`, until the audit log has its
+    /// `tools/call/started` record (see [`Recorder::call_started`]).
+    pub fn with_write_ahead(mut self, within: std::time::Duration) -> Recorder {
+        self.write_ahead = Some(within);
+        self
     }
 
     /// Replaces what the detectors of `selection` find (secrets, personal data) in the
@@ -112,10 +136,15 @@ impl Recorder {
     }
 
     /// A call is about to pass the pipeline: numbers it and publishes `tools/call/started`
-    /// (when anyone listens; otherwise this costs nothing).
-    pub(crate) fn call_started(&self, ctx: &mut CallContext, params: &mcp::CallToolRequestParams) {
-        if !self.is_listening() {
-            return;
+    /// (when anyone listens; otherwise this costs nothing). With `[audit] required`, what to
+    /// await before the call may go on.
+    pub(crate) fn call_started(
+        &self,
+        ctx: &mut CallContext,
+        params: &mcp::CallToolRequestParams,
+    ) -> Option<WriteAhead> {
+        if !self.is_listening() && self.write_ahead.is_none() {
+            return None;
         }
         let number = CallNumber(self.calls.fetch_add(1, Ordering::Relaxed) + 1);
         ctx.insert(number);
@@ -134,7 +163,13 @@ impl Recorder {
             .with(hash_field, record.sha256)
             .with("arguments", record.redacted)
             .with("request_bytes", json_len(params));
+        let Some(within) = self.write_ahead else {
+            self.bus.publish(event);
+            return None;
+        };
+        let (event, written) = event.awaiting_write();
         self.bus.publish(event);
+        Some(WriteAhead { written, within })
     }
 
     /// The call ended: `tools/call/finished`, or `denied` / `timeout` / `cancelled`; and

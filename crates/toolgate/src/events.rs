@@ -61,6 +61,13 @@ impl<'a> AuditPlan<'a> {
             }
         }
         let file_pattern = pattern(&config.events, "audit.events", &mut problems);
+        if config.required && !file_pattern.matches(toolgate_audit::kind::TOOLS_CALL_STARTED) {
+            problems.push(ConfigError::new(
+                "audit.events",
+                "must record tools/call/started with `required = true`: calls wait for that \
+                 record",
+            ));
+        }
         let webhooks = config
             .webhooks
             .iter()

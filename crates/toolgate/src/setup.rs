@@ -15,6 +15,10 @@ use tracing_subscriber::EnvFilter;
 use crate::GlobalArgs;
 use crate::events::Events;
 
+/// `[audit] required`: how long a call waits for the audit log to have its record before it
+/// is refused (a write to the page cache takes microseconds; this is for a stalled disk).
+const AUDIT_WRITE_AHEAD: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub(crate) use crate::usage::{EXIT_USAGE, InvalidConfig, InvalidPipeline, Usage, usage};
 
 /// The exit code for an error that ended a command.
@@ -290,6 +294,9 @@ pub(crate) async fn start(
         Recorder::new(events.bus().clone(), events.redact().to_vec()).with_detection(detection);
     if let Some(key) = &config.audit.hash_key {
         recorder = recorder.with_hash_key(key.expose().as_bytes().to_vec());
+    }
+    if config.audit.required {
+        recorder = recorder.with_write_ahead(AUDIT_WRITE_AHEAD);
     }
     let tenants =
         toolgate_gateway::Tenants::new(&config.tenants).context("cannot use [tenants]")?;

@@ -161,3 +161,40 @@ fn opening_a_log_others_can_read_logs_a_warning_naming_it() {
     assert!(text.contains("WARN") && text.contains(&path.display().to_string()), "{text}");
     assert!(text.contains("can be read or written by others"), "{text}");
 }
+
+/// Write-ahead: a publisher learns that its event is in the log, or why it is not.
+#[tokio::test]
+async fn a_publisher_waiting_for_its_event_learns_it_was_written_or_why_not() {
+    let within = std::time::Duration::from_secs(10);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let bus = EventBus::new();
+    let sink = spawn_audit_sink(&bus, EventPattern::all(), AuditLog::open(&path).unwrap());
+    let (event, written) = Event::new(kind::TOOLS_CALL_STARTED).awaiting_write();
+    bus.publish(event);
+    written.wait(within).await.expect("written");
+    assert_eq!(records(&path).len(), 1, "in the file when the wait ends");
+    drop(bus);
+    sink.await.unwrap();
+
+    let bus = EventBus::new();
+    let unwritable = dir.path().join("read-only.jsonl");
+    let sink = spawn_audit_sink(&bus, EventPattern::all(), AuditLog::unwritable(&unwritable));
+    let (event, written) = Event::new(kind::TOOLS_CALL_STARTED).awaiting_write();
+    bus.publish(event);
+    let why = written.wait(within).await.expect_err("not written");
+    assert!(matches!(why, crate::NotWritten::Failed(_)), "{why:?}");
+    assert!(why.to_string().contains("read-only.jsonl"), "{why}");
+    drop(bus);
+    sink.await.unwrap();
+
+    // A pattern that does not choose the event: nobody writes it, and the wait says so at once.
+    let bus = EventBus::new();
+    let pattern = EventPattern::parse("approval/*").unwrap();
+    let sink = spawn_audit_sink(&bus, pattern, AuditLog::open(dir.path().join("b.jsonl")).unwrap());
+    let (event, written) = Event::new(kind::TOOLS_CALL_STARTED).awaiting_write();
+    bus.publish(event);
+    assert_eq!(written.wait(within).await, Err(crate::NotWritten::Lost));
+    drop(bus);
+    sink.await.unwrap();
+}

@@ -244,7 +244,9 @@ impl Gateway {
                 .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?,
         };
         ctx.target = Some(target);
-        self.recorder.call_started(ctx, &params);
+        if let Some(write_ahead) = self.recorder.call_started(ctx, &params) {
+            write_ahead.confirmed().await?;
+        }
         if !self.pipeline.is_empty() {
             let pipeline = self.pipeline.clone();
             ctx.retarget = Some(match source {

@@ -4,6 +4,7 @@ mod agent;
 mod agent_repl;
 mod approvals;
 mod audit_cli;
+mod audit_full;
 mod bad_input;
 mod bounded;
 mod bridge;
