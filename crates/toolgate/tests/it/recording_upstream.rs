@@ -140,6 +140,19 @@ impl RecordingUpstream {
             .expect("the recorder lives as long as the upstream");
     }
 
+    /// Waits (bounded) until `method` has been received `times` times in all.
+    pub async fn wait_for_method(&self, method: &str, times: usize) {
+        let mut log = self.log.subscribe();
+        let reached =
+            |log: &Vec<Received>| log.iter().filter(|r| r.method == method).count() >= times;
+        tokio::time::timeout(std::time::Duration::from_secs(30), log.wait_for(reached))
+            .await
+            .unwrap_or_else(|_| {
+                panic!("{method} was not received {times} times: {:?}", self.received())
+            })
+            .expect("the recorder lives as long as the upstream");
+    }
+
     /// Waits (bounded) until `tool` has been called `times` times in all.
     pub async fn wait_for_calls(&self, tool: &str, times: usize) {
         let mut log = self.log.subscribe();
