@@ -229,6 +229,22 @@ fn newest_postgres(root: &Path) -> Option<PathBuf> {
         .map(|(_, bin)| bin)
 }
 
+/// Debian's redis-server, for [`crate::redis`]: `$TOOLGATE_TEST_REDIS_SERVER`, or where the
+/// `redis-server` package puts it. A system package, which `scripts/install-test-deps`
+/// installs with apt-get only as root; missing, the tests fail saying so.
+#[track_caller]
+pub fn redis_server() -> PathBuf {
+    let path = located("TOOLGATE_TEST_REDIS_SERVER", "/usr/bin/redis-server");
+    assert!(
+        path.exists(),
+        "redis-server not found at {}: scripts/install-test-deps (run by scripts/test) installs \
+         it as root with `apt-get install --no-install-recommends redis-server`; or set \
+         TOOLGATE_TEST_REDIS_SERVER to a redis-server",
+        path.display()
+    );
+    path
+}
+
 /// Debian's dbus-daemon, for a session bus of a test's own.
 pub fn dbus_daemon() -> PathBuf {
     let path = located("TOOLGATE_TEST_DBUS_DAEMON", "/usr/bin/dbus-daemon");

@@ -19,7 +19,8 @@
 //! - [`oidc`]: a real OAuth authorization server (oidc-provider, from the npm test
 //!   dependencies) for the tests of toolgate as a resource server;
 //! - [`tinyproxy`]: Debian's tinyproxy as a real HTTP proxy, for the egress tests;
-//! - [`postgres`]: a throwaway PostgreSQL server of Debian's, for what keeps state in one.
+//! - [`postgres`]: a throwaway PostgreSQL server of Debian's, for what keeps state in one;
+//! - [`redis`]: a throwaway Redis server of Debian's, for the shared state's tests.
 
 pub mod deps;
 mod diagnostic;
@@ -31,6 +32,7 @@ mod input;
 pub mod oidc;
 pub mod postgres;
 mod process;
+pub mod redis;
 mod rug_pull;
 pub mod secret_service;
 mod sse;
