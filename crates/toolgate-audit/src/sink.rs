@@ -3,13 +3,11 @@
 //! Each sink is one subscription ([`SINK_CAPACITY`] events deep) and one task. A sink that falls
 //! behind loses events at the bus (counted, see [`EventBus`]) instead of slowing anything down.
 
-use std::error::Error;
-
 use tokio::task::JoinHandle;
 
 use crate::bus::{EventBus, Subscription};
 use crate::chain::AuditLog;
-use crate::error::AuditError;
+use crate::error::{AuditError, chain};
 use crate::event::{Event, kind};
 use crate::pattern::EventPattern;
 
@@ -154,18 +152,6 @@ pub fn spawn_tracing_sink(bus: &EventBus, pattern: EventPattern) -> JoinHandle<(
             tracing::info!(target: "toolgate::event", fields = %fields, "{}", event.kind);
         }
     })
-}
-
-/// `error` and its causes, joined by `: `.
-pub(crate) fn chain(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -16,9 +16,9 @@ use toolgate_core::backoff::delay as backoff_delay;
 use url::Url;
 
 use crate::bus::{EventBus, Subscription};
+use crate::error::chain;
 use crate::event::Event;
 use crate::pattern::EventPattern;
-use crate::sink::chain;
 
 /// Default [`WebhookOptions::queue`].
 const DEFAULT_QUEUE: usize = 1024;
