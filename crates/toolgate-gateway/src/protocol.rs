@@ -33,6 +33,8 @@ use crate::mrtr::Rounds;
 pub use crate::answer::{Answer, written_message};
 use crate::session::Session;
 
+pub use crate::trace::forwarded_meta;
+
 /// The protocol versions toolgate serves: every version rmcp knows, both eras.
 pub fn supported_versions() -> &'static [mcp::ProtocolVersion] {
     mcp::ProtocolVersion::KNOWN_VERSIONS
@@ -623,19 +625,6 @@ fn mark_complete(result: &mut mcp::ServerResult) {
         _ => return,
     };
     result_type.get_or_insert(mcp::ResultType::COMPLETE);
-}
-
-/// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
-/// protocol's own `io.modelcontextprotocol/*` keys, and with tracing on the client's trace
-/// context, which the upstream layer replaces with toolgate's), to pass on untouched.
-pub fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObject> {
-    let mut object = meta.0.0.clone();
-    object.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
-    if toolgate_core::trace::enabled() {
-        object.remove(toolgate_core::trace::TRACEPARENT);
-        object.remove(toolgate_core::trace::TRACESTATE);
-    }
-    (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))
 }
 
 #[cfg(test)]

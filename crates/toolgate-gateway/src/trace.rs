@@ -148,7 +148,7 @@ impl Gateway {
     ) -> Result<mcp::CallToolResult, GatewayError> {
         use opentelemetry::context::FutureExt as _;
         let meta = params.meta.take().unwrap_or_default();
-        params.meta = crate::protocol::forwarded_meta(&meta);
+        params.meta = forwarded_meta(&meta);
         if !trace::enabled() {
             return self.call_tool(params, options, ctx).await;
         }
@@ -178,4 +178,17 @@ impl Gateway {
         span.end();
         outcome
     }
+}
+
+/// The downstream request's `_meta`, minus what belongs to this hop (progress tokens and the
+/// protocol's own `io.modelcontextprotocol/*` keys, and with tracing on the client's trace
+/// context, which the upstream layer replaces with toolgate's), to pass on untouched.
+pub fn forwarded_meta(meta: &mcp::RequestMetaObject) -> Option<mcp::RequestMetaObject> {
+    let mut object = meta.0.0.clone();
+    object.retain(|key, _| key != "progressToken" && !key.starts_with("io.modelcontextprotocol/"));
+    if toolgate_core::trace::enabled() {
+        object.remove(toolgate_core::trace::TRACEPARENT);
+        object.remove(toolgate_core::trace::TRACESTATE);
+    }
+    (!object.is_empty()).then(|| mcp::RequestMetaObject(mcp::MetaObject(object)))
 }
