@@ -122,6 +122,17 @@ pub(crate) fn card(text: &str, span: Range<usize>) -> Option<Range<usize>> {
     if run > 19 {
         return None;
     }
+    // Digits beside a decimal point are a fraction or a whole part (`0.4242424242424242`, a
+    // float a JSON log line or a result writes), not a card.
+    let decimal_point = |at: usize, digit: Option<usize>| {
+        bytes.get(at) == Some(&b'.')
+            && digit.and_then(|i| bytes.get(i)).is_some_and(u8::is_ascii_digit)
+    };
+    if (start >= 1 && decimal_point(start - 1, start.checked_sub(2)))
+        || decimal_point(end, Some(end + 1))
+    {
+        return None;
+    }
     let candidate = &bytes[span.clone()];
     let mut separators = candidate.iter().filter(|b| !b.is_ascii_digit());
     if let Some(first) = separators.next()
@@ -545,6 +556,24 @@ mod tests {
         assert!(!is_card("0000000000000000"), "one digit repeated");
         // 12 digits are too few even where a network issues short cards (Maestro's 50).
         assert!(!is_card(&with_check_digit("50000000000")), "12 digits");
+    }
+
+    #[test]
+    fn digits_beside_a_decimal_point_are_a_number_not_a_card() {
+        let card = with_check_digit("424242424242424");
+        for text in [
+            format!("{{\"duration_ms\":0.{card}}}"),
+            format!("{{\"duration_ms\":{card}.25}}"),
+            format!("took 12.{card} ms"),
+        ] {
+            let start = text.find(&card).unwrap();
+            assert!(super::card(&text, start..start + card.len()).is_none(), "{text}");
+        }
+        // A card at the end of a sentence, or after a dot that follows no digit, is a card.
+        for text in [format!("card {card}."), format!("card .{card}"), format!("v.{card} x")] {
+            let start = text.find(&card).unwrap();
+            assert!(super::card(&text, start..start + card.len()).is_some(), "{text}");
+        }
     }
 
     #[test]

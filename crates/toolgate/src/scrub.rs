@@ -91,4 +91,12 @@ mod tests {
         set_detection(Selection::all());
         assert_eq!(scrub("EMP-004211 jane.doe@example.com"), "EMP-004211 [REDACTED:email]");
     }
+
+    #[test]
+    fn a_float_whose_fraction_looks_like_a_card_is_left_whole() {
+        // 4242424242424242 is Luhn-valid and starts like a Visa card.
+        let line = r#"{"event":"tools/call/finished","duration_ms":0.4242424242424242}"#;
+        assert_eq!(scrub(line), line);
+        assert_eq!(scrub("card 4242424242424242"), "card [REDACTED:card_number]");
+    }
 }
