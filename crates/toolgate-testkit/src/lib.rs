@@ -19,12 +19,14 @@
 //! - [`oidc`]: a real OAuth authorization server (oidc-provider, from the npm test
 //!   dependencies) for the tests of toolgate as a resource server;
 //! - [`tinyproxy`]: Debian's tinyproxy as a real HTTP proxy, for the egress tests;
-//! - [`postgres`]: a throwaway PostgreSQL server of Debian's, for what keeps state in one.
+//! - [`postgres`]: a throwaway PostgreSQL server of Debian's, for what keeps state in one;
+//! - [`haproxy`]: Debian's HAProxy as a round-robin load balancer in front of several gateways.
 
 pub mod deps;
 mod diagnostic;
 pub mod fake_llm;
 mod fixture;
+pub mod haproxy;
 mod http;
 mod hub;
 mod input;
