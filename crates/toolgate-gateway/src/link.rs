@@ -132,6 +132,8 @@ pub struct Questions {
 #[derive(Debug, Default)]
 struct QuestionsState {
     asked: HashMap<mcp::RequestId, oneshot::Sender<Answered>>,
+    /// The id of the first question.
+    first: i64,
     /// The id of the next question.
     next: i64,
     /// Why nothing more can be asked, once closed.
@@ -139,6 +141,13 @@ struct QuestionsState {
 }
 
 impl Questions {
+    /// Questions whose ids count from `first` (instead of 0), so that an answer to a question
+    /// another copy of the session asked (on another replica) is not taken for one of these.
+    pub fn numbered_from(first: i64) -> Questions {
+        let state = QuestionsState { first, next: first, ..QuestionsState::default() };
+        Questions { state: Mutex::new(state) }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, QuestionsState> {
         self.state.lock().expect("questions lock must not be poisoned")
     }
@@ -185,6 +194,13 @@ impl Questions {
         }
     }
 
+    /// Whether `id` is the id of a question put here, answered or not (one not put here was
+    /// put by someone else).
+    pub fn was_asked(&self, id: &mcp::RequestId) -> bool {
+        let state = self.state();
+        matches!(id, mcp::RequestId::Number(n) if (state.first..state.next).contains(n))
+    }
+
     /// Nothing more can be answered, because of `why`: what waits gets an error saying so, and
     /// so does whatever is asked later.
     pub fn close(&self, why: &'static str) {
@@ -210,5 +226,35 @@ impl Drop for Forget {
         if let Some(id) = &self.id {
             self.questions.state().asked.remove(id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roots() -> mcp::ServerRequest {
+        mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default())
+    }
+
+    #[test]
+    fn questions_count_from_where_they_are_told_and_know_their_own_ids() {
+        let questions = Arc::new(Questions::numbered_from(1 << 40));
+        let mut sent = Vec::new();
+        let _first = questions.ask(roots(), |message| sent.push(message));
+        let _second = questions.ask(roots(), |message| sent.push(message));
+        let ids: Vec<serde_json::Value> = sent
+            .iter()
+            .map(|message| serde_json::to_value(message).expect("JSON")["id"].clone())
+            .collect();
+        assert_eq!(ids, [serde_json::json!(1_i64 << 40), serde_json::json!((1_i64 << 40) + 1)]);
+        assert!(questions.was_asked(&mcp::RequestId::Number(1 << 40)));
+        assert!(questions.was_asked(&mcp::RequestId::Number((1 << 40) + 1)));
+        assert!(!questions.was_asked(&mcp::RequestId::Number((1 << 40) + 2)), "not yet");
+        assert!(!questions.was_asked(&mcp::RequestId::Number(0)), "another copy's");
+        assert!(!questions.was_asked(&mcp::RequestId::String("1099511627776".into())));
+        let plain = Arc::new(Questions::default());
+        let _zero = plain.ask(roots(), |_| {});
+        assert!(plain.was_asked(&mcp::RequestId::Number(0)));
     }
 }

@@ -8,7 +8,8 @@
 //! `subscriptions/listen` streams are in `listen`. GET and DELETE are in `stream`, the events
 //! of a stream and their resumption in `sse`. Who may talk to it at all is `guard`; what the
 //! MCP headers must say, `headers`; who counts as one client for the bounds per client,
-//! `client`. Who is calling is `auth`.
+//! `client`. Who is calling is `auth`. With `[state] shared_key`, session ids are sealed
+//! (`seal`), so that any replica behind a load balancer serves any session.
 //!
 //! Everything a client can make it hold is bounded: sessions (in all and per client, idle ones
 //! making room), listen streams (in all and per client), what each stream holds for a slow
@@ -26,6 +27,7 @@ mod listen;
 mod outbox;
 mod post;
 mod reply;
+pub mod seal;
 mod session;
 mod sessions;
 mod sse;
@@ -90,17 +92,19 @@ pub(crate) struct Limits {
 }
 
 impl Front {
-    /// A front over `dispatcher`, letting in what `guard` and `auth` let in.
+    /// A front over `dispatcher`, letting in what `guard` and `auth` let in, its session ids
+    /// sealed by `seal` when there is one.
     pub(crate) fn new(
         dispatcher: Arc<Dispatcher>,
         guard: Guard,
         auth: Option<Arc<Authenticator>>,
         limits: Limits,
+        seal: Option<seal::SessionSeal>,
         shutdown: CancellationToken,
     ) -> Arc<Front> {
         Arc::new(Front {
             dispatcher,
-            sessions: sessions::HttpSessions::new(limits.sessions),
+            sessions: sessions::HttpSessions::sealed(limits.sessions, seal),
             guard,
             body_limit: limits.body_limit,
             listening: Arc::new(listen::ListenStreams::new(limits.listen)),

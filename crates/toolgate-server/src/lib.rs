@@ -14,6 +14,7 @@ mod stdio;
 pub use connections::{
     ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };
+pub use http::seal;
 pub use http::{
     AuthSetupError, Authenticator, DEFAULT_MAX_LISTEN_STREAMS,
     DEFAULT_MAX_LISTEN_STREAMS_PER_CLIENT, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_CLIENT,

@@ -78,6 +78,10 @@ pub struct HttpOptions {
     /// More routes served beside `/mcp` (the OpenAI-compatible endpoint), behind the same
     /// `Host` and `Origin` checks; they authenticate their callers themselves.
     pub routes: Option<axum::Router>,
+    /// `[state] shared_key`: session ids are sealed with it, so that every replica that has
+    /// the same key serves every session (see [`crate::seal`]); `None`: random ids, each
+    /// session on the replica that opened it.
+    pub shared_key: Option<toolgate_config::Secret>,
 }
 
 /// Serves one MCP client on stdin/stdout until the client closes stdin (requests still
@@ -137,11 +141,16 @@ pub fn http_router(
             stream_max_age: options.stream_max_age,
             body_limit: limit,
         };
+        let seal = options
+            .shared_key
+            .as_ref()
+            .map(|key| crate::seal::SessionSeal::new(key.expose().as_bytes()));
         let front = http::Front::new(
             Arc::new(Dispatcher::new(gateway.clone())),
             guard,
             options.auth.clone(),
             limits,
+            seal,
             shutdown,
         );
         front.keep_tidy();
@@ -207,6 +216,7 @@ impl Default for HttpOptions {
             stream_max_age: DEFAULT_STREAM_MAX_AGE,
             auth: None,
             routes: None,
+            shared_key: None,
         }
     }
 }

@@ -180,6 +180,23 @@ pub fn promtool() -> PathBuf {
     path
 }
 
+/// Debian's HAProxy, the load balancer in front of the replicas of the replica tests:
+/// `$TOOLGATE_TEST_HAPROXY`, or where the `haproxy` package puts it. A system package, which
+/// `scripts/install-test-deps` installs with apt-get only as root; missing, the tests fail
+/// saying so.
+#[track_caller]
+pub fn haproxy() -> PathBuf {
+    let path = located("TOOLGATE_TEST_HAPROXY", "/usr/sbin/haproxy");
+    assert!(
+        path.exists(),
+        "haproxy not found at {}: scripts/install-test-deps (run by scripts/test) installs it \
+         as root with `apt-get install --no-install-recommends haproxy`; or set \
+         TOOLGATE_TEST_HAPROXY to a haproxy",
+        path.display()
+    );
+    path
+}
+
 /// Debian's gnome-keyring-daemon, the Secret Service of the keyring test.
 pub fn gnome_keyring() -> PathBuf {
     let path = located("TOOLGATE_TEST_GNOME_KEYRING", "/usr/bin/gnome-keyring-daemon");

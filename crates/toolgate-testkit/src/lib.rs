@@ -20,12 +20,14 @@
 //!   dependencies) for the tests of toolgate as a resource server;
 //! - [`tinyproxy`]: Debian's tinyproxy as a real HTTP proxy, for the egress tests;
 //! - [`postgres`]: a throwaway PostgreSQL server of Debian's, for what keeps state in one;
-//! - [`redis`]: a throwaway Redis server of Debian's, for the shared state's tests.
+//! - [`redis`]: a throwaway Redis server of Debian's, for the shared state's tests;
+//! - [`haproxy`]: Debian's HAProxy as a round-robin load balancer in front of several gateways.
 
 pub mod deps;
 mod diagnostic;
 pub mod fake_llm;
 mod fixture;
+pub mod haproxy;
 mod http;
 mod hub;
 mod input;

@@ -10,7 +10,8 @@
 //! What is refused and how: a client that does not accept both JSON and event streams 406, a
 //! body that is not JSON 415, one over the limit 413, one that is not a JSON-RPC message 400
 //! with its JSON-RPC error; a request without the session it needs 400, with one that is not
-//! open 404; headers that contradict the body 400 (`-32020`).
+//! open 404; headers that contradict the body 400 (`-32020`). With sealed session ids, an
+//! answer to a question another replica asked is 409: it cannot reach that replica from here.
 
 #![allow(deprecated)] // the session era's requests are legacy in 2026-07-28 but still spoken
 
@@ -35,6 +36,7 @@ use super::listen;
 use super::outbox::Outbox;
 use super::reply::{self, Answering, json_message};
 use super::session::{HttpSession, SessionRequest};
+use super::sessions::Lookup;
 use super::stateless::StatelessRequest;
 use crate::jsonrpc::{self, Rejection};
 use toolgate_gateway::link::RequestLink;
@@ -249,10 +251,7 @@ impl Front {
             Ok(session) => session,
             Err(full) => {
                 let error = mcp::ErrorData::new(mcp::ErrorCode(-32000), full.to_string(), None);
-                let status = match full {
-                    super::sessions::Full::Gateway(_) => StatusCode::SERVICE_UNAVAILABLE,
-                    super::sessions::Full::Client(_) => StatusCode::TOO_MANY_REQUESTS,
-                };
+                let status = full.status();
                 return json_message(status, &mcp::ServerJsonRpcMessage::error(error, Some(id)));
             }
         };
@@ -266,13 +265,15 @@ impl Front {
             Ok(value) => {
                 response.headers_mut().insert(SESSION_ID, value);
             }
-            Err(_) => unreachable!("session ids are hex"),
+            Err(_) => unreachable!("session ids are visible ASCII"),
         }
         response
     }
 
     /// The open session a request names, or the answer to a request without one. A session
-    /// opened by another principal is not found (404), as one that never existed.
+    /// opened by another principal is not found (404), as one that never existed. A sealed id
+    /// of a session this replica does not hold opens it here (`sessions`), unless there is no
+    /// room for it (503 or 429, as for `initialize`).
     pub(crate) fn session_of(&self, parts: &Parts) -> Result<Arc<HttpSession>, Response> {
         let Some(id) = parts.headers.get(SESSION_ID) else {
             return Err(text(
@@ -280,15 +281,36 @@ impl Front {
                 "Bad Request: this request needs the Mcp-Session-Id header (initialize first)",
             ));
         };
-        let session = id.to_str().ok().and_then(|id| self.sessions.get(id, caller(parts)));
-        session.ok_or_else(|| {
-            let body = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": { "code": -32001, "message": "no such session (it ended or never existed); initialize again" },
-            });
-            (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
-        })
+        let caller = caller(parts);
+        let found = match id.to_str() {
+            Ok(id) => {
+                let client = ClientKey::of_caller(caller, client_address(parts));
+                self.sessions.find(id, caller, client)
+            }
+            Err(_) => Lookup::Unknown,
+        };
+        match found {
+            Lookup::Held(session) => Ok(session),
+            Lookup::Reopened(session) => {
+                self.gateway().sessions().add(session.gateway_session.clone());
+                Ok(session)
+            }
+            Lookup::NoRoom(full) => {
+                let error = mcp::ErrorData::new(mcp::ErrorCode(-32000), full.to_string(), None);
+                Err(json_message(
+                    full.status(),
+                    &mcp::JsonRpcMessage::Error(mcp::JsonRpcError::new(None, error)),
+                ))
+            }
+            Lookup::Unknown => {
+                let body = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": null,
+                    "error": { "code": -32001, "message": "no such session (it ended or never existed); initialize again" },
+                });
+                Err((StatusCode::NOT_FOUND, axum::Json(body)).into_response())
+            }
+        }
     }
 
     /// A notification: `notifications/cancelled` cancels the request it names; the others
@@ -330,8 +352,22 @@ impl Front {
         }
         match self.session_of(parts) {
             Ok(session) => {
-                session.answered(&id, answer);
-                StatusCode::ACCEPTED.into_response()
+                if session.answered(&id, answer) {
+                    return StatusCode::ACCEPTED.into_response();
+                }
+                tracing::debug!(session = %session.id, %id, "an answer to another replica's question");
+                let error = mcp::ErrorData::invalid_request(
+                    format!(
+                        "no question {id} was asked on this replica: another replica asked it, and \
+                         an answer reaches only the replica that asked (questions do not travel \
+                         between replicas); the call that asked it ends at its timeout"
+                    ),
+                    None,
+                );
+                json_message(
+                    StatusCode::CONFLICT,
+                    &mcp::JsonRpcMessage::Error(mcp::JsonRpcError::new(None, error)),
+                )
             }
             Err(response) => response,
         }

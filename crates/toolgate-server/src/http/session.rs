@@ -5,6 +5,12 @@
 //!
 //! An idle session is a few hundred bytes: no task, no channel, maps that allocate only when
 //! used.
+//!
+//! With sealed ids (replicas, `seal`), each replica that serves a session holds a copy of its
+//! own, marked with a random number: its questions' ids count from it and its streams' event
+//! ids carry it, so that an answer or a `Last-Event-ID` meant for another replica's copy is
+//! told from one meant for this copy, and never taken for it. What a copy holds (questions,
+//! streams, requests running, the gateway's subscriptions and log level) stays on its replica.
 
 #![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
@@ -19,7 +25,7 @@ use toolgate_core::mcp;
 use toolgate_intercept::Principal;
 
 use super::client::ClientKey;
-use super::sse::{EventStream, Urgency};
+use super::sse::{EventStream, Urgency, parse_event_id, parse_marked_event_id};
 use toolgate_gateway::link::{Answer, Notify, Questions, RequestLink};
 use toolgate_gateway::session::{OpenedBy, Session};
 
@@ -53,6 +59,8 @@ pub(crate) struct HttpSession {
     busy: AtomicUsize,
     /// Events that may wait for the reader of each of its streams.
     queue: usize,
+    /// This copy's mark, when the session's id is sealed (see the module's documentation).
+    mark: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -92,6 +100,21 @@ impl Notify for Standalone {
     }
 }
 
+/// What a session is opened with.
+pub(crate) struct Opening<'a> {
+    /// Its `Mcp-Session-Id`.
+    pub(crate) id: Arc<str>,
+    pub(crate) owner: Principal,
+    pub(crate) client: ClientKey,
+    /// What the client asked `initialize` with (as a sealed id carries it, for a sealed one).
+    pub(crate) params: &'a mcp::InitializeRequestParams,
+    pub(crate) version: mcp::ProtocolVersion,
+    pub(crate) now_ms: u64,
+    pub(crate) queue: usize,
+    /// The copy's mark, for a session whose id is sealed.
+    pub(crate) mark: Option<u64>,
+}
+
 impl HttpSession {
     /// A session for `owner`, counted as `client`, that asked `initialize` with `params`.
     pub(crate) fn new(
@@ -103,8 +126,23 @@ impl HttpSession {
         now_ms: u64,
         queue: usize,
     ) -> HttpSession {
+        HttpSession::opened(Opening {
+            id,
+            owner,
+            client,
+            params,
+            version,
+            now_ms,
+            queue,
+            mark: None,
+        })
+    }
+
+    /// A session as `opening` says.
+    pub(crate) fn opened(opening: Opening<'_>) -> HttpSession {
+        let Opening { id, owner, client, params, version, now_ms, queue, mark } = opening;
         let standalone = Arc::new(Standalone {
-            stream: EventStream::new(0, queue),
+            stream: EventStream::marked(mark, 0, queue),
             closed: CancellationToken::new(),
         });
         let described =
@@ -116,13 +154,18 @@ impl HttpSession {
             client,
             version,
             capabilities: params.capabilities.clone(),
-            questions: Arc::default(),
+            questions: Arc::new(match mark {
+                // Below 2^52 (`seal::copy_mark`): the cast keeps it.
+                Some(mark) => Questions::numbered_from(mark as i64),
+                None => Questions::default(),
+            }),
             gateway_session,
             standalone,
             state: Mutex::new(State { next_stream: 1, ..State::default() }),
             last_used: AtomicU64::new(now_ms),
             busy: AtomicUsize::new(0),
             queue,
+            mark,
         }
     }
 
@@ -198,15 +241,22 @@ impl HttpSession {
         }
     }
 
-    /// The client's answer to question `id` (a response, or an error it sent).
+    /// The client's answer to question `id` (a response, or an error it sent); `false` when
+    /// this copy of a sealed session never asked it: another replica's copy did, and it cannot
+    /// reach that one from here.
     pub(crate) fn answered(
         &self,
         id: &mcp::RequestId,
         answer: Result<mcp::ClientResult, mcp::ErrorData>,
-    ) {
-        if !self.questions.answered(id, answer) {
-            tracing::debug!(session = %self.id, %id, "an answer to no open question");
+    ) -> bool {
+        if self.questions.answered(id, answer) {
+            return true;
         }
+        if self.mark.is_some() && !self.questions.was_asked(id) {
+            return false;
+        }
+        tracing::debug!(session = %self.id, %id, "an answer to no open question");
+        true
     }
 
     /// A new stream for an answer, kept for resumption until the session ends or
@@ -220,7 +270,7 @@ impl HttpSession {
         }
         let number = state.next_stream;
         state.next_stream += 1;
-        let stream = Arc::new(EventStream::new(number, self.queue));
+        let stream = Arc::new(EventStream::marked(self.mark, number, self.queue));
         state.streams.insert(number, stream.clone());
         stream
     }
@@ -233,6 +283,28 @@ impl HttpSession {
         self.state().streams.get(&number).cloned().map(StreamRef::Answer)
     }
 
+    /// What a client resuming from `last_event_id` (`Last-Event-ID`) gets.
+    pub(crate) fn resume(&self, last_event_id: &str) -> Resume {
+        let ours = match self.mark {
+            None => parse_event_id(last_event_id),
+            Some(mark) => match parse_marked_event_id(last_event_id) {
+                Some((marked, number, index)) if marked == mark => Some((number, index)),
+                Some((_, number, _)) => return Resume::Elsewhere { standalone: number == 0 },
+                None => {
+                    return match parse_event_id(last_event_id) {
+                        // Unmarked: a replica that does not seal its ids made it.
+                        Some((number, _)) => Resume::Elsewhere { standalone: number == 0 },
+                        None => Resume::NotKept,
+                    };
+                }
+            },
+        };
+        match ours.and_then(|(number, index)| Some((self.stream(number)?, index))) {
+            Some((stream, index)) => Resume::Kept(stream, index),
+            None => Resume::NotKept,
+        }
+    }
+
     /// Forgets stream `number`: it can no longer be resumed.
     pub(crate) fn release(&self, number: u64) {
         self.state().streams.remove(&number);
@@ -242,6 +314,16 @@ impl HttpSession {
     pub(crate) fn standalone(&self) -> &EventStream {
         &self.standalone.stream
     }
+}
+
+/// What a `Last-Event-ID` names in a session.
+pub(crate) enum Resume {
+    /// A stream this copy keeps, to resume after the event of that index.
+    Kept(StreamRef, u64),
+    /// Nothing this copy still keeps (a stream it forgot, or an id that names none).
+    NotKept,
+    /// A stream of another replica's copy of the session: its standalone stream, or an answer's.
+    Elsewhere { standalone: bool },
 }
 
 /// A stream of a session, for a client resuming it.
@@ -318,6 +400,88 @@ mod tests {
             0,
             16,
         ))
+    }
+
+    fn copy(mark: u64) -> Arc<HttpSession> {
+        let params: mcp::InitializeRequestParams = serde_json::from_value(serde_json::json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"roots": {}},
+            "clientInfo": {"name": "t", "version": "1"}
+        }))
+        .expect("params");
+        Arc::new(HttpSession::opened(Opening {
+            id: "s1.sealed".into(),
+            owner: Principal::anonymous(),
+            client: ClientKey::Loopback,
+            params: &params,
+            version: mcp::ProtocolVersion::V_2025_11_25,
+            now_ms: 0,
+            queue: 16,
+            mark: Some(mark),
+        }))
+    }
+
+    fn resumed(session: &HttpSession, id: &str) -> &'static str {
+        match session.resume(id) {
+            Resume::Kept(StreamRef::Standalone(_), _) => "standalone",
+            Resume::Kept(StreamRef::Answer(_), _) => "answer",
+            Resume::NotKept => "not kept",
+            Resume::Elsewhere { standalone: true } => "another copy's standalone",
+            Resume::Elsewhere { standalone: false } => "another copy's answer",
+        }
+    }
+
+    #[test]
+    fn a_copy_tells_its_own_streams_from_another_copys() {
+        let here = copy(0xabc);
+        let stream = here.open_stream();
+        let number = stream.number();
+        assert_eq!(resumed(&here, &format!("abc:{number}/3")), "answer");
+        assert_eq!(resumed(&here, "abc:0/7"), "standalone");
+        assert_eq!(resumed(&here, &format!("abc:{}/1", number + 5)), "not kept");
+        assert_eq!(resumed(&here, &format!("abd:{number}/3")), "another copy's answer");
+        assert_eq!(resumed(&here, "abd:0/3"), "another copy's standalone");
+        assert_eq!(resumed(&here, &format!("{number}/3")), "another copy's answer", "unmarked");
+        assert_eq!(resumed(&here, "0/3"), "another copy's standalone");
+        assert_eq!(resumed(&here, "garbage"), "not kept");
+        // Its events carry the mark.
+        let mut read = stream.read();
+        stream.push(b"{}", Urgency::Needed);
+        let priming = read.try_recv().expect("the priming event");
+        assert!(String::from_utf8_lossy(&priming).starts_with(&format!("id: abc:{number}/0")));
+        let event = read.try_recv().expect("the event");
+        assert!(String::from_utf8_lossy(&event).starts_with(&format!("id: abc:{number}/1")));
+        // An unmarked session reads only unmarked ids, as before.
+        let plain = session();
+        let number = plain.open_stream().number();
+        assert_eq!(resumed(&plain, &format!("{number}/1")), "answer");
+        assert_eq!(resumed(&plain, &format!("abc:{number}/1")), "not kept");
+        assert_eq!(resumed(&plain, "5/1"), "not kept");
+    }
+
+    #[tokio::test]
+    async fn a_copy_takes_answers_to_its_own_questions_only() {
+        let here = copy(1 << 30);
+        let (outbox, mut sent) = super::super::outbox::Outbox::new();
+        let link = SessionRequest { session: here.clone(), outbox };
+        let answer =
+            link.ask(mcp::ServerRequest::ListRootsRequest(mcp::ListRootsRequest::default()));
+        let question: serde_json::Value =
+            serde_json::from_slice(&sent.recv().await.expect("the question").0).unwrap();
+        assert_eq!(question["id"], 1 << 30, "counted from the mark");
+        let roots = || Ok(mcp::ClientResult::ListRootsResult(mcp::ListRootsResult::default()));
+        // Another copy's first question has the id 0, or its own mark: not this one's.
+        assert!(!here.answered(&mcp::RequestId::Number(0), roots()));
+        assert!(!here.answered(&mcp::RequestId::Number((1 << 30) + 1), roots()));
+        let id: mcp::RequestId = serde_json::from_value(question["id"].clone()).unwrap();
+        assert!(here.answered(&id, roots()));
+        assert!(answer.await.is_ok());
+        assert!(
+            here.answered(&id, roots()),
+            "a late answer to its own question is taken, as before"
+        );
+        // An unmarked session takes every answer, as before.
+        assert!(session().answered(&mcp::RequestId::Number(99), roots()));
     }
 
     #[test]

@@ -5,6 +5,14 @@
 //! one (nothing running, no stream read) before anyone is refused: per client, that client's
 //! least recently used; over the gateway, the least recently used of the client that holds
 //! the most, so that whoever fills the table pays for it first.
+//!
+//! With `[state] shared_key`, session ids are sealed (`seal`): a session's id carries what a
+//! replica needs to serve it. A request naming a session this table does not hold opens it
+//! from its id when the id opens under the key, is not past its age and belongs to the
+//! caller, counted against the same bounds as a new session. `DELETE` ends this replica's
+//! copy only, and the id still opens elsewhere (and here again) until its age: revoking it on
+//! every replica needs state they share, which they do not have yet. Without a shared key, ids
+//! are random and a session lives on the replica that opened it only.
 
 #![allow(deprecated)] // the handshake's types are legacy in 2026-07-28 but still spoken
 
@@ -18,7 +26,8 @@ use toolgate_core::mcp;
 use toolgate_intercept::Principal;
 
 use super::client::ClientKey;
-use super::session::{HttpSession, millis_since};
+use super::seal::{self, SessionSeal};
+use super::session::{HttpSession, Opening, millis_since};
 
 /// How many HTTP sessions may be open at once by default: more than a team's clients open,
 /// and (at well under a KiB each when idle) little memory.
@@ -49,6 +58,16 @@ pub(crate) enum Full {
     Client(usize),
 }
 
+impl Full {
+    /// The HTTP status that says so: 503 when the gateway is full, 429 when the client is.
+    pub(crate) fn status(&self) -> http::StatusCode {
+        match self {
+            Full::Gateway(_) => http::StatusCode::SERVICE_UNAVAILABLE,
+            Full::Client(_) => http::StatusCode::TOO_MANY_REQUESTS,
+        }
+    }
+}
+
 impl std::fmt::Display for Full {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -73,6 +92,21 @@ pub(crate) struct HttpSessions {
     bounds: Bounds,
     /// The clock sessions record their last use on.
     epoch: Instant,
+    /// What seals session ids, with `[state] shared_key`.
+    seal: Option<SessionSeal>,
+}
+
+/// What a request's session id finds.
+#[derive(Debug)]
+pub(crate) enum Lookup {
+    /// A session this table holds.
+    Held(Arc<HttpSession>),
+    /// A session opened from its sealed id just now (the gateway must be told of it).
+    Reopened(Arc<HttpSession>),
+    /// A sealed id that opens, for which there is no room now.
+    NoRoom(Full),
+    /// No session of the caller's: it ended, never existed, or is another principal's.
+    Unknown,
 }
 
 #[derive(Debug, Default)]
@@ -108,8 +142,14 @@ impl Table {
 }
 
 impl HttpSessions {
+    #[cfg(test)]
     pub(crate) fn new(bounds: Bounds) -> HttpSessions {
-        HttpSessions { table: RwLock::default(), bounds, epoch: Instant::now() }
+        HttpSessions::sealed(bounds, None)
+    }
+
+    /// Sessions whose ids `seal` seals (random ids for `None`).
+    pub(crate) fn sealed(bounds: Bounds, seal: Option<SessionSeal>) -> HttpSessions {
+        HttpSessions { table: RwLock::default(), bounds, epoch: Instant::now(), seal }
     }
 
     fn now(&self) -> u64 {
@@ -125,20 +165,57 @@ impl HttpSessions {
         params: &mcp::InitializeRequestParams,
         version: mcp::ProtocolVersion,
     ) -> Result<Arc<HttpSession>, Full> {
-        let id: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
-        let key = client.clone();
-        let session = Arc::new(HttpSession::new(
-            id.clone(),
+        let Some(seal) = &self.seal else {
+            let id: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+            let session = Arc::new(HttpSession::new(
+                id,
+                owner,
+                client,
+                params,
+                version,
+                self.now(),
+                self.bounds.queue,
+            ));
+            return self.insert(session).map(Inserted::session);
+        };
+        // The session keeps what its id carries, so that every replica serves it alike.
+        let params = seal::fit(params);
+        let id = seal.seal(&owner, &params, &version, seal::unix_now());
+        self.insert(self.copy(id.into(), owner, client, &params, version)).map(Inserted::session)
+    }
+
+    /// A copy of a sealed session on this replica, marked as its own.
+    fn copy(
+        &self,
+        id: Arc<str>,
+        owner: Principal,
+        client: ClientKey,
+        params: &mcp::InitializeRequestParams,
+        version: mcp::ProtocolVersion,
+    ) -> Arc<HttpSession> {
+        Arc::new(HttpSession::opened(Opening {
+            id,
             owner,
             client,
             params,
             version,
-            self.now(),
-            self.bounds.queue,
-        ));
+            now_ms: self.now(),
+            queue: self.bounds.queue,
+            mark: Some(seal::copy_mark()),
+        }))
+    }
+
+    /// Puts `session` in the table, in the place of an idle one when a bound is reached; the
+    /// session already there when one of that id is (two requests reopened it at once).
+    fn insert(&self, session: Arc<HttpSession>) -> Result<Inserted, Full> {
+        let id = session.id.clone();
+        let key = session.client.clone();
         let mut displaced = Vec::new();
         {
             let mut table = self.table.write().expect("sessions lock must not be poisoned");
+            if let Some(there) = table.by_id.get(&id) {
+                return Ok(Inserted::There(there.clone()));
+            }
             if table.held_by(&key) >= self.bounds.most_per_client {
                 let idle = table.to_displace(Some(key.clone()));
                 let room = idle.and_then(|id| table.remove(&id));
@@ -166,7 +243,7 @@ impl HttpSessions {
             tracing::debug!(session = %old.id, client = %old.client, "an idle session made room for a new one");
             old.close();
         }
-        Ok(session)
+        Ok(Inserted::New(session))
     }
 
     /// The open session `id` when `caller` opened it, marked as used now. Another
@@ -184,8 +261,42 @@ impl HttpSessions {
         Some(session)
     }
 
+    /// The session `id` names for `caller`, counted as `client`: one this table holds (marked
+    /// as used now), else one its sealed id opens (see the module's documentation).
+    pub(crate) fn find(&self, id: &str, caller: &Principal, client: ClientKey) -> Lookup {
+        if let Some(session) = self.get(id, caller) {
+            return Lookup::Held(session);
+        }
+        let Some(opened) = self.seal.as_ref().and_then(|seal| seal.open(id, seal::unix_now()))
+        else {
+            return Lookup::Unknown;
+        };
+        if !opened.is_owned_by(caller) {
+            return Lookup::Unknown;
+        }
+        let copy = self.copy(id.into(), caller.clone(), client, &opened.params, opened.version);
+        match self.insert(copy) {
+            Ok(Inserted::New(session)) => {
+                tracing::debug!(session = %session.id, "a session opened from its sealed id");
+                Lookup::Reopened(session)
+            }
+            // Opened by a request that came at the same time.
+            Ok(Inserted::There(_)) => self.get(id, caller).map_or(Lookup::Unknown, Lookup::Held),
+            Err(full) => Lookup::NoRoom(full),
+        }
+    }
+
+    /// Whether `id` is a sealed id of `caller`'s that opens (held here or not).
+    pub(crate) fn opens(&self, id: &str, caller: &Principal) -> bool {
+        self.seal
+            .as_ref()
+            .and_then(|seal| seal.open(id, seal::unix_now()))
+            .is_some_and(|opened| opened.is_owned_by(caller))
+    }
+
     /// Closes session `id` when `caller` opened it; `false` when it was not open (or not
-    /// `caller`'s).
+    /// `caller`'s). With sealed ids, this ends this replica's copy only (see the module's
+    /// documentation).
     pub(crate) fn close(&self, id: &str, caller: &Principal) -> bool {
         let removed = {
             let mut table = self.table.write().expect("sessions lock must not be poisoned");
@@ -254,6 +365,22 @@ impl HttpSessions {
     /// quarter of the idle time late, and not more than twice a second.
     pub(crate) fn sweep_every(&self) -> Duration {
         (self.bounds.idle / 4).clamp(Duration::from_millis(500), Duration::from_secs(30))
+    }
+}
+
+/// What [`HttpSessions::insert`] did.
+enum Inserted {
+    /// The session was put in the table.
+    New(Arc<HttpSession>),
+    /// A session of that id was there already.
+    There(Arc<HttpSession>),
+}
+
+impl Inserted {
+    fn session(self) -> Arc<HttpSession> {
+        match self {
+            Inserted::New(session) | Inserted::There(session) => session,
+        }
     }
 }
 
@@ -359,6 +486,83 @@ mod tests {
         drop(guard);
         assert_eq!(sessions.close_unused_before(u64::MAX), 1);
         assert!(busy.closed().is_cancelled());
+    }
+
+    const KEY: &[u8] = b"the key both replicas share, 32+ bytes";
+
+    fn replica(most: usize, most_per_client: usize) -> HttpSessions {
+        HttpSessions::sealed(bounds(most, most_per_client), Some(SessionSeal::new(KEY)))
+    }
+
+    fn find(sessions: &HttpSessions, id: &str, caller: &Principal) -> Lookup {
+        sessions.find(id, caller, ClientKey::Loopback)
+    }
+
+    #[test]
+    fn a_sealed_session_opens_on_another_replica_for_its_owner_only() {
+        let (a, b) = (replica(10, 10), replica(10, 10));
+        let alice = Principal::new("jwt", "alice");
+        let opened = a
+            .open(alice.clone(), ClientKey::Loopback, &params(), mcp::ProtocolVersion::V_2025_11_25)
+            .unwrap();
+        assert!(opened.id.starts_with(seal::PREFIX), "{}", opened.id);
+        assert!(matches!(find(&a, &opened.id, &alice), Lookup::Held(_)));
+        assert!(matches!(find(&b, &opened.id, &Principal::new("jwt", "bob")), Lookup::Unknown));
+        assert!(matches!(find(&b, &opened.id, &Principal::anonymous()), Lookup::Unknown));
+        assert_eq!(b.len(), 0, "another principal opens nothing");
+        let Lookup::Reopened(copy) = find(&b, &opened.id, &alice) else { panic!("reopened") };
+        assert_eq!(copy.id, opened.id);
+        assert_eq!(copy.version, opened.version);
+        assert_eq!(copy.capabilities, opened.capabilities);
+        assert!(matches!(find(&b, &opened.id, &alice), Lookup::Held(_)), "then held");
+        assert_eq!(b.len(), 1);
+        // Another key, or no key, opens nothing.
+        let other = HttpSessions::sealed(bounds(10, 10), Some(SessionSeal::new(&[7; 32])));
+        assert!(matches!(find(&other, &opened.id, &alice), Lookup::Unknown));
+        assert!(matches!(
+            find(&HttpSessions::new(bounds(10, 10)), &opened.id, &alice),
+            Lookup::Unknown
+        ));
+        for garbage in ["", "s1.", "s1.AAAA", "0123456789abcdef0123456789abcdef", &opened.id[1..]] {
+            assert!(matches!(find(&b, garbage, &alice), Lookup::Unknown), "{garbage:?}");
+        }
+    }
+
+    #[test]
+    fn a_reopened_session_counts_against_the_bounds_and_may_take_an_idle_ones_place() {
+        let (a, b) = (replica(10, 10), replica(2, 10));
+        let owner = Principal::anonymous();
+        let open = |sessions: &HttpSessions, client: &str| {
+            let address: std::net::IpAddr = client.parse().unwrap();
+            let version = mcp::ProtocolVersion::V_2025_11_25;
+            sessions.open(owner.clone(), ClientKey::of(address), &params(), version).unwrap()
+        };
+        let elsewhere = open(&a, "10.0.0.9");
+        let idle = open(&b, "10.0.0.1");
+        let busy = open(&b, "10.0.0.2");
+        let _busy = busy.busy();
+        let Lookup::Reopened(copy) = find(&b, &elsewhere.id, &owner) else { panic!("reopened") };
+        assert!(idle.closed().is_cancelled(), "the idle one made room");
+        let _copy_busy = copy.busy();
+        let another = open(&a, "10.0.0.9");
+        assert!(matches!(find(&b, &another.id, &owner), Lookup::NoRoom(Full::Gateway(2))));
+        assert_eq!(b.len(), 2);
+    }
+
+    #[test]
+    fn closing_a_sealed_session_ends_this_replicas_copy_only() {
+        let (a, b) = (replica(10, 10), replica(10, 10));
+        let owner = Principal::anonymous();
+        let opened = a
+            .open(owner.clone(), ClientKey::Loopback, &params(), mcp::ProtocolVersion::V_2025_11_25)
+            .unwrap();
+        let Lookup::Reopened(copy) = find(&b, &opened.id, &owner) else { panic!("reopened") };
+        assert!(b.close(&opened.id, &owner));
+        assert!(copy.closed().is_cancelled());
+        assert!(!opened.closed().is_cancelled(), "the other replica's copy lives on");
+        assert!(b.opens(&opened.id, &owner), "and the id still opens");
+        assert!(!b.opens(&opened.id, &Principal::new("key", "ci")));
+        assert!(matches!(find(&b, &opened.id, &owner), Lookup::Reopened(_)));
     }
 
     #[test]

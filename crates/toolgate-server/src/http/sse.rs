@@ -3,9 +3,11 @@
 //! that carries a stream to the client, with keep-alive comments while nothing happens.
 //!
 //! Event ids are `<stream>/<index>`: stream 0 is a session's standalone (GET) stream, the
-//! others are answers to requests. A stream keeps its last [`KEPT_EVENTS`] events; a client
-//! that reconnects with the id of the last event it saw gets those after it, then whatever
-//! comes next.
+//! others are answers to requests. A session whose id is sealed (replicas) marks them with its
+//! copy (`<mark>:<stream>/<index>`, the mark in hex), so that a replica tells another's
+//! streams from its own. A stream keeps its last [`KEPT_EVENTS`] events; a client that
+//! reconnects with the id of the last event it saw gets those after it, then whatever comes
+//! next.
 //!
 //! What waits for a reader is bounded ([`Queue`]): a client that does not read cannot make
 //! the gateway hold ever more of its events. When a reader falls behind, progress is dropped
@@ -81,6 +83,22 @@ fn keep_alive() -> Bytes {
 pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
     let (stream, index) = id.trim().split_once('/')?;
     Some((stream.parse().ok()?, index.parse().ok()?))
+}
+
+/// Where a marked event id (`<mark>:<stream>/<index>`) points: the copy's mark, a stream and
+/// an index in it.
+pub(crate) fn parse_marked_event_id(id: &str) -> Option<(u64, u64, u64)> {
+    let (mark, rest) = id.trim().split_once(':')?;
+    let (stream, index) = parse_event_id(rest)?;
+    Some((u64::from_str_radix(mark, 16).ok()?, stream, index))
+}
+
+/// The id of event `index` of stream `number`, marked with `mark` when there is one.
+fn event_id(mark: Option<u64>, number: u64, index: u64) -> String {
+    match mark {
+        Some(mark) => format!("{mark:x}:{number}/{index}"),
+        None => format!("{number}/{index}"),
+    }
 }
 
 /// Whether an event may be dropped for a reader that falls behind.
@@ -162,6 +180,8 @@ impl Queue {
 #[derive(Debug)]
 pub(crate) struct EventStream {
     number: u64,
+    /// The mark of the session's copy its event ids carry, if any.
+    mark: Option<u64>,
     /// How many events may wait for its reader.
     bound: usize,
     state: Mutex<StreamState>,
@@ -179,13 +199,20 @@ struct StreamState {
 }
 
 impl EventStream {
-    /// A stream numbered `number` (0: the standalone stream) that starts with a priming event;
-    /// at most `bound` events wait for its reader.
+    /// [`EventStream::marked`] without a mark.
+    #[cfg(test)]
     pub(crate) fn new(number: u64, bound: usize) -> EventStream {
-        let stream = EventStream { number, bound, state: Mutex::default() };
+        EventStream::marked(None, number, bound)
+    }
+
+    /// A stream numbered `number` (0: the standalone stream) that starts with a priming event,
+    /// its event ids marked with `mark` when there is one; at most `bound` events wait for its
+    /// reader.
+    pub(crate) fn marked(mark: Option<u64>, number: u64, bound: usize) -> EventStream {
+        let stream = EventStream { number, mark, bound, state: Mutex::default() };
         {
             let mut state = stream.state();
-            let id = format!("{number}/0");
+            let id = event_id(mark, number, 0);
             state.next = 1;
             state.kept.push_back((0, priming(&id)));
         }
@@ -206,7 +233,7 @@ impl EventStream {
         }
         let index = state.next;
         state.next += 1;
-        let event = event(Some(&format!("{}/{index}", self.number)), message);
+        let event = event(Some(&event_id(self.mark, self.number, index)), message);
         if let Some(live) = &state.live {
             match live.offer(event.clone(), urgency) {
                 Offered::Queued | Offered::Dropped => {}

@@ -8,6 +8,13 @@
 //! `[gateway] stream_max_age`: a session whose stream is read is never idle, and a client that
 //! still wants one opens it again (resuming where it was), while one that left lets its session
 //! idle out. DELETE ends the session.
+//!
+//! With sealed session ids (replicas), streams stay on the replica that made them. A
+//! `Last-Event-ID` of another replica's standalone stream opens this replica's from its start
+//! (what the other sent is lost with it); one of another replica's answer stream gets `404`
+//! at once, so that the client gives up on that answer (retrying a few times, at most) instead
+//! of waiting for it here. A DELETE of a session this replica does not hold, whose sealed id
+//! is the caller's, is `204`: nothing is held here, and the id still opens until its age.
 
 use std::sync::Arc;
 
@@ -20,7 +27,8 @@ use super::Front;
 use super::headers;
 use super::post::{accepts, is_modern_header, text};
 use super::reply::event_stream;
-use super::sse::{EventBody, parse_event_id};
+use super::session::Resume;
+use super::sse::EventBody;
 
 /// `Last-Event-ID`.
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -47,35 +55,49 @@ pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
     }
     let busy = session.busy();
     let closed = session.closed();
-    if let Some(last) = headers.get(LAST_EVENT_ID) {
-        let resumed = last
-            .to_str()
-            .ok()
-            .and_then(parse_event_id)
-            .and_then(|(number, index)| Some((session.stream(number)?, index)));
-        let body = match resumed {
-            Some((stream, index)) => {
-                EventBody::new(Some(stream.stream().read_after(Some(index))), closed)
+    let resumed = headers
+        .get(LAST_EVENT_ID)
+        .map(|last| last.to_str().map_or(Resume::NotKept, |last| session.resume(last)));
+    let body = match resumed {
+        Some(Resume::Kept(stream, index)) => {
+            EventBody::new(Some(stream.stream().read_after(Some(index))), closed)
+        }
+        // A stream no longer kept: an empty stream that ends at once (an error status would
+        // make an EventSource retry the same id for ever).
+        Some(Resume::NotKept) => {
+            tracing::debug!(session = %session.id, "a stream to resume is not kept");
+            EventBody::new(Some(tokio::sync::mpsc::channel(1).1), closed)
+        }
+        Some(Resume::Elsewhere { standalone: false }) => {
+            tracing::debug!(session = %session.id, "a stream to resume is another replica's");
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {
+                    "code": -32000,
+                    "message": "the stream to resume is not on this replica: an answer's stream \
+                                stays on the replica that served the request, and that answer \
+                                cannot come from here; send the request again",
+                },
+            });
+            return (StatusCode::NOT_FOUND, axum::Json(body)).into_response();
+        }
+        // A plain GET, or another replica's standalone stream: this replica's, from its start.
+        None | Some(Resume::Elsewhere { standalone: true }) => {
+            let standalone = session.standalone();
+            if standalone.is_read() {
+                EventBody::new(None, closed)
+            } else {
+                EventBody::new(Some(standalone.read()), closed)
             }
-            // A stream no longer kept: an empty stream that ends at once (an error status would
-            // make an EventSource retry the same id for ever).
-            None => {
-                tracing::debug!(session = %session.id, "a stream to resume is not kept");
-                EventBody::new(Some(tokio::sync::mpsc::channel(1).1), closed)
-            }
-        };
-        return event_stream(Body::from_stream(body.lasting(front.stream_max_age).holding(busy)));
-    }
-    let standalone = session.standalone();
-    let body = if standalone.is_read() {
-        EventBody::new(None, closed)
-    } else {
-        EventBody::new(Some(standalone.read()), closed)
+        }
     };
     event_stream(Body::from_stream(body.lasting(front.stream_max_age).holding(busy)))
 }
 
-/// Handles a DELETE: the session ends (`204`), or was not open (`404`).
+/// Handles a DELETE: the session ends (`204`), or was not open (`404`); with sealed ids, a
+/// session of the caller's this replica does not hold is `204` too (see the module's
+/// documentation).
 pub(crate) async fn delete(front: Arc<Front>, request: Request) -> Response {
     let (parts, _) = request.into_parts();
     let headers = &parts.headers;
@@ -91,7 +113,8 @@ pub(crate) async fn delete(front: Arc<Front>, request: Request) -> Response {
             "Bad Request: DELETE needs the Mcp-Session-Id header",
         );
     };
-    if front.sessions.close(id, super::post::caller(&parts)) {
+    let caller = super::post::caller(&parts);
+    if front.sessions.close(id, caller) || front.sessions.opens(id, caller) {
         // The session is gone when the answer leaves: nothing is left to accept, so not 202
         // (which the Python SDK takes for a failure).
         StatusCode::NO_CONTENT.into_response()

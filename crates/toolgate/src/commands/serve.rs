@@ -163,6 +163,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             stream_max_age: config.gateway.stream_max_age.unwrap_or(defaults.stream_max_age),
             auth,
             routes: Some(main_routes(&config, &gateway, responses)),
+            shared_key: config.state.shared_key.clone(),
             ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)

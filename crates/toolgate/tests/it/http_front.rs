@@ -8,12 +8,13 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const ACCEPT: &str = "application/json, text/event-stream";
+pub(crate) const ACCEPT: &str = "application/json, text/event-stream";
 
-struct RawSession {
-    http: reqwest::Client,
-    url: String,
-    session: String,
+/// A 2025-11-25 session in raw HTTP (also the replica tests').
+pub(crate) struct RawSession {
+    pub(crate) http: reqwest::Client,
+    pub(crate) url: String,
+    pub(crate) session: String,
 }
 
 impl RawSession {
@@ -24,7 +25,7 @@ impl RawSession {
 
     /// Opens a 2025-11-25 session declaring `capabilities`; it never opens the standalone GET
     /// stream.
-    async fn open_with(url: &str, capabilities: Value) -> RawSession {
+    pub(crate) async fn open_with(url: &str, capabilities: Value) -> RawSession {
         let http = reqwest::Client::new();
         let response = initialize(&http, url, capabilities).await;
         assert_eq!(response.headers()["content-type"], "application/json");
@@ -55,7 +56,7 @@ impl RawSession {
     }
 
     /// POSTs `message` in the session: status, content type, body.
-    async fn post(&self, message: Value) -> (u16, String, String) {
+    pub(crate) async fn post(&self, message: Value) -> (u16, String, String) {
         let response = self.send(message).await;
         let status = response.status().as_u16();
         let content_type = response
@@ -67,7 +68,7 @@ impl RawSession {
     }
 
     /// POSTs `message` in the session; the response, its body unread.
-    async fn send(&self, message: Value) -> reqwest::Response {
+    pub(crate) async fn send(&self, message: Value) -> reqwest::Response {
         self.http
             .post(&self.url)
             .header("content-type", "application/json")
@@ -83,7 +84,11 @@ impl RawSession {
 
 /// POSTs a 2025-11-25 `initialize` declaring `capabilities`, outside any session; the
 /// response, its body unread.
-async fn initialize(http: &reqwest::Client, url: &str, capabilities: Value) -> reqwest::Response {
+pub(crate) async fn initialize(
+    http: &reqwest::Client,
+    url: &str,
+    capabilities: Value,
+) -> reqwest::Response {
     let initialize = json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {
@@ -101,25 +106,25 @@ async fn initialize(http: &reqwest::Client, url: &str, capabilities: Value) -> r
 }
 
 /// An SSE body read as it arrives, message by message.
-struct EventReader {
+pub(crate) struct EventReader {
     body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
     buffer: String,
 }
 
 impl EventReader {
-    fn new(response: reqwest::Response) -> Self {
+    pub(crate) fn new(response: reqwest::Response) -> Self {
         use futures::StreamExt as _;
         let body = response.bytes_stream().map(|chunk| chunk.map(|bytes| bytes.to_vec()));
         EventReader { body: body.boxed(), buffer: String::new() }
     }
 
     /// The next JSON message of the stream; `None` when it ended.
-    async fn next(&mut self) -> Option<Value> {
+    pub(crate) async fn next(&mut self) -> Option<Value> {
         self.next_with_id().await.map(|(_, message)| message)
     }
 
     /// The next JSON message of the stream and its event id; `None` when it ended.
-    async fn next_with_id(&mut self) -> Option<(Option<String>, Value)> {
+    pub(crate) async fn next_with_id(&mut self) -> Option<(Option<String>, Value)> {
         use futures::StreamExt as _;
         loop {
             while let Some(end) = self.buffer.find("\n\n") {

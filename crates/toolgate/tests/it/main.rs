@@ -48,6 +48,7 @@ mod recorder;
 mod recording_upstream;
 mod redact;
 mod relays;
+mod replicas;
 mod responses_api;
 mod responses_bounds;
 mod responses_faults;

@@ -236,6 +236,31 @@ impl HttpGateway {
         self.child.id().expect("running")
     }
 
+    /// The address it listens on.
+    pub fn address(&self) -> std::net::SocketAddr {
+        let rest = self.url.strip_prefix("http://").expect("an http URL");
+        rest.split('/').next().expect("host:port").parse().expect("an address")
+    }
+
+    /// Every line toolgate wrote to stderr so far.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.borrow().clone()
+    }
+
+    /// Its log as it grows (every line so far, and a change for each new one).
+    pub fn log_watch(&self) -> tokio::sync::watch::Receiver<Vec<String>> {
+        self.log.subscribe()
+    }
+
+    /// SIGKILL (nothing is finished, nothing said), then the exit status.
+    pub async fn kill(mut self) -> std::process::ExitStatus {
+        self.child.start_kill().expect("SIGKILL");
+        tokio::time::timeout(READY_TIMEOUT, self.child.wait())
+            .await
+            .expect("dies after SIGKILL")
+            .expect("wait")
+    }
+
     /// SIGTERM, then the exit status.
     pub async fn terminate(mut self) -> std::process::ExitStatus {
         let pid = nix::unistd::Pid::from_raw(self.pid() as i32);
