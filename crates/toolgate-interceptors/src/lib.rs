@@ -59,6 +59,11 @@ pub struct Services {
     pub scripts: Arc<toolgate_scripts::Scripts>,
     /// The limits every script invocation runs under (`[scripts]`).
     pub scripts_limits: toolgate_scripts::Limits,
+    /// What the replicas of this gateway share (`[state] backend` Redis or PostgreSQL): held
+    /// approvals, their decisions and remembered grants live there, so that any replica
+    /// decides a call another holds. `None`: this process is the only one (`memory`), and
+    /// keeps them in its own memory.
+    pub shared: Option<toolgate_state::SharedState>,
 }
 
 impl Services {
@@ -77,8 +82,16 @@ impl Services {
                 toolgate_scripts::Limits::default(),
             ),
             scripts_limits: toolgate_scripts::Limits::default(),
+            shared: None,
             events,
         }
+    }
+
+    /// The same, sharing approvals (and what else replicas share) through `shared`.
+    pub fn with_shared_state(mut self, shared: toolgate_state::SharedState) -> Services {
+        self.approvals = ApprovalDesk::shared(self.events.clone(), shared.clone());
+        self.shared = Some(shared);
+        self
     }
 
     /// Scripts run under `limits`.

@@ -222,6 +222,9 @@ pub(crate) struct Running {
     /// What `GET /metrics` shows, when something serves it (`[admin]`, or `[gateway]
     /// metrics`).
     pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// What this replica shares with the others (`[state] backend` Redis or PostgreSQL);
+    /// `None` when it is the only one.
+    pub(crate) shared: Option<toolgate_state::SharedState>,
     /// What interceptors run in the background (`emit`'s commands).
     background: tokio_util::task::TaskTracker,
     events: Events,
@@ -248,6 +251,22 @@ impl std::ops::Deref for Running {
     }
 }
 
+/// The state replicas share, when `[state] backend` names Redis or PostgreSQL. A backend
+/// that cannot be reached now is a warning (shared operations fail fast until it can be); one
+/// that refuses the connection, or a URL that cannot be used, is an error.
+async fn shared_state(
+    state: &toolgate_config::StateConfig,
+) -> anyhow::Result<Option<toolgate_state::SharedState>> {
+    if matches!(state.backend, toolgate_config::StateBackend::Memory) {
+        return Ok(None);
+    }
+    let shared = toolgate_state::SharedState::connect(state)
+        .await
+        .context("cannot use [state] backend")?;
+    tracing::info!(backend = shared.backend(), target = shared.target(), "sharing state");
+    Ok(Some(shared))
+}
+
 /// Builds the pipeline, starts the event sinks, and starts every enabled server, waiting for
 /// their first connection attempts as `wait` says. The pipeline comes first: a config it
 /// refuses leaves no audit log created and no sink started.
@@ -259,7 +278,12 @@ pub(crate) async fn start(
     crate::telemetry::start(&config.telemetry)?;
     let bus = EventBus::new();
     let background = tokio_util::task::TaskTracker::new();
-    let services = Services::new(bus.clone())
+    let shared = shared_state(&config.state).await?;
+    let mut services = Services::new(bus.clone());
+    if let Some(shared) = &shared {
+        services = services.with_shared_state(shared.clone());
+    }
+    let services = services
         .with_background(background.clone())
         .with_admin_api(config.admin.is_some())
         .with_servers(&config.servers)
@@ -328,6 +352,7 @@ pub(crate) async fn start(
     });
     Ok(Running {
         gateway,
+        shared,
         metrics,
         approvals: services.approvals,
         integrity_locks: services.integrity_locks,

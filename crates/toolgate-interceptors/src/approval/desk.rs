@@ -160,6 +160,9 @@ pub struct ApprovalDesk {
     events: EventBus,
     /// Whether anyone can decide (the admin API is serving).
     attended: AtomicBool,
+    /// Where held calls, decisions and grants are shared with the other replicas; `None`:
+    /// this process's memory only.
+    shared: Option<toolgate_state::SharedState>,
 }
 
 #[derive(Debug, Default)]
@@ -187,7 +190,23 @@ struct Remembered {
 impl ApprovalDesk {
     /// An empty desk whose decisions are published on `events`.
     pub fn new(events: EventBus) -> Arc<ApprovalDesk> {
-        Arc::new(ApprovalDesk { state: Mutex::default(), events, attended: AtomicBool::new(false) })
+        Arc::new(ApprovalDesk {
+            state: Mutex::default(),
+            events,
+            attended: AtomicBool::new(false),
+            shared: None,
+        })
+    }
+
+    /// An empty desk that shares held calls, decisions and grants through `shared` with every
+    /// replica that uses the same backend.
+    pub fn shared(events: EventBus, shared: toolgate_state::SharedState) -> Arc<ApprovalDesk> {
+        Arc::new(ApprovalDesk {
+            state: Mutex::default(),
+            events,
+            attended: AtomicBool::new(false),
+            shared: Some(shared),
+        })
     }
 
     /// Says whether anyone can decide held calls (the admin API is serving). An unattended
