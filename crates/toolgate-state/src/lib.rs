@@ -9,6 +9,8 @@
 //!   [`put_new`](SharedState::put_new) writes only a missing key (a claim, a decision made
 //!   once), and [`take`](SharedState::take) reads and removes at once (a decision consumed
 //!   exactly once, by one replica of many);
+//! - [`scan`](SharedState::scan) lists the live entries under a key prefix (what every
+//!   replica holds, at most [`MAX_SCAN`] of them);
 //! - [`incr`](SharedState::incr) is a counter that expires (a fixed-window rate limit across
 //!   replicas: the window starts when the key is made);
 //! - [`publish`](SharedState::publish) and [`subscribe`](SharedState::subscribe): every
@@ -45,7 +47,8 @@ use toolgate_config::{StateBackend, StateConfig};
 pub use error::{Cause, StateError};
 pub use fanout::{SUBSCRIBER_BACKLOG, Subscription};
 pub use limits::{
-    KEY_PREFIX, MAX_CHANNEL_BYTES, MAX_KEY_BYTES, MAX_PAYLOAD_BYTES, MAX_TTL, MAX_VALUE_BYTES,
+    KEY_PREFIX, MAX_CHANNEL_BYTES, MAX_KEY_BYTES, MAX_PAYLOAD_BYTES, MAX_SCAN, MAX_TTL,
+    MAX_VALUE_BYTES,
 };
 
 use crate::fanout::Fanout;
@@ -253,6 +256,41 @@ impl SharedState {
         }
     }
 
+    /// The live (unexpired) entries whose key starts with `prefix`, at most `limit` of them
+    /// (and never more than [`MAX_SCAN`]), in no particular order. The prefix is checked as a
+    /// key is (so it is not empty) and taken literally: no character in it is a pattern.
+    ///
+    /// It is not a snapshot: an entry written, removed or expiring while it runs may be listed
+    /// or not. On Redis it walks the whole keyspace (`SCAN`), so it takes time with every key
+    /// stored, not only those listed; like every operation, it fails with
+    /// [`StateError::Unavailable`] when it cannot finish within the timeout.
+    pub async fn scan(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StateError> {
+        check_key(prefix)?;
+        let limit = limit.min(MAX_SCAN);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let prefix = stored(prefix);
+        let deadline = self.deadline();
+        let found = match &self.inner.backend {
+            Backend::Memory(memory) => memory.scan(&prefix, limit),
+            Backend::Redis(redis) => {
+                self.bounded(deadline, redis.scan(deadline, &prefix, limit)).await?
+            }
+            Backend::Postgres(pg) => {
+                self.bounded(deadline, pg.scan(deadline, &prefix, limit)).await?
+            }
+        };
+        Ok(found
+            .into_iter()
+            .filter_map(|(key, value)| Some((key.strip_prefix(KEY_PREFIX)?.to_owned(), value)))
+            .collect())
+    }
+
     /// Adds `by` to the counter at `key` and returns the sum. A missing (or expired) counter
     /// is made, as 0, to expire after `ttl`; an existing one keeps its expiry, so a counter is
     /// a fixed window that starts with its first increment. The counter's value is its decimal
@@ -368,8 +406,21 @@ mod tests {
         send(&state.put_new("k", b"v", MAX_TTL));
         send(&state.take("k"));
         send(&state.delete("k"));
+        send(&state.scan("k", 1));
         send(&state.incr("k", 1, MAX_TTL));
         send(&state.publish("c", b"m"));
         send(&state.subscribe("c"));
+    }
+
+    #[tokio::test]
+    async fn a_scan_returns_at_most_max_scan_entries() {
+        let state = SharedState::memory();
+        for n in 0..=MAX_SCAN {
+            state.put(&format!("many:{n}"), b"v", MAX_TTL).await.unwrap();
+        }
+        state.put("other", b"v", MAX_TTL).await.unwrap();
+        assert_eq!(state.scan("many:", usize::MAX).await.unwrap().len(), MAX_SCAN);
+        assert_eq!(state.scan("many:", 3).await.unwrap().len(), 3);
+        assert_eq!(state.scan("many:", 0).await.unwrap(), []);
     }
 }

@@ -24,6 +24,11 @@ pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 /// holds on every backend; a larger message belongs in a key, and the message names it.
 pub const MAX_PAYLOAD_BYTES: usize = 4096;
 
+/// The most entries one [`scan`](crate::SharedState::scan) returns, whatever its `limit`: a
+/// listing is for showing (the calls held on every replica), not for copying the state. Its
+/// values are held at once, so a caller whose values are large asks for fewer.
+pub const MAX_SCAN: usize = 10_000;
+
 /// The longest TTL: 30 days. Every key expires; nothing a replica writes lives forever.
 pub const MAX_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 

@@ -94,6 +94,21 @@ impl Memory {
         self.lock().map.remove(key).is_some_and(|entry| entry.expires > now)
     }
 
+    /// Up to `limit` live entries whose key starts with `prefix`.
+    pub(crate) fn scan(&self, prefix: &str, limit: usize) -> Vec<(String, Vec<u8>)> {
+        let now = Instant::now();
+        let found: Vec<(String, Bytes)> = self
+            .lock()
+            .map
+            .iter()
+            .filter(|(key, entry)| key.starts_with(prefix) && entry.expires > now)
+            .take(limit)
+            .map(|(key, entry)| (key.clone(), entry.value.clone()))
+            .collect();
+        // Copied out of the lock.
+        found.into_iter().map(|(key, value)| (key, value.to_vec())).collect()
+    }
+
     /// Adds `by` to the counter at `key`, made with `ttl` (and 0) if missing or expired.
     pub(crate) fn incr(&self, key: &str, by: i64, ttl: Duration) -> Result<i64, StateError> {
         let now = Instant::now();

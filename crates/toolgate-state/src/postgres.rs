@@ -215,6 +215,25 @@ impl Postgres {
         .map_err(|failure| self.error(failure))
     }
 
+    pub(crate) async fn scan(
+        &self,
+        deadline: Instant,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StateError> {
+        let pattern = format!("{}%", sql::like_escaped(prefix));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.run(deadline, move |client| {
+            Box::pin(async move {
+                let statement = client.prepare_cached(sql::SCAN).await?;
+                let rows = client.query(&statement, &[&pattern, &limit]).await?;
+                rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
+            })
+        })
+        .await
+        .map_err(|failure| self.error(failure))
+    }
+
     pub(crate) async fn incr(
         &self,
         deadline: Instant,

@@ -9,12 +9,14 @@
 //! attempt refused is tried once more on a fresh one: it was never sent, so that is safe even
 //! for `take` and `incr`, and it makes the first command after an outage succeed.
 //!
-//! `take` is `GETDEL`; `put_new` is `SET NX PX`; `incr` is a transaction (`MULTI`) that makes
+//! `take` is `GETDEL`; `scan` is `SCAN MATCH` (the prefix's glob characters escaped), each
+//! batch of keys it finds read with one `MGET`; `put_new` is `SET NX PX`; `incr` is a transaction (`MULTI`) that makes
 //! the counter with its expiry (`SET NX PX`) and adds to it (`INCRBY`). Not a Lua script: Lua's
 //! numbers are doubles, and a counter past 2^53 would come back wrong.
 
 mod bus;
 
+use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -34,6 +36,10 @@ const BACKEND: &str = "redis";
 
 /// The Redis channel every replica's bus listens on.
 const BUS_CHANNEL: &str = "toolgate:bus";
+
+/// The keys `SCAN` looks at per call (a hint to the server); each call's matches are read with
+/// one `MGET`.
+const SCAN_COUNT: usize = 1000;
 
 /// The Redis backend.
 pub(crate) struct Redis {
@@ -143,6 +149,47 @@ impl Redis {
     pub(crate) async fn delete(&self, deadline: Instant, key: &str) -> Result<bool, StateError> {
         let deleted: i64 = self.query(deadline, redis::cmd("DEL").arg(key)).await?;
         Ok(deleted > 0)
+    }
+
+    /// Up to `limit` live entries whose key starts with `prefix`: `SCAN` until the cursor comes
+    /// back to 0 or `limit` are found, all by `deadline`. A key that expired (or was removed)
+    /// between its `SCAN` and its `MGET` is skipped; one `SCAN` returned twice is listed once.
+    pub(crate) async fn scan(
+        &self,
+        deadline: Instant,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>, StateError> {
+        let pattern = format!("{}*", glob_escaped(prefix));
+        let mut found = Vec::new();
+        let mut listed = HashSet::new();
+        let mut cursor = 0u64;
+        loop {
+            let mut scan = redis::cmd("SCAN");
+            scan.arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(SCAN_COUNT);
+            let (next, keys): (u64, Vec<Vec<u8>>) = self.query(deadline, &scan).await?;
+            // Every key we write is text; one that is not is no one's here.
+            let keys: Vec<String> =
+                keys.into_iter().filter_map(|key| String::from_utf8(key).ok()).collect();
+            if !keys.is_empty() {
+                let values: Vec<Option<Vec<u8>>> =
+                    self.query(deadline, redis::cmd("MGET").arg(&keys)).await?;
+                for (key, value) in keys.into_iter().zip(values) {
+                    if found.len() == limit {
+                        break;
+                    }
+                    if let Some(value) = value
+                        && listed.insert(key.clone())
+                    {
+                        found.push((key, value));
+                    }
+                }
+            }
+            if found.len() == limit || next == 0 {
+                return Ok(found);
+            }
+            cursor = next;
+        }
     }
 
     pub(crate) async fn incr(
@@ -297,6 +344,19 @@ pub(crate) fn unavailable(error: &RedisError) -> bool {
         )
 }
 
+/// `text` matched literally by a glob pattern (`SCAN MATCH`): its `*`, `?`, `[`, `]` and `\`
+/// escaped with a `\`.
+fn glob_escaped(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 /// How `INCRBY` refused a key, if it did: its value is not an integer, or would overflow.
 fn counter_refusal(error: &RedisError) -> Option<&'static str> {
     let text = error.to_string();
@@ -306,5 +366,16 @@ fn counter_refusal(error: &RedisError) -> Option<&'static str> {
         Some("holds a value that is not a decimal integer")
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_glob_pattern_escapes_its_metacharacters() {
+        assert_eq!(glob_escaped("toolgate:approval:"), "toolgate:approval:");
+        assert_eq!(glob_escaped(r"a*b?c[d]e\f^g-h"), r"a\*b\?c\[d\]e\\f^g-h");
     }
 }

@@ -33,6 +33,7 @@ async fn every_operation_is_unavailable(state: &SharedState, secret: &str) {
         ("take", Box::pin(async { state.take("k").await.map(drop) })),
         ("delete", Box::pin(async { state.delete("k").await.map(drop) })),
         ("incr", Box::pin(async { state.incr("n", 1, TTL).await.map(drop) })),
+        ("scan", Box::pin(async { state.scan("k", 10).await.map(drop) })),
         ("publish", Box::pin(state.publish("wake", b"lost"))),
     ];
     for (name, operation) in operations {

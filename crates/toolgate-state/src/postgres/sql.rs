@@ -63,6 +63,24 @@ pub(super) static PUT_NEW: LazyLock<String> = LazyLock::new(|| {
 pub(super) const TAKE: &str =
     "DELETE FROM toolgate_state WHERE key = $1 AND expires_at > now() RETURNING value";
 
+/// Up to `$2` live rows whose key is `LIKE` `$1` (a [`like_escaped`] prefix and `%`). The key's
+/// index serves `=` only (its collation is not `C`), so this reads the table, which holds about
+/// the live keys.
+pub(super) const SCAN: &str = "SELECT key, value FROM toolgate_state \
+                               WHERE key LIKE $1 ESCAPE '\\' AND expires_at > now() LIMIT $2";
+
+/// `text` matched literally by a `LIKE ... ESCAPE '\'` pattern: its `%`, `_` and `\` escaped.
+pub(super) fn like_escaped(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 /// Removed, expired or not: whether it was live.
 pub(super) const DELETE: &str =
     "DELETE FROM toolgate_state WHERE key = $1 RETURNING expires_at > now()";
@@ -90,3 +108,14 @@ pub(super) static PUBLISH: LazyLock<String> =
 
 /// What the bus runs on its connection.
 pub(super) static LISTEN: LazyLock<String> = LazyLock::new(|| format!("LISTEN {BUS_CHANNEL}"));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_like_pattern_escapes_its_metacharacters() {
+        assert_eq!(like_escaped("toolgate:approval:"), "toolgate:approval:");
+        assert_eq!(like_escaped(r"a%b_c\d*e"), r"a\%b\_c\\d*e");
+    }
+}

@@ -6,7 +6,10 @@
 
 use std::time::Duration;
 
-use toolgate_state::{MAX_PAYLOAD_BYTES, MAX_TTL, MAX_VALUE_BYTES, SharedState, StateError};
+use futures::{StreamExt as _, TryStreamExt as _};
+use toolgate_state::{
+    MAX_PAYLOAD_BYTES, MAX_SCAN, MAX_TTL, MAX_VALUE_BYTES, SharedState, StateError,
+};
 
 use super::next;
 
@@ -19,6 +22,7 @@ pub async fn run(one: &SharedState, two: &SharedState) {
     keys(one, two).await;
     claims_and_takes(one, two).await;
     counters(one, two).await;
+    scans(one, two).await;
     expiry(one, two).await;
     limits(one).await;
     bus(one, two).await;
@@ -89,8 +93,78 @@ async fn counters(one: &SharedState, two: &SharedState) {
     assert_eq!(one.incr("big", -1, LONG).await.unwrap(), i64::MAX - 1);
 }
 
+/// `state`'s entries under `prefix`, sorted.
+async fn listed(state: &SharedState, prefix: &str, limit: usize) -> Vec<(String, Vec<u8>)> {
+    let mut found = state.scan(prefix, limit).await.unwrap();
+    found.sort();
+    found
+}
+
+fn entries(pairs: &[(&str, &[u8])]) -> Vec<(String, Vec<u8>)> {
+    pairs.iter().map(|(key, value)| ((*key).to_owned(), value.to_vec())).collect()
+}
+
+async fn scans(one: &SharedState, two: &SharedState) {
+    assert_eq!(one.scan("held:", 10).await.unwrap(), [], "nothing yet");
+    one.put("held:a", b"1", LONG).await.unwrap();
+    two.put("held:b", b"2", LONG).await.unwrap();
+    one.put("held:c", b"", LONG).await.unwrap();
+    // Not under the prefix: shorter, a sibling, the prefix elsewhere in the key.
+    for other in ["held", "held-d", "other:held:e"] {
+        one.put(other, b"x", LONG).await.unwrap();
+    }
+    let all = entries(&[("held:a", b"1"), ("held:b", b"2"), ("held:c", b"")]);
+    assert_eq!(listed(two, "held:", 10).await, all, "each replica's, as written");
+    assert_eq!(listed(one, "held:b", 10).await, entries(&[("held:b", b"2")]));
+    let two_of_them = listed(one, "held:", 2).await;
+    assert_eq!(two_of_them.len(), 2, "{two_of_them:?}");
+    assert!(two_of_them.iter().all(|entry| all.contains(entry)), "{two_of_them:?}");
+    assert_eq!(one.scan("held:", 0).await.unwrap(), []);
+    two.delete("held:b").await.unwrap();
+    assert_eq!(listed(one, "held:", 10).await, entries(&[("held:a", b"1"), ("held:c", b"")]));
+
+    // A prefix is taken literally: a glob's or LIKE's metacharacters match only themselves.
+    let keys = [
+        "meta:ab",
+        "meta:a*",
+        "meta:a?",
+        "meta:a[b]",
+        "meta:a]",
+        "meta:a%",
+        "meta:a_",
+        r"meta:a\b",
+    ];
+    for key in keys {
+        one.put(key, key.as_bytes(), LONG).await.unwrap();
+    }
+    // Each lists itself alone; unescaped, `a*`, `a?`, `a[b]` and `a\b` would list `meta:ab` on
+    // Redis, and `a%`, `a_` and `a\b` on PostgreSQL.
+    for key in &keys[1..] {
+        let found = listed(two, key, 10).await;
+        assert_eq!(found, entries(&[(key, key.as_bytes())]), "{key}");
+    }
+
+    // More than one `SCAN` call on Redis (it looks at about 1000 keys a call).
+    let many = 1200;
+    futures::stream::iter(0..many)
+        .map(|n| async move { one.put(&format!("many:{n}"), b"v", LONG).await })
+        .buffer_unordered(32)
+        .try_collect::<()>()
+        .await
+        .unwrap();
+    let found = two.scan("many:", usize::MAX).await.unwrap();
+    assert_eq!(found.len(), many, "every one, each once");
+    let distinct: std::collections::HashSet<_> = found.iter().map(|(key, _)| key).collect();
+    assert_eq!(distinct.len(), many);
+    assert_eq!(two.scan("many:", many - 100).await.unwrap().len(), many - 100, "the limit");
+    assert!(many < MAX_SCAN);
+}
+
 async fn expiry(one: &SharedState, two: &SharedState) {
     one.put("short", b"v", SHORT).await.unwrap();
+    one.put("listed:short", b"v", SHORT).await.unwrap();
+    one.put("listed:long", b"v", LONG).await.unwrap();
+    assert_eq!(listed(two, "listed:", 10).await.len(), 2);
     assert!(!two.put_new("short", b"w", LONG).await.unwrap(), "live");
     one.put("taken", b"v", SHORT).await.unwrap();
     one.put("deleted", b"v", SHORT).await.unwrap();
@@ -103,6 +177,7 @@ async fn expiry(one: &SharedState, two: &SharedState) {
     assert_eq!(two.get("short").await.unwrap(), None, "expired");
     assert_eq!(two.take("taken").await.unwrap(), None, "expired, not taken");
     assert!(!two.delete("deleted").await.unwrap(), "expired, so not live when deleted");
+    assert_eq!(listed(two, "listed:", 10).await, entries(&[("listed:long", b"v")]), "expired");
     assert_eq!(one.incr("window", 1, SHORT).await.unwrap(), 1, "a new window");
     assert!(two.put_new("short", b"w", SHORT).await.unwrap(), "expired: free to claim");
     assert_eq!(one.get("short").await.unwrap().as_deref(), Some(&b"w"[..]));
@@ -131,6 +206,8 @@ async fn limits(state: &SharedState) {
     }
     for key in ["", "new\nline", &"k".repeat(513)] {
         let refused = state.get(key).await.expect_err("no such key");
+        assert!(matches!(refused, StateError::InvalidKey { .. }), "{refused:?}");
+        let refused = state.scan(key, 10).await.expect_err("no such prefix");
         assert!(matches!(refused, StateError::InvalidKey { .. }), "{refused:?}");
     }
     state.publish("limits", &vec![b'x'; MAX_PAYLOAD_BYTES]).await.unwrap();
