@@ -73,6 +73,7 @@ use toolgate_intercept::{
 use crate::options::{ABOVE_ZERO, OptionError, Options};
 
 mod desk;
+mod shared;
 
 use desk::Settled;
 pub use desk::{ApprovalDesk, DecideError, PendingApproval, Ruling};
@@ -244,7 +245,7 @@ impl Approval {
         // earlier (by elicitation) does not stand in for one.
         let own_grants = !(self.separate_duties && via == Via::External);
         if let Some(key) = &remembered_for
-            && let Some(by) = self.desk.remembered(key, &digest, own_grants)
+            && let Some(by) = self.desk.remembered(key, &digest, own_grants).await
         {
             self.desk.publish(
                 event(kind::APPROVAL_GRANTED).with("by", by.clone()).with("remembered", true),
@@ -304,7 +305,7 @@ impl Approval {
                 let exposed = target.exposed.clone();
                 let desk = self.desk.clone();
                 // Told once the call is on the desk, so that whoever hears of it can see it.
-                let held = self.desk.hold(request, move |id| {
+                let held = self.desk.hold(request, remembered_for.as_ref(), move |id| {
                     desk.publish(requested.with("id", id.to_owned()));
                     tracing::warn!(
                         target: "toolgate::approval",
@@ -320,7 +321,7 @@ impl Approval {
                 if let (Some(duration), Some(key)) = (remember, &remembered_for) {
                     // Asked at the client, the caller approved its own call.
                     let own = via == Via::Elicit || desk::is_caller(&by, &ctx.principal);
-                    self.desk.remember(key, &digest, &by, own, duration);
+                    self.desk.remember(key, &digest, &by, own, duration).await;
                 }
                 let mut granted = event(kind::APPROVAL_GRANTED).with("by", by.clone());
                 if let Some(duration) = remember {

@@ -225,13 +225,12 @@ async fn list_approvals(State(admin): State<Admin>, headers: HeaderMap) -> Respo
         Ok(operator) => operator,
         Err(refused) => return refused,
     };
-    let pending: Vec<Value> = admin
-        .approvals
-        .pending()
-        .iter()
-        .filter(|p| operator.sees(p.caller_tenant()))
-        .map(|p| p.to_json())
-        .collect();
+    let waiting = match admin.approvals.waiting().await {
+        Ok(waiting) => waiting,
+        Err(error) => return problem(StatusCode::SERVICE_UNAVAILABLE, error.to_string()),
+    };
+    let pending: Vec<Value> =
+        waiting.iter().filter(|p| operator.sees(p.caller_tenant())).map(|p| p.to_json()).collect();
     Json(json!({ "approvals": pending })).into_response()
 }
 
@@ -245,7 +244,7 @@ async fn decide(
         Ok(operator) => operator,
         Err(refused) => return refused,
     };
-    match decide_held(&admin, &operator, &id, &body) {
+    match decide_held(&admin, &operator, &id, &body).await {
         Ok(decision) => {
             Json(json!({ "id": id, "decision": decision, "by": operator.name })).into_response()
         }
@@ -255,20 +254,24 @@ async fn decide(
 
 /// Decides the held call `id` as `operator`, with `body` as `POST /approvals/{id}` takes it:
 /// the decision taken, or the status and message of the refusal. The console calls it too.
-pub(crate) fn decide_held(
+pub(crate) async fn decide_held(
     admin: &Admin,
     operator: &Operator,
     id: &str,
     body: &[u8],
 ) -> Result<&'static str, (StatusCode, String)> {
     // Another tenant's held call is not there for this approver.
-    let theirs =
-        admin.approvals.pending().iter().any(|p| p.id == id && operator.sees(p.caller_tenant()));
+    let waiting = admin
+        .approvals
+        .waiting()
+        .await
+        .map_err(|error| (StatusCode::SERVICE_UNAVAILABLE, error.to_string()))?;
+    let theirs = waiting.iter().any(|p| p.id == id && operator.sees(p.caller_tenant()));
     if !theirs {
         return Err((StatusCode::NOT_FOUND, DecideError::NotPending(id.to_owned()).to_string()));
     }
     let approver = &operator.name;
-    match admin.approvals.decide_body(id, approver, body) {
+    match admin.approvals.decide_body(id, approver, body).await {
         Ok((decided, decision)) => {
             tracing::info!(
                 target: "toolgate::approval",
@@ -283,6 +286,9 @@ pub(crate) fn decide_held(
         Err(error @ DecideError::BadBody(_)) => Err((StatusCode::BAD_REQUEST, error.to_string())),
         Err(error @ DecideError::NotPending(_)) => Err((StatusCode::NOT_FOUND, error.to_string())),
         Err(error @ DecideError::OwnCall { .. }) => Err((StatusCode::FORBIDDEN, error.to_string())),
+        Err(error @ DecideError::Unavailable(_)) => {
+            Err((StatusCode::SERVICE_UNAVAILABLE, error.to_string()))
+        }
     }
 }
 

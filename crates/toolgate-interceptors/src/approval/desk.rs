@@ -14,6 +14,8 @@ use tokio::time::Instant;
 use toolgate_audit::{Event as AuditEvent, EventBus};
 use toolgate_intercept::{CallerKey, Principal};
 
+use super::shared::{self, SharedDesk};
+
 #[cfg(doc)]
 use toolgate_intercept::call_digest;
 
@@ -110,6 +112,27 @@ pub enum DecideError {
         /// Who tried.
         approver: String,
     },
+    /// The state the replicas share cannot be reached now; try again.
+    #[error("the approvals cannot be reached now: {0}")]
+    Unavailable(String),
+}
+
+impl DecideError {
+    fn unavailable(error: &toolgate_state::StateError) -> DecideError {
+        DecideError::Unavailable(error_chain(error))
+    }
+}
+
+/// `error` and its causes, on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// Whether `approver`, a name (an admin token's), names `caller`: the caller's `kind:id@tenant`
@@ -148,6 +171,9 @@ pub(super) enum Settled {
 /// look through only so many; more are refused at once, saying why.
 pub(crate) const MOST_HELD: usize = 1_000;
 
+/// The most held calls listed for approvers at once (over every replica).
+const MOST_LISTED: usize = 10_000;
+
 /// The most approvals remembered at once; past it, the one that ends soonest is forgotten
 /// first (its call will be asked about again).
 pub(crate) const MOST_REMEMBERED: usize = 10_000;
@@ -162,7 +188,7 @@ pub struct ApprovalDesk {
     attended: AtomicBool,
     /// Where held calls, decisions and grants are shared with the other replicas; `None`:
     /// this process's memory only.
-    shared: Option<toolgate_state::SharedState>,
+    shared: Option<SharedDesk>,
 }
 
 #[derive(Debug, Default)]
@@ -205,7 +231,7 @@ impl ApprovalDesk {
             state: Mutex::default(),
             events,
             attended: AtomicBool::new(false),
-            shared: Some(shared),
+            shared: Some(SharedDesk { state: shared }),
         })
     }
 
@@ -219,7 +245,17 @@ impl ApprovalDesk {
         self.attended.load(Ordering::Acquire)
     }
 
-    /// The calls waiting now, oldest first.
+    /// The calls waiting for a decision on every replica (with shared state; else here),
+    /// the one that expires first first.
+    pub async fn waiting(&self) -> Result<Vec<PendingApproval>, DecideError> {
+        let Some(shared) = &self.shared else { return Ok(self.pending()) };
+        let mut waiting =
+            shared.held(MOST_LISTED).await.map_err(|e| DecideError::unavailable(&e))?;
+        waiting.sort_by_key(|r| r.deadline);
+        Ok(waiting)
+    }
+
+    /// The calls this replica holds now, the one that expires first first.
     pub fn pending(&self) -> Vec<PendingApproval> {
         let state = self.state.lock().expect("approval desk lock");
         let mut waiting: Vec<_> = state.pending.values().map(|w| w.request.clone()).collect();
@@ -229,7 +265,7 @@ impl ApprovalDesk {
 
     /// Decides the call `id` as `approver` from an admin API request body (see
     /// [`Ruling::from_body`]); returns the call and the decision (`allow` or `deny`).
-    pub fn decide_body(
+    pub async fn decide_body(
         &self,
         id: &str,
         approver: &str,
@@ -245,16 +281,29 @@ impl ApprovalDesk {
             Ruling::Allow { .. } => "allow",
             Ruling::Deny { .. } => "deny",
         };
-        Ok((self.decide(id, approver, ruling)?, decision))
+        Ok((self.decide(id, approver, ruling).await?, decision))
     }
 
-    /// Decides the call `id` as `approver`.
-    pub fn decide(
+    /// Decides the call `id` as `approver` (held on any replica, with shared state).
+    pub async fn decide(
         &self,
         id: &str,
         approver: &str,
         answer: Ruling,
     ) -> Result<PendingApproval, DecideError> {
+        if let Some(shared) = &self.shared {
+            let unavailable = |e: toolgate_state::StateError| DecideError::unavailable(&e);
+            let record = shared.find(id).await.map_err(unavailable)?;
+            let record = record.ok_or_else(|| DecideError::NotPending(id.to_owned()))?;
+            let request = record_request(&record);
+            if request.separate_duties && is_caller(approver, &request.caller_principal) {
+                return Err(DecideError::OwnCall { approver: approver.to_owned() });
+            }
+            if !shared.decide(&record, approver, &answer).await.map_err(unavailable)? {
+                return Err(DecideError::NotPending(id.to_owned()));
+            }
+            return Ok(request);
+        }
         let mut state = self.state.lock().expect("approval desk lock");
         let waiting =
             state.pending.get(id).ok_or_else(|| DecideError::NotPending(id.to_owned()))?;
@@ -274,7 +323,26 @@ impl ApprovalDesk {
 
     /// Who approved this very call for this caller earlier, if that still holds; a grant the
     /// caller gave itself counts only when `own` allows it.
-    pub(super) fn remembered(&self, caller: &CallerKey, digest: &str, own: bool) -> Option<String> {
+    pub(super) async fn remembered(
+        &self,
+        caller: &CallerKey,
+        digest: &str,
+        own: bool,
+    ) -> Option<String> {
+        if let Some(shared) = &self.shared {
+            return match shared.remembered(caller, digest).await {
+                Ok(grant) => grant.filter(|(_, mine)| own || !mine).map(|(by, _)| by),
+                Err(error) => {
+                    // The call is asked about again, as when the grant has run out.
+                    tracing::warn!(
+                        target: "toolgate::approval",
+                        "cannot read remembered approvals: {}",
+                        error_chain(&error)
+                    );
+                    None
+                }
+            };
+        }
         let mut state = self.state.lock().expect("approval desk lock");
         let now = Instant::now();
         state.remembered.retain(|_, r| r.until > now);
@@ -290,7 +358,7 @@ impl ApprovalDesk {
         self.state.lock().expect("approval desk lock").remembered.len()
     }
 
-    pub(super) fn remember(
+    pub(super) async fn remember(
         &self,
         caller: &CallerKey,
         digest: &str,
@@ -298,6 +366,16 @@ impl ApprovalDesk {
         own: bool,
         duration: Duration,
     ) {
+        if let Some(shared) = &self.shared {
+            if let Err(error) = shared.remember(caller, digest, by, own, duration).await {
+                tracing::warn!(
+                    target: "toolgate::approval",
+                    "cannot remember an approval (the call will be asked about again): {}",
+                    error_chain(&error)
+                );
+            }
+            return;
+        }
         let mut state = self.state.lock().expect("approval desk lock");
         let now = Instant::now();
         let until = now + duration;
@@ -318,37 +396,135 @@ impl ApprovalDesk {
     }
 
     /// Puts `request` on the desk, calls `notice` with its id, and waits for a decision until
-    /// its deadline.
+    /// its deadline. `caller`, when it is one caller, finds the same call it held earlier on a
+    /// replica that is gone (with shared state).
     pub(super) async fn hold(
         &self,
         request: PendingApproval,
+        caller: Option<&CallerKey>,
         notice: impl FnOnce(&str),
     ) -> Settled {
+        if let Some(shared) = &self.shared {
+            return self.hold_shared(shared, request, caller, notice).await;
+        }
         let (answer, decided) = oneshot::channel();
         let deadline = request.deadline;
         let id = {
             let mut state = self.state.lock().expect("approval desk lock");
-            if state.pending.len() >= MOST_HELD {
-                let reason = format!(
-                    "{MOST_HELD} calls are already waiting for approval; try again when fewer are"
-                );
-                return Settled::Decided {
-                    by: "toolgate".to_owned(),
-                    answer: Ruling::Deny { reason: Some(reason) },
-                };
-            }
             state.next += 1;
             let id = format!("a{}", state.next);
-            let mut request = request;
-            request.id = id.clone();
-            state.pending.insert(id.clone(), Waiting { request, answer });
-            id
+            match Self::put_on_desk(&mut state, &id, request, answer) {
+                Ok(()) => id,
+                Err(full) => return full,
+            }
         };
         notice(&id);
         let _off = OffTheDesk { desk: self, id: &id };
         match tokio::time::timeout_at(deadline, decided).await {
             Ok(Ok(settled)) => settled,
             Ok(Err(_)) | Err(_) => Settled::Expired,
+        }
+    }
+
+    /// Lists `request` as held here under `id`, unless the desk is full (then the ruling).
+    fn put_on_desk(
+        state: &mut DeskState,
+        id: &str,
+        mut request: PendingApproval,
+        answer: oneshot::Sender<Settled>,
+    ) -> Result<(), Settled> {
+        if state.pending.len() >= MOST_HELD {
+            let reason = format!(
+                "{MOST_HELD} calls are already waiting for approval; try again when fewer are"
+            );
+            return Err(Settled::Decided {
+                by: "toolgate".to_owned(),
+                answer: Ruling::Deny { reason: Some(reason) },
+            });
+        }
+        request.id = id.to_owned();
+        state.pending.insert(id.to_owned(), Waiting { request, answer });
+        Ok(())
+    }
+
+    /// [`hold`](Self::hold) with the held call in the shared state, decided on any replica.
+    async fn hold_shared(
+        &self,
+        shared: &SharedDesk,
+        request: PendingApproval,
+        caller: Option<&CallerKey>,
+        notice: impl FnOnce(&str),
+    ) -> Settled {
+        let refused = |error: toolgate_state::StateError| Settled::Decided {
+            by: "toolgate".to_owned(),
+            answer: Ruling::Deny {
+                reason: Some(format!(
+                    "it cannot be held for approval now: {}",
+                    error_chain(&error)
+                )),
+            },
+        };
+        let call = caller.map(|caller| shared::call_key("call", caller, &request.digest));
+        // The same call by the same caller held before (its replica may be gone): its decision
+        // if it has one, else wait on it rather than hold it twice.
+        let mut earlier = None;
+        if let Some(call) = &call {
+            match shared.earlier(call).await {
+                Ok(Some(id)) => match shared.decision(&id).await {
+                    Ok(Some(settled)) => {
+                        shared.forget(&id, Some(call)).await;
+                        return settled;
+                    }
+                    Ok(None) => earlier = shared.find(&id).await.map_err(refused).ok().flatten(),
+                    Err(error) => return refused(error),
+                },
+                Ok(None) => {}
+                Err(error) => return refused(error),
+            }
+        }
+        let (answer, _unused) = oneshot::channel();
+        let (id, deadline) = match &earlier {
+            Some(record) => (record.id.clone(), record_request(record).deadline),
+            None => {
+                (format!("a{}", &uuid::Uuid::new_v4().simple().to_string()[..20]), request.deadline)
+            }
+        };
+        let record = shared::HeldRecord::new(&id, &request);
+        {
+            let mut state = self.state.lock().expect("approval desk lock");
+            if let Err(full) = Self::put_on_desk(&mut state, &id, request, answer) {
+                return full;
+            }
+        }
+        let _off = OffTheDesk { desk: self, id: &id };
+        let _forget = ForgetShared { shared: shared.clone(), id: id.clone(), call: call.clone() };
+        if earlier.is_none()
+            && let Err(error) = shared.put(&record, call.as_deref()).await
+        {
+            return refused(error);
+        }
+        notice(&id);
+        let mut wake = shared.state.subscribe(shared::DECIDED).await.ok();
+        loop {
+            match shared.decision(&id).await {
+                Ok(Some(settled)) => return settled,
+                Ok(None) => {}
+                Err(error) => tracing::debug!(%id, "cannot look for a decision: {error}"),
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Settled::Expired;
+            }
+            let woken = async {
+                match wake.as_mut() {
+                    Some(subscription) => subscription.recv().await.is_some(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until((now + shared::POLL).min(deadline)) => {}
+                open = woken => if !open { wake = None },
+            }
         }
     }
 
@@ -361,6 +537,28 @@ impl ApprovalDesk {
 struct OffTheDesk<'a> {
     desk: &'a ApprovalDesk,
     id: &'a str,
+}
+
+/// Takes a held call out of the shared state when its wait ends, whichever way (a call whose
+/// client went away included).
+struct ForgetShared {
+    shared: SharedDesk,
+    id: String,
+    call: Option<String>,
+}
+
+impl Drop for ForgetShared {
+    fn drop(&mut self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (shared, id, call) =
+            (self.shared.clone(), std::mem::take(&mut self.id), self.call.take());
+        runtime.spawn(async move { shared.forget(&id, call.as_deref()).await });
+    }
+}
+
+/// A held call as the shared state keeps it, as approvers see it.
+fn record_request(record: &shared::HeldRecord) -> PendingApproval {
+    record.clone().into_pending()
 }
 
 impl Drop for OffTheDesk<'_> {

@@ -103,7 +103,7 @@ async fn external_approval_lets_the_call_through_and_binds_it_to_the_digest() {
     assert_eq!(pending.caller, "jwt:bob");
     assert_eq!(pending.reason, "writes need a person");
     assert_eq!(pending.to_json()["expires_in_ms"], json!(300_000));
-    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).expect("decided");
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).await.expect("decided");
     let (outcome, approved) = held.await.unwrap();
     assert_eq!(outcome, Outcome::Continue);
     let approved = approved.expect("the approval is left for the dispatch check");
@@ -116,7 +116,7 @@ async fn external_approval_lets_the_call_through_and_binds_it_to_the_digest() {
     assert!(desk.pending().is_empty());
     assert_eq!(kinds(&mut events), ["approval/requested", "approval/granted"]);
     assert_eq!(
-        desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }),
+        desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).await,
         Err(DecideError::NotPending(pending.id.clone())),
         "a decided call cannot be decided again"
     );
@@ -133,6 +133,7 @@ async fn a_denial_is_a_refusal_naming_who_and_why() {
     };
     let pending = first_pending(&desk).await;
     desk.decide(&pending.id, "alice", Ruling::Deny { reason: Some("not on a Friday".into()) })
+        .await
         .unwrap();
     match held.await.unwrap() {
         Outcome::Refuse(refusal) => {
@@ -179,11 +180,11 @@ async fn separation_of_duties_refuses_the_caller_as_approver() {
     };
     let pending = first_pending(&desk).await;
     assert_eq!(
-        desk.decide(&pending.id, "bob", Ruling::Allow { remember: None }),
+        desk.decide(&pending.id, "bob", Ruling::Allow { remember: None }).await,
         Err(DecideError::OwnCall { approver: "bob".into() })
     );
     assert_eq!(desk.pending().len(), 1, "still waiting for someone else");
-    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).await.unwrap();
     assert_eq!(held.await.unwrap(), Outcome::Continue);
 }
 
@@ -199,7 +200,7 @@ async fn allow_again_is_remembered_for_the_same_caller_and_call_only() {
     };
     let pending = first_pending(&desk).await;
     let remember = Some(Duration::from_secs(600));
-    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).await.unwrap();
     assert_eq!(held.await.unwrap(), Outcome::Continue);
 
     // The very same call by the same caller: no question.
@@ -362,7 +363,7 @@ async fn elicit_without_a_capable_client_falls_back() {
         tokio::spawn(async move { run(&external, &call(json!({})), &mut context(bob())).await })
     };
     let pending = first_pending(&desk).await;
-    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).await.unwrap();
     assert_eq!(held.await.unwrap(), Outcome::Continue);
 }
 
@@ -500,8 +501,10 @@ async fn calls_held_together_are_decided_separately() {
     assert_ne!(pending[0].id, pending[1].id, "each has its own id");
     let id_of =
         |n: u64| pending.iter().find(|p| p.arguments == json!({"n": n})).expect("held").id.clone();
-    desk.decide(&id_of(2), "alice", Ruling::Deny { reason: Some("not this one".into()) }).unwrap();
-    desk.decide(&id_of(1), "alice", Ruling::Allow { remember: None }).unwrap();
+    desk.decide(&id_of(2), "alice", Ruling::Deny { reason: Some("not this one".into()) })
+        .await
+        .unwrap();
+    desk.decide(&id_of(1), "alice", Ruling::Allow { remember: None }).await.unwrap();
     assert_eq!(first.await.unwrap(), Outcome::Continue);
     assert!(matches!(second.await.unwrap(), Outcome::Refuse(_)));
 }
@@ -531,16 +534,16 @@ fn durations_of_zero_are_refused() {
 async fn remembered_approvals_are_capped_forgetting_the_one_that_ends_soonest() {
     let desk = ApprovalDesk::new(EventBus::new());
     let alice = CallerKey::Principal(Principal::new("jwt", "alice"));
-    desk.remember(&alice, "first", "bob", false, Duration::from_secs(60));
+    desk.remember(&alice, "first", "bob", false, Duration::from_secs(60)).await;
     for i in 0..MOST_REMEMBERED {
-        desk.remember(&alice, &format!("d{i}"), "bob", false, Duration::from_secs(600));
+        desk.remember(&alice, &format!("d{i}"), "bob", false, Duration::from_secs(600)).await;
     }
-    assert_eq!(desk.remembered(&alice, "first", true), None, "the soonest to end went first");
-    assert_eq!(desk.remembered(&alice, "d0", true).as_deref(), Some("bob"));
+    assert_eq!(desk.remembered(&alice, "first", true).await, None, "the soonest to end went first");
+    assert_eq!(desk.remembered(&alice, "d0", true).await.as_deref(), Some("bob"));
     assert_eq!(desk.remembered_count(), MOST_REMEMBERED);
     // Expired ones are swept, not kept until the cap.
     tokio::time::advance(Duration::from_secs(601)).await;
-    assert_eq!(desk.remembered(&alice, "d1", true), None);
+    assert_eq!(desk.remembered(&alice, "d1", true).await, None);
     assert_eq!(desk.remembered_count(), 0);
 }
 
@@ -604,7 +607,7 @@ async fn allow_again_for_an_anonymous_client_holds_in_its_session_only() {
     let first = held(&approval, stranger(Some("s1")));
     let pending = first_pending(&desk).await;
     let remember = Some(Duration::from_secs(600));
-    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).await.unwrap();
     assert_eq!(first.await.unwrap().0, Outcome::Continue);
 
     // The same session, the very same call: remembered.
@@ -616,18 +619,18 @@ async fn allow_again_for_an_anonymous_client_holds_in_its_session_only() {
     let other = held(&approval, stranger(Some("s2")));
     let pending = first_pending(&desk).await;
     assert_eq!(pending.caller, "anonymous:anonymous");
-    desk.decide(&pending.id, "alice", Ruling::Deny { reason: None }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Deny { reason: None }).await.unwrap();
     assert!(matches!(other.await.unwrap().0, Outcome::Refuse(_)), "asked, and refused");
 
     // No session at all: only an address, which strangers share. Asked, and an "allow again"
     // is not kept for it.
     let sessionless = held(&approval, stranger(None));
     let pending = first_pending(&desk).await;
-    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember }).await.unwrap();
     assert_eq!(sessionless.await.unwrap().0, Outcome::Continue);
     let again = held(&approval, stranger(None));
     let pending = first_pending(&desk).await;
-    desk.decide(&pending.id, "alice", Ruling::Deny { reason: None }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Deny { reason: None }).await.unwrap();
     assert!(matches!(again.await.unwrap().0, Outcome::Refuse(_)), "asked again");
     assert_eq!(desk.remembered_count(), 1, "only the session's grant is kept");
 }
@@ -670,11 +673,11 @@ async fn with_separate_duties_a_grant_given_at_the_client_does_not_replace_an_ap
     let pending = first_pending(&desk).await;
     assert!(pending.separate_duties);
     assert_eq!(
-        desk.decide(&pending.id, "anonymous", Ruling::Allow { remember: None }),
+        desk.decide(&pending.id, "anonymous", Ruling::Allow { remember: None }).await,
         Err(DecideError::OwnCall { approver: "anonymous".into() }),
         "the approver's name is still checked against the caller's principal"
     );
-    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).unwrap();
+    desk.decide(&pending.id, "alice", Ruling::Allow { remember: None }).await.unwrap();
     let (outcome, approved) = waiting.await.unwrap();
     assert_eq!(outcome, Outcome::Continue);
     assert_eq!(approved.expect("approved").by, "alice");
@@ -711,12 +714,12 @@ async fn separation_of_duties_knows_the_caller_by_its_whole_identity() {
     assert_eq!(pending.caller, "jwt:bob@acme");
     for own in ["bob", "jwt:bob", "jwt:bob@acme"] {
         assert_eq!(
-            desk.decide(&pending.id, own, Ruling::Allow { remember: None }),
+            desk.decide(&pending.id, own, Ruling::Allow { remember: None }).await,
             Err(DecideError::OwnCall { approver: own.into() })
         );
     }
     // Another identity with the same id is someone else.
-    desk.decide(&pending.id, "key:bob", Ruling::Allow { remember: None }).unwrap();
+    desk.decide(&pending.id, "key:bob", Ruling::Allow { remember: None }).await.unwrap();
     let (outcome, approved) = waiting.await.unwrap();
     assert_eq!(outcome, Outcome::Continue);
     assert_eq!(approved.expect("approved").by, "key:bob");
@@ -732,7 +735,7 @@ async fn a_remembered_grant_is_not_shared_across_tenants() {
     let first = held(&approval, context(alice("acme")));
     let pending = first_pending(&desk).await;
     let remember = Some(Duration::from_secs(600));
-    desk.decide(&pending.id, "carol", Ruling::Allow { remember }).unwrap();
+    desk.decide(&pending.id, "carol", Ruling::Allow { remember }).await.unwrap();
     assert_eq!(first.await.unwrap().0, Outcome::Continue);
 
     let regrouped = alice("acme").with_groups(vec!["oncall".into()]);
@@ -743,10 +746,10 @@ async fn a_remembered_grant_is_not_shared_across_tenants() {
     let elsewhere = held(&approval, context(alice("globex")));
     let pending = first_pending(&desk).await;
     assert_eq!(pending.caller, "jwt:alice@globex", "held again for the other tenant");
-    desk.decide(&pending.id, "carol", Ruling::Deny { reason: None }).unwrap();
+    desk.decide(&pending.id, "carol", Ruling::Deny { reason: None }).await.unwrap();
     assert!(matches!(elsewhere.await.unwrap().0, Outcome::Refuse(_)));
     let untenanted = held(&approval, context(Principal::new("jwt", "alice")));
     let pending = first_pending(&desk).await;
-    desk.decide(&pending.id, "carol", Ruling::Deny { reason: None }).unwrap();
+    desk.decide(&pending.id, "carol", Ruling::Deny { reason: None }).await.unwrap();
     assert!(matches!(untenanted.await.unwrap().0, Outcome::Refuse(_)), "nor in no tenant");
 }

@@ -328,6 +328,7 @@ async fn approval_sees_and_digests_the_redacted_arguments() {
                     "alice",
                     crate::approval::Ruling::Allow { remember: None },
                 )
+                .await
                 .expect("decided");
                 return;
             }

@@ -34,21 +34,23 @@ pub(super) async fn page(
         (Some(id), Some("deny")) => Some(format!("Call {id} denied.")),
         _ => None,
     };
-    render(&console, &session, StatusCode::OK, notice.as_deref(), None)
+    render(&console, &session, StatusCode::OK, notice.as_deref(), None).await
 }
 
 /// The page, with a notice of what was just done or an error.
-fn render(
+async fn render(
     console: &Console,
     session: &Session,
     status: StatusCode,
     notice: Option<&str>,
     error: Option<&str>,
 ) -> Response {
-    let pending: Vec<Value> = console
-        .admin
-        .approvals
-        .pending()
+    let (waiting, unavailable) = match console.admin.approvals.waiting().await {
+        Ok(waiting) => (waiting, None),
+        Err(error) => (Vec::new(), Some(error.to_string())),
+    };
+    let error = error.or(unavailable.as_deref());
+    let pending: Vec<Value> = waiting
         .iter()
         .filter(|p| session.who.sees(p.caller_tenant()))
         .map(|p| p.to_json())
@@ -130,7 +132,7 @@ pub(super) async fn decide(
         body["reason"] = json!(form.reason.trim());
     }
     let body = serde_json::to_vec(&body).expect("JSON");
-    match crate::admin::decide_held(&console.admin, &session.who, &id, &body) {
+    match crate::admin::decide_held(&console.admin, &session.who, &id, &body).await {
         Ok(decision) => {
             let to = format!(
                 "/console/approvals?id={}&decision={decision}",
@@ -138,6 +140,6 @@ pub(super) async fn decide(
             );
             Redirect::to(&to).into_response()
         }
-        Err((status, message)) => render(&console, &session, status, None, Some(&message)),
+        Err((status, message)) => render(&console, &session, status, None, Some(&message)).await,
     }
 }
