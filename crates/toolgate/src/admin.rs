@@ -28,6 +28,7 @@
 mod contracts;
 mod roles;
 mod servers;
+mod shared_contracts;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -52,6 +53,7 @@ pub(crate) use contracts::{ApprovedContracts, approve_tool};
 pub(crate) use roles::Role;
 pub(crate) use roles::RoleMembers;
 pub(crate) use servers::restart_server;
+pub(crate) use shared_contracts::follow as follow_shared_contracts;
 
 /// Who may use the admin API: bearer tokens by the name of who holds them.
 #[derive(Clone)]
@@ -100,21 +102,29 @@ pub(crate) struct Admin {
     /// The front's credentials, when `[auth]` is set, and who holds which role.
     identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
     metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// What the replicas share, when they do: contracts approved here are pinned there too.
+    pub(crate) shared: Option<shared_contracts::Replicas>,
 }
 
 /// The admin application, and its state (which the console, mounted beside it, shares).
 pub(crate) fn admin_router(
-    gateway: Arc<Gateway>,
-    approvals: Arc<ApprovalDesk>,
-    integrity: Arc<IntegrityLocks>,
+    running: &crate::setup::Running,
     tokens: AdminTokens,
     identity: Option<(Arc<Authenticator>, Arc<RoleMembers>)>,
-    metrics: Option<Arc<crate::metrics::Metrics>>,
     required: crate::health::Required,
 ) -> (axum::Router, Admin) {
+    let gateway = running.gateway.clone();
     let ready = gateway.clone();
-    let approved = Arc::default();
-    let admin = Admin { gateway, approvals, integrity, approved, tokens, identity, metrics };
+    let admin = Admin {
+        gateway,
+        approvals: running.approvals.clone(),
+        integrity: running.integrity_locks.clone(),
+        approved: Arc::default(),
+        tokens,
+        identity,
+        metrics: running.metrics.clone(),
+        shared: running.shared.clone().map(shared_contracts::Replicas::new),
+    };
     let router = axum::Router::new()
         .route("/metrics", axum::routing::get(scrape))
         .route("/approvals", axum::routing::get(list_approvals))

@@ -224,7 +224,6 @@ pub(crate) struct Running {
     pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
     /// What this replica shares with the others (`[state] backend` Redis or PostgreSQL);
     /// `None` when it is the only one.
-    #[allow(dead_code, reason = "the HTTP front's relay between replicas will read it")]
     pub(crate) shared: Option<toolgate_state::SharedState>,
     /// What interceptors run in the background (`emit`'s commands).
     background: tokio_util::task::TaskTracker,

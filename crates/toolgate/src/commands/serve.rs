@@ -246,15 +246,8 @@ async fn start_admin(
     let tokens = crate::admin::AdminTokens::new(
         config.tokens.iter().map(|(name, token)| (name.clone(), token.expose().to_owned())),
     );
-    let (router, admin) = crate::admin::admin_router(
-        running.gateway.clone(),
-        running.approvals.clone(),
-        running.integrity_locks.clone(),
-        tokens,
-        identity,
-        running.metrics.clone(),
-        required,
-    );
+    let (router, admin) = crate::admin::admin_router(running, tokens, identity, required);
+    let following = crate::admin::follow_shared_contracts(&admin);
     let router = router
         .merge(crate::console::router(admin))
         // The console's audit page reads the audit log.
@@ -265,6 +258,9 @@ async fn start_admin(
     running.approvals.set_attended(true);
     let serving = tokio::spawn(async move {
         crate::admin::serve_admin(listener, router, limits, DEFAULT_GRACE, shutdown).await;
+        if let Some(following) = following {
+            following.abort();
+        }
     });
     Ok((serving, bound))
 }

@@ -49,7 +49,7 @@ mod recording_upstream;
 mod redact;
 mod relays;
 mod replicas;
-mod replicas_approval;
+mod replicas_state;
 mod responses_api;
 mod responses_bounds;
 mod responses_faults;

@@ -1,9 +1,11 @@
-//! Held approvals across replicas: two `toolgate serve` with `[state] backend` on a real Redis
-//! (`toolgate_testkit::redis`) and the same shared key, behind HAProxy round robin. A call
-//! held on one replica is listed and decided on the other's admin API; a call held on a
-//! replica that is killed stays listed, its decision is taken on the survivor, and the call
-//! sent again goes through; with Redis stopped, a call that needs approval is refused at once,
-//! saying why, and the next one after Redis is back is held again.
+//! What replicas share through `[state]`: two `toolgate serve` with `backend` on a real Redis
+//! (`toolgate_testkit::redis`) and the same shared key, behind HAProxy round robin.
+//! - Held approvals: a call held on one replica is listed and decided on the other's admin
+//!   API; a call held on a replica that is killed stays listed, its decision is taken on the
+//!   survivor, and the call sent again goes through; with Redis stopped, a call that needs
+//!   approval is refused at once, saying why, and the next one after Redis is back is held
+//!   again.
+//! - Integrity: a contract approved on one replica is pinned in the other's own lock file.
 
 use std::time::Duration;
 
@@ -224,4 +226,60 @@ async fn replicas_without_redis_a_held_call_is_refused_at_once_and_held_again_af
     let ids = replicas.wait_listed(1, 1).await;
     assert_eq!(replicas.decide(1, &ids[0], json!({"decision": "allow"})).await, 200);
     assert!(finished(call).await.is_ok());
+}
+
+/// A contract approved on one replica's admin API is pinned by the other, in its own lock
+/// file (each replica here has its own folder, as on two machines), and the tool it withheld
+/// as unknown is listed there too.
+#[tokio::test]
+async fn replicas_a_contract_approved_on_one_replica_is_pinned_on_the_other() {
+    let redis = RedisServer::start().await;
+    let text = format!(
+        "{}\n\
+         [[pipeline]]\nkind = \"integrity\"\nunknown = \"block\"\n\
+         poisoning = {{ quarantine = \"off\" }}\n\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\ntokens = {{ alice = \"{ALICE}\" }}\n\n\
+         [state]\nbackend = {}\nshared_key = {}\n",
+        fixture_server("fx", "stdio", None),
+        toml_str(&redis.url()),
+        toml_str(SHARED_KEY),
+    );
+    let (one, two) = (ConfigDir::new(&text), ConfigDir::new(&text));
+    let (one_path, two_path) = (one.path(), two.path());
+    let (first, second) =
+        tokio::join!(HttpGateway::start(&one_path), HttpGateway::start(&two_path));
+    let admin = admin_url(&first).await;
+    second.wait_for_log(&["pinning what the other replicas approve"]).await;
+    let client = http_client(&second.url).await;
+    let listed = |client: &Client| {
+        let peer = client.peer().clone();
+        async move {
+            let tools = peer.list_all_tools().await.expect("tools/list");
+            tools.iter().any(|tool| tool.name == "fx__echo")
+        }
+    };
+    assert!(!listed(&client).await, "unknown, withheld on the second replica");
+
+    let http = reqwest::Client::new();
+    let approve = |digest: String| {
+        http.post(format!("{admin}/integrity/fx__echo/approve"))
+            .header("authorization", format!("Bearer {ALICE}"))
+            .json(&json!({ "digest": digest }))
+            .send()
+    };
+    // The digest of the contract, as a refusal of a stale one tells it.
+    let stale = approve(format!("sha256:{}", "0".repeat(64))).await.expect("POST");
+    assert_eq!(stale.status(), 409);
+    let digest = stale.json::<Value>().await.expect("JSON")["digest"]
+        .as_str()
+        .expect("the digest")
+        .to_owned();
+    assert_eq!(approve(digest.clone()).await.expect("POST").status(), 200);
+
+    second.wait_for_log(&["contract approved on another replica, pinned here too"]).await;
+    let lock = std::fs::read_to_string(two_path.with_file_name("toolgate.lock"))
+        .expect("the second replica's own lock file");
+    assert!(lock.contains(&digest), "{lock}");
+    assert!(listed(&client).await, "listed on the second replica now");
+    client.cancel().await.expect("close");
 }
