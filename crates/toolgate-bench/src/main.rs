@@ -18,6 +18,7 @@ mod latency;
 mod observability;
 mod portable;
 mod proc_stats;
+mod replicas;
 mod responses;
 mod scale;
 mod startup;
@@ -53,6 +54,9 @@ enum Command {
     /// What metrics (`[gateway] metrics`) and tracing (`[telemetry]`, sampling 1 and 0.01,
     /// to a local OTLP sink) add to a tool call through toolgate.
     Observability(observability::ObservabilityArgs),
+    /// toolgate as 1, 2 and 4 replicas behind HAProxy (and 2 sharing a Redis) against one
+    /// replica called directly.
+    Replicas(replicas::ReplicasArgs),
     /// Realistic tool results from real MCP servers and test runners, one JSON file each.
     Corpus(corpus::CorpusArgs),
     /// What each transform saves, in tokens, on the corpus (docs/token-economy.md).
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
             Command::Upstream(args) => upstream::run(args).await,
             Command::Responses(args) => responses::run(args).await,
             Command::Observability(args) => observability::run(args).await,
+            Command::Replicas(args) => replicas::run(args).await,
             Command::Corpus(args) => corpus::run(args).await,
             Command::Tokens(args) => tokens::run(args).await,
         }

@@ -91,6 +91,11 @@ impl RedisServer {
         self.password.as_deref()
     }
 
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.running.as_ref().and_then(|running| running.child.id())
+    }
+
     /// Its TCP port on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
