@@ -10,7 +10,7 @@ use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors, io_reason};
 use crate::model::{
     AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, LlmConfig, ProxyChoice,
-    ProxyConfig, ScriptsConfig, ServerConfig, TransportConfig,
+    ProxyConfig, ResponseStore, ScriptsConfig, ServerConfig, StateBackend, TransportConfig,
 };
 use crate::value::{Syntax, parse_json, parse_toml, parse_yaml};
 use crate::{Format, client, native, smg};
@@ -151,6 +151,19 @@ fn check_str(
     };
     let telemetry = crate::telemetry::check_telemetry(&mut cx, telemetry.as_ref());
     let state = crate::state::check_state(&mut cx, state.as_ref());
+    // Replicas that share state but keep conversations each in a file of their own lose a
+    // conversation whose next turn reaches another replica.
+    if !matches!(state.backend, StateBackend::Memory)
+        && gateway.llm_api
+        && !matches!(llm.store, Some(ResponseStore::Postgres(_) | ResponseStore::Off))
+    {
+        cx.warn(
+            "llm.store",
+            "each replica keeps /v1/responses conversations in its own SQLite file, so a \
+             `previous_response_id` that reaches another replica is not found: with a shared \
+             [state] backend, use a postgres:// store",
+        );
+    }
     let secret_env = secret_env(cx.secret_vars(), &agent, &llm, &pipeline);
     let (mut errors, mut warnings) = cx.finish();
     errors.extend(duplicate_names(&servers));

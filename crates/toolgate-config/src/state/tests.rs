@@ -68,3 +68,22 @@ fn every_mistake_is_named_with_its_path() {
     let errors = load("[state]\nbackend = \"sqlite:pw\"\n", &env).expect_err("not a backend");
     assert!(!errors.contains("sqlite:pw"), "{errors}");
 }
+
+#[test]
+fn replicas_sharing_state_are_warned_off_a_store_of_their_own() {
+    let env = FixedEnvironment::new().with_var("KEY", KEY);
+    let warnings = |store: &str| {
+        let text = format!(
+            "[gateway]\nllm_api = true\n\n[llm]\n{store}\n\n[state]\n\
+             backend = \"redis://127.0.0.1:6379/0\"\nshared_key = \"${{KEY}}\"\n"
+        );
+        let config = crate::parse_str(&text, Format::Toml, Path::new("/etc"), &env)
+            .unwrap_or_else(|e| panic!("{text}\n{e}"));
+        config.warnings.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    };
+    let own = warnings("store = \"sqlite:responses.db\"");
+    assert!(own.contains("llm.store") && own.contains("postgres://"), "{own}");
+    assert!(warnings("").contains("llm.store"), "the default is a file too");
+    assert!(!warnings("store = \"postgres://db/toolgate\"").contains("llm.store"));
+    assert!(!warnings("store = \"off\"").contains("llm.store"));
+}
