@@ -260,9 +260,8 @@ async fn shared_state(
     if matches!(state.backend, toolgate_config::StateBackend::Memory) {
         return Ok(None);
     }
-    let shared = toolgate_state::SharedState::connect(state)
-        .await
-        .context("cannot use [state] backend")?;
+    let shared =
+        toolgate_state::SharedState::connect(state).await.context("cannot use [state] backend")?;
     tracing::info!(backend = shared.backend(), target = shared.target(), "sharing state");
     Ok(Some(shared))
 }
