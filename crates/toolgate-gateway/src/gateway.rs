@@ -97,7 +97,13 @@ pub struct Gateway {
     dynamic: dynamic::DynamicPool,
     /// Itself, for the handles of dynamic servers.
     me: Weak<Gateway>,
+    /// Each change of the inventory's lists, for whoever tells other replicas
+    /// ([`Gateway::watch_lists`]).
+    lists: tokio::sync::broadcast::Sender<crate::session::Changed>,
 }
+
+/// Changes of the lists a watcher may fall behind by before it loses the oldest.
+const LISTS_BACKLOG: usize = 16;
 
 /// Counts a request as in flight until dropped.
 struct InFlightGuard<'a>(&'a tokio::sync::watch::Sender<usize>);
@@ -192,6 +198,7 @@ impl Gateway {
             per_caller: None,
             dynamic: dynamic::DynamicPool::default(),
             me: Weak::new(),
+            lists: tokio::sync::broadcast::channel(LISTS_BACKLOG).0,
         }
     }
 
@@ -342,6 +349,20 @@ impl Gateway {
     /// The people at the clients of script tool calls now running.
     pub(crate) fn askers(&self) -> &crate::askers::Askers {
         &self.askers
+    }
+
+    /// Each change of the inventory's lists from now on, as the sessions are told of it (a
+    /// watcher that falls more than a few changes behind loses the oldest).
+    pub fn watch_lists(&self) -> tokio::sync::broadcast::Receiver<crate::session::Changed> {
+        self.lists.subscribe()
+    }
+
+    /// Tells every session and listen stream that `changed` changed somewhere else (another
+    /// replica's inventory): not recorded, and not passed to [`Gateway::watch_lists`].
+    pub async fn notify_lists_changed(&self, changed: crate::session::Changed) {
+        if changed.any() {
+            self.sessions.notify_changed(changed).await;
+        }
     }
 
     /// Where the gateway's events go.

@@ -157,14 +157,22 @@ impl Session {
 }
 
 /// Which lists changed, for `*/list_changed`.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Changed {
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// `tools/list`.
     pub tools: bool,
+    /// `prompts/list`.
     pub prompts: bool,
+    /// `resources/list` (or the resource templates).
     pub resources: bool,
 }
 
 impl Changed {
+    /// Whether any list changed.
+    pub fn any(self) -> bool {
+        self.tools || self.prompts || self.resources
+    }
+
     /// The `*/list_changed` notifications that say so.
     fn notifications(self) -> Vec<mcp::ServerNotification> {
         let mut notifications = Vec::new();

@@ -9,7 +9,9 @@
 //! of a stream and their resumption in `sse`. Who may talk to it at all is `guard`; what the
 //! MCP headers must say, `headers`; who counts as one client for the bounds per client,
 //! `client`. Who is calling is `auth`. With `[state] shared_key`, session ids are sealed
-//! (`seal`), so that any replica behind a load balancer serves any session.
+//! (`seal`), so that any replica behind a load balancer serves any session; with shared state
+//! on a bus as well, `relay` carries between replicas the answers and notifications that
+//! reach the wrong one, and changes of the lists.
 //!
 //! Everything a client can make it hold is bounded: sessions (in all and per client, idle ones
 //! making room), listen streams (in all and per client), what each stream holds for a slow
@@ -26,6 +28,7 @@ mod headers;
 mod listen;
 mod outbox;
 mod post;
+mod relay;
 mod reply;
 pub mod seal;
 mod session;
@@ -76,6 +79,8 @@ pub(crate) struct Front {
     shutdown: CancellationToken,
     /// Who may call; `None`: everyone, as `anonymous:anonymous` (loopback without `[auth]`).
     auth: Option<Arc<Authenticator>>,
+    /// The relay between replicas, with shared state on a bus.
+    relay: Option<Arc<relay::Relay>>,
 }
 
 /// What a front holds for its clients at most, and for how long.
@@ -93,18 +98,19 @@ pub(crate) struct Limits {
 
 impl Front {
     /// A front over `dispatcher`, letting in what `guard` and `auth` let in, its session ids
-    /// sealed by `seal` when there is one.
+    /// sealed by `seal` when there is one, relaying between replicas over `shared` when given.
     pub(crate) fn new(
         dispatcher: Arc<Dispatcher>,
         guard: Guard,
         auth: Option<Arc<Authenticator>>,
         limits: Limits,
-        seal: Option<seal::SessionSeal>,
+        (seal, shared): (Option<seal::SessionSeal>, Option<toolgate_state::SharedState>),
         shutdown: CancellationToken,
     ) -> Arc<Front> {
-        Arc::new(Front {
+        let relay = shared.map(|state| relay::Relay::start(state, shutdown.clone()));
+        let front = Arc::new(Front {
             dispatcher,
-            sessions: sessions::HttpSessions::sealed(limits.sessions, seal),
+            sessions: sessions::HttpSessions::sealed(limits.sessions, seal).relayed(relay.clone()),
             guard,
             body_limit: limits.body_limit,
             listening: Arc::new(listen::ListenStreams::new(limits.listen)),
@@ -112,7 +118,12 @@ impl Front {
             stream_max_age: limits.stream_max_age,
             shutdown,
             auth,
-        })
+            relay,
+        });
+        if let Some(relay) = &front.relay {
+            relay.listen(Arc::downgrade(&front), front.gateway(), front.shutdown.clone());
+        }
+        front
     }
 
     /// The gateway.

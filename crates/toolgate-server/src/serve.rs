@@ -82,6 +82,11 @@ pub struct HttpOptions {
     /// the same key serves every session (see [`crate::seal`]); `None`: random ids, each
     /// session on the replica that opened it.
     pub shared_key: Option<toolgate_config::Secret>,
+    /// The state replicas share (`[state] backend` Redis or PostgreSQL): with it, answers and
+    /// notifications that reach the wrong replica are relayed to the right one, and changes of
+    /// one replica's lists reach every replica's sessions (see the README, "Running several
+    /// replicas"); `None`: each replica on its own.
+    pub shared: Option<toolgate_state::SharedState>,
 }
 
 /// Serves one MCP client on stdin/stdout until the client closes stdin (requests still
@@ -150,7 +155,7 @@ pub fn http_router(
             guard,
             options.auth.clone(),
             limits,
-            seal,
+            (seal, options.shared.clone()),
             shutdown,
         );
         front.keep_tidy();
@@ -217,6 +222,7 @@ impl Default for HttpOptions {
             auth: None,
             routes: None,
             shared_key: None,
+            shared: None,
         }
     }
 }

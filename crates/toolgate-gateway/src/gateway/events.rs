@@ -109,6 +109,10 @@ impl Gateway {
         };
         self.recorder.lists_changed(changed);
         self.sessions.notify_changed(changed).await;
+        if changed.any() {
+            // Nobody watching is no error.
+            let _ = self.lists.send(changed);
+        }
     }
 
     /// A log message an upstream sent about no call: it passes the pipeline as its server's,

@@ -11,7 +11,8 @@
 //! body that is not JSON 415, one over the limit 413, one that is not a JSON-RPC message 400
 //! with its JSON-RPC error; a request without the session it needs 400, with one that is not
 //! open 404; headers that contradict the body 400 (`-32020`). With sealed session ids, an
-//! answer to a question another replica asked is 409: it cannot reach that replica from here.
+//! answer to a question another replica asked is relayed to it when shared state is on a bus
+//! (`relay`), and 409 when it is not, or the bus is down: it cannot reach that replica then.
 
 #![allow(deprecated)] // the session era's requests are legacy in 2026-07-28 but still spoken
 
@@ -34,6 +35,7 @@ use super::client::ClientKey;
 use super::headers;
 use super::listen;
 use super::outbox::Outbox;
+use super::relay::Unrelayed;
 use super::reply::{self, Answering, json_message};
 use super::session::{HttpSession, SessionRequest};
 use super::sessions::Lookup;
@@ -95,10 +97,10 @@ pub(crate) async fn post(front: Arc<Front>, request: Request) -> Response {
             front.notification(notification.notification, &parts)
         }
         mcp::ClientJsonRpcMessage::Response(response) => {
-            front.client_answer(response.id, Ok(response.result), &parts)
+            front.client_answer(response.id, Ok(response.result), &parts).await
         }
         mcp::ClientJsonRpcMessage::Error(error) => match error.id {
-            Some(id) => front.client_answer(id, Err(error.error), &parts),
+            Some(id) => front.client_answer(id, Err(error.error), &parts).await,
             // An error about something toolgate cannot identify: nothing to route it to.
             None => StatusCode::ACCEPTED.into_response(),
         },
@@ -332,8 +334,9 @@ impl Front {
         StatusCode::ACCEPTED.into_response()
     }
 
-    /// The client's answer to a question toolgate asked in its session.
-    fn client_answer(
+    /// The client's answer to a question toolgate asked in its session: to this copy of the
+    /// session, or relayed to the replica whose copy asked it.
+    async fn client_answer(
         &self,
         id: mcp::RequestId,
         answer: Result<mcp::ClientResult, mcp::ErrorData>,
@@ -350,27 +353,53 @@ impl Front {
                 &mcp::JsonRpcMessage::Error(mcp::JsonRpcError::new(None, error)),
             );
         }
-        match self.session_of(parts) {
-            Ok(session) => {
-                if session.answered(&id, answer) {
+        let session = match self.session_of(parts) {
+            Ok(session) => session,
+            Err(response) => return response,
+        };
+        if !session.asked_elsewhere(&id) {
+            session.answered(&id, answer);
+            return StatusCode::ACCEPTED.into_response();
+        }
+        let why = match (&self.relay, session.relay_name()) {
+            (Some(relay), Some(name)) => match relay.answer(name, &id, answer).await {
+                Ok(()) => {
+                    tracing::debug!(session = %session.id, %id, "an answer relayed to the replica that asked");
                     return StatusCode::ACCEPTED.into_response();
                 }
-                tracing::debug!(session = %session.id, %id, "an answer to another replica's question");
-                let error = mcp::ErrorData::invalid_request(
-                    format!(
-                        "no question {id} was asked on this replica: another replica asked it, and \
-                         an answer reaches only the replica that asked (questions do not travel \
-                         between replicas); the call that asked it ends at its timeout"
-                    ),
-                    None,
-                );
-                json_message(
-                    StatusCode::CONFLICT,
-                    &mcp::JsonRpcMessage::Error(mcp::JsonRpcError::new(None, error)),
-                )
-            }
-            Err(response) => response,
-        }
+                Err(Unrelayed::TooLarge(too_large)) => {
+                    let error = mcp::ErrorData::invalid_request(
+                        format!(
+                            "the answer to question {id} cannot reach the replica that asked it: \
+                             {too_large}; the call that asked it gets an error instead"
+                        ),
+                        None,
+                    );
+                    return json_message(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &mcp::JsonRpcMessage::Error(mcp::JsonRpcError::new(None, error)),
+                    );
+                }
+                Err(Unrelayed::Bus(error)) => format!(
+                    "the bus between replicas is down ({})",
+                    toolgate_core::ErrorChain(&error)
+                ),
+            },
+            _ => "questions do not travel between replicas without shared state".to_owned(),
+        };
+        tracing::debug!(session = %session.id, %id, "an answer to another replica's question");
+        let error = mcp::ErrorData::invalid_request(
+            format!(
+                "no question {id} was asked on this replica: another replica asked it, and the \
+                 answer cannot reach it from here ({why}); the call that asked it ends at its \
+                 timeout"
+            ),
+            None,
+        );
+        json_message(
+            StatusCode::CONFLICT,
+            &mcp::JsonRpcMessage::Error(mcp::JsonRpcError::new(None, error)),
+        )
     }
 }
 

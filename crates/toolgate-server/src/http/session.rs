@@ -11,6 +11,9 @@
 //! ids carry it, so that an answer or a `Last-Event-ID` meant for another replica's copy is
 //! told from one meant for this copy, and never taken for it. What a copy holds (questions,
 //! streams, requests running, the gateway's subscriptions and log level) stays on its replica.
+//! With the relay (`relay`, shared state on a bus), a copy sends what its standalone stream
+//! has no reader for here towards the replica that has one, and takes the answers to its
+//! questions that other replicas received.
 
 #![allow(deprecated)] // sampling and roots are deprecated in 2026-07-28 (SEP-2577)
 
@@ -25,6 +28,7 @@ use toolgate_core::mcp;
 use toolgate_intercept::Principal;
 
 use super::client::ClientKey;
+use super::relay::{Outlet, Relay, wire};
 use super::sse::{EventStream, Urgency, parse_event_id, parse_marked_event_id};
 use toolgate_gateway::link::{Answer, Notify, Questions, RequestLink};
 use toolgate_gateway::session::{OpenedBy, Session};
@@ -61,6 +65,8 @@ pub(crate) struct HttpSession {
     queue: usize,
     /// This copy's mark, when the session's id is sealed (see the module's documentation).
     mark: Option<u64>,
+    /// The session's name on the bus, for a sealed session with the relay on.
+    relay_name: Option<Arc<str>>,
 }
 
 #[derive(Debug, Default)]
@@ -82,14 +88,23 @@ pub(crate) struct Standalone {
     stream: EventStream,
     /// Cancelled when the session ends.
     closed: CancellationToken,
+    /// Where what nobody reads here goes, with the relay on: another replica may.
+    elsewhere: Option<Outlet>,
 }
 
 impl Notify for Standalone {
     fn notify(&self, notification: mcp::ServerNotification) -> BoxFuture<'static, ()> {
         if !self.closed.is_cancelled() {
+            let relayed = self
+                .elsewhere
+                .as_ref()
+                .filter(|_| wire::travels(&notification) && !self.stream.is_read());
             let message = mcp::ServerJsonRpcMessage::notification(notification);
             if let Ok(json) = serde_json::to_vec(&message) {
                 self.stream.push(&json, Urgency::of(&message));
+            }
+            if let Some(outlet) = relayed {
+                outlet.send(&message);
             }
         }
         Box::pin(async {})
@@ -113,6 +128,8 @@ pub(crate) struct Opening<'a> {
     pub(crate) queue: usize,
     /// The copy's mark, for a session whose id is sealed.
     pub(crate) mark: Option<u64>,
+    /// The relay, for a copy of a sealed session when it is on.
+    pub(crate) relay: Option<&'a Relay>,
 }
 
 impl HttpSession {
@@ -135,15 +152,19 @@ impl HttpSession {
             now_ms,
             queue,
             mark: None,
+            relay: None,
         })
     }
 
     /// A session as `opening` says.
     pub(crate) fn opened(opening: Opening<'_>) -> HttpSession {
-        let Opening { id, owner, client, params, version, now_ms, queue, mark } = opening;
+        let Opening { id, owner, client, params, version, now_ms, queue, mark, relay } = opening;
+        let elsewhere = relay.filter(|_| mark.is_some()).map(|relay| relay.outlet(&id));
+        let relay_name = elsewhere.as_ref().map(|outlet| Arc::from(outlet.name()));
         let standalone = Arc::new(Standalone {
             stream: EventStream::marked(mark, 0, queue),
             closed: CancellationToken::new(),
+            elsewhere,
         });
         let described =
             OpenedBy::now(Some(&id), owner.clone(), "streamable-http", Some(version.clone()));
@@ -166,6 +187,7 @@ impl HttpSession {
             busy: AtomicUsize::new(0),
             queue,
             mark,
+            relay_name,
         }
     }
 
@@ -257,6 +279,35 @@ impl HttpSession {
         }
         tracing::debug!(session = %self.id, %id, "an answer to no open question");
         true
+    }
+
+    /// Whether question `id` is one another replica's copy of this sealed session asked: a
+    /// number this copy did not give (toolgate's questions are numbered).
+    pub(crate) fn asked_elsewhere(&self, id: &mcp::RequestId) -> bool {
+        self.mark.is_some()
+            && matches!(id, mcp::RequestId::Number(_))
+            && !self.questions.was_asked(id)
+    }
+
+    /// Whether question `id` is one this copy of a sealed session asked (answered or not).
+    pub(crate) fn asked_here(&self, id: &mcp::RequestId) -> bool {
+        self.mark.is_some() && self.questions.was_asked(id)
+    }
+
+    /// The session's name on the bus, when the relay serves it.
+    pub(crate) fn relay_name(&self) -> Option<&str> {
+        self.relay_name.as_deref()
+    }
+
+    /// Puts `message` (a notification another replica relayed) on the standalone stream,
+    /// relaying it no further.
+    pub(crate) fn deliver_here(&self, message: &mcp::ServerJsonRpcMessage) {
+        if self.standalone.closed.is_cancelled() {
+            return;
+        }
+        if let Ok(json) = serde_json::to_vec(message) {
+            self.standalone.stream.push(&json, Urgency::of(message));
+        }
     }
 
     /// A new stream for an answer, kept for resumption until the session ends or
@@ -418,6 +469,7 @@ mod tests {
             now_ms: 0,
             queue: 16,
             mark: Some(mark),
+            relay: None,
         }))
     }
 

@@ -26,6 +26,7 @@ use toolgate_core::mcp;
 use toolgate_intercept::Principal;
 
 use super::client::ClientKey;
+use super::relay::Relay;
 use super::seal::{self, SessionSeal};
 use super::session::{HttpSession, Opening, millis_since};
 
@@ -94,6 +95,8 @@ pub(crate) struct HttpSessions {
     epoch: Instant,
     /// What seals session ids, with `[state] shared_key`.
     seal: Option<SessionSeal>,
+    /// The relay between replicas, with shared state on a bus.
+    relay: Option<Arc<Relay>>,
 }
 
 /// What a request's session id finds.
@@ -149,7 +152,13 @@ impl HttpSessions {
 
     /// Sessions whose ids `seal` seals (random ids for `None`).
     pub(crate) fn sealed(bounds: Bounds, seal: Option<SessionSeal>) -> HttpSessions {
-        HttpSessions { table: RwLock::default(), bounds, epoch: Instant::now(), seal }
+        HttpSessions { table: RwLock::default(), bounds, epoch: Instant::now(), seal, relay: None }
+    }
+
+    /// The same, their copies served by `relay` (see `relay`).
+    pub(crate) fn relayed(mut self, relay: Option<Arc<Relay>>) -> HttpSessions {
+        self.relay = relay;
+        self
     }
 
     fn now(&self) -> u64 {
@@ -202,6 +211,7 @@ impl HttpSessions {
             now_ms: self.now(),
             queue: self.bounds.queue,
             mark: Some(seal::copy_mark()),
+            relay: self.relay.as_deref(),
         }))
     }
 
@@ -259,6 +269,14 @@ impl HttpSessions {
             .cloned()?;
         session.touch(self.now());
         Some(session)
+    }
+
+    /// The copy held here of the session named `name` on the relay's bus, if any (a relayed
+    /// answer's: not marked as used). A scan of the table, which is bounded; answers that
+    /// reach the wrong replica are few.
+    pub(crate) fn named(&self, name: &str) -> Option<Arc<HttpSession>> {
+        let table = self.table.read().expect("sessions lock must not be poisoned");
+        table.by_id.values().find(|session| session.relay_name() == Some(name)).cloned()
     }
 
     /// The session `id` names for `caller`, counted as `client`: one this table holds (marked

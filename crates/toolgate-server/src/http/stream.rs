@@ -15,6 +15,9 @@
 //! at once, so that the client gives up on that answer (retrying a few times, at most) instead
 //! of waiting for it here. A DELETE of a session this replica does not hold, whose sealed id
 //! is the caller's, is `204`: nothing is held here, and the id still opens until its age.
+//! With the relay (shared state on a bus), the replica that reads a session's standalone
+//! stream also listens, while it does, for the notifications other replicas' copies of the
+//! session relay to it (`relay`); the GET answers once it listens.
 
 use std::sync::Arc;
 
@@ -27,7 +30,7 @@ use super::Front;
 use super::headers;
 use super::post::{accepts, is_modern_header, text};
 use super::reply::event_stream;
-use super::session::Resume;
+use super::session::{Resume, StreamRef};
 use super::sse::EventBody;
 
 /// `Last-Event-ID`.
@@ -58,15 +61,18 @@ pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
     let resumed = headers
         .get(LAST_EVENT_ID)
         .map(|last| last.to_str().map_or(Resume::NotKept, |last| session.resume(last)));
+    // Whether the body reads the standalone stream (another replica's copies relay to it).
+    let mut standalone_read = false;
     let body = match resumed {
         Some(Resume::Kept(stream, index)) => {
-            EventBody::new(Some(stream.stream().read_after(Some(index))), closed)
+            standalone_read = matches!(stream, StreamRef::Standalone(_));
+            EventBody::new(Some(stream.stream().read_after(Some(index))), closed.clone())
         }
         // A stream no longer kept: an empty stream that ends at once (an error status would
         // make an EventSource retry the same id for ever).
         Some(Resume::NotKept) => {
             tracing::debug!(session = %session.id, "a stream to resume is not kept");
-            EventBody::new(Some(tokio::sync::mpsc::channel(1).1), closed)
+            EventBody::new(Some(tokio::sync::mpsc::channel(1).1), closed.clone())
         }
         Some(Resume::Elsewhere { standalone: false }) => {
             tracing::debug!(session = %session.id, "a stream to resume is another replica's");
@@ -86,13 +92,22 @@ pub(crate) async fn get(front: Arc<Front>, request: Request) -> Response {
         None | Some(Resume::Elsewhere { standalone: true }) => {
             let standalone = session.standalone();
             if standalone.is_read() {
-                EventBody::new(None, closed)
+                EventBody::new(None, closed.clone())
             } else {
-                EventBody::new(Some(standalone.read()), closed)
+                standalone_read = true;
+                EventBody::new(Some(standalone.read()), closed.clone())
             }
         }
     };
-    event_stream(Body::from_stream(body.lasting(front.stream_max_age).holding(busy)))
+    let mut body = body.lasting(front.stream_max_age);
+    if let Some(relay) = &front.relay
+        && standalone_read
+    {
+        let reading = closed.child_token();
+        relay.follow(session.clone(), reading.clone()).await;
+        body = body.on_drop(reading);
+    }
+    event_stream(Body::from_stream(body.holding(busy)))
 }
 
 /// Handles a DELETE: the session ends (`204`), or was not open (`404`); with sealed ids, a

@@ -164,6 +164,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
             auth,
             routes: Some(main_routes(&config, &gateway, responses)),
             shared_key: config.state.shared_key.clone(),
+            shared: gateway.shared.clone(),
             ..defaults
         };
         toolgate_server::serve_http(listener, gateway.clone(), &options, shutdown)

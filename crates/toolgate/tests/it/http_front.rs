@@ -41,7 +41,7 @@ impl RawSession {
 
     /// Opens the session's standalone GET stream (which keeps the session busy while read);
     /// the response, its body unread.
-    async fn watch(&self) -> reqwest::Response {
+    pub(crate) async fn watch(&self) -> reqwest::Response {
         let response = self
             .http
             .get(&self.url)

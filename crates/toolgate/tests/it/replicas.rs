@@ -17,22 +17,26 @@ use crate::http_front::{ACCEPT, EventReader, RawSession, initialize};
 use crate::support::*;
 
 /// The shared key of these tests' replicas (32 bytes or more, as `[state]` asks).
-const SHARED_KEY: &str = "replicas-test-key-0123456789abcdefghij";
+pub(crate) const SHARED_KEY: &str = "replicas-test-key-0123456789abcdefghij";
 
 /// Two replicas of one config, and the load balancer in front of them.
-struct Replicas {
+pub(crate) struct Replicas {
     _config: ConfigDir,
-    replicas: Vec<HttpGateway>,
+    pub(crate) replicas: Vec<HttpGateway>,
     balancer: Haproxy,
 }
 
 impl Replicas {
     /// Two replicas, sealing session ids with [`SHARED_KEY`] when `shared_key`.
     async fn start(shared_key: bool) -> Replicas {
+        let state = format!("\n[state]\nshared_key = {}\n", toml_str(SHARED_KEY));
+        Replicas::start_with(if shared_key { &state } else { "" }).await
+    }
+
+    /// Two replicas of the fixture's config with `extra` at its end.
+    pub(crate) async fn start_with(extra: &str) -> Replicas {
         let mut text = fixture_server("fx", "stdio", None);
-        if shared_key {
-            text.push_str(&format!("\n[state]\nshared_key = {}\n", toml_str(SHARED_KEY)));
-        }
+        text.push_str(extra);
         let config = ConfigDir::new(&text);
         let path = config.path();
         let (one, two) = tokio::join!(HttpGateway::start(&path), HttpGateway::start(&path));
@@ -41,12 +45,12 @@ impl Replicas {
     }
 
     /// The load balancer's `/mcp`.
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}/mcp", self.balancer.url())
     }
 
     /// The session of each tool call replica `n` (0 or 1) has finished (`""` for none).
-    fn calls(&self, n: usize) -> Vec<String> {
+    pub(crate) fn calls(&self, n: usize) -> Vec<String> {
         finished_calls(&self.replicas[n])
     }
 }
@@ -75,7 +79,7 @@ fn calls_script(count: usize) -> Value {
     Value::Array(steps)
 }
 
-fn python() -> Command {
+pub(crate) fn python() -> Command {
     let mut command = Command::new(deps::python());
     command.arg(deps::client_script("py_client.py"));
     command
@@ -88,8 +92,18 @@ fn node() -> Command {
 }
 
 /// Runs an SDK client script against `url` in `mode`: its report.
-async fn run_sdk(mut command: Command, mode: &str, script: &Value, url: &str) -> Value {
-    command.args(["--mode", mode, "--timeout", "60", "--script"]).arg(script.to_string());
+async fn run_sdk(command: Command, mode: &str, script: &Value, url: &str) -> Value {
+    run_sdk_with(command, &["--mode", mode, "--timeout", "60"], script, url).await
+}
+
+/// Runs an SDK client script against `url` with `options` (before `--script`): its report.
+pub(crate) async fn run_sdk_with(
+    mut command: Command,
+    options: &[&str],
+    script: &Value,
+    url: &str,
+) -> Value {
+    command.args(options).arg("--script").arg(script.to_string());
     command.args(["http", url]).kill_on_drop(true);
     let output = tokio::time::timeout(Duration::from_secs(180), command.output())
         .await
