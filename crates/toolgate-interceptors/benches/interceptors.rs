@@ -4,7 +4,9 @@
 //!   through a pipeline of that built-in alone, of none (`bare`), of all five (`full`), or
 //!   of one interceptor that does nothing (`noop`: what the pipeline itself costs for each
 //!   interceptor it runs); the result is one short text (`small`) or one 100 KiB text block
-//!   (`100KB`).
+//!   (`100KB`). `limits_shared` is `limits` counting its rates across replicas, in a shared
+//!   state in this process's memory (`SharedState::memory()`: what the shared path costs
+//!   without a network; on Redis add a round trip).
 //! - `tools_list/<stage>`: the response phase of a 100-tool `tools/list`, and what one copy
 //!   of that list costs (`copy_of_list`), to read the stages against; `policy_principals` is a
 //!   policy whose rules name principals and groups.
@@ -193,6 +195,14 @@ fn pipeline(entries: &[InterceptorConfig]) -> Pipeline {
     build_pipeline(entries, &services).expect("the bench's pipeline config is valid")
 }
 
+/// [`pipeline`] on a replica: what replicas share is in a state in this process's memory.
+fn shared_pipeline(entries: &[InterceptorConfig]) -> Pipeline {
+    let services = Services::new(EventBus::new())
+        .with_admin_api(true)
+        .with_shared_state(toolgate_state::SharedState::memory());
+    build_pipeline(entries, &services).expect("the bench's pipeline config is valid")
+}
+
 /// Lets every `tools/call` through untouched, hooked where the validators are.
 struct Noop(Descriptor);
 
@@ -241,6 +251,7 @@ fn stages() -> Vec<Stage> {
         stage("validate_args", vec![validate_args(0)], false),
         stage("arg_map", vec![arg_map(0)], true),
         stage("limits", vec![limits(0)], false),
+        Stage { name: "limits_shared", pipeline: shared_pipeline(&[limits(0)]), by_alias: false },
         stage("full", vec![arg_map(0), policy(1), validate_args(2), limits(3), approval(4)], true),
     ]
 }

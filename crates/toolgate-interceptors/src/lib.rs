@@ -61,8 +61,9 @@ pub struct Services {
     pub scripts_limits: toolgate_scripts::Limits,
     /// What the replicas of this gateway share (`[state] backend` Redis or PostgreSQL): held
     /// approvals, their decisions and remembered grants live there, so that any replica
-    /// decides a call another holds. `None`: this process is the only one (`memory`), and
-    /// keeps them in its own memory.
+    /// decides a call another holds; `limits` counts its rates there, and `truncate` keeps
+    /// whole results there too. `None`: this process is the only one (`memory`), and keeps
+    /// them in its own memory.
     pub shared: Option<toolgate_state::SharedState>,
 }
 
@@ -206,7 +207,9 @@ fn build(
         policy::KIND => Ok(Arc::new(policy::Policy::from_config(entry)?)),
         validate_args::KIND => Ok(Arc::new(validate_args::ValidateArgs::from_config(entry)?)),
         arg_map::KIND => Ok(Arc::new(arg_map::ArgMap::from_config(entry)?)),
-        limits::KIND => Ok(Arc::new(limits::Limits::from_config(entry)?)),
+        limits::KIND => Ok(Arc::new(
+            limits::Limits::from_config(entry)?.with_shared_state(services.shared.clone()),
+        )),
         integrity::KIND => Ok(Arc::new(integrity::Integrity::from_config(entry, services)?)),
         redact::KIND => Ok(Arc::new(redact::Redact::from_config(entry, services)?)),
         toon::KIND => Ok(Arc::new(toon::Toon::from_config(entry, services)?)),

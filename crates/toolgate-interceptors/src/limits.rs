@@ -63,6 +63,18 @@
 //! - **Audit mode** (`mode = "audit"`): calls are counted as in active mode, so the audit
 //!   log shows what would have been refused, but nothing is refused and no timeout is left.
 //!
+//! # Across replicas
+//!
+//! With `[state] backend` on Redis or PostgreSQL (several replicas behind a load balancer),
+//! each `rate` is also counted in the shared state, in fixed windows of its period: `10/min`
+//! allows 10 calls in each minute of the clock in all, whichever replicas take them, and a
+//! call refused there waits until the window ends (`try again in` says how long). The token
+//! bucket above still applies on each replica, so a burst is shaped there as well. When the
+//! state cannot be reached, a call with a rate is refused (the entry fails closed; the reason
+//! names the state backend), within the state's timeout. **`concurrency` stays per replica**:
+//! `concurrency = 4` allows 4 calls in flight on each replica. Keys and details:
+//! `limits/shared.rs`.
+//!
 //! # Refusals
 //!
 //! ```text
@@ -100,6 +112,8 @@ use toolgate_intercept::{
 
 use crate::options::{ABOVE_ZERO, OptionError, Options};
 
+mod shared;
+
 /// The config `kind`.
 pub const KIND: &str = "limits";
 
@@ -121,6 +135,8 @@ const UNLISTED: &str = "";
 #[derive(Debug)]
 pub struct Limits {
     descriptor: Descriptor,
+    /// Where the rates are counted across replicas, if they are.
+    shared: Option<shared::SharedRates>,
     servers: BTreeMap<String, ServerKey>,
     /// In config order.
     tools: Vec<ToolKey>,
@@ -228,6 +244,8 @@ enum Per {
 struct Limiter {
     /// `server "github"`, `tool "github__create_issue"`.
     label: String,
+    /// Its counter's part of the shared state's keys (see [`shared`]).
+    counter: String,
     slots: Option<(Arc<Semaphore>, u32)>,
     bucket: Option<Bucket>,
 }
@@ -302,9 +320,11 @@ impl Bucket {
 // === impl Limiter ===
 
 impl Limiter {
-    fn new(label: String, spec: &Spec) -> Limiter {
+    /// `identity` says what it counts (key, whose calls, which tool), for the shared state.
+    fn new(label: String, identity: &str, spec: &Spec) -> Limiter {
         Limiter {
             label,
+            counter: shared::counter(identity, spec.rate),
             slots: spec.concurrency.map(|n| (Arc::new(Semaphore::new(n as usize)), n)),
             bucket: spec.rate.map(Bucket::new),
         }
@@ -369,21 +389,28 @@ impl Limits {
         let descriptor = options.configure(descriptor, entry);
         options.finish(descriptor, |descriptor| Limits {
             descriptor,
+            shared: None,
             servers,
             tools,
             rate_gate: Mutex::new(()),
         })
     }
 
+    /// The same, counting its rates across replicas in `state` too (when there is one).
+    pub fn with_shared_state(mut self, state: Option<toolgate_state::SharedState>) -> Limits {
+        self.shared = state.map(|state| shared::SharedRates::new(state, &self.descriptor.name));
+        self
+    }
+
     /// Admits `ctx`'s call of the exposed tool `tool` on `server` (`listed`: a server lists
-    /// it), or says why not.
+    /// it), or says why not: its slots, then its rates, all checked before any is charged.
     fn admit(
         &self,
         server: &str,
         tool: &str,
         listed: bool,
         ctx: &CallContext,
-    ) -> Result<Admitted, String> {
+    ) -> Result<(Admitted, Vec<Arc<Limiter>>), String> {
         let server_key = self.servers.get(server);
         let matching: Vec<&ToolKey> = self.tools.iter().filter(|t| t.matches(tool)).collect();
         let mut limiters: Vec<Arc<Limiter>> =
@@ -412,9 +439,16 @@ impl Limits {
             }
         }
 
+        limiters.retain(|limiter| limiter.bucket.is_some());
+        self.rates(&limiters, self.shared.is_none())?;
+        Ok((Admitted { permits, timeout }, limiters))
+    }
+
+    /// Checks every one of `limiters`' buckets, then (`charge`) charges them all.
+    fn rates(&self, limiters: &[Arc<Limiter>], charge: bool) -> Result<(), String> {
         let _gate = self.rate_gate.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
-        for limiter in &limiters {
+        for limiter in limiters {
             let Some(bucket) = &limiter.bucket else { continue };
             if let Some(wait) = bucket.wait(now) {
                 let Rate { calls: n, per, .. } = bucket.rate;
@@ -427,12 +461,40 @@ impl Limits {
                 ));
             }
         }
-        for limiter in &limiters {
-            if let Some(bucket) = &limiter.bucket {
-                bucket.take(now);
+        if charge {
+            for limiter in limiters {
+                if let Some(bucket) = &limiter.bucket {
+                    bucket.take(now);
+                }
             }
         }
-        Ok(Admitted { permits, timeout })
+        Ok(())
+    }
+
+    /// Counts `limiters`' rates across replicas (they passed here), then charges them here:
+    /// whether the call may go.
+    async fn admit_shared(
+        &self,
+        shared: &shared::SharedRates,
+        limiters: &[Arc<Limiter>],
+    ) -> Result<Result<(), String>, InterceptError> {
+        let charged = match shared.charge(limiters).await {
+            Ok(Ok(charged)) => charged,
+            Ok(Err(reason)) => return Ok(Err(reason)),
+            Err(error) => {
+                let mut reason = format!("cannot count the rate limits: {error}");
+                if let Some(cause) = std::error::Error::source(&error) {
+                    reason.push_str(&format!(" ({cause})"));
+                }
+                return Err(InterceptError(reason));
+            }
+        };
+        // Another call here may have taken the room while the state answered.
+        if let Err(reason) = self.rates(limiters, true) {
+            shared.undo(charged).await;
+            return Ok(Err(reason));
+        }
+        Ok(Ok(()))
     }
 
     fn refuse(&self, reason: String) -> Outcome {
@@ -448,7 +510,9 @@ impl ServerKey {
         let (who, for_whom) = self.spec.per.of(ctx);
         let label = format!("server {:?}{for_whom}", self.name);
         let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
-        limiters.get_or_make(&who, || Limiter::new(label, &self.spec))
+        limiters.get_or_make(&who, || {
+            Limiter::new(label, &format!("server\u{0}{}\u{0}{who}", self.name), &self.spec)
+        })
     }
 }
 
@@ -492,7 +556,9 @@ impl ToolKey {
         };
         let key = format!("{who}\u{0}{name}");
         let mut limiters = self.limiters.lock().unwrap_or_else(PoisonError::into_inner);
-        limiters.get_or_make(&key, || Limiter::new(label, &self.spec))
+        limiters.get_or_make(&key, || {
+            Limiter::new(label, &format!("tool\u{0}{}\u{0}{key}", self.key), &self.spec)
+        })
     }
 }
 
@@ -579,6 +645,25 @@ fn parse_rate(text: &str) -> Option<(u32, Per)> {
     Some((calls, per))
 }
 
+impl Limits {
+    /// Leaves what `admitted` grants in `ctx`.
+    fn grant(&self, ctx: &mut CallContext, admitted: Admitted) {
+        let Admitted { permits, timeout } = admitted;
+        if let Some(ours) = timeout
+            && self.descriptor.mode == Mode::Active
+        {
+            let shortest = ctx.get::<UpstreamTimeout>().map_or(ours, |t| t.0.min(ours));
+            ctx.insert(UpstreamTimeout(shortest));
+        }
+        if !permits.is_empty() {
+            match ctx.get::<Held>() {
+                Some(held) => held.0.lock().unwrap_or_else(PoisonError::into_inner).extend(permits),
+                None => ctx.insert(Held(Mutex::new(permits))),
+            }
+        }
+    }
+}
+
 impl Interceptor for Limits {
     fn descriptor(&self) -> &Descriptor {
         &self.descriptor
@@ -591,35 +676,33 @@ impl Interceptor for Limits {
         message: &'a Message,
         ctx: &'a mut CallContext,
     ) -> BoxFuture<'a, Result<Outcome, InterceptError>> {
-        let outcome = match (message, &ctx.target) {
+        let admitted = match (message, &ctx.target) {
             (Message::CallTool(_), Some(target)) => {
-                match self.admit(&target.server, &target.exposed, target.tool.is_some(), ctx) {
-                    Err(reason) => self.refuse(reason),
-                    Ok(Admitted { permits, timeout }) => {
-                        if let Some(ours) = timeout
-                            && self.descriptor.mode == Mode::Active
-                        {
-                            let shortest =
-                                ctx.get::<UpstreamTimeout>().map_or(ours, |t| t.0.min(ours));
-                            ctx.insert(UpstreamTimeout(shortest));
-                        }
-                        if !permits.is_empty() {
-                            match ctx.get::<Held>() {
-                                Some(held) => held
-                                    .0
-                                    .lock()
-                                    .unwrap_or_else(PoisonError::into_inner)
-                                    .extend(permits),
-                                None => ctx.insert(Held(Mutex::new(permits))),
-                            }
-                        }
-                        Outcome::Continue
-                    }
-                }
+                self.admit(&target.server, &target.exposed, target.tool.is_some(), ctx)
             }
-            _ => Outcome::Continue,
+            _ => return Box::pin(async { Ok(Outcome::Continue) }),
         };
-        Box::pin(async move { Ok(outcome) })
+        let (admitted, rated) = match admitted {
+            Ok(admitted) => admitted,
+            Err(reason) => {
+                let refused = self.refuse(reason);
+                return Box::pin(async move { Ok(refused) });
+            }
+        };
+        match &self.shared {
+            Some(shared) if !rated.is_empty() => Box::pin(async move {
+                // The slots in `admitted` are given back if the call does not go.
+                if let Err(reason) = self.admit_shared(shared, &rated).await? {
+                    return Ok(self.refuse(reason));
+                }
+                self.grant(ctx, admitted);
+                Ok(Outcome::Continue)
+            }),
+            _ => {
+                self.grant(ctx, admitted);
+                Box::pin(async { Ok(Outcome::Continue) })
+            }
+        }
     }
 }
 

@@ -59,6 +59,14 @@
 //! again: each page is within `page_tokens`/`page_bytes`, by default the budget). See
 //! [`read`] for its arguments. Results of `toolgate__read_result` itself are never cut.
 //!
+//! With `[state] backend` on Redis or PostgreSQL (several replicas), the whole result is also
+//! kept in the shared state, so that its handle reads on any replica, for the same caller
+//! only. What one caller, and everyone, keeps there is bounded by `spill_caller_bytes` and
+//! `spill_max_bytes` (counted over each `spill_ttl`); a result past either, or cut while the
+//! state cannot be reached, is kept on its replica only, and says `"shared": false` in its
+//! `_meta` record. Reading a handle from another replica while the state cannot be reached
+//! says so (try again). Keys and details: `truncate/shared.rs`.
+//!
 //! # Options
 //!
 //! | option | values | default | meaning |
@@ -84,6 +92,7 @@ pub mod json;
 mod meter;
 pub mod read;
 mod settings;
+mod shared;
 pub mod spill;
 
 use std::sync::Arc;
@@ -121,6 +130,8 @@ pub struct Truncate {
     structured: Structured,
     media: Media,
     spill: Option<Arc<SpillStore>>,
+    /// Where whole results are kept for the other replicas, if there are any.
+    shared: Option<shared::SharedSpill>,
     stores: Arc<SpillStores>,
     events: EventBus,
 }
@@ -155,6 +166,9 @@ impl Truncate {
                 services.spill.register(&descriptor.name, &store);
                 store
             });
+            let shared = (services.shared.as_ref())
+                .filter(|_| spill.is_some())
+                .map(|state| shared::SharedSpill::new(state.clone(), &descriptor.name, limits));
             if let Budget::Tokens(_, encoding) = budget {
                 // The first count builds the encoding's tables (about a second): not on a call.
                 std::thread::spawn(move || encoding.warm_up());
@@ -167,6 +181,7 @@ impl Truncate {
                 structured,
                 media,
                 spill,
+                shared,
                 stores: services.spill.clone(),
                 events: services.events.clone(),
             }
@@ -689,9 +704,13 @@ impl Interceptor for Truncate {
                 return Ok(Outcome::Continue);
             }
             let schema = target.and_then(|t| t.tool.as_ref()).and_then(|t| t.output_schema.clone());
-            let Some(cut) = self.shorten(result, schema.as_deref(), &owner(ctx)) else {
+            let owner = owner(ctx);
+            let Some(mut cut) = self.shorten(result, schema.as_deref(), &owner) else {
                 return Ok(Outcome::Continue);
             };
+            if let (Some(shared), Some(store)) = (&self.shared, &self.spill) {
+                shared.share(store, &owner, &mut cut).await;
+            }
             let after = transform::model_text(&cut.result);
             let mut details = vec![
                 ("budget", json!(self.meter.limit())),
@@ -728,7 +747,14 @@ impl Interceptor for Truncate {
             if name != read::NAME {
                 return Err(InterceptError(format!("{KIND} serves no tool named {name}")));
             }
-            Ok(read::page(&self.stores, &owner(ctx), arguments.as_ref(), &self.page))
+            let (owner, arguments) = (owner(ctx), arguments.as_ref());
+            Ok(match &self.shared {
+                None => read::page(&self.stores, &owner, arguments, &self.page),
+                Some(shared) => {
+                    let store = self.spill.as_deref();
+                    shared.page(&self.stores, store, &owner, arguments, &self.page).await
+                }
+            })
         })
     }
 }

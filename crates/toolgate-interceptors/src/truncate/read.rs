@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use toolgate_core::mcp;
 
 use super::Meter;
-use super::spill::SpillStores;
+use super::spill::{Document, SpillStores};
 
 /// The tool's original name; the gateway exposes it as `toolgate__read_result`.
 pub const NAME: &str = "read_result";
@@ -91,20 +91,33 @@ pub fn page(
     arguments: Option<&mcp::JsonObject>,
     meter: &Meter,
 ) -> mcp::CallToolResult {
-    match read(stores, owner, arguments, meter) {
-        Ok(result) => result,
-        Err(message) => mcp::CallToolResult::error(vec![mcp::ContentBlock::text(message)]),
-    }
+    let read = request(arguments).and_then(|request| {
+        let document = stores.get(owner, request.handle).ok_or_else(|| unknown(request.handle))?;
+        render(&document, &request, meter)
+    });
+    answer(read)
 }
 
-fn read(
-    stores: &SpillStores,
-    owner: &str,
-    arguments: Option<&mcp::JsonObject>,
-    meter: &Meter,
-) -> Result<mcp::CallToolResult, String> {
-    let empty = mcp::JsonObject::new();
-    let arguments = arguments.unwrap_or(&empty);
+/// What a call asks for.
+#[derive(Clone, Copy)]
+pub(super) struct Request<'a> {
+    pub(super) handle: &'a str,
+    offset: usize,
+    limit: usize,
+}
+
+/// A call's answer, or the error result that says what is wrong.
+pub(super) fn answer(read: Result<mcp::CallToolResult, String>) -> mcp::CallToolResult {
+    read.unwrap_or_else(|message| {
+        mcp::CallToolResult::error(vec![mcp::ContentBlock::text(message)])
+    })
+}
+
+/// What `arguments` ask for, or what is wrong with them.
+pub(super) fn request(arguments: Option<&mcp::JsonObject>) -> Result<Request<'_>, String> {
+    let Some(arguments) = arguments else {
+        return Err("`handle` is required: the handle named in the shortened result".into());
+    };
     let handle = match arguments.get("handle") {
         Some(Value::String(handle)) => handle.as_str(),
         Some(other) => return Err(format!("`handle` must be a string, not {other}")),
@@ -115,12 +128,24 @@ fn read(
     if !(1..=MOST_LINES).contains(&limit) {
         return Err(format!("`limit` must be between 1 and {MOST_LINES}, not {limit}"));
     }
-    let Some(document) = stores.get(owner, handle) else {
-        return Err(format!(
-            "no kept result has the handle {handle:?}: it expired, was pushed out by newer \
-             results, or was never kept for this session; call the original tool again"
-        ));
-    };
+    Ok(Request { handle, offset, limit })
+}
+
+/// What a handle that is unknown, expired, or another caller's gets.
+pub(super) fn unknown(handle: &str) -> String {
+    format!(
+        "no kept result has the handle {handle:?}: it expired, was pushed out by newer results, \
+         or was never kept for this session; call the original tool again"
+    )
+}
+
+/// The page of `document` that `request` asks for.
+pub(super) fn render(
+    document: &Document,
+    request: &Request<'_>,
+    meter: &Meter,
+) -> Result<mcp::CallToolResult, String> {
+    let Request { handle, offset, limit } = *request;
     let total = document.lines();
     if offset > total {
         return Err(format!("`offset` {offset} is past the end: the result has {total} lines"));

@@ -75,6 +75,11 @@ impl Document {
         Document { text, starts }
     }
 
+    /// Its text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// How many lines it has.
     pub fn lines(&self) -> usize {
         self.starts.len()
@@ -147,6 +152,23 @@ impl SpillStore {
     /// Keeps `document` for `owner`, making room by forgetting the oldest results (the
     /// owner's own first when the owner is over its limits); its handle.
     pub fn put(&self, owner: &str, document: Document) -> Result<String, SpillError> {
+        let handle = new_handle();
+        self.keep(owner, &handle, Arc::new(document))?;
+        Ok(handle)
+    }
+
+    /// Keeps `document`, which another replica kept under `handle`, for `owner`, as
+    /// [`put`](Self::put) keeps one (for the pages that follow: see `truncate/shared.rs`).
+    pub fn adopt(
+        &self,
+        owner: &str,
+        handle: &str,
+        document: Arc<Document>,
+    ) -> Result<(), SpillError> {
+        self.keep(owner, handle, document)
+    }
+
+    fn keep(&self, owner: &str, handle: &str, document: Arc<Document>) -> Result<(), SpillError> {
         let bytes = document.text.len();
         let limit = self.limits.caller_bytes.min(self.limits.max_bytes);
         if bytes > limit {
@@ -155,6 +177,9 @@ impl SpillStore {
         let now = Instant::now();
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.sweep(now, self.limits.ttl);
+        if inner.entries.contains_key(handle) {
+            inner.remove(handle);
+        }
         // The owner's own limits: forget its oldest results.
         loop {
             let (count, used) = inner.usage(owner);
@@ -172,14 +197,12 @@ impl SpillStore {
             let Some(handle) = inner.order.front().cloned() else { break };
             inner.remove(&handle);
         }
-        let handle = new_handle();
         inner.bytes += bytes;
-        inner.order.push_back(handle.clone());
-        inner.entries.insert(
-            handle.clone(),
-            Entry { owner: owner.to_owned(), document: Arc::new(document), created: now },
-        );
-        Ok(handle)
+        inner.order.push_back(handle.to_owned());
+        inner
+            .entries
+            .insert(handle.to_owned(), Entry { owner: owner.to_owned(), document, created: now });
+        Ok(())
     }
 
     /// The result `handle` names, if it is `owner`'s and has not expired.

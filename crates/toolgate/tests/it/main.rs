@@ -49,6 +49,7 @@ mod recording_upstream;
 mod redact;
 mod relays;
 mod replicas;
+mod replicas_limits;
 mod replicas_relay;
 mod replicas_state;
 mod responses_api;
