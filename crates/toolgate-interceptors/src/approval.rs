@@ -73,10 +73,12 @@ use toolgate_intercept::{
 use crate::options::{ABOVE_ZERO, OptionError, Options};
 
 mod desk;
+mod held;
 mod shared;
 
-use desk::Settled;
-pub use desk::{ApprovalDesk, DecideError, PendingApproval, Ruling};
+pub use desk::{ApprovalDesk, DecideError};
+use held::Settled;
+pub use held::{PendingApproval, Ruling};
 
 /// The config `kind`.
 pub const KIND: &str = "approval";

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use toolgate_intercept::{CallerKey, Principal};
 use toolgate_state::{MAX_TTL, MAX_VALUE_BYTES, SharedState, StateError};
 
-use super::desk::{PendingApproval, Ruling, Settled};
+use super::held::{PendingApproval, Ruling, Settled};
 
 /// The channel a decision's id is published on.
 pub(super) const DECIDED: &str = "approval/decided";

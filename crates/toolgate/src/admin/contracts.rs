@@ -73,8 +73,8 @@ impl Refused {
 
 /// Pins the exposed tool `exposed` in the lock file of every `integrity` interceptor, as
 /// `approver`, if its contract as its server lists it now has the digest `expected` (the one
-/// the approver reviewed); publishes `integrity/approved`, and tells the other replicas (see
-/// [`super::shared_contracts`]). What was done, as the admin API answers it.
+/// the approver reviewed); publishes `integrity/approved`, and tells the other replicas when
+/// they share state (`admin/shared_contracts.rs`). What was done, as the admin API answers it.
 pub(crate) fn approve_tool(
     admin: &Admin,
     approver: &str,
@@ -82,7 +82,9 @@ pub(crate) fn approve_tool(
     expected: &str,
 ) -> Result<Value, Refused> {
     let done = pin_tool(admin, approver, exposed, expected)?;
-    super::shared_contracts::announce(admin, approver, exposed, expected);
+    if let Some(replicas) = &admin.shared {
+        replicas.announce(approver, exposed, expected);
+    }
     Ok(done)
 }
 

@@ -40,26 +40,28 @@ struct Announced {
     digest: String,
 }
 
-/// Tells the other replicas that `by` approved `exposed`'s contract `digest` here.
-pub(super) fn announce(admin: &Admin, by: &str, exposed: &str, digest: &str) {
-    let Some(replicas) = admin.shared.clone() else { return };
-    let announced = Announced {
-        from: replicas.me.clone(),
-        by: by.to_owned(),
-        exposed: exposed.to_owned(),
-        digest: digest.to_owned(),
-    };
-    let Ok(payload) = serde_json::to_vec(&announced) else { return };
-    tokio::spawn(async move {
-        if let Err(error) = replicas.state.publish(APPROVED, &payload).await {
-            tracing::warn!(
-                target: "toolgate::integrity",
-                tool = %announced.exposed,
-                "the other replicas were not told of this approval (approve it there too): {:#}",
-                anyhow::Error::new(error)
-            );
-        }
-    });
+impl Replicas {
+    /// Tells the other replicas that `by` approved `exposed`'s contract `digest` here.
+    pub(crate) fn announce(&self, by: &str, exposed: &str, digest: &str) {
+        let announced = Announced {
+            from: self.me.clone(),
+            by: by.to_owned(),
+            exposed: exposed.to_owned(),
+            digest: digest.to_owned(),
+        };
+        let Ok(payload) = serde_json::to_vec(&announced) else { return };
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            if let Err(error) = state.publish(APPROVED, &payload).await {
+                tracing::warn!(
+                    target: "toolgate::integrity",
+                    tool = %announced.exposed,
+                    "the other replicas were not told of this approval (approve it there too): {:#}",
+                    anyhow::Error::new(error)
+                );
+            }
+        });
+    }
 }
 
 /// Pins on this replica what the others approve, until the returned task is aborted; `None`

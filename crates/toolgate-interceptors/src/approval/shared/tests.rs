@@ -15,7 +15,7 @@ use toolgate_state::SharedState;
 
 use super::super::{Approval, ApprovalDesk, DecideError, KIND, Ruling};
 use super::{HeldRecord, SharedDesk, call_key};
-use crate::approval::desk::Settled;
+use crate::approval::held::Settled;
 
 fn entry(options: Value) -> InterceptorConfig {
     crate::test_entry(KIND, "pipeline[1]", options)
