@@ -159,6 +159,7 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
         enabled: !disabled?.unwrap_or(false),
         integrity: None,
         response_format: Vec::new(),
+        replica: None,
     };
     Some(Entry { server, place: cx.place(&path) })
 }

@@ -71,7 +71,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use filter::{CompiledToolFilter, FilterError};
 pub use fingerprint::{Fingerprint, fingerprint};
 pub use model::*;
-pub use state::SHARED_KEY_MIN_BYTES;
+pub use state::{MAX_REPLICA_NAME, SHARED_KEY_MIN_BYTES};
 pub use telemetry::OTLP_HTTP_PROTOBUF;
 pub use tenants::is_tenant_name;
 

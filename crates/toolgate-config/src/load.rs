@@ -151,6 +151,10 @@ fn check_str(
     };
     let telemetry = crate::telemetry::check_telemetry(&mut cx, telemetry.as_ref());
     let state = crate::state::check_state(&mut cx, state.as_ref());
+    let pinned = servers
+        .iter()
+        .filter_map(|entry| Some((entry.server.name.as_str(), entry.server.replica.as_deref()?)));
+    crate::state::check_pins(&mut cx, &state, pinned);
     // Replicas that share state but keep conversations each in a file of their own lose a
     // conversation whose next turn reaches another replica.
     if !matches!(state.backend, StateBackend::Memory)

@@ -300,6 +300,10 @@ pub struct ServerConfig {
     /// results become, as written (keys are the server's own tool names or globs of them); see
     /// [`ServerConfig::response_format_for`]. Empty = none configured.
     pub response_format: Vec<(String, ResultFormat)>,
+    /// `replica = "NAME"`: the one replica that runs this server (a stateful one), named as
+    /// `[state] replica` names each; the others reach it through the shared state. `None`:
+    /// every replica runs its own.
+    pub replica: Option<String>,
 }
 
 /// How an upstream is reached.
@@ -379,7 +383,8 @@ impl StdioConfig {
 /// A server inside toolgate (see [`TransportConfig::InProcess`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InProcessConfig {
-    /// What serves it, for messages and `toolgate servers`: a script's file.
+    /// What serves it, for messages and `toolgate servers`: a script's file, or the replica a
+    /// pinned server runs on.
     pub origin: PathBuf,
 }
 
@@ -663,6 +668,10 @@ pub struct StateConfig {
     /// The same secret on every replica (at least 32 bytes); `None`: nothing is sealed for
     /// another replica to read.
     pub shared_key: Option<Secret>,
+    /// This replica's name (`replica = "${TOOLGATE_REPLICA}"`: the same config, a name from each
+    /// replica's environment), which servers pinned with `[servers.NAME] replica` are matched
+    /// against. `None`: unnamed (no server can be pinned to it).
+    pub replica: Option<String>,
 }
 
 /// `[state] backend`.

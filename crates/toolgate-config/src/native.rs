@@ -75,6 +75,7 @@ const SERVER_KEYS: &[&str] = &[
     "integrity",
     "response_format",
     "oauth",
+    "replica",
 ];
 const STDIO_KEYS: &[&str] = &["args", "env", "env_pass", "env_remove", "cwd"];
 const HTTP_KEYS: &[&str] = &["transport", "headers", "pool", "oauth", "proxy", "tls"];
@@ -479,6 +480,9 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     let response_format = optional(fields.get("response_format").copied(), |v| {
         crate::response_format::check(cx, v, &at("response_format"))
     });
+    let replica = optional(fields.get("replica").copied(), |v| {
+        crate::state::replica_name(cx, v, &at("replica"))
+    });
 
     let transport = match mode? {
         ServerKind::Stdio => TransportConfig::Stdio(StdioConfig {
@@ -525,6 +529,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         enabled: enabled?.unwrap_or(true),
         integrity: integrity?,
         response_format: response_format?.unwrap_or_default(),
+        replica: replica?,
     };
     Some(Entry { server, place: cx.place(&path) })
 }

@@ -291,6 +291,7 @@ fn check_server(
         enabled: true,
         integrity: None,
         response_format: formats?.unwrap_or_default(),
+        replica: None,
     };
     Some(Entry { server, place: cx.place(&place) })
 }

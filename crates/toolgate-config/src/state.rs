@@ -5,7 +5,11 @@
 //! [state]
 //! backend = "redis://state.internal:6379/0"   # or "postgres://...", or "memory" (the default)
 //! shared_key = "${TOOLGATE_SHARED_KEY}"       # at least 32 bytes, the same on every replica
+//! replica = "${TOOLGATE_REPLICA}"             # this replica's name, for pinned servers
 //! ```
+//!
+//! A stateful server runs on one replica only (`[servers.NAME] replica = "a"`); the others
+//! reach it through the shared state, so pinning needs a shared backend and named replicas.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +18,10 @@ use crate::error::key_path;
 use crate::model::{Secret, StateBackend, StateConfig};
 use crate::value::Value;
 
-const STATE_KEYS: &[&str] = &["backend", "shared_key"];
+const STATE_KEYS: &[&str] = &["backend", "shared_key", "replica"];
+
+/// The longest replica name.
+pub const MAX_REPLICA_NAME: usize = 64;
 
 /// The fewest bytes a shared key may have (an AES-256 key's worth).
 pub const SHARED_KEY_MIN_BYTES: usize = 32;
@@ -59,7 +66,60 @@ pub(crate) fn check_state(cx: &mut Checker<'_>, value: Option<&Value>) -> StateC
              what another sealed: set it (at least 32 bytes, the same on every replica)",
         );
     }
-    StateConfig { backend, shared_key }
+    let replica = fields.get("replica").and_then(|value| replica_name(cx, value, &at("replica")));
+    StateConfig { backend, shared_key, replica }
+}
+
+/// A replica's name (`[state] replica`, `[servers.NAME] replica`): interpolated, 1 to
+/// [`MAX_REPLICA_NAME`] characters of `A-Z a-z 0-9 _ . -` (it becomes part of keys and
+/// channels of the shared state).
+pub(crate) fn replica_name(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<String> {
+    let name = cx.interpolated_string(value, path)?;
+    let ok = !name.is_empty()
+        && name.len() <= MAX_REPLICA_NAME
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if !ok {
+        cx.error(
+            path,
+            format!(
+                "{name:?} is not a replica name (1 to {MAX_REPLICA_NAME} characters of A-Z a-z \
+                 0-9 _ . -)"
+            ),
+        );
+        return None;
+    }
+    Some(name)
+}
+
+/// Servers pinned to a replica (`[servers.NAME] replica`) need what pinning works through: a
+/// shared backend, and a name for this replica to be matched against.
+pub(crate) fn check_pins<'a>(
+    cx: &mut Checker<'_>,
+    state: &StateConfig,
+    pinned: impl IntoIterator<Item = (&'a str, &'a str)>,
+) {
+    for (server, replica) in pinned {
+        let path = key_path(&key_path("servers", server), "replica");
+        if matches!(state.backend, StateBackend::Memory) {
+            cx.error(
+                &path,
+                format!(
+                    "pins the server to replica {replica:?}, which the other replicas reach \
+                     through the shared state: set [state] backend to a redis:// or \
+                     postgres:// URL"
+                ),
+            );
+        } else if state.replica.is_none() {
+            cx.error(
+                &path,
+                format!(
+                    "pins the server to replica {replica:?}, but this replica has no name to \
+                     compare: set [state] replica (for example \"${{TOOLGATE_REPLICA}}\", a \
+                     different name in each replica's environment)"
+                ),
+            );
+        }
+    }
 }
 
 /// `backend`: `memory`, or a Redis or PostgreSQL URL (which may hold a password, so it is

@@ -222,6 +222,7 @@ fn dump(config: &Config) -> String {
             enabled,
             integrity,
             response_format,
+            replica,
         } = server;
         line(w, 1, name, "");
         line(w, 2, "transport", transport.kind());
@@ -301,6 +302,9 @@ fn dump(config: &Config) -> String {
                 .map(|(tool, format)| format!("{tool:?}: {format}"))
                 .collect();
             line(w, 2, "response_format", format!("{{{}}}", entries.join(", ")));
+        }
+        if let Some(replica) = replica {
+            line(w, 2, "replica", replica);
         }
     }
     if !pipeline.is_empty() {

@@ -126,6 +126,7 @@ fn server_config(url: url::Url) -> ServerConfig {
         enabled: true,
         integrity: None,
         response_format: Vec::new(),
+        replica: None,
     }
 }
 

@@ -386,7 +386,7 @@ impl Gateway {
     }
 
     /// The upstream named `server`.
-    fn upstream(&self, server: &str) -> Result<Arc<Upstream>, GatewayError> {
+    pub(crate) fn upstream(&self, server: &str) -> Result<Arc<Upstream>, GatewayError> {
         self.upstream_set().by_name.get(server).cloned().ok_or_else(|| {
             GatewayError::Upstream(UpstreamError::Disconnected { upstream: server.to_owned() })
         })

@@ -18,6 +18,7 @@ pub mod link;
 pub mod listen;
 pub mod methods;
 mod mrtr;
+pub mod pinned;
 pub mod protocol;
 mod record;
 mod script_tools;

@@ -194,6 +194,7 @@ impl ScriptTools {
             enabled: true,
             integrity: None,
             response_format: Vec::new(),
+            replica: None,
         };
         let caller: Arc<dyn ToolCaller> = self.caller.clone();
         let server =

@@ -85,6 +85,7 @@ fn benches(c: &mut Criterion) {
         let config = StateConfig {
             backend: StateBackend::Redis(Secret::new(server.url())),
             shared_key: None,
+            replica: None,
         };
         let state = runtime.block_on(SharedState::connect(&config)).expect("redis");
         operations(c, &runtime, "redis", &state);
@@ -97,6 +98,7 @@ fn benches(c: &mut Criterion) {
         let config = StateConfig {
             backend: StateBackend::Postgres(Secret::new(server.url())),
             shared_key: None,
+            replica: None,
         };
         let state = runtime.block_on(SharedState::connect(&config)).expect("postgres");
         operations(c, &runtime, "postgres", &state);

@@ -101,6 +101,7 @@ async fn every_page_of_every_list_is_fetched() {
         enabled: true,
         integrity: None,
         response_format: Vec::new(),
+        replica: None,
     };
     let upstream = Upstream::connect(&config).await.expect("connects");
     let catalog = upstream.catalog();

@@ -141,6 +141,7 @@ fn demo_config() -> anyhow::Result<Config> {
         enabled: true,
         integrity: None,
         response_format: Vec::new(),
+        replica: None,
     };
     Ok(Config { servers: vec![server], ..Config::default() })
 }
@@ -225,6 +226,8 @@ pub(crate) struct Running {
     /// What this replica shares with the others (`[state] backend` Redis or PostgreSQL);
     /// `None` when it is the only one.
     pub(crate) shared: Option<toolgate_state::SharedState>,
+    /// The servers pinned to this replica or another (`[servers.NAME] replica`).
+    pins: toolgate_gateway::pinned::Pins,
     /// What interceptors run in the background (`emit`'s commands).
     background: tokio_util::task::TaskTracker,
     events: Events,
@@ -236,6 +239,7 @@ impl Running {
     /// Ends the upstreams, waits for what interceptors run in the background (each bounded
     /// by its own timeout), then lets the event sinks write what is queued.
     pub(crate) async fn shutdown(self) {
+        self.pins.stop();
         self.gateway.shutdown().await;
         self.background.close();
         self.background.wait().await;
@@ -324,9 +328,17 @@ pub(crate) async fn start(
     let tenants =
         toolgate_gateway::Tenants::new(&config.tenants).context("cannot use [tenants]")?;
     let logins = crate::logins::for_serving();
-    let gateway = Gateway::start_with(
+    let pins = toolgate_gateway::pinned::Pins::new(
         &config.servers,
-        script_tools.initial(),
+        config.state.replica.as_deref(),
+        shared.clone(),
+        toolgate_gateway::pinned::Timing::default(),
+    );
+    let mut in_process = script_tools.initial();
+    in_process.extend(pins.remote_servers());
+    let gateway = Gateway::start_with(
+        pins.local_servers(),
+        in_process,
         wait,
         pipeline,
         recorder,
@@ -337,6 +349,7 @@ pub(crate) async fn start(
     gateway.set_tenants(tenants);
     gateway.set_public_url(config.gateway.public_url.as_ref());
     script_tools.attach(&gateway);
+    pins.attach(&gateway);
     // Scripts that came or went while the gateway started.
     script_tools.sync().await;
     let metrics = metrics_feed.map(|feed| {
@@ -352,6 +365,7 @@ pub(crate) async fn start(
     Ok(Running {
         gateway,
         shared,
+        pins,
         metrics,
         approvals: services.approvals,
         integrity_locks: services.integrity_locks,

@@ -87,3 +87,43 @@ fn replicas_sharing_state_are_warned_off_a_store_of_their_own() {
     assert!(!warnings("store = \"postgres://db/toolgate\"").contains("llm.store"));
     assert!(!warnings("store = \"off\"").contains("llm.store"));
 }
+
+#[test]
+fn a_replica_is_named_from_its_environment_and_a_pin_needs_shared_named_replicas() {
+    let env = FixedEnvironment::new().with_var("TOOLGATE_REPLICA", "eu-1");
+    let text = format!(
+        "[state]\nbackend = \"redis://cache\"\nshared_key = \"{KEY}\"\n\
+         replica = \"${{TOOLGATE_REPLICA}}\"\n\
+         [servers.memory]\ncommand = \"mcp-memory\"\nreplica = \"eu-1\"\n"
+    );
+    let config = crate::parse_str(&text, Format::Toml, Path::new("/etc"), &env).expect("valid");
+    assert_eq!(config.state.replica.as_deref(), Some("eu-1"));
+    assert_eq!(config.servers[0].replica.as_deref(), Some("eu-1"));
+
+    let cases = [
+        // Pinned, but nothing is shared: the other replicas could not reach it.
+        (
+            "[servers.memory]\ncommand = \"m\"\nreplica = \"a\"\n".to_owned(),
+            "servers.memory.replica: pins the server to replica \"a\"",
+        ),
+        // Shared, but this replica has no name to compare.
+        (
+            format!(
+                "[state]\nbackend = \"redis://cache\"\nshared_key = \"{KEY}\"\n\
+                 [servers.memory]\ncommand = \"m\"\nreplica = \"a\"\n"
+            ),
+            "set [state] replica",
+        ),
+        ("[state]\nreplica = \"a b\"\n".to_owned(), "state.replica: \"a b\" is not a replica name"),
+        ("[state]\nreplica = \"\"\n".to_owned(), "state.replica"),
+        (format!("[state]\nreplica = \"{}\"\n", "r".repeat(65)), "is not a replica name"),
+        (
+            "[servers.memory]\ncommand = \"m\"\nreplica = \"a/b\"\n".to_owned(),
+            "servers.memory.replica: \"a/b\" is not a replica name",
+        ),
+    ];
+    for (text, wanted) in cases {
+        let error = load(&text, &FixedEnvironment::new()).expect_err(&text);
+        assert!(error.contains(wanted), "{text}\nwanted {wanted:?} in:\n{error}");
+    }
+}

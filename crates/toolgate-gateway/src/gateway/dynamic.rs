@@ -468,6 +468,7 @@ fn dynamic_config(server: &DynamicServer, headers: BTreeMap<String, Secret>) -> 
         enabled: true,
         integrity: None,
         response_format: Vec::new(),
+        replica: None,
     }
 }
 

@@ -234,6 +234,7 @@ mod tests {
             enabled: true,
             integrity: None,
             response_format: Vec::new(),
+            replica: None,
         };
         let server: Arc<dyn toolgate_upstream::InProcessServer> = Arc::new(Served(tools));
         let hooks = vec![Hook::new(["tools/list"], Phase::Response).expect("a literal event")];

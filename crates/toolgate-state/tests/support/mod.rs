@@ -11,11 +11,15 @@ use toolgate_config::{Secret, StateBackend, StateConfig};
 use toolgate_state::{SharedState, StateError, Subscription};
 
 pub fn redis(url: &str) -> StateConfig {
-    StateConfig { backend: StateBackend::Redis(Secret::new(url)), shared_key: None }
+    StateConfig { backend: StateBackend::Redis(Secret::new(url)), shared_key: None, replica: None }
 }
 
 pub fn postgres(url: &str) -> StateConfig {
-    StateConfig { backend: StateBackend::Postgres(Secret::new(url)), shared_key: None }
+    StateConfig {
+        backend: StateBackend::Postgres(Secret::new(url)),
+        shared_key: None,
+        replica: None,
+    }
 }
 
 /// A state on `config`, bounded by `timeout`.

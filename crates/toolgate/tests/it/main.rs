@@ -50,6 +50,7 @@ mod redact;
 mod relays;
 mod replicas;
 mod replicas_limits;
+mod replicas_pinned;
 mod replicas_relay;
 mod replicas_state;
 mod responses_api;

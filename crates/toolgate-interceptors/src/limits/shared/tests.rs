@@ -183,8 +183,11 @@ async fn concurrency_stays_per_replica() {
 #[tokio::test]
 async fn on_redis_the_count_is_shared_and_a_frozen_redis_fails_closed() {
     let redis = toolgate_testkit::redis::RedisServer::start().await;
-    let config =
-        StateConfig { backend: StateBackend::Redis(Secret::new(redis.url())), shared_key: None };
+    let config = StateConfig {
+        backend: StateBackend::Redis(Secret::new(redis.url())),
+        shared_key: None,
+        replica: None,
+    };
     let connect = || async {
         SharedState::builder(&config)
             .timeout(Duration::from_millis(300))

@@ -189,8 +189,11 @@ async fn a_shared_result_expires_with_its_ttl() {
 #[tokio::test]
 async fn on_redis_a_result_reads_on_another_replica_and_an_outage_is_said() {
     let redis = toolgate_testkit::redis::RedisServer::start().await;
-    let config =
-        StateConfig { backend: StateBackend::Redis(Secret::new(redis.url())), shared_key: None };
+    let config = StateConfig {
+        backend: StateBackend::Redis(Secret::new(redis.url())),
+        shared_key: None,
+        replica: None,
+    };
     let connect = || async {
         SharedState::builder(&config)
             .timeout(Duration::from_millis(300))

@@ -177,6 +177,7 @@ async fn a_bus_that_cannot_be_reached_fails_an_answer_at_once() {
             "redis://127.0.0.1:{port}"
         ))),
         shared_key: None,
+        replica: None,
     };
     let state = SharedState::builder(&config)
         .timeout(Duration::from_millis(500))
