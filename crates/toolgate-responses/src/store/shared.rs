@@ -34,8 +34,9 @@
 //! after the first write), after which the slots are reused from the first, so the response
 //! evicted is then an old one rather than the oldest; of writes racing for one slot (more at
 //! once than the cap), the one evicted may be the newer; a lowered cap leaves the slots beyond
-//! it until their responses expire; and [`Shared::count`] lists the owner's headers (a `scan`,
-//! which on Redis walks the keyspace), for tools and tests, not for requests.
+//! it until their responses expire; a write that the state fails half way (an outage) may
+//! leave what it wrote in no slot, to expire; and [`Shared::count`] lists the owner's headers
+//! (a `scan`, which on Redis walks the keyspace), for tools and tests, not for requests.
 //!
 //! A state that cannot be reached fails the operation within its timeout (2 s) with a 503
 //! (`the response store is unavailable: ...`), as the PostgreSQL backend does; the state's

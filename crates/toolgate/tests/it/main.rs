@@ -51,6 +51,7 @@ mod relays;
 mod replicas;
 mod replicas_limits;
 mod replicas_relay;
+mod replicas_responses;
 mod replicas_state;
 mod responses_api;
 mod responses_bounds;
