@@ -3,7 +3,8 @@
 //!
 //! ```toml
 //! [llm]
-//! store = "sqlite:state/responses.db"     # or "postgres://user:${PG_PASS}@db/toolgate", or "off"
+//! store = "sqlite:state/responses.db"     # or "postgres://user:${PG_PASS}@db/toolgate", or
+//!                                         # "state" ([state] backend's), or "off"
 //! allowed_server_urls = ["https://mcp.example.com/*"]   # servers a request may name by URL
 //! max_tool_calls = 50                     # the most tool calls one response runs
 //! store_ttl = "30d"                       # a stored response is gone after this (default 30d)
@@ -52,14 +53,15 @@ const MAX_STORED: i64 = 100_000_000;
 /// The most `max_in_flight` and `max_in_flight_per_caller` may say.
 const MAX_IN_FLIGHT: i64 = 100_000;
 /// What `store` accepts, for its error message.
-const STORE_FORMS: &str =
-    "expected \"sqlite:PATH\", \"postgres://...\" (or \"postgresql://...\"), or \"off\" (or false)";
+const STORE_FORMS: &str = "expected \"sqlite:PATH\", \"postgres://...\" (or \"postgresql://...\"), \
+                           \"state\", or \"off\" (or false)";
 
 /// `[llm]`: the OpenAI-compatible endpoint's settings.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LlmConfig {
-    /// `store`: where stored responses live. `None` = the default (an SQLite file under the
-    /// state folder; the binary decides).
+    /// `store`: where stored responses live. `None` = the default (the binary decides: the
+    /// shared state when `[state] backend` is Redis or PostgreSQL, else an SQLite file under
+    /// the state folder).
     pub store: Option<ResponseStore>,
     /// `allowed_server_urls`: globs of MCP server URLs a request may name in a `server_url`
     /// (default none: only configured servers). Checked to compile as the config's other globs
@@ -124,6 +126,10 @@ pub enum ResponseStore {
     Sqlite(PathBuf),
     /// `"postgres://..."` or `"postgresql://..."`: the whole URL, which may hold a password.
     Postgres(Secret),
+    /// `"state"`: in what `[state] backend` names, which replicas behind one load balancer
+    /// share (Redis or PostgreSQL); with the `memory` backend, this process's memory, gone
+    /// with it. Responses are kept at most 30 days there, whatever `store_ttl` says.
+    State,
     /// `"off"` or `false`: nothing is stored (requests with `store: true` are refused).
     Off,
 }
@@ -236,7 +242,7 @@ fn count(
     }
 }
 
-/// `store`: `"sqlite:PATH"`, a Postgres URL, `"off"` or `false`.
+/// `store`: `"sqlite:PATH"`, a Postgres URL, `"state"`, `"off"` or `false`.
 fn store(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<ResponseStore> {
     let text = match value {
         Value::Boolean(false) => return Some(ResponseStore::Off),
@@ -253,6 +259,9 @@ fn store(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<ResponseStor
     if text == "off" {
         return Some(ResponseStore::Off);
     }
+    if text == "state" {
+        return Some(ResponseStore::State);
+    }
     // A file's name is no secret: its variables (`${HOME}`) stay the servers' to inherit.
     if let Some(file) = sqlite_file(text) {
         let file = cx.interpolate(file, path)?;
@@ -262,6 +271,9 @@ fn store(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<ResponseStor
     let text = cx.secret(|cx| cx.interpolate(text, path))?;
     if text == "off" {
         return Some(ResponseStore::Off);
+    }
+    if text == "state" {
+        return Some(ResponseStore::State);
     }
     if let Some(file) = sqlite_file(&text) {
         return sqlite(cx, file, path);

@@ -155,18 +155,8 @@ fn check_str(
         .iter()
         .filter_map(|entry| Some((entry.server.name.as_str(), entry.server.replica.as_deref()?)));
     crate::state::check_pins(&mut cx, &state, pinned);
-    // Replicas that share state but keep conversations each in a file of their own lose a
-    // conversation whose next turn reaches another replica.
-    if !matches!(state.backend, StateBackend::Memory)
-        && gateway.llm_api
-        && !matches!(llm.store, Some(ResponseStore::Postgres(_) | ResponseStore::Off))
-    {
-        cx.warn(
-            "llm.store",
-            "each replica keeps /v1/responses conversations in its own SQLite file, so a \
-             `previous_response_id` that reaches another replica is not found: with a shared \
-             [state] backend, use a postgres:// store",
-        );
+    if gateway.llm_api {
+        check_response_store(&mut cx, &llm, &state.backend);
     }
     let secret_env = secret_env(cx.secret_vars(), &agent, &llm, &pipeline);
     let (mut errors, mut warnings) = cx.finish();
@@ -206,6 +196,40 @@ fn check_str(
     };
     (config, errors)
 }
+
+/// Where `/v1/responses` conversations are kept, against `[state]`: replicas that share state
+/// but keep conversations each in a file of their own lose a conversation whose next turn
+/// reaches another replica; `"state"` on the `memory` backend keeps them in this process only;
+/// and the shared state keeps nothing longer than 30 days.
+fn check_response_store(cx: &mut Checker<'_>, llm: &LlmConfig, backend: &StateBackend) {
+    let shared = !matches!(backend, StateBackend::Memory);
+    match &llm.store {
+        Some(ResponseStore::Sqlite(_)) if shared => cx.warn(
+            "llm.store",
+            "each replica keeps /v1/responses conversations in its own SQLite file, so a \
+             `previous_response_id` that reaches another replica is not found: with a shared \
+             [state] backend, leave store out (or say \"state\") to keep them there",
+        ),
+        Some(ResponseStore::State) if !shared => cx.warn(
+            "llm.store",
+            "\"state\" with [state] backend = \"memory\" keeps /v1/responses conversations in \
+             this process's memory, lost when it stops",
+        ),
+        _ => {}
+    }
+    let in_state =
+        matches!(llm.store, Some(ResponseStore::State)) || (shared && llm.store.is_none());
+    if in_state && llm.store_ttl.is_some_and(|ttl| ttl > STATE_MAX_TTL) {
+        cx.warn(
+            "llm.store_ttl",
+            "the shared state keeps nothing longer than 30 days: stored responses are gone \
+             after 30 days",
+        );
+    }
+}
+
+/// The longest the shared state keeps a key (`toolgate_state::MAX_TTL`).
+const STATE_MAX_TTL: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 /// Where toolgate's own secrets come from ([`Config::secret_env`]): the variables its secret
 /// fields interpolated (`interpolated`), `[agent] api_key_env`, each `api_key_env` of

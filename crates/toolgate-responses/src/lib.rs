@@ -15,8 +15,8 @@
 //! `POST /v1/chat/completions` takes the same hosted tools (`chat`): the loop is the same, the
 //! answer one assistant message, and approvals the gateway's policy alone.
 //!
-//! Responses are stored (`store`, on by default as in OpenAI's API) in SQLite or PostgreSQL,
-//! each with its conversation and owned by its principal (`store`). The model behind the
+//! Responses are stored (`store`, on by default as in OpenAI's API) in SQLite, PostgreSQL or the
+//! state replicas share, each with its conversation and owned by its principal (`store`). The model behind the
 //! endpoint is chosen by the request's `model` through [`Models`].
 //!
 //! A server the request names by `server_url` is reached through the gateway's pool when

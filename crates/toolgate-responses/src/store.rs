@@ -1,15 +1,20 @@
 //! Stored responses: each response's JSON as `GET /v1/responses/{id}` returns it, and its
 //! conversation ([`State`]) for a later `previous_response_id`, in SQLite ([`sqlite`]: a file,
-//! the default) or PostgreSQL ([`postgres`]: a database that several gateways share). A
+//! the default), PostgreSQL ([`postgres`]: a database that several gateways share), or the
+//! gateway's shared state ([`shared`]: `[state] backend`, Redis or PostgreSQL, that the
+//! replicas behind one load balancer share). A
 //! response belongs to the principal that made it: another caller's id is answered as unknown.
 //! The request's credentials are never stored (they are not part of either).
 //!
 //! What is kept is bounded ([`Retention`]): a response older than the TTL is neither returned nor
 //! kept (each write deletes up to [`EXPIRED_PER_WRITE`] expired rows, so a backlog drains without
 //! one write paying for all of it), and each write drops its owner's oldest responses beyond the
-//! per-owner cap. Nothing a caller sends makes the store grow past `cap x callers`.
+//! per-owner cap. Nothing a caller sends makes the store grow past `cap x callers`. In the
+//! shared state, every key expires by itself (the TTL at most 30 days) and the cap is a ring of
+//! slots (see [`shared`] for how it differs).
 
 mod postgres;
+mod shared;
 mod sqlite;
 
 use std::path::Path;
@@ -62,13 +67,19 @@ pub struct Store {
 enum Backend {
     Sqlite(sqlite::Sqlite),
     Postgres(postgres::Postgres),
+    Shared(shared::Shared),
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let backend = match self.backend {
+        let backend = match &self.backend {
             Backend::Sqlite(_) => "sqlite",
             Backend::Postgres(_) => "postgres",
+            Backend::Shared(shared) => match shared.backend() {
+                "redis" => "state (redis)",
+                "postgres" => "state (postgres)",
+                _ => "state (memory)",
+            },
         };
         f.debug_struct("Store").field("backend", &backend).finish_non_exhaustive()
     }
@@ -134,6 +145,14 @@ impl Store {
         Ok(Store::of(Backend::Postgres(postgres::Postgres::connect(url).await?)))
     }
 
+    /// The store in the gateway's shared state (`[state] backend`): the replicas that share
+    /// `state` share their stored responses. A state that cannot be reached fails the requests
+    /// that need it (503) within the state's timeout, until it is back. The retention's TTL is
+    /// at most [`toolgate_state::MAX_TTL`] (30 days) there.
+    pub fn shared(state: toolgate_state::SharedState) -> Store {
+        Store::of(Backend::Shared(shared::Shared::new(state)))
+    }
+
     fn of(backend: Backend) -> Store {
         Store { backend, retention: Retention::default() }
     }
@@ -151,6 +170,7 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(db) => db.count(owner, cutoff).await,
             Backend::Postgres(db) => db.count(owner, cutoff).await,
+            Backend::Shared(db) => db.count(owner, cutoff).await,
         }
     }
 
@@ -204,6 +224,7 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(db) => db.delete(id, owner, cutoff).await,
             Backend::Postgres(db) => db.delete(id, owner, cutoff).await,
+            Backend::Shared(db) => db.delete(id, owner, cutoff).await,
         }
     }
 
@@ -231,6 +252,7 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(db) => db.put(row, prune).await,
             Backend::Postgres(db) => db.put(row, prune).await,
+            Backend::Shared(db) => db.put(row, prune).await,
         }
     }
 
@@ -243,6 +265,7 @@ impl Store {
         let row = match &self.backend {
             Backend::Sqlite(db) => db.get(id, owner, cutoff).await?,
             Backend::Postgres(db) => db.get(id, owner, cutoff).await?,
+            Backend::Shared(db) => db.get(id, owner, cutoff).await?,
         };
         let Some((response, state)) = row else { return Ok(None) };
         let response = serde_json::from_str(&response)

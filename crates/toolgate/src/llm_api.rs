@@ -1,6 +1,7 @@
 //! What `toolgate serve` builds for the OpenAI-compatible endpoint (`[gateway] llm_api`): the
 //! models a request may name (`[llm.models.NAME]`, else `[agent]`'s provider with the request's
-//! model name), the response store (`[llm] store`), and the service itself.
+//! model name), the response store (`[llm] store`; by default the shared state when `[state]`
+//! is Redis or PostgreSQL, else an SQLite file), and the service itself.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,12 +18,15 @@ use toolgate_responses::{
     Service, Store,
 };
 use toolgate_server::Authenticator;
+use toolgate_state::SharedState;
 
 /// The endpoint's service, or `None` when `[gateway] llm_api` is off. `own` are the
-/// gateway's own listeners, which requests may never name as a server.
+/// gateway's own listeners, which requests may never name as a server; `shared` is the state
+/// this replica shares with the others (`[state]` Redis or PostgreSQL), if any.
 pub(crate) async fn service(
     config: &Config,
     gateway: Arc<Gateway>,
+    shared: Option<&SharedState>,
     auth: Option<Arc<Authenticator>>,
     own: Vec<std::net::SocketAddr>,
     shutdown: CancellationToken,
@@ -47,7 +51,14 @@ pub(crate) async fn service(
         Some(ResponseStore::Postgres(url)) => {
             Some(Store::postgres(url.expose()).await.context("cannot use [llm] store")?)
         }
-        None => Some(open_store(default_store_path()?)?),
+        // Replicas that share state share their conversations there too.
+        Some(ResponseStore::State) => {
+            Some(Store::shared(shared.cloned().unwrap_or_else(SharedState::memory)))
+        }
+        None => match shared {
+            Some(shared) => Some(Store::shared(shared.clone())),
+            None => Some(open_store(default_store_path()?)?),
+        },
     };
     let defaults = Retention::default();
     let retention = Retention {

@@ -138,6 +138,17 @@ fn a_whole_url_from_a_variable_is_a_secret_whatever_it_turns_out_to_be() {
 }
 
 #[test]
+fn state_is_the_state_backends() {
+    assert_eq!(store("\"state\""), Some(ResponseStore::State));
+    let env = env().with_var("STORE", "state");
+    let config =
+        crate::parse_str("[llm]\nstore = \"${STORE}\"\n", Format::Toml, Path::new("/"), &env)
+            .expect("valid");
+    assert_eq!(config.llm.store, Some(ResponseStore::State));
+    assert!(errors("[llm]\nstore = \"State\"\n").contains("\"state\", or"));
+}
+
+#[test]
 fn off_or_false_stores_nothing() {
     assert_eq!(store("\"off\""), Some(ResponseStore::Off));
     assert_eq!(store("false"), Some(ResponseStore::Off));
@@ -145,8 +156,8 @@ fn off_or_false_stores_nothing() {
 
 #[test]
 fn every_other_store_is_an_error_naming_the_accepted_forms() {
-    let forms = "expected \"sqlite:PATH\", \"postgres://...\" (or \"postgresql://...\"), or \
-                 \"off\" (or false)";
+    let forms = "expected \"sqlite:PATH\", \"postgres://...\" (or \"postgresql://...\"), \
+                 \"state\", or \"off\" (or false)";
     for written in ["\"mysql://root:hunter2@db/x\"", "\"responses.db\"", "\"\"", "\"OFF\""] {
         let errors = errors(&format!("[llm]\nstore = {written}\n"));
         assert_eq!(errors, format!("llm.store: {forms}"), "{written}");

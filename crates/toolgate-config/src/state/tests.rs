@@ -72,20 +72,33 @@ fn every_mistake_is_named_with_its_path() {
 #[test]
 fn replicas_sharing_state_are_warned_off_a_store_of_their_own() {
     let env = FixedEnvironment::new().with_var("KEY", KEY);
-    let warnings = |store: &str| {
+    let warnings = |llm: &str, backend: &str| {
         let text = format!(
-            "[gateway]\nllm_api = true\n\n[llm]\n{store}\n\n[state]\n\
-             backend = \"redis://127.0.0.1:6379/0\"\nshared_key = \"${{KEY}}\"\n"
+            "[gateway]\nllm_api = true\n\n[llm]\n{llm}\n\n[state]\n\
+             backend = \"{backend}\"\nshared_key = \"${{KEY}}\"\n"
         );
         let config = crate::parse_str(&text, Format::Toml, Path::new("/etc"), &env)
             .unwrap_or_else(|e| panic!("{text}\n{e}"));
         config.warnings.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
     };
-    let own = warnings("store = \"sqlite:responses.db\"");
-    assert!(own.contains("llm.store") && own.contains("postgres://"), "{own}");
-    assert!(warnings("").contains("llm.store"), "the default is a file too");
-    assert!(!warnings("store = \"postgres://db/toolgate\"").contains("llm.store"));
-    assert!(!warnings("store = \"off\"").contains("llm.store"));
+    let redis = "redis://127.0.0.1:6379/0";
+    let own = warnings("store = \"sqlite:responses.db\"", redis);
+    assert!(own.contains("llm.store") && own.contains("its own SQLite file"), "{own}");
+    assert!(own.contains("\"state\""), "says what to write instead: {own}");
+    // The default with a shared state is the state: nothing to warn of.
+    assert_eq!(warnings("", redis), "");
+    assert_eq!(warnings("store = \"state\"", redis), "");
+    assert!(!warnings("store = \"postgres://db/toolgate\"", redis).contains("llm.store"));
+    assert!(!warnings("store = \"off\"", redis).contains("llm.store"));
+    // One process: its own file is fine, and "state" is its memory.
+    assert_eq!(warnings("store = \"sqlite:responses.db\"", "memory"), "");
+    let memory = warnings("store = \"state\"", "memory");
+    assert!(memory.contains("llm.store") && memory.contains("lost when it stops"), "{memory}");
+    // The state keeps nothing past 30 days.
+    let long = warnings("store_ttl = \"90d\"", redis);
+    assert!(long.contains("llm.store_ttl") && long.contains("30 days"), "{long}");
+    assert_eq!(warnings("store_ttl = \"30d\"", redis), "");
+    assert_eq!(warnings("store_ttl = \"90d\"\nstore = \"sqlite:r.db\"", "memory"), "");
 }
 
 #[test]

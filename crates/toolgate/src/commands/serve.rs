@@ -134,9 +134,15 @@ pub(crate) async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<
         // Requests may not name these as servers: the bound addresses, not the configured
         // ones (a port 0 is chosen when bound).
         let own = std::iter::once(bound).chain(admin.as_ref().map(|(_, at)| *at)).collect();
-        let responses =
-            crate::llm_api::service(&config, gateway.clone(), auth.clone(), own, shutdown.clone())
-                .await?;
+        let responses = crate::llm_api::service(
+            &config,
+            gateway.clone(),
+            gateway.shared.as_ref(),
+            auth.clone(),
+            own,
+            shutdown.clone(),
+        )
+        .await?;
         if responses.is_some() {
             tracing::info!("serving the OpenAI-compatible API at http://{bound}/v1/responses");
         }

@@ -52,6 +52,7 @@ mod replicas;
 mod replicas_limits;
 mod replicas_pinned;
 mod replicas_relay;
+mod replicas_responses;
 mod replicas_state;
 mod responses_api;
 mod responses_bounds;
