@@ -160,6 +160,7 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
         integrity: None,
         response_format: Vec::new(),
         replica: None,
+        refresh: Default::default(),
     };
     Some(Entry { server, place: cx.place(&path) })
 }

@@ -40,6 +40,7 @@ mod error;
 mod filter;
 mod fingerprint;
 mod interpolate;
+mod inventory;
 mod jsonc;
 mod llm;
 mod load;

@@ -56,6 +56,7 @@ fn check_str(
     let syntax_error = |error| (Config::default(), vec![error]);
     let mut telemetry = None;
     let mut state = None;
+    let mut inventory = None;
     let (
         gateway,
         servers,
@@ -79,6 +80,7 @@ fn check_str(
             let mut document = native::check(&mut cx, &root);
             telemetry = document.telemetry.take();
             state = document.state.take();
+            inventory = document.inventory.take();
             let mut servers = document.servers;
             let mut pipeline = document.pipeline;
             pipeline.extend(document.tenant_pipeline);
@@ -151,6 +153,13 @@ fn check_str(
     };
     let telemetry = crate::telemetry::check_telemetry(&mut cx, telemetry.as_ref());
     let state = crate::state::check_state(&mut cx, state.as_ref());
+    let mut servers = servers;
+    if let Some(inventory) = inventory {
+        let defaults = crate::inventory::check_inventory(&mut cx, Some(&inventory));
+        for entry in &mut servers {
+            entry.server.refresh = entry.server.refresh.or(defaults);
+        }
+    }
     let pinned = servers
         .iter()
         .filter_map(|entry| Some((entry.server.name.as_str(), entry.server.replica.as_deref()?)));

@@ -304,6 +304,52 @@ pub struct ServerConfig {
     /// `[state] replica` names each; the others reach it through the shared state. `None`:
     /// every replica runs its own.
     pub replica: Option<String>,
+    /// How its lists are kept fresh besides its own `list_changed` notifications
+    /// (`tool_ttl`, `refresh_interval`, `refresh_on_error`, here or in `[inventory]`).
+    pub refresh: Refresh,
+}
+
+/// How an upstream's lists are kept fresh, for a server that changes them without saying so
+/// (`list_changed`). Each `None` is off; a zero duration is off too (a server's own zero
+/// turns off what `[inventory]` sets for every server).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Refresh {
+    /// `tool_ttl`: lists older than this are listed again before a client's list request is
+    /// answered.
+    pub tool_ttl: Option<Duration>,
+    /// `refresh_interval`: the lists are listed again this often.
+    pub interval: Option<Duration>,
+    /// `refresh_on_error`: a call of a tool toolgate does not know, or that the server
+    /// answers it does not have, lists the server's tools again (and the call is tried again
+    /// once when the tool then exists).
+    pub on_error: Option<bool>,
+}
+
+impl Refresh {
+    /// This server's settings, each that it leaves out taken from `defaults`.
+    #[must_use]
+    pub fn or(self, defaults: Refresh) -> Refresh {
+        Refresh {
+            tool_ttl: self.tool_ttl.or(defaults.tool_ttl),
+            interval: self.interval.or(defaults.interval),
+            on_error: self.on_error.or(defaults.on_error),
+        }
+    }
+
+    /// `tool_ttl`, unless off.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.tool_ttl.filter(|ttl| !ttl.is_zero())
+    }
+
+    /// `refresh_interval`, unless off.
+    pub fn every(&self) -> Option<Duration> {
+        self.interval.filter(|interval| !interval.is_zero())
+    }
+
+    /// Whether `refresh_on_error` is on.
+    pub fn on_unknown_tool(&self) -> bool {
+        self.on_error == Some(true)
+    }
 }
 
 /// How an upstream is reached.

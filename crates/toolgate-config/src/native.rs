@@ -27,6 +27,7 @@ const TOP_KEYS: &[&str] = &[
     "proxy",
     "telemetry",
     "state",
+    "inventory",
 ];
 const GATEWAY_KEYS: &[&str] = &[
     "listen",
@@ -76,6 +77,9 @@ const SERVER_KEYS: &[&str] = &[
     "response_format",
     "oauth",
     "replica",
+    "tool_ttl",
+    "refresh_interval",
+    "refresh_on_error",
 ];
 const STDIO_KEYS: &[&str] = &["args", "env", "env_pass", "env_remove", "cwd"];
 const HTTP_KEYS: &[&str] = &["transport", "headers", "pool", "oauth", "proxy", "tls"];
@@ -104,6 +108,8 @@ pub(crate) struct Document {
     pub(crate) telemetry: Option<Value>,
     /// `[state]` as written, checked with the environment once the format is known.
     pub(crate) state: Option<Value>,
+    /// `[inventory]` as written, applied to every server once the imports are read too.
+    pub(crate) inventory: Option<Value>,
 }
 
 /// One `import` entry.
@@ -203,6 +209,7 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
     }
     document.telemetry = fields.get("telemetry").map(|value| (*value).clone());
     document.state = fields.get("state").map(|value| (*value).clone());
+    document.inventory = fields.get("inventory").map(|value| (*value).clone());
     if let Some(value) = fields.get("import")
         && let Some(files) = cx.strings(value, "import")
     {
@@ -480,6 +487,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
     let response_format = optional(fields.get("response_format").copied(), |v| {
         crate::response_format::check(cx, v, &at("response_format"))
     });
+    let refresh = crate::inventory::refresh(cx, &fields, &path);
     let replica = optional(fields.get("replica").copied(), |v| {
         crate::state::replica_name(cx, v, &at("replica"))
     });
@@ -530,6 +538,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         integrity: integrity?,
         response_format: response_format?.unwrap_or_default(),
         replica: replica?,
+        refresh: refresh?,
     };
     Some(Entry { server, place: cx.place(&path) })
 }

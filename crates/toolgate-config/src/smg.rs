@@ -116,8 +116,10 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Document {
         document.pool = pool(cx, value);
     }
     if let Some(value) = fields.get("inventory") {
-        let why = "toolgate has no settings for refreshing its tool lists";
-        not_mapped_yet(cx, value, "inventory", INVENTORY_KEYS, why);
+        let refresh = inventory(cx, value);
+        for entry in &mut document.servers {
+            entry.server.refresh = refresh;
+        }
     }
     if let Some(value) = fields.get("warmup") {
         let why = "toolgate keeps a connection per tenant, and an mcp.yaml names none: write \
@@ -292,6 +294,7 @@ fn check_server(
         integrity: None,
         response_format: formats?.unwrap_or_default(),
         replica: None,
+        refresh: Default::default(),
     };
     Some(Entry { server, place: cx.place(&place) })
 }
@@ -690,11 +693,21 @@ fn pool(cx: &mut Checker<'_>, value: &Value) -> crate::llm::PoolConfig {
     pool
 }
 
-/// `inventory`: every key is known, checked to be one, and reported as not mapped.
-fn not_mapped_yet(cx: &mut Checker<'_>, value: &Value, section: &str, known: &[&str], why: &str) {
-    let Some(entries) = cx.table(value, section) else { return };
-    for key in cx.known_keys(entries, section, known).keys() {
-        cx.warn(&key_path(section, key), format_args!("not mapped yet ({why}): ignored"));
+/// `inventory`: how every server's lists are kept fresh (`tool_ttl` and `refresh_interval` in
+/// seconds or as durations, `refresh_on_error`); `enable_refresh: false` turns all of it off.
+fn inventory(cx: &mut Checker<'_>, value: &Value) -> crate::model::Refresh {
+    let Some(entries) = cx.table(value, "inventory") else { return Default::default() };
+    let fields = cx.known_keys(entries, "inventory", INVENTORY_KEYS);
+    let enabled = match fields.get("enable_refresh") {
+        Some(value) => cx.boolean(value, "inventory.enable_refresh").unwrap_or(true),
+        None => true,
+    };
+    let refresh = crate::inventory::refresh(cx, &fields, "inventory").unwrap_or_default();
+    if enabled {
+        refresh
+    } else {
+        let off = Some(std::time::Duration::ZERO);
+        crate::model::Refresh { tool_ttl: off, interval: off, on_error: Some(false) }
     }
 }
 

@@ -68,7 +68,7 @@ fn config_errors_display_one_per_line() {
     assert_eq!(errors.len(), 2);
     assert_eq!(
         errors.to_string(),
-        "x: unknown key (expected one of: import, gateway, servers, pipeline, audit, admin, agent, llm, pool, scripts, auth, tenants, proxy, telemetry, state)\n\
+        "x: unknown key (expected one of: import, gateway, servers, pipeline, audit, admin, agent, llm, pool, scripts, auth, tenants, proxy, telemetry, state, inventory)\n\
          servers.a: needs either command (a local process) or url (a remote server)"
     );
     assert_eq!(errors.errors()[0].path, "x");

@@ -223,6 +223,7 @@ fn dump(config: &Config) -> String {
             integrity,
             response_format,
             replica,
+            refresh,
         } = server;
         line(w, 1, name, "");
         line(w, 2, "transport", transport.kind());
@@ -305,6 +306,9 @@ fn dump(config: &Config) -> String {
         }
         if let Some(replica) = replica {
             line(w, 2, "replica", replica);
+        }
+        if *refresh != toolgate_config::Refresh::default() {
+            line(w, 2, "refresh", format!("{refresh:?}"));
         }
     }
     if !pipeline.is_empty() {

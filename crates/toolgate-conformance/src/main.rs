@@ -127,6 +127,7 @@ fn server_config(url: url::Url) -> ServerConfig {
         integrity: None,
         response_format: Vec::new(),
         replica: None,
+        refresh: Default::default(),
     }
 }
 

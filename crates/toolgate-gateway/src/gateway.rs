@@ -27,6 +27,7 @@ mod dispatch;
 mod dynamic;
 mod events;
 pub(crate) mod exchange;
+mod freshness;
 mod log_level;
 mod notification;
 mod per_caller;

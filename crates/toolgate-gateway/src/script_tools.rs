@@ -195,6 +195,7 @@ impl ScriptTools {
             integrity: None,
             response_format: Vec::new(),
             replica: None,
+            refresh: Default::default(),
         };
         let caller: Arc<dyn ToolCaller> = self.caller.clone();
         let server =

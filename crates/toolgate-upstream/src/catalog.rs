@@ -7,7 +7,7 @@ use toolgate_core::mcp;
 use crate::event::ChangedLists;
 
 /// Everything an upstream lists, every page of it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Catalog {
     /// `tools/list`.
     pub tools: Vec<mcp::Tool>,

@@ -47,7 +47,7 @@ pub use signin::sign_in_target;
 pub use sse::{SseError, SseTransport};
 pub use stdio::{child_environment, child_environment_names};
 pub use toolgate_oauth::Logins;
-pub use upstream::{HARD_TIMEOUT_FACTOR, Upstream};
+pub use upstream::{HARD_TIMEOUT_FACTOR, UNKNOWN_TOOL_GAP, Upstream};
 
 /// The outcome of starting every enabled server.
 #[derive(Debug, Default)]

@@ -32,6 +32,10 @@ pub(crate) struct Shared {
     pub(crate) login: Option<Arc<toolgate_oauth::Login>>,
     /// The last connection attempt failed for want of a login.
     pub(crate) needs_login: std::sync::atomic::AtomicBool,
+    /// When the catalog was last listed whole or in part (its age, for `tool_ttl`).
+    listed_at: std::sync::Mutex<Option<tokio::time::Instant>>,
+    /// When a call of an unknown tool last had the tools listed again (`refresh_on_error`).
+    pub(crate) refreshed_for_unknown: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Shared {
@@ -47,6 +51,8 @@ impl Shared {
             stream_mark: StreamMark::new(),
             login: None,
             needs_login: std::sync::atomic::AtomicBool::new(false),
+            listed_at: std::sync::Mutex::new(None),
+            refreshed_for_unknown: std::sync::Mutex::new(None),
         }
     }
 
@@ -70,6 +76,12 @@ impl Shared {
             catalog.tools.iter().map(|t| (t.name.to_string(), Arc::new(t.clone()))).collect();
         *self.tools.write().expect("tool index lock must not be poisoned") = tools;
         *self.catalog.write().expect("catalog lock must not be poisoned") = Arc::new(catalog);
+        *self.listed_at.lock().expect("listed_at lock") = Some(tokio::time::Instant::now());
+    }
+
+    /// When the catalog was last listed (`None`: never).
+    pub(crate) fn listed_at(&self) -> Option<tokio::time::Instant> {
+        *self.listed_at.lock().expect("listed_at lock")
     }
 
     /// Serialises listings (see the `listing` field): held while a catalog is listed and
@@ -99,5 +111,37 @@ impl Shared {
         }
         self.set_catalog(catalog);
         self.emit(UpstreamEvent::CatalogChanged { upstream: self.name.clone(), lists });
+    }
+
+    /// Lists everything again, unless `still_fresh` says (once the listing is ours) that
+    /// another did meanwhile; tells the gateway of the lists that changed, and returns them.
+    pub(crate) async fn relist_all(
+        &self,
+        peer: &Peer<RoleClient>,
+        still_fresh: impl FnOnce(Option<tokio::time::Instant>) -> bool,
+    ) -> ChangedLists {
+        let _listing = self.listing().await;
+        if still_fresh(self.listed_at()) {
+            return ChangedLists::default();
+        }
+        let old = self.catalog();
+        let fresh = list_catalog(&self.name, peer, ChangedLists::ALL).await;
+        if peer.is_transport_closed() {
+            return ChangedLists::default();
+        }
+        let changed = ChangedLists {
+            tools: old.tools != fresh.tools,
+            prompts: old.prompts != fresh.prompts,
+            resources: old.resources != fresh.resources
+                || old.resource_templates != fresh.resource_templates,
+        };
+        self.set_catalog(fresh);
+        if changed.tools || changed.prompts || changed.resources {
+            self.emit(UpstreamEvent::CatalogChanged {
+                upstream: self.name.clone(),
+                lists: changed,
+            });
+        }
+        changed
     }
 }

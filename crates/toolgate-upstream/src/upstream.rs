@@ -13,8 +13,11 @@ use crate::error::{ConnectError, UpstreamError};
 use crate::event::EventSender;
 use crate::shared::Shared;
 
+mod refresh;
 mod requests;
 mod supervise;
+
+pub use refresh::UNKNOWN_TOOL_GAP;
 
 /// One upstream server, supervised: it is connected in the background and reconnected with
 /// backoff when its process dies or its connection drops. While it reconnects its last
@@ -126,6 +129,7 @@ impl Upstream {
         if let Ok(mut stopped) = upstream.stopped.try_lock() {
             *stopped = Some(task);
         }
+        refresh::start(&upstream);
         upstream
     }
 

@@ -102,6 +102,7 @@ async fn every_page_of_every_list_is_fetched() {
         integrity: None,
         response_format: Vec::new(),
         replica: None,
+        refresh: Default::default(),
     };
     let upstream = Upstream::connect(&config).await.expect("connects");
     let catalog = upstream.catalog();

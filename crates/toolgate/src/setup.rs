@@ -142,6 +142,7 @@ fn demo_config() -> anyhow::Result<Config> {
         integrity: None,
         response_format: Vec::new(),
         replica: None,
+        refresh: Default::default(),
     };
     Ok(Config { servers: vec![server], ..Config::default() })
 }

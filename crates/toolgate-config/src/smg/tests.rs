@@ -543,12 +543,15 @@ fn a_proxy_that_names_none_leaves_the_variables_and_half_credentials_are_ignored
 // === pool, inventory, warmup ===
 
 #[test]
-fn pool_maps_onto_toolgates_and_inventory_and_warmup_are_reported_as_not_mapped() {
+fn pool_and_inventory_map_onto_toolgates_and_warmup_is_reported_as_not_mapped() {
     let config = valid(
         r#"
-servers: []
+servers:
+  - name: brave
+    protocol: sse
+    url: "https://mcp.brave.com/sse"
 pool: { max_connections: 100, idle_timeout: 300 }
-inventory: { enable_refresh: true, tool_ttl: 300 }
+inventory: { enable_refresh: true, tool_ttl: 300, refresh_interval: 60, refresh_on_error: true }
 warmup:
   - url: "https://mcp.example.com/sse"
     label: example
@@ -557,22 +560,21 @@ warmup:
     );
     assert_eq!(config.llm.pool.max_connections, Some(100));
     assert_eq!(config.llm.pool.idle_timeout, Some(std::time::Duration::from_secs(300)));
-    let inventory = "not mapped yet (toolgate has no settings for refreshing its tool lists)";
+    let refresh = config.servers[0].refresh;
+    assert_eq!(refresh.ttl(), Some(std::time::Duration::from_secs(300)));
+    assert_eq!(refresh.every(), Some(std::time::Duration::from_secs(60)));
+    assert!(refresh.on_unknown_tool());
     let warmup = "not mapped yet (toolgate keeps a connection per tenant, and an mcp.yaml names \
                   none: write [pool] warmup entries with a tenant in toolgate.toml)";
-    assert_eq!(
-        config.warnings,
-        [
-            format!("inventory.enable_refresh: {inventory}: ignored"),
-            format!("inventory.tool_ttl: {inventory}: ignored"),
-            format!("warmup[0]: {warmup}: nothing is warmed up"),
-        ]
+    assert_eq!(config.warnings, [format!("warmup[0]: {warmup}: nothing is warmed up")]);
+
+    // enable_refresh: false turns every refresh off.
+    let config = valid(
+        "servers:\n  - name: a\n    protocol: sse\n    url: https://a.example/sse\n\
+         inventory: { enable_refresh: false, tool_ttl: 300, refresh_on_error: true }\n",
     );
-    let idle = valid("servers: []\npool: { idle_timeout: \"90s\" }\n");
-    assert_eq!(idle.llm.pool.idle_timeout, Some(std::time::Duration::from_secs(90)));
-    let errors = invalid("servers: []\npool: { max_conections: 1 }\nwarmup: [{ urll: x }]\n");
-    assert!(errors.contains("pool.max_conections: unknown key, did you mean max_connections?"));
-    assert!(errors.contains("warmup[0].urll: unknown key, did you mean url?"));
+    let refresh = config.servers[0].refresh;
+    assert_eq!((refresh.ttl(), refresh.every(), refresh.on_unknown_tool()), (None, None, false));
 }
 
 // === policy ===

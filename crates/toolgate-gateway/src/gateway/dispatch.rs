@@ -59,6 +59,7 @@ enum Passing {
 impl Gateway {
     /// `tools/list` as `ctx`'s caller sees it: the inventory, through the pipeline.
     pub async fn list_tools(&self, ctx: &mut CallContext) -> Result<Vec<mcp::Tool>, GatewayError> {
+        self.freshen().await;
         let inventory = self.inventory();
         let tenants = self.tenants();
         if self.pipeline.is_empty() && tenants.reaches_all(&ctx.principal) {
@@ -86,6 +87,7 @@ impl Gateway {
         written: &ToolJson,
         ctx: &mut CallContext,
     ) -> Result<bytes::Bytes, GatewayError> {
+        self.freshen().await;
         let inventory = self.inventory();
         if self.pipeline.is_empty() && self.tenants().reaches_all(&ctx.principal) {
             return Ok(written.whole(&inventory));
@@ -99,6 +101,7 @@ impl Gateway {
         &self,
         ctx: &mut CallContext,
     ) -> Result<Vec<mcp::Prompt>, GatewayError> {
+        self.freshen().await;
         let inventory = self.inventory();
         if self.pipeline.is_empty() && self.tenants().reaches_all(&ctx.principal) {
             return Ok(inventory.prompts().to_vec());
@@ -114,6 +117,7 @@ impl Gateway {
         &self,
         ctx: &mut CallContext,
     ) -> Result<Vec<mcp::Resource>, GatewayError> {
+        self.freshen().await;
         let inventory = self.inventory();
         if self.pipeline.is_empty() && self.tenants().reaches_all(&ctx.principal) {
             return Ok(inventory.resources().to_vec());
@@ -131,6 +135,7 @@ impl Gateway {
         &self,
         ctx: &mut CallContext,
     ) -> Result<Vec<mcp::ResourceTemplate>, GatewayError> {
+        self.freshen().await;
         let inventory = self.inventory();
         if self.pipeline.is_empty() && self.tenants().reaches_all(&ctx.principal) {
             return Ok(inventory.resource_templates().to_vec());
@@ -229,16 +234,26 @@ impl Gateway {
         passing: Passing,
         source: Source<'_>,
     ) -> Result<ToolAnswer, GatewayError> {
-        let inventory = self.inventory();
-        let target = match source {
-            // A tool's own name first; an alias only for names no tool has.
-            Source::Shared => tool_target(&self.pipeline, &inventory, &params.name)
+        let mut inventory = self.inventory();
+        // A tool's own name first; an alias only for names no tool has.
+        let find = |inventory: &Inventory| {
+            tool_target(&self.pipeline, inventory, &params.name)
                 .or_else(|| {
                     let name = self.pipeline.alias_of(&params.name)?;
-                    tool_target(&self.pipeline, &inventory, &name)
+                    tool_target(&self.pipeline, inventory, &name)
                 })
                 .filter(|target| self.reaches(ctx, &target.server))
-                .ok_or_else(|| self.unknown_tool(ctx, &params.name))?,
+        };
+        let target = match source {
+            Source::Shared => match find(&inventory) {
+                Some(target) => target,
+                // A server that changed its tools without saying so may offer it now.
+                None if self.refresh_for_unknown(&params.name).await => {
+                    inventory = self.inventory();
+                    find(&inventory).ok_or_else(|| self.unknown_tool(ctx, &params.name))?
+                }
+                None => return Err(self.unknown_tool(ctx, &params.name)),
+            },
             Source::Dynamic(server) => server
                 .target(&params.name)
                 .ok_or_else(|| GatewayError::UnknownTool(params.name.to_string()))?,
@@ -395,6 +410,13 @@ impl Gateway {
             upstream.call_tool(params, options).await.map(ToolAnswer::Parsed).map_err(Into::into)
         };
         *upstream_time = Some(sending.elapsed());
+        if says_unknown_tool(&sent) && matches!(source, Source::Shared) {
+            // Listed here, unknown there: a server that dropped a tool without saying so is
+            // listed again (with `refresh_on_error`), so that the lists stop offering it.
+            tokio::spawn(async move {
+                upstream.refresh_for_unknown_tool().await;
+            });
+        }
         match source {
             Source::Shared => self.signed_out(&target.server, ctx, sent).await,
             Source::Dynamic(_) => sent,
@@ -778,4 +800,17 @@ fn interceptors_list_of(
         "interceptors": descriptors.iter().filter(|d| shown(d)).map(|d| d.to_json()).collect::<Vec<_>>(),
         "runOrder": { "request": names(Phase::Request), "response": names(Phase::Response) },
     })
+}
+
+/// Whether the upstream answered a call with the JSON-RPC error of a tool it does not have
+/// (`-32602` or `-32601` naming an unknown or missing tool, as the SDKs answer it).
+fn says_unknown_tool(sent: &Result<ToolAnswer, GatewayError>) -> bool {
+    let Err(GatewayError::Upstream(UpstreamError::Request { source, .. })) = sent else {
+        return false;
+    };
+    let rmcp::ServiceError::McpError(error) = source.as_ref() else { return false };
+    let message = error.message.to_ascii_lowercase();
+    matches!(error.code, mcp::ErrorCode::INVALID_PARAMS | mcp::ErrorCode::METHOD_NOT_FOUND)
+        && message.contains("tool")
+        && (message.contains("unknown") || message.contains("not found"))
 }

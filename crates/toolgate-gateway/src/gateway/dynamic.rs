@@ -469,6 +469,7 @@ fn dynamic_config(server: &DynamicServer, headers: BTreeMap<String, Secret>) -> 
         integrity: None,
         response_format: Vec::new(),
         replica: None,
+        refresh: Default::default(),
     }
 }
 

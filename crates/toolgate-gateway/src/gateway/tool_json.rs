@@ -235,6 +235,7 @@ mod tests {
             integrity: None,
             response_format: Vec::new(),
             replica: None,
+            refresh: Default::default(),
         };
         let server: Arc<dyn toolgate_upstream::InProcessServer> = Arc::new(Served(tools));
         let hooks = vec![Hook::new(["tools/list"], Phase::Response).expect("a literal event")];

@@ -40,6 +40,7 @@ fn server() -> ServerConfig {
         integrity: None,
         response_format: Vec::new(),
         replica: Some("a".to_owned()),
+        refresh: Default::default(),
     }
 }
 
