@@ -33,6 +33,7 @@ mod audit;
 mod auth;
 mod check;
 mod client;
+mod dialect;
 mod discover;
 mod egress;
 mod env;
