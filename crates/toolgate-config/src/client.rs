@@ -296,3 +296,6 @@ fn timeout(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Duration> 
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
