@@ -8,7 +8,7 @@
 //! | TOML | a top-level `mcp_servers`, none of toolgate's own top-level keys, and a name other than `toolgate.toml` | Codex's `config.toml` (`dialect/codex.rs`) |
 //! | TOML | anything else | `toolgate.toml` (`native.rs`) |
 //! | JSON | a top-level `context_servers` and neither `mcpServers` nor `servers` | Zed's `settings.json` (`dialect/zed.rs`) |
-//! | JSON | anything else | `mcpServers` / `servers` (`client.rs`): Claude Desktop, Cursor, Claude Code, VS Code, Windsurf, Gemini CLI, Cline |
+//! | JSON | anything else | `mcpServers` / `servers` (`client.rs`): Claude Desktop, Cursor, Claude Code, VS Code, Windsurf, Gemini CLI |
 //! | YAML | a top-level `extensions`, or a key starting with `GOOSE_` | goose's `config.yaml` (`dialect/goose.rs`) |
 //! | YAML | a top-level `mcpServers` or `schema` | Continue's `config.yaml` (`dialect/continue_dev.rs`) |
 //! | YAML | anything else | smg-mcp's `mcp.yaml` (`smg.rs`) |
