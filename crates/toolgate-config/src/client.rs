@@ -4,15 +4,22 @@
 //!   `command`/`args`/`env`/`cwd` or `url`/`headers` and an optional `type`
 //!   (`stdio`, `http`, `streamable-http`, `sse`).
 //! - VS Code (`.vscode/mcp.json`): `{"servers": {...}, "inputs": [...]}`, the same entries.
+//! - Windsurf (`~/.codeium/windsurf/mcp_config.json`): `serverUrl` is read as `url`.
+//! - Gemini CLI (`~/.gemini/settings.json`): `httpUrl` is `url` with streamable HTTP;
+//!   `includeTools` / `excludeTools` are `allow_tools` / `deny_tools` (the names, as written);
+//!   its `mcp.allowed` / `mcp.excluded` lists of server names disable the other / those servers.
 //!
 //! `disabled`, a numeric `timeout` (milliseconds) and `disabledTools` are mapped; known
-//! client-only settings are ignored with a warning; other keys in a server entry are errors.
-//! Other top-level keys belong to the client application and are ignored with a warning.
+//! client-only settings (`trust`, `autoApprove`, a client's own OAuth settings, ...) are ignored
+//! with a warning; other keys in a server entry are errors. A server has one of `command`,
+//! `url`, `serverUrl` and `httpUrl`. Other top-level keys belong to the client application and
+//! are ignored with a warning.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::check::{Checker, Entry, ServerKind, optional};
+use crate::dialect::tool_names;
 use crate::error::key_path;
 use crate::model::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport,
@@ -32,7 +39,13 @@ const SERVER_KEYS: &[&str] = &[
     "disabled",
     "timeout",
     "disabledTools",
+    "serverUrl",
+    "httpUrl",
+    "includeTools",
+    "excludeTools",
 ];
+/// The keys that name a remote server's URL, one per client family.
+const URL_KEYS: &[&str] = &["url", "serverUrl", "httpUrl"];
 /// Keys of a server entry that only mean something to a client; ignored with a warning.
 const CLIENT_ONLY_KEYS: &[&str] = &[
     "autoApprove",
@@ -45,6 +58,10 @@ const CLIENT_ONLY_KEYS: &[&str] = &[
     "version",
     "trust",
     "transportType",
+    "oauth",
+    "authProviderType",
+    "targetAudience",
+    "targetServiceAccount",
 ];
 const STDIO_KEYS: &[&str] = &["args", "env", "cwd"];
 const HTTP_KEYS: &[&str] = &["headers"];
@@ -58,8 +75,10 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Vec<Entry> {
     };
     let mut servers = Vec::new();
     let mut found = false;
+    let mut gemini = None;
     for (key, value) in entries {
         match key.as_str() {
+            "mcp" => gemini = Some(value),
             "mcpServers" | "servers" => {
                 found = true;
                 let Some(table) = cx.table(value, key) else { continue };
@@ -77,7 +96,38 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Vec<Entry> {
     if !found {
         cx.warn("", "no mcpServers or servers object: no servers defined");
     }
+    if let Some(value) = gemini {
+        gemini_lists(cx, value, &mut servers);
+    }
     servers
+}
+
+/// Gemini CLI's `mcp` settings: `allowed` (only these servers run) and `excluded` (these do
+/// not), applied as `enabled = false`; its other keys are ignored with a warning.
+fn gemini_lists(cx: &mut Checker<'_>, value: &Value, servers: &mut [Entry]) {
+    let Some(entries) = cx.table(value, "mcp") else { return };
+    for (key, value) in entries {
+        let path = key_path("mcp", key);
+        let keep: fn(bool) -> bool = match key.as_str() {
+            "allowed" => |listed| listed,
+            "excluded" => |listed| !listed,
+            _ => {
+                cx.warn(&path, "ignored (not an MCP server setting)");
+                continue;
+            }
+        };
+        let Some(names) = cx.strings(value, &path) else { continue };
+        for name in &names {
+            if !servers.iter().any(|entry| entry.server.name == *name) {
+                cx.warn(&path, format_args!("names no server defined here: {name:?}"));
+            }
+        }
+        for entry in servers.iter_mut() {
+            if !keep(names.contains(&entry.server.name.as_str())) {
+                entry.server.enabled = false;
+            }
+        }
+    }
 }
 
 fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -> Option<Entry> {
@@ -86,8 +136,16 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
     let name_ok = cx.server_name(name, &path);
     let entries = cx.table(value, &path)?;
     let mut fields = BTreeMap::new();
+    let mut url_key = "url";
     for (key, value) in entries {
-        if SERVER_KEYS.contains(&key.as_str()) {
+        if URL_KEYS.contains(&key.as_str()) {
+            if fields.contains_key("url") {
+                cx.error(&at(key), format!("also given as {url_key}: a server has one URL"));
+                continue;
+            }
+            url_key = URL_KEYS.iter().find(|k| **k == key).copied().unwrap_or("url");
+            fields.insert("url", value);
+        } else if SERVER_KEYS.contains(&key.as_str()) {
             fields.insert(key.as_str(), value);
         } else if CLIENT_ONLY_KEYS.contains(&key.as_str()) {
             let message = match key.as_str() {
@@ -111,17 +169,26 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
     let args = optional(field("args", stdio), |v| cx.args(v, &at("args")));
     let env = optional(field("env", stdio), |v| cx.env_vars(v, &at("env")));
     let cwd = optional(field("cwd", stdio), |v| cx.cwd(v, &at("cwd")));
-    let url = field("url", true).map(|v| cx.url(v, &at("url")));
+    let url = field("url", true).map(|v| cx.url(v, &at(url_key)));
+    // Gemini CLI's `httpUrl` is streamable HTTP; a `type` says the same or is an error.
+    let http_transport = match (url_key, http_transport) {
+        ("httpUrl", Some(None)) => Some(Some(Some(HttpTransport::StreamableHttp))),
+        ("httpUrl", Some(Some(Some(HttpTransport::Sse)))) => {
+            cx.error(&at("type"), "\"sse\" disagrees with httpUrl (streamable HTTP)");
+            None
+        }
+        (_, other) => other,
+    };
     // A server's credentials are a secret of toolgate's toward that server: no other (stdio)
     // server inherits the variables they come from unless it names them exactly.
     let headers =
         optional(field("headers", http), |v| cx.secret(|cx| cx.headers(v, &at("headers"))));
     let disabled = optional(field("disabled", true), |v| cx.boolean(v, &at("disabled")));
     let timeout = optional(field("timeout", true), |v| timeout(cx, v, &at("timeout")));
-    let deny = optional(field("disabledTools", true), |v| {
-        cx.strings(v, &at("disabledTools"))
-            .map(|names| names.into_iter().map(globset::escape).collect::<Vec<_>>())
-    });
+    let disabled_tools =
+        optional(field("disabledTools", true), |v| tool_names(cx, v, &at("disabledTools")));
+    let exclude = optional(field("excludeTools", true), |v| tool_names(cx, v, &at("excludeTools")));
+    let allow = optional(field("includeTools", true), |v| tool_names(cx, v, &at("includeTools")));
     let prefix = cx.default_prefix(name, &path);
 
     let transport = match mode? {
@@ -150,7 +217,10 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
         name: name_ok.then(|| name.to_owned())?,
         transport,
         prefix,
-        tools: ToolFilter { allow: Vec::new(), deny: deny?.unwrap_or_default() },
+        tools: ToolFilter {
+            allow: allow?.unwrap_or_default(),
+            deny: [disabled_tools?, exclude?].into_iter().flatten().flatten().collect(),
+        },
         protocol: Default::default(),
         startup_timeout: DEFAULT_STARTUP_TIMEOUT,
         timeout: timeout?.unwrap_or(DEFAULT_CALL_TIMEOUT),
@@ -227,3 +297,6 @@ fn timeout(cx: &mut Checker<'_>, value: &Value, path: &str) -> Option<Duration> 
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,8 @@
 //! toolgate configuration (see ARCHITECTURE.md, `toolgate-config`): reads `toolgate.toml`, the
-//! MCP client config dialects (Claude Desktop, Cursor, Claude Code, VS Code) and smg-mcp's
-//! `mcp.yaml` into one validated [`Config`], reporting every problem at once with its path.
+//! MCP clients' config files (Claude Desktop, Cursor, Claude Code, VS Code, Windsurf, Gemini CLI,
+//! Zed, Codex, goose, Continue) and smg-mcp's `mcp.yaml` into one validated [`Config`],
+//! reporting every problem at once with its path. Which program wrote a file is told by its
+//! name and shape (the `dialect` module's docs have the rules).
 //!
 //! ```
 //! use std::path::Path;
@@ -33,6 +35,7 @@ mod audit;
 mod auth;
 mod check;
 mod client;
+mod dialect;
 mod discover;
 mod egress;
 mod env;
@@ -80,13 +83,16 @@ pub use tenants::is_tenant_name;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Format {
-    /// `toolgate.toml`.
+    /// `toolgate.toml`, or Codex's `config.toml` (a top-level `mcp_servers` and none of
+    /// toolgate's own keys, in a file not named `toolgate.toml`).
     Toml,
-    /// An MCP client config: `{"mcpServers": ...}` or VS Code's `{"servers": ...}`. Comments
-    /// and trailing commas are accepted.
+    /// An MCP client config: `{"mcpServers": ...}` (Claude, Cursor, Windsurf, Gemini CLI),
+    /// VS Code's `{"servers": ...}` or Zed's `{"context_servers": ...}`. Comments and trailing
+    /// commas are accepted.
     Json,
-    /// smg-mcp's `mcp.yaml` (the MCP layer of the Shepherd Model Gateway), mapped onto
-    /// toolgate's own settings; what cannot be mapped is reported.
+    /// goose's `config.yaml` (`extensions`), Continue's (`mcpServers`), or else smg-mcp's
+    /// `mcp.yaml` (the MCP layer of the Shepherd Model Gateway), mapped onto toolgate's own
+    /// settings; what cannot be mapped is reported.
     Yaml,
 }
 

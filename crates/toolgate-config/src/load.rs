@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 use crate::Checked;
 use crate::agent::PROVIDER_KEY_VARS;
 use crate::check::{Checker, Entry, duplicate_prefixes};
+use crate::dialect::{Dialect, codex, continue_dev, goose, zed};
 use crate::env::Environment;
 use crate::error::{ConfigError, ConfigErrors, io_reason};
 use crate::model::{
     AgentConfig, AuditConfig, Config, GatewayConfig, InterceptorConfig, LlmConfig, ProxyChoice,
     ProxyConfig, ResponseStore, ScriptsConfig, ServerConfig, StateBackend, TransportConfig,
 };
-use crate::value::{Syntax, parse_json, parse_toml, parse_yaml};
+use crate::value::{Syntax, Value, parse_json, parse_toml, parse_yaml};
 use crate::{Format, client, native, smg};
 
 /// Reads and checks the file at `path` (relative to `env`'s current directory).
@@ -22,7 +23,7 @@ pub(crate) fn check_file(path: &Path, env: &dyn Environment) -> Checked {
         Ok(text) => {
             let format = Format::from_path(&path).unwrap_or_else(|| Format::sniff(&text));
             let base_dir = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
-            check_str(&text, format, &base_dir, env)
+            check_str(&text, format, Some(&path), &base_dir, env)
         }
         Err(error) => {
             let message = format!("cannot read {}: {}", path.display(), io_reason(&error));
@@ -40,80 +41,81 @@ pub(crate) fn parse_str(
     base_dir: &Path,
     env: &dyn Environment,
 ) -> Result<Config, ConfigErrors> {
-    match check_str(text, format, base_dir, env) {
+    match check_str(text, format, None, base_dir, env) {
         (config, errors) if errors.is_empty() => Ok(config),
         (_, errors) => Err(ConfigErrors::from_vec(errors)),
     }
 }
 
-/// Checks a whole document given as text: what is valid in it, and every problem.
+/// Checks a whole document given as text (read from `path`, when it was): what is valid in it,
+/// and every problem.
 fn check_str(
     text: &str,
     format: Format,
+    path: Option<&Path>,
     base_dir: &Path,
     env: &dyn Environment,
 ) -> (Config, Vec<ConfigError>) {
-    let syntax_error = |error| (Config::default(), vec![error]);
+    let root = match parse(text, format) {
+        Ok(root) => root,
+        Err(error) => return (Config::default(), vec![error]),
+    };
+    let mut cx = Checker::new(env, syntax(format), None, base_dir);
     let mut telemetry = None;
     let mut state = None;
     let mut inventory = None;
-    let (
-        gateway,
-        servers,
-        pipeline,
-        audit,
-        admin,
-        agent,
-        llm,
-        scripts,
-        auth,
-        tenants,
-        proxy,
-        mut cx,
-    ) = match format {
-        Format::Toml => {
-            let root = match parse_toml(text) {
-                Ok(root) => root,
-                Err(error) => return syntax_error(error),
-            };
-            let mut cx = Checker::new(env, Syntax::Toml, None, base_dir);
-            let mut document = native::check(&mut cx, &root);
-            telemetry = document.telemetry.take();
-            state = document.state.take();
-            inventory = document.inventory.take();
-            let mut servers = document.servers;
-            let mut pipeline = document.pipeline;
-            pipeline.extend(document.tenant_pipeline);
-            // Imports are MCP client configs: they add servers and nothing else, so `[agent]`,
-            // `[llm]`, `[scripts]` and `[auth]` come from this file alone.
-            for import in &document.imports {
-                servers.extend(import_file(&mut cx, &import.path, &import.file));
+    let dialect = Dialect::recognise(format, path, &root);
+    let (gateway, servers, pipeline, audit, admin, agent, llm, scripts, auth, tenants, proxy) =
+        match dialect {
+            Dialect::Native => {
+                let mut document = native::check(&mut cx, &root);
+                telemetry = document.telemetry.take();
+                state = document.state.take();
+                inventory = document.inventory.take();
+                let mut servers = document.servers;
+                let mut pipeline = document.pipeline;
+                pipeline.extend(document.tenant_pipeline);
+                // Imports are MCP client configs: they add servers and nothing else, so
+                // `[agent]`, `[llm]`, `[scripts]` and `[auth]` come from this file alone.
+                for import in &document.imports {
+                    servers.extend(import_file(&mut cx, &import.path, &import.file));
+                }
+                (
+                    document.gateway,
+                    servers,
+                    pipeline,
+                    document.audit,
+                    document.admin,
+                    document.agent,
+                    document.llm,
+                    document.scripts,
+                    document.auth,
+                    document.tenants,
+                    document.proxy,
+                )
             }
-            (
-                document.gateway,
-                servers,
-                pipeline,
-                document.audit,
-                document.admin,
-                document.agent,
-                document.llm,
-                document.scripts,
-                document.auth,
-                document.tenants,
-                document.proxy,
-                cx,
-            )
-        }
-        Format::Json => {
-            let root = match parse_json(text) {
-                Ok(root) => root,
-                Err(error) => return syntax_error(error),
-            };
-            let mut cx = Checker::new(env, Syntax::Json, None, base_dir);
-            let servers = client::check(&mut cx, &root);
-            (
+            Dialect::Smg => {
+                // smg-mcp's file holds servers, its policy and its proxy; the rest of
+                // toolgate's settings are at their defaults.
+                let document = smg::check(&mut cx, &root);
+                (
+                    GatewayConfig::default(),
+                    document.servers,
+                    document.pipeline,
+                    AuditConfig::default(),
+                    None,
+                    AgentConfig::default(),
+                    LlmConfig { pool: document.pool, ..LlmConfig::default() },
+                    ScriptsConfig::default(),
+                    None,
+                    BTreeMap::new(),
+                    document.proxy,
+                )
+            }
+            // A client's file holds servers only.
+            client => (
                 GatewayConfig::default(),
-                servers,
+                client_servers(&mut cx, client, &root).unwrap_or_default(),
                 Vec::new(),
                 AuditConfig::default(),
                 None,
@@ -123,34 +125,8 @@ fn check_str(
                 None,
                 BTreeMap::new(),
                 None,
-                cx,
-            )
-        }
-        Format::Yaml => {
-            let root = match parse_yaml(text) {
-                Ok(root) => root,
-                Err(error) => return syntax_error(error),
-            };
-            let mut cx = Checker::new(env, Syntax::Yaml, None, base_dir);
-            // smg-mcp's file holds servers, its policy and its proxy; the rest of toolgate's
-            // settings are at their defaults.
-            let document = smg::check(&mut cx, &root);
-            (
-                GatewayConfig::default(),
-                document.servers,
-                document.pipeline,
-                AuditConfig::default(),
-                None,
-                AgentConfig::default(),
-                LlmConfig { pool: document.pool, ..LlmConfig::default() },
-                ScriptsConfig::default(),
-                None,
-                BTreeMap::new(),
-                document.proxy,
-                cx,
-            )
-        }
-    };
+            ),
+        };
     let telemetry = crate::telemetry::check_telemetry(&mut cx, telemetry.as_ref());
     let state = crate::state::check_state(&mut cx, state.as_ref());
     let mut servers = servers;
@@ -284,15 +260,47 @@ pub(crate) fn apply_proxy(servers: &mut [ServerConfig], proxy: &ProxyConfig) {
     }
 }
 
+/// Parses `text` as `format`.
+fn parse(text: &str, format: Format) -> Result<Value, ConfigError> {
+    match format {
+        Format::Toml => parse_toml(text),
+        Format::Json => parse_json(text),
+        Format::Yaml => parse_yaml(text),
+    }
+}
+
+fn syntax(format: Format) -> Syntax {
+    match format {
+        Format::Toml => Syntax::Toml,
+        Format::Json => Syntax::Json,
+        Format::Yaml => Syntax::Yaml,
+    }
+}
+
+/// The servers of an MCP client's document; `None` when `dialect` is not a client's.
+fn client_servers(cx: &mut Checker<'_>, dialect: Dialect, root: &Value) -> Option<Vec<Entry>> {
+    match dialect {
+        Dialect::Client => Some(client::check(cx, root)),
+        Dialect::Zed => Some(zed::check(cx, root)),
+        Dialect::Codex => Some(codex::check(cx, root)),
+        Dialect::Goose => Some(goose::check(cx, root)),
+        Dialect::Continue => Some(continue_dev::check(cx, root)),
+        Dialect::Native | Dialect::Smg => None,
+    }
+}
+
 /// Reads the client config `file` named at `path` (`import[i]`); its errors and warnings go to
 /// `cx`, prefixed by `file`.
 fn import_file(cx: &mut Checker<'_>, path: &str, file: &str) -> Vec<Entry> {
     let Some(expanded) = cx.interpolate(file, path) else { return Vec::new() };
     let resolved = cx.resolve_path(&expanded);
-    if Format::from_path(&resolved) != Some(Format::Json) {
-        cx.error(path, format!("cannot import {file:?}: only JSON client configs can be imported"));
+    let Some(format) = Format::from_path(&resolved) else {
+        let message = format!(
+            "cannot import {file:?}: the name must end in .json, .jsonc, .toml, .yaml or .yml"
+        );
+        cx.error(path, message);
         return Vec::new();
-    }
+    };
     let text = match std::fs::read_to_string(&resolved) {
         Ok(text) => text,
         Err(error) => {
@@ -301,9 +309,25 @@ fn import_file(cx: &mut Checker<'_>, path: &str, file: &str) -> Vec<Entry> {
         }
     };
     let base_dir = resolved.parent().map_or_else(PathBuf::new, Path::to_path_buf);
-    let mut imported = Checker::new(cx.env(), Syntax::Json, Some(file.to_owned()), &base_dir);
-    let servers = match parse_json(&text) {
-        Ok(root) => client::check(&mut imported, &root),
+    let mut imported = Checker::new(cx.env(), syntax(format), Some(file.to_owned()), &base_dir);
+    let servers = match parse(&text, format) {
+        Ok(root) => {
+            let dialect = Dialect::recognise(format, Some(&resolved), &root);
+            match client_servers(&mut imported, dialect, &root) {
+                Some(servers) => servers,
+                None => {
+                    let what = dialect.describe();
+                    cx.error(
+                        path,
+                        format!(
+                            "cannot import {file:?}: it is {what}, and only MCP clients' configs \
+                             can be imported"
+                        ),
+                    );
+                    return Vec::new();
+                }
+            }
+        }
         Err(error) => {
             imported.error("", error.message);
             Vec::new()

@@ -11,7 +11,7 @@ use crate::model::{
 };
 use crate::value::Value;
 
-const TOP_KEYS: &[&str] = &[
+pub(crate) const TOP_KEYS: &[&str] = &[
     "import",
     "gateway",
     "servers",

@@ -33,7 +33,7 @@ use crate::model::{
     InterceptorConfig, ProxyChoice, ProxyConfig, Secret, ServerConfig, StdioConfig, ToolFilter,
     TransportConfig,
 };
-use crate::value::Value;
+use crate::value::{Value, text, texts};
 
 mod policy;
 
@@ -135,26 +135,6 @@ fn name_of(item: &Value) -> Option<String> {
     match entries.iter().find(|(key, _)| key == "name").map(|(_, value)| text(value)) {
         Some(Value::String(name)) => Some(name),
         _ => None,
-    }
-}
-
-/// `value`, with a number or boolean turned into its text (serde reads them into a string).
-fn text(value: &Value) -> Value {
-    match value {
-        Value::Integer(i) => Value::String(i.to_string()),
-        Value::Boolean(b) => Value::String(b.to_string()),
-        other => other.clone(),
-    }
-}
-
-/// [`text`] of every item of a list or value of a mapping.
-fn texts(value: &Value) -> Value {
-    match value {
-        Value::Array(items) => Value::Array(items.iter().map(text).collect()),
-        Value::Table(entries) => {
-            Value::Table(entries.iter().map(|(key, value)| (key.clone(), text(value))).collect())
-        }
-        other => other.clone(),
     }
 }
 

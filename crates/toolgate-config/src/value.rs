@@ -217,6 +217,27 @@ impl Value {
     }
 }
 
+/// `value`, with a number or boolean turned into its text (serde reads them into a string):
+/// for YAML files whose readers take `PORT: 8080` as the text `8080`.
+pub(crate) fn text(value: &Value) -> Value {
+    match value {
+        Value::Integer(i) => Value::String(i.to_string()),
+        Value::Boolean(b) => Value::String(b.to_string()),
+        other => other.clone(),
+    }
+}
+
+/// [`text`] of every item of a list or value of a mapping.
+pub(crate) fn texts(value: &Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(text).collect()),
+        Value::Table(entries) => {
+            Value::Table(entries.iter().map(|(key, value)| (key.clone(), text(value))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
 /// 1-based line and column (in characters) of byte offset `at`.
 fn line_column(text: &str, at: usize) -> (usize, usize) {
     let before = text.get(..at).unwrap_or(text);

@@ -151,6 +151,42 @@ fn load_discovers_and_reads() {
 }
 
 #[test]
+fn clients_config_files_load_where_the_clients_keep_them() {
+    let dir = tempfile::tempdir().expect("temp dir must be creatable");
+    let home = dir.path().join("home");
+    let env = env().with_current_dir(dir.path()).with_home_dir(&home);
+    fs::create_dir_all(home.join(".codex")).expect("dir must be creatable");
+    fs::create_dir_all(home.join(".config/goose")).expect("dir must be creatable");
+    let codex = "model = \"o3\"\n[mcp_servers.docs]\ncommand = \"docs\"\n";
+    fs::write(home.join(".codex/config.toml"), codex).expect("config must be writable");
+    let goose = "GOOSE_MODE: auto\nextensions:\n  fetch: { type: stdio, cmd: uvx }\n";
+    fs::write(home.join(".config/goose/config.yaml"), goose).expect("config must be writable");
+
+    // `import = ["~/.codex/config.toml"]` in a toolgate.toml.
+    fs::write(
+        dir.path().join("toolgate.toml"),
+        "import = [\"~/.codex/config.toml\"]\n[servers.own]\ncommand = \"own\"\n",
+    )
+    .expect("config must be writable");
+    let loaded = load_with(None, &env).expect("config must load").expect("config must be found");
+    let names: Vec<&str> = loaded.config.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["docs", "own"]);
+    assert!(loaded.config.warnings.iter().any(
+        |w| w == "~/.codex/config.toml: model: ignored (a Codex setting, not an MCP server's)"
+    ));
+
+    // `--config ~/.config/goose/config.yaml`, and Codex's file as a whole config.
+    let goose = load_with(Some(&home.join(".config/goose/config.yaml")), &env)
+        .expect("config must load")
+        .expect("config must be found");
+    assert_eq!(goose.config.servers[0].name, "fetch");
+    let codex = load_with(Some(&home.join(".codex/config.toml")), &env)
+        .expect("config must load")
+        .expect("config must be found");
+    assert_eq!(codex.config.servers[0].name, "docs");
+}
+
+#[test]
 fn errors_carry_their_file() {
     let dir = tempfile::tempdir().expect("temp dir must be creatable");
     let path = dir.path().join("toolgate.toml");
