@@ -195,15 +195,3 @@ impl fmt::Display for ChainProblem {
         }
     }
 }
-
-/// `error` and its causes, joined by `: `.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}

@@ -7,7 +7,7 @@ use tokio::task::JoinHandle;
 
 use crate::bus::{EventBus, Subscription};
 use crate::chain::AuditLog;
-use crate::error::{AuditError, chain};
+use crate::error::AuditError;
 use crate::event::{Event, kind};
 use crate::pattern::EventPattern;
 
@@ -73,7 +73,7 @@ async fn run_audit_sink(mut subscription: Subscription, mut log: AuditLog) {
                 path = %log.path().display(),
                 failed = outcome.failed,
                 unrecorded = lost,
-                error = %chain(&error),
+                error = %toolgate_core::ErrorChain(&error),
                 "cannot write to the audit log; lost events are counted in the next \
                  `audit/dropped` record that can be written"
             );
@@ -96,12 +96,12 @@ async fn sync(mut log: AuditLog) -> Option<AuditLog> {
     match tokio::task::spawn_blocking(move || (log.sync(), log)).await {
         Ok((outcome, log)) => {
             if let Err(error) = outcome {
-                tracing::error!(path = %path.display(), error = %chain(&error), "cannot sync the audit log");
+                tracing::error!(path = %path.display(), error = %toolgate_core::ErrorChain(&error), "cannot sync the audit log");
             }
             Some(log)
         }
         Err(error) => {
-            tracing::error!(path = %path.display(), error = %chain(&error), "audit log writer failed; no more events will be recorded in this file");
+            tracing::error!(path = %path.display(), error = %toolgate_core::ErrorChain(&error), "audit log writer failed; no more events will be recorded in this file");
             None
         }
     }

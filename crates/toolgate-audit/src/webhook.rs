@@ -16,7 +16,6 @@ use toolgate_core::backoff::delay as backoff_delay;
 use url::Url;
 
 use crate::bus::{EventBus, Subscription};
-use crate::error::chain;
 use crate::event::Event;
 use crate::pattern::EventPattern;
 
@@ -422,7 +421,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Status { status, .. } => write!(f, "answered {status}"),
-            Failure::Transport(error) => f.write_str(&chain(error)),
+            Failure::Transport(error) => write!(f, "{}", toolgate_core::ErrorChain(error)),
         }
     }
 }

@@ -24,7 +24,8 @@ impl WriteSlot {
     pub(crate) fn report(&self, outcome: Result<(), &crate::AuditError>) {
         let sender = self.0.lock().expect("write slot lock must not be poisoned").take();
         if let Some(sender) = sender {
-            let _ = sender.send(outcome.map_err(|error| crate::error::chain(error)));
+            let _ =
+                sender.send(outcome.map_err(|error| toolgate_core::ErrorChain(error).to_string()));
         }
     }
 }

@@ -93,7 +93,9 @@ impl HttpFetch {
         request: reqwest::RequestBuilder,
         limit: usize,
     ) -> Result<Vec<u8>, FetchError> {
-        let http = |error: reqwest::Error| FetchError::Http(chain(&error.without_url()));
+        let http = |error: reqwest::Error| {
+            FetchError::Http(toolgate_core::ErrorChain(&error.without_url()).to_string())
+        };
         let mut response = request.send().await.map_err(http)?;
         if !response.status().is_success() {
             return Err(FetchError::Status(response.status().as_u16()));
@@ -123,17 +125,6 @@ impl Fetch for HttpFetch {
             self.read(request, limit).await
         })
     }
-}
-
-/// An error and its causes, as one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        text.push_str(&format!(": {error}"));
-        cause = error.source();
-    }
-    text
 }
 
 /// Whether `url` is https, or http to a loopback host.

@@ -120,23 +120,6 @@ pub(crate) fn shown(text: &str) -> String {
     }
 }
 
-/// An error and its causes on one line: client libraries often say only the kind in their own
-/// `Display` (`error connecting to server`), and what happened in the cause.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        let said = error.to_string();
-        // Some errors say their cause in their own words too (the redis crate's do).
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = error.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +136,9 @@ mod tests {
         let error =
             StateError::Unavailable { backend: "redis", source: Cause::new("connection refused") };
         assert_eq!(error.to_string(), "the redis state backend is unavailable");
-        assert_eq!(chain(&error), "the redis state backend is unavailable: connection refused");
+        assert_eq!(
+            toolgate_core::ErrorChain(&error).to_string(),
+            "the redis state backend is unavailable: connection refused"
+        );
     }
 }

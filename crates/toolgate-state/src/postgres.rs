@@ -25,7 +25,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Cause, chain, shown};
+use crate::error::{Cause, shown};
 use crate::fanout::Fanout;
 use crate::redact::{Redactor, target};
 use crate::{KEY_PREFIX, StateError};
@@ -73,8 +73,9 @@ impl Postgres {
     ) -> Result<Postgres, StateError> {
         let redactor = Redactor::of(url);
         let (rest, root_cert) = url::take_root_cert(url);
-        let mut config = url::config(&rest)
-            .map_err(|error| StateError::Config { reason: redactor.redact(&chain(&error)) })?;
+        let mut config = url::config(&rest).map_err(|error| StateError::Config {
+            reason: redactor.redact(&toolgate_core::ErrorChain(&error).to_string()),
+        })?;
         let redactor = match config.get_password() {
             Some(password) => redactor.also(&String::from_utf8_lossy(password)),
             None => redactor,
@@ -382,9 +383,10 @@ impl Postgres {
         let (why, reachable) = match failure {
             Failure::Schema(error) => return error,
             Failure::Unreachable(why) => (why, false),
-            Failure::Database(error) => {
-                (chain(&error), error.code().is_some_and(|code| !unavailable(code)))
-            }
+            Failure::Database(error) => (
+                toolgate_core::ErrorChain(&error).to_string(),
+                error.code().is_some_and(|code| !unavailable(code)),
+            ),
         };
         let source = Cause::new(format!("{}: {}", self.target, self.redactor.redact(&why)));
         if reachable {

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Cause, chain};
+use crate::error::Cause;
 use crate::fanout::{Fanout, frame};
 use crate::limits::millis;
 use crate::redact::{Redactor, target};
@@ -66,8 +66,9 @@ impl Redis {
         stop: CancellationToken,
     ) -> Result<Redis, StateError> {
         let redactor = Arc::new(Redactor::of(url));
-        let config_error =
-            |error: &RedisError| StateError::Config { reason: redactor.redact(&chain(error)) };
+        let config_error = |error: &RedisError| StateError::Config {
+            reason: redactor.redact(&toolgate_core::ErrorChain(error).to_string()),
+        };
         if url.starts_with("rediss:") {
             crate::tls::install_provider();
         }
@@ -311,8 +312,11 @@ impl Redis {
             }
             Refusal::Server(error) => error,
         };
-        let source =
-            Cause::new(format!("{}: {}", self.target, self.redactor.redact(&chain(&error))));
+        let source = Cause::new(format!(
+            "{}: {}",
+            self.target,
+            self.redactor.redact(&toolgate_core::ErrorChain(&error).to_string())
+        ));
         if unavailable(&error) {
             StateError::Unavailable { backend: BACKEND, source }
         } else {

@@ -42,20 +42,8 @@ pub enum DecideError {
 
 impl DecideError {
     fn unavailable(error: &toolgate_state::StateError) -> DecideError {
-        DecideError::Unavailable(error_chain(error))
+        DecideError::Unavailable(toolgate_core::ErrorChain(error).to_string())
     }
-}
-
-/// `error` and its causes, on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Whether `approver`, a name (an admin token's), names `caller`: the caller's `kind:id@tenant`
@@ -253,7 +241,7 @@ impl ApprovalDesk {
                     tracing::warn!(
                         target: "toolgate::approval",
                         "cannot read remembered approvals: {}",
-                        error_chain(&error)
+                        toolgate_core::ErrorChain(&error).to_string()
                     );
                     None
                 }
@@ -287,7 +275,7 @@ impl ApprovalDesk {
                 tracing::warn!(
                     target: "toolgate::approval",
                     "cannot remember an approval (the call will be asked about again): {}",
-                    error_chain(&error)
+                    toolgate_core::ErrorChain(&error).to_string()
                 );
             }
             return;
@@ -376,7 +364,7 @@ impl ApprovalDesk {
             answer: Ruling::Deny {
                 reason: Some(format!(
                     "it cannot be held for approval now: {}",
-                    error_chain(&error)
+                    toolgate_core::ErrorChain(&error)
                 )),
             },
         };

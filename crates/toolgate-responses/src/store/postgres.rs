@@ -246,7 +246,7 @@ impl Postgres {
     /// A database's error (500: the store works, this statement did not), or the connection's
     /// (503: it cannot be reached, or it is shutting down).
     fn failed(&self, error: &tokio_postgres::Error) -> ApiError {
-        let why = chain(error);
+        let why = toolgate_core::ErrorChain(error).to_string();
         match error.code() {
             Some(code) if !unavailable(code) => {
                 tracing::warn!(store = %self.inner.target, "the response store failed: {why}");
@@ -278,17 +278,4 @@ impl Postgres {
 fn unavailable(code: &SqlState) -> bool {
     let code = code.code();
     code.starts_with("08") || code.starts_with("57P") || code.starts_with("53")
-}
-
-/// An error and its causes, as one line: tokio-postgres's own `Display` says only the kind
-/// (`error connecting to server`), its cause what happened.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        text.push_str(": ");
-        text.push_str(&error.to_string());
-        cause = error.source();
-    }
-    text
 }

@@ -19,7 +19,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::CancellationToken;
 
 use super::sql;
-use crate::error::chain;
+
 use crate::fanout::Fanout;
 use crate::redact::Redactor;
 
@@ -78,7 +78,7 @@ async fn run(bus: &Bus, live: &watch::Sender<bool>) {
                 lost = true;
             }
             Ok(Err(error)) if !lost => {
-                let why = bus.redactor.redact(&chain(&error));
+                let why = bus.redactor.redact(&toolgate_core::ErrorChain(&error).to_string());
                 tracing::warn!(state = %bus.target, "the message bus cannot connect: {why}");
                 lost = true;
             }
@@ -149,7 +149,7 @@ async fn listen(
             _ = ping.tick() => {
                 match timeout(bus.timeout, client.simple_query("")).await {
                     Ok(Ok(_)) => {}
-                    Ok(Err(error)) => return bus.redactor.redact(&chain(&error)),
+                    Ok(Err(error)) => return bus.redactor.redact(&toolgate_core::ErrorChain(&error).to_string()),
                     Err(_) => return format!("no answer to a ping within {:?}", bus.timeout),
                 }
             }

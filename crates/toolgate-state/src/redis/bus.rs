@@ -13,7 +13,7 @@ use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
 use super::BUS_CHANNEL;
-use crate::error::chain;
+
 use crate::fanout::{Fanout, unframe};
 use crate::redact::Redactor;
 
@@ -68,7 +68,7 @@ async fn run(bus: &Bus, live: &watch::Sender<bool>) {
                 lost = true;
             }
             Ok(Err(error)) if !lost => {
-                let why = bus.redactor.redact(&chain(&error));
+                let why = bus.redactor.redact(&toolgate_core::ErrorChain(&error).to_string());
                 tracing::warn!(state = %bus.target, "the message bus cannot connect: {why}");
                 lost = true;
             }
@@ -105,7 +105,7 @@ async fn listen(bus: &Bus, pubsub: redis::aio::PubSub) -> String {
             _ = ping.tick() => {
                 match timeout(bus.timeout, sink.ping::<redis::Value>()).await {
                     Ok(Ok(_)) => {}
-                    Ok(Err(error)) => return bus.redactor.redact(&chain(&error)),
+                    Ok(Err(error)) => return bus.redactor.redact(&toolgate_core::ErrorChain(&error).to_string()),
                     Err(_) => return format!("no answer to a ping within {:?}", bus.timeout),
                 }
             }

@@ -18,7 +18,8 @@ pub(super) struct Url {
 /// redacted by `redactor`.
 pub(super) fn read(url: &str, redactor: &Redactor) -> Result<Url, String> {
     let (url, root_cert) = take_root_cert(url);
-    let config = Config::from_str(&url).map_err(|error| redactor.redact(&super::chain(&error)))?;
+    let config = Config::from_str(&url)
+        .map_err(|error| redactor.redact(&toolgate_core::ErrorChain(&error).to_string()))?;
     Ok(Url { config, root_cert })
 }
 
