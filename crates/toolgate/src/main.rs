@@ -2,6 +2,7 @@
 //! config, build, run. Each subcommand lives in its own module under `commands/`.
 
 mod admin;
+mod clients;
 mod commands;
 mod console;
 mod events;
@@ -87,6 +88,10 @@ enum Command {
     /// write a starting point (new).
     #[command(subcommand)]
     Script(commands::script::ScriptCommand),
+    /// Add the MCP servers of your clients' config files (Claude Desktop, Claude Code, Cursor,
+    /// VS Code, Windsurf, Gemini CLI, Zed, Continue, goose, Codex) to toolgate.toml, keeping its
+    /// comments; literal secrets become ${VAR} references to set.
+    Import(commands::import::ImportArgs),
     /// Work with the config file.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
@@ -133,6 +138,7 @@ fn main() -> ExitCode {
             Command::Logout(args) => commands::login::logout(&cli.global, args),
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,
             Command::Script(command) => commands::script::run(&cli.global, command).await,
+            Command::Import(args) => commands::import::run(&cli.global, &args),
             Command::Config(command) => commands::config::run(&cli.global, command),
             Command::Audit(command) => commands::audit::run(&cli.global, command).await,
             Command::Trust(args) => commands::trust::run(&cli.global, args),

@@ -28,6 +28,7 @@ mod failures;
 mod fidelity;
 mod http_front;
 mod identity;
+mod import;
 mod install_deps;
 mod integrity;
 mod introspection;
