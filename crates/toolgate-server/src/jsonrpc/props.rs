@@ -257,7 +257,13 @@ proptest! {
         let bytes = message.to_string().into_bytes();
         if let Ok(read) = parse_message(&bytes) {
             let read = serde_json::to_value(read).expect("serializes");
-            prop_assert_eq!(&read["id"], &message["id"]);
+            // The same id, as a number is the same number however it is written: `0.0` reads
+            // as `0` (rmcp keeps integer ids), and an answer to it matches it (the soak's
+            // 10^6 cases found it; kept in proptest-regressions).
+            match (read["id"].as_f64(), message["id"].as_f64()) {
+                (Some(read), Some(sent)) => prop_assert_eq!(read, sent),
+                _ => prop_assert_eq!(&read["id"], &message["id"]),
+            }
             prop_assert_eq!(&read["method"], &message["method"]);
             prop_assert_eq!(&read["jsonrpc"], "2.0");
         }
