@@ -410,12 +410,8 @@ impl Gateway {
             upstream.call_tool(params, options).await.map(ToolAnswer::Parsed).map_err(Into::into)
         };
         *upstream_time = Some(sending.elapsed());
-        if says_unknown_tool(&sent) && matches!(source, Source::Shared) {
-            // Listed here, unknown there: a server that dropped a tool without saying so is
-            // listed again (with `refresh_on_error`), so that the lists stop offering it.
-            tokio::spawn(async move {
-                upstream.refresh_for_unknown_tool().await;
-            });
+        if matches!(source, Source::Shared) {
+            super::freshness::after_answer(&sent, upstream);
         }
         match source {
             Source::Shared => self.signed_out(&target.server, ctx, sent).await,
@@ -800,17 +796,4 @@ fn interceptors_list_of(
         "interceptors": descriptors.iter().filter(|d| shown(d)).map(|d| d.to_json()).collect::<Vec<_>>(),
         "runOrder": { "request": names(Phase::Request), "response": names(Phase::Response) },
     })
-}
-
-/// Whether the upstream answered a call with the JSON-RPC error of a tool it does not have
-/// (`-32602` or `-32601` naming an unknown or missing tool, as the SDKs answer it).
-fn says_unknown_tool(sent: &Result<ToolAnswer, GatewayError>) -> bool {
-    let Err(GatewayError::Upstream(UpstreamError::Request { source, .. })) = sent else {
-        return false;
-    };
-    let rmcp::ServiceError::McpError(error) = source.as_ref() else { return false };
-    let message = error.message.to_ascii_lowercase();
-    matches!(error.code, mcp::ErrorCode::INVALID_PARAMS | mcp::ErrorCode::METHOD_NOT_FOUND)
-        && message.contains("tool")
-        && (message.contains("unknown") || message.contains("not found"))
 }

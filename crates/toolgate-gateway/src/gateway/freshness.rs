@@ -68,5 +68,37 @@ impl Gateway {
     }
 }
 
+/// After a call's answer: when the upstream said it does not have the tool (listed here,
+/// unknown there: a server that dropped a tool without saying so), it lists its tools again in
+/// the background (with `refresh_on_error`), so that the lists stop offering it.
+pub(super) fn after_answer(
+    sent: &Result<toolgate_upstream::ToolAnswer, crate::GatewayError>,
+    upstream: std::sync::Arc<toolgate_upstream::Upstream>,
+) {
+    if says_unknown_tool(sent) && upstream.config().refresh.on_unknown_tool() {
+        tokio::spawn(async move {
+            upstream.refresh_for_unknown_tool().await;
+        });
+    }
+}
+
+/// Whether the upstream answered a call with the JSON-RPC error of a tool it does not have
+/// (`-32602` or `-32601` naming an unknown or missing tool, as the SDKs answer it).
+fn says_unknown_tool(sent: &Result<toolgate_upstream::ToolAnswer, crate::GatewayError>) -> bool {
+    use toolgate_core::mcp;
+    let Err(crate::GatewayError::Upstream(toolgate_upstream::UpstreamError::Request {
+        source,
+        ..
+    })) = sent
+    else {
+        return false;
+    };
+    let rmcp::ServiceError::McpError(error) = source.as_ref() else { return false };
+    let message = error.message.to_ascii_lowercase();
+    matches!(error.code, mcp::ErrorCode::INVALID_PARAMS | mcp::ErrorCode::METHOD_NOT_FOUND)
+        && message.contains("tool")
+        && (message.contains("unknown") || message.contains("not found"))
+}
+
 #[cfg(test)]
 mod tests;
