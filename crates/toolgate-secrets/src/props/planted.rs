@@ -21,6 +21,9 @@ proptest! {
         right in separator(),
         after in text(),
     ) {
+        // The planted copy is the one under test: another copy in the text around it may be
+        // glued to a word (`a@a.com5555-5555-5555-4444`), which a detector rightly leaves alone.
+        prop_assume!(!before.contains(&value) && !after.contains(&value));
         let text = format!("{before}{left}{}{right}{after}", written(kind, &value));
         let detector = super::builtin();
         let redacted = detector.redact(&text);
