@@ -23,7 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::Format;
-use crate::check::Checker;
+use crate::check::{Checker, Entry};
 use crate::error::index_path;
 use crate::model::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport,
@@ -269,6 +269,35 @@ pub(crate) fn server_name_from(cx: &mut Checker<'_>, name: &str, path: &str) -> 
 /// Reports each item of a list of entries a reader skips, at `parent[i]`.
 pub(crate) fn skipped(cx: &mut Checker<'_>, parent: &str, index: usize, why: &str) {
     cx.warn(&index_path(parent, index), format_args!("skipped: {why}"));
+}
+
+/// The servers of a client file that keeps them as a table under one top-level `key`
+/// (Codex's `mcp_servers`, Zed's `context_servers`), each read by `server`; every other
+/// top-level key belongs to the client and is ignored with `ignored` as the warning.
+pub(crate) fn servers_under(
+    cx: &mut Checker<'_>,
+    root: &Value,
+    top: &str,
+    key: &str,
+    ignored: &str,
+    mut server: impl FnMut(&mut Checker<'_>, &str, &Value) -> Option<Entry>,
+) -> Vec<Entry> {
+    let Value::Table(entries) = root else {
+        cx.expected("", top, root);
+        return Vec::new();
+    };
+    let mut servers = Vec::new();
+    for (name, value) in entries {
+        if name != key {
+            cx.warn(name, ignored);
+            continue;
+        }
+        let Some(table) = cx.table(value, name) else { continue };
+        for (name, value) in table {
+            servers.extend(server(cx, name, value));
+        }
+    }
+    servers
 }
 
 #[cfg(test)]

@@ -57,22 +57,8 @@ const HTTP_KEYS: &[&str] =
 
 /// Checks a whole Codex `config.toml`.
 pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Vec<Entry> {
-    let Value::Table(entries) = root else {
-        cx.expected("", "a table at the top level", root);
-        return Vec::new();
-    };
-    let mut servers = Vec::new();
-    for (key, value) in entries {
-        if key != "mcp_servers" {
-            cx.warn(key, "ignored (a Codex setting, not an MCP server's)");
-            continue;
-        }
-        let Some(table) = cx.table(value, key) else { continue };
-        for (name, value) in table {
-            servers.extend(check_server(cx, name, value));
-        }
-    }
-    servers
+    let ignored = "ignored (a Codex setting, not an MCP server's)";
+    super::servers_under(cx, root, "a table at the top level", "mcp_servers", ignored, check_server)
 }
 
 fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry> {

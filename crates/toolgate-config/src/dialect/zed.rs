@@ -31,22 +31,15 @@ const HTTP_KEYS: &[&str] = &["headers"];
 
 /// Checks a whole Zed `settings.json`.
 pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Vec<Entry> {
-    let Value::Table(entries) = root else {
-        cx.expected("", "an object at the top level", root);
-        return Vec::new();
-    };
-    let mut servers = Vec::new();
-    for (key, value) in entries {
-        if key != "context_servers" {
-            cx.warn(key, "ignored (a Zed setting, not a context server)");
-            continue;
-        }
-        let Some(table) = cx.table(value, key) else { continue };
-        for (name, value) in table {
-            servers.extend(check_server(cx, name, value));
-        }
-    }
-    servers
+    let ignored = "ignored (a Zed setting, not a context server)";
+    super::servers_under(
+        cx,
+        root,
+        "an object at the top level",
+        "context_servers",
+        ignored,
+        check_server,
+    )
 }
 
 fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry> {
