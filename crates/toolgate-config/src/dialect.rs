@@ -25,10 +25,7 @@ use std::time::Duration;
 use crate::Format;
 use crate::check::{Checker, Entry};
 use crate::error::index_path;
-use crate::model::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport,
-    Secret, ServerConfig, StdioConfig, ToolFilter, TransportConfig,
-};
+use crate::model::{HttpConfig, HttpTransport, Secret, ServerConfig, StdioConfig, TransportConfig};
 use crate::value::Value;
 
 pub(crate) mod codex;
@@ -111,22 +108,7 @@ impl Dialect {
 /// A server read from a client's file: toolgate's defaults for everything such files cannot
 /// say.
 pub(crate) fn server(name: String, prefix: String, transport: TransportConfig) -> ServerConfig {
-    ServerConfig {
-        name,
-        transport,
-        prefix,
-        tools: ToolFilter::default(),
-        protocol: Default::default(),
-        startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-        timeout: DEFAULT_CALL_TIMEOUT,
-        restart_wait: DEFAULT_RESTART_WAIT,
-        required: false,
-        enabled: true,
-        integrity: None,
-        response_format: Vec::new(),
-        replica: None,
-        refresh: Default::default(),
-    }
+    ServerConfig { prefix, ..ServerConfig::new(name, transport) }
 }
 
 /// A child process as the clients start it: the SDKs' default variables, `env_pass` and `env`.

@@ -186,6 +186,13 @@ pub fn check_file(path: &Path, env: &dyn Environment) -> Checked {
     load::check_file(path, env)
 }
 
+/// A YAML document (a client's `config.yaml`) as JSON, keys in document order, read the way the
+/// loader reads YAML config files (one document; anchors expanded; numbers and booleans as keys
+/// become text). For tools that edit a client's YAML file, which the loader only reads.
+pub fn yaml_to_json(text: &str) -> Result<serde_json::Value, ConfigError> {
+    value::parse_yaml(text).map(|value| value.to_json())
+}
+
 /// What checking a configuration file found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {

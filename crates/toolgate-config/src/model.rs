@@ -309,6 +309,30 @@ pub struct ServerConfig {
     pub refresh: Refresh,
 }
 
+impl ServerConfig {
+    /// A server called `name` (its prefix too) reached through `transport`, with every other
+    /// setting at its default, as a table giving only those two would have.
+    pub fn new(name: impl Into<String>, transport: TransportConfig) -> ServerConfig {
+        let name = name.into();
+        ServerConfig {
+            prefix: name.clone(),
+            name,
+            transport,
+            tools: ToolFilter::default(),
+            protocol: UpstreamProtocol::default(),
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            timeout: DEFAULT_CALL_TIMEOUT,
+            restart_wait: DEFAULT_RESTART_WAIT,
+            required: false,
+            enabled: true,
+            integrity: None,
+            response_format: Vec::new(),
+            replica: None,
+            refresh: Refresh::default(),
+        }
+    }
+}
+
 /// How an upstream's lists are kept fresh, for a server that changes them without saying so
 /// (`list_changed`). Each `None` is off; a zero duration is off too (a server's own zero
 /// turns off what `[inventory]` sets for every server).

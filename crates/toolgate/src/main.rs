@@ -2,10 +2,12 @@
 //! config, build, run. Each subcommand lives in its own module under `commands/`.
 
 mod admin;
+mod client_file;
 mod clients;
 mod commands;
 mod console;
 mod events;
+mod gateway_entry;
 mod health;
 mod llm_api;
 mod logins;
@@ -92,6 +94,13 @@ enum Command {
     /// VS Code, Windsurf, Gemini CLI, Zed, Continue, goose, Codex) to toolgate.toml, keeping its
     /// comments; literal secrets become ${VAR} references to set.
     Import(commands::import::ImportArgs),
+    /// Put toolgate into an MCP client's config as its one server: the client's servers move
+    /// into toolgate.toml, its file is kept as <file>.toolgate-backup, and a secret a server had
+    /// moves into toolgate's entry. Run again, it changes nothing; --dry-run shows the diffs.
+    Install(commands::install::InstallArgs),
+    /// Take toolgate out of an MCP client's config and put the client's own servers back from
+    /// the backup `install` kept (they stay in toolgate.toml too).
+    Uninstall(commands::install::UninstallArgs),
     /// Work with the config file.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
@@ -139,6 +148,8 @@ fn main() -> ExitCode {
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,
             Command::Script(command) => commands::script::run(&cli.global, command).await,
             Command::Import(args) => commands::import::run(&cli.global, &args),
+            Command::Install(args) => commands::install::install(&cli.global, &args),
+            Command::Uninstall(args) => commands::install::uninstall(&cli.global, &args),
             Command::Config(command) => commands::config::run(&cli.global, command),
             Command::Audit(command) => commands::audit::run(&cli.global, command).await,
             Command::Trust(args) => commands::trust::run(&cli.global, args),

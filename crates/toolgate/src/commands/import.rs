@@ -19,8 +19,10 @@ use toolgate_config::{Environment, SystemEnvironment};
 
 use crate::GlobalArgs;
 use crate::clients::{self, CLIENTS};
+use crate::gateway_entry;
 use crate::setup;
-use render::{References, Renderer, SecretVar, Secrets};
+pub(crate) use render::SecretVar;
+use render::{References, Renderer, Secrets};
 
 #[derive(Debug, Args)]
 pub(crate) struct ImportArgs {
@@ -43,10 +45,10 @@ pub(crate) struct ImportArgs {
 }
 
 /// A config file to import from.
-struct Source {
+pub(crate) struct Source {
     /// The client's name, or the file's stem.
-    label: String,
-    path: PathBuf,
+    pub(crate) label: String,
+    pub(crate) path: PathBuf,
 }
 
 /// A server to write: its name in toolgate.toml and where it was found.
@@ -74,78 +76,21 @@ pub(crate) fn run(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Exit
     setup::init_logging(global, "warn");
     let env = SystemEnvironment;
     let target = target_path(global, &env)?;
-    let (sources, mut problems) = sources(&args.sources, &env)?;
-    let old = match std::fs::read_to_string(&target) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => anyhow::bail!("cannot read {}: {error}", target.display()),
-    };
-    let mut doc: DocumentMut = old.parse().map_err(|error| {
-        crate::usage::usage(format!("{} is not valid TOML: {error}", target.display()))
-    })?;
-
-    let references = References::default();
-    let secrets = Secrets::new();
-    let renderer = Renderer { references: &references, secrets: &secrets };
-    let mut plan: Vec<Planned> = Vec::new();
-    let mut read = Vec::new();
-    let mut warnings = Vec::new();
-    for source in &sources {
-        if same_file(&source.path, &target) {
-            continue;
-        }
-        let checked = toolgate_config::check_file(&source.path, &references);
-        for error in checked.errors.errors() {
-            problems.push(format!("{}: {error}", source.path.display()));
-        }
-        warnings.extend(
-            checked.config.warnings.iter().map(|w| format!("{}: {w}", source.path.display())),
-        );
-        let servers = &checked.config.servers;
-        read.push(json!({
-            "client": source.label,
-            "path": source.path.display().to_string(),
-            "servers": servers.len(),
-        }));
-        for server in servers {
-            plan_server(&mut plan, &renderer, &source.label, server);
-        }
-    }
-
-    let existing = existing_servers(&old);
-    let servers = servers_table(&mut doc, &target)?;
-    let mut outcomes = Vec::new();
-    for planned in &plan {
-        let outcome = match existing.get(&planned.name) {
-            None => Outcome::Added,
-            Some(value) if *value == planned.value => Outcome::Unchanged,
-            Some(_) if args.force => Outcome::Replaced,
-            Some(_) => Outcome::Skipped,
-        };
-        if matches!(outcome, Outcome::Added | Outcome::Replaced) {
-            servers.insert(&planned.name, Item::Table(planned.table.clone()));
-        }
-        outcomes.push(outcome);
-    }
-    let new = doc.to_string();
-    let changed = new != old;
+    let (sources, problems) = sources(&args.sources, &env)?;
+    let mut import = Import::prepare(target, &sources, args.force)?;
+    import.problems.splice(0..0, problems);
+    let changed = import.changed();
     let written = changed && !args.dry_run;
     if written {
-        write_file(&target, &new)?;
+        write_file(&import.target, &import.new)?;
     }
-    let diff = if args.dry_run && changed { Some(unified_diff(&old, &new, &target)) } else { None };
-    let report = Report {
-        target: &target,
-        plan: &plan,
-        outcomes: &outcomes,
-        written,
-        dry_run: args.dry_run,
-    };
+    let diff = (args.dry_run && changed).then(|| import.diff());
+    let report = import.report(written, args.dry_run);
     if args.json {
         let mut value = report.json();
-        value["sources"] = json!(read);
-        value["problems"] = json!(problems);
-        value["warnings"] = json!(warnings);
+        value["sources"] = json!(import.read);
+        value["problems"] = json!(import.problems);
+        value["warnings"] = json!(import.warnings);
         value["diff"] = json!(diff);
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &value)?;
@@ -155,20 +100,154 @@ pub(crate) fn run(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Exit
             print!("{diff}");
         }
         let mut err = std::io::stderr().lock();
-        for warning in &warnings {
-            writeln!(err, "warning: {warning}")?;
-        }
-        for problem in &problems {
-            writeln!(err, "error: {problem}")?;
-        }
+        import.print_problems(&mut err)?;
         report.text(&mut err)?;
     }
-    Ok(if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if import.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// One import worked out and not yet written: toolgate.toml's text before and after, and
+/// what becomes of each server found.
+pub(crate) struct Import {
+    /// The toolgate.toml written to.
+    pub(crate) target: PathBuf,
+    pub(crate) old: String,
+    pub(crate) new: String,
+    plan: Vec<Planned>,
+    outcomes: Vec<Outcome>,
+    /// Each file read: its client, path and number of servers.
+    pub(crate) read: Vec<serde_json::Value>,
+    /// What stops the import from being whole (a server that could not be read).
+    pub(crate) problems: Vec<String>,
+    pub(crate) warnings: Vec<String>,
+}
+
+impl Import {
+    /// The servers of `sources` merged into `target`'s text (read here; missing is empty).
+    pub(crate) fn prepare(
+        target: PathBuf,
+        sources: &[Source],
+        force: bool,
+    ) -> anyhow::Result<Import> {
+        let old = match std::fs::read_to_string(&target) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(error) => anyhow::bail!("cannot read {}: {error}", target.display()),
+        };
+        let mut doc: DocumentMut = old.parse().map_err(|error| {
+            crate::usage::usage(format!("{} is not valid TOML: {error}", target.display()))
+        })?;
+
+        let references = References::default();
+        let secrets = Secrets::new();
+        let renderer = Renderer { references: &references, secrets: &secrets };
+        let mut plan: Vec<Planned> = Vec::new();
+        let mut read = Vec::new();
+        let mut warnings = Vec::new();
+        let mut problems = Vec::new();
+        for source in sources {
+            if same_file(&source.path, &target) {
+                continue;
+            }
+            let checked = toolgate_config::check_file(&source.path, &references);
+            for error in checked.errors.errors() {
+                problems.push(format!("{}: {error}", source.path.display()));
+            }
+            warnings.extend(
+                checked.config.warnings.iter().map(|w| format!("{}: {w}", source.path.display())),
+            );
+            // The entry `toolgate install` put there is toolgate itself, not a server for it.
+            let servers: Vec<_> =
+                checked.config.servers.iter().filter(|s| !gateway_entry::is_gateway(s)).collect();
+            read.push(json!({
+                "client": source.label,
+                "path": source.path.display().to_string(),
+                "servers": servers.len(),
+            }));
+            for server in servers {
+                plan_server(&mut plan, &renderer, &source.label, server);
+            }
+        }
+
+        let existing = existing_servers(&old);
+        let servers = servers_table(&mut doc, &target)?;
+        let mut outcomes = Vec::new();
+        for planned in &plan {
+            let outcome = match existing.get(&planned.name) {
+                None => Outcome::Added,
+                Some(value) if *value == planned.value => Outcome::Unchanged,
+                Some(_) if force => Outcome::Replaced,
+                Some(_) => Outcome::Skipped,
+            };
+            if matches!(outcome, Outcome::Added | Outcome::Replaced) {
+                servers.insert(&planned.name, Item::Table(planned.table.clone()));
+            }
+            outcomes.push(outcome);
+        }
+        let new = doc.to_string();
+        Ok(Import { target, old, new, plan, outcomes, read, problems, warnings })
+    }
+
+    /// Whether toolgate.toml changes.
+    pub(crate) fn changed(&self) -> bool {
+        self.new != self.old
+    }
+
+    /// The change to toolgate.toml, as a unified diff.
+    pub(crate) fn diff(&self) -> String {
+        unified_diff(&self.old, &self.new, &self.target)
+    }
+
+    /// How many servers were found.
+    pub(crate) fn found(&self) -> usize {
+        self.plan.len()
+    }
+
+    /// The servers left out because toolgate.toml has another of that name (without --force).
+    pub(crate) fn skipped(&self) -> Vec<&str> {
+        self.plan
+            .iter()
+            .zip(&self.outcomes)
+            .filter(|(_, o)| **o == Outcome::Skipped)
+            .map(|(p, _)| p.name.as_str())
+            .collect()
+    }
+
+    /// The literal secrets left out of toolgate.toml, each with the variable standing for it.
+    pub(crate) fn secrets(&self) -> impl Iterator<Item = &SecretVar> {
+        self.plan
+            .iter()
+            .zip(&self.outcomes)
+            .filter(|(_, o)| **o != Outcome::Skipped)
+            .flat_map(|(p, _)| &p.secrets)
+    }
+
+    pub(crate) fn report(&self, written: bool, dry_run: bool) -> Report<'_> {
+        Report {
+            target: &self.target,
+            plan: &self.plan,
+            outcomes: &self.outcomes,
+            written,
+            dry_run,
+            say_secrets: true,
+        }
+    }
+
+    /// The warnings and problems, one line each.
+    pub(crate) fn print_problems(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        for warning in &self.warnings {
+            writeln!(out, "warning: {warning}")?;
+        }
+        for problem in &self.problems {
+            writeln!(out, "error: {problem}")?;
+        }
+        Ok(())
+    }
 }
 
 /// Where the servers are written: `--config`, else the config toolgate would use, else
 /// `toolgate.toml` in the current directory.
-fn target_path(global: &GlobalArgs, env: &dyn Environment) -> anyhow::Result<PathBuf> {
+pub(crate) fn target_path(global: &GlobalArgs, env: &dyn Environment) -> anyhow::Result<PathBuf> {
     let path = match &global.config {
         Some(path) => std::path::absolute(path)?,
         None => match toolgate_config::discover(None, env)? {
@@ -237,7 +316,7 @@ fn sources(args: &[String], env: &dyn Environment) -> anyhow::Result<(Vec<Source
     Ok((found, problems))
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
@@ -323,8 +402,9 @@ fn servers_table<'d>(doc: &'d mut DocumentMut, target: &Path) -> anyhow::Result<
     })
 }
 
-/// Writes `text` to `path` through a file beside it, so that a failure leaves the old file.
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+/// Writes `text` to `path` through a file beside it, so that a failure leaves the old file;
+/// an existing file keeps its permissions.
+pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -333,26 +413,37 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let temp = PathBuf::from(temp);
     std::fs::write(&temp, text)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", temp.display()))?;
+    // The file keeps who may read it (a client's file with secrets may be its owner's only).
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&temp, meta.permissions());
+    }
     std::fs::rename(&temp, path)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     Ok(())
 }
 
-fn unified_diff(old: &str, new: &str, path: &Path) -> String {
+pub(crate) fn unified_diff(old: &str, new: &str, path: &Path) -> String {
     let name = path.display().to_string();
     similar::TextDiff::from_lines(old, new).unified_diff().header(&name, &name).to_string()
 }
 
 /// What an import did, for people or as JSON.
-struct Report<'a> {
+pub(crate) struct Report<'a> {
     target: &'a Path,
     plan: &'a [Planned],
     outcomes: &'a [Outcome],
     written: bool,
     dry_run: bool,
+    /// Whether the text tells the user to set each secret's variable (install sets them).
+    say_secrets: bool,
 }
 
 impl Report<'_> {
+    /// The report without the lines telling the user to set the secrets' variables.
+    pub(crate) fn without_secrets(self) -> Self {
+        Report { say_secrets: false, ..self }
+    }
+
     fn each(&self, outcome: Outcome) -> impl Iterator<Item = &Planned> {
         self.plan.iter().zip(self.outcomes).filter(move |(_, o)| **o == outcome).map(|(p, _)| p)
     }
@@ -366,7 +457,7 @@ impl Report<'_> {
             .flat_map(|(p, _)| &p.secrets)
     }
 
-    fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         let names = |outcome| {
             self.each(outcome)
                 .map(|p| json!({ "name": p.name, "from": p.from }))
@@ -402,7 +493,7 @@ impl Report<'_> {
         })
     }
 
-    fn text(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    pub(crate) fn text(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         for (planned, outcome) in self.plan.iter().zip(self.outcomes) {
             let from = planned.from.join(", ");
             let verb = match outcome {
@@ -427,7 +518,7 @@ impl Report<'_> {
             }
             writeln!(out)?;
         }
-        for secret in self.secrets() {
+        for secret in self.secrets().filter(|_| self.say_secrets) {
             writeln!(
                 out,
                 "secret: {} {} was not copied; set {} in toolgate's environment",

@@ -8,6 +8,7 @@ pub(crate) mod completions;
 pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod import;
+pub(crate) mod install;
 pub(crate) mod interceptors;
 pub(crate) mod keys;
 pub(crate) mod login;

@@ -29,6 +29,8 @@ mod fidelity;
 mod http_front;
 mod identity;
 mod import;
+mod install;
+mod install_clients;
 mod install_deps;
 mod integrity;
 mod introspection;

@@ -79,12 +79,15 @@ impl References {
 }
 
 /// A literal secret left out of the file, and the variable that now stands for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct SecretVar {
-    pub(super) server: String,
+#[derive(Debug, Clone)]
+pub(crate) struct SecretVar {
+    pub(crate) server: String,
     /// Where it was: `env.GITHUB_TOKEN`, `headers.Authorization`, `args[3]`, `url`.
-    pub(super) field: String,
-    pub(super) variable: String,
+    pub(crate) field: String,
+    pub(crate) variable: String,
+    /// What the variable stands for (the token of `Bearer <token>`), for `toolgate install` to
+    /// hand to toolgate's own entry in the client's file, where it was before.
+    pub(crate) literal: Secret,
 }
 
 /// What decides that a literal is a secret.
@@ -151,16 +154,22 @@ impl Renderer<'_> {
                 return restored;
             }
             let variable = variable_name(var);
-            out.push(SecretVar { server: name.to_owned(), field, variable: variable.clone() });
             // `Bearer <token>` keeps its scheme.
-            match raw.split_once(' ') {
+            let (written, literal) = match raw.split_once(' ') {
                 Some((scheme, rest))
                     if scheme.eq_ignore_ascii_case("bearer") && !rest.contains(' ') =>
                 {
-                    format!("{scheme} ${{{variable}}}")
+                    (format!("{scheme} ${{{variable}}}"), rest)
                 }
-                _ => format!("${{{variable}}}"),
-            }
+                _ => (format!("${{{variable}}}"), raw),
+            };
+            out.push(SecretVar {
+                server: name.to_owned(),
+                field,
+                variable,
+                literal: Secret::new(literal),
+            });
+            written
         };
         match &server.transport {
             TransportConfig::Stdio(stdio) => {
