@@ -255,7 +255,7 @@ fn check_import(import: &Import, target: &Target, expected: usize) -> anyhow::Re
 }
 
 /// The variables an earlier install put into toolgate's entry.
-fn entry_env(value: &Value) -> Vec<(String, Secret)> {
+pub(super) fn entry_env(value: &Value) -> Vec<(String, Secret)> {
     let env = value.get("env").or_else(|| value.get("envs")).and_then(Value::as_object);
     env.into_iter()
         .flatten()

@@ -235,6 +235,12 @@ async fn every_client_keeps_its_servers_behind_toolgate_and_gets_its_file_back()
     assert!(text.contains(SECRET), "the server got its secret through toolgate: {text}");
     client.cancel().await.expect("close");
 
+    // A dry run's diff does not show the secret.
+    let output = home.toolgate(&["uninstall", "--client", "claude-desktop", "--dry-run"]);
+    let diff = String::from_utf8_lossy(&output.stdout);
+    assert!(diff.contains("fx-claude-desktop") && diff.contains("***"), "{diff}");
+    assert!(!diff.contains(SECRET), "{diff}");
+
     // Again: nothing changes.
     for (client, _, _) in &files {
         let report = home.json(&["install", "--client", client]);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Files `install_npm` checks for (its `NPM_KEYS`), relative to `node_modules`.
-const KEYS: [&str; 9] = [
+const KEYS: [&str; 12] = [
     ".bin/mcp-server-everything",
     "@modelcontextprotocol/sdk/package.json",
     "@modelcontextprotocol/conformance/dist/index.js",
@@ -20,6 +20,9 @@ const KEYS: [&str; 9] = [
     ".bin/vitest",
     "oidc-provider/package.json",
     "jose/package.json",
+    "@anthropic-ai/claude-code-linux-x64/claude",
+    ".bin/gemini",
+    ".bin/codex",
 ];
 
 fn repo_root() -> PathBuf {

@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use toolgate_config::SystemEnvironment;
 
-use super::{ClientArgs, Target, parse, read_text};
+use super::{ClientArgs, Target, entry_env, parse, read_text};
 use crate::GlobalArgs;
 use crate::client_file;
 use crate::commands::import;
@@ -39,14 +39,14 @@ pub(crate) fn run(global: &GlobalArgs, args: &UninstallArgs) -> anyhow::Result<E
     let current = read_text(&target.path)?.unwrap_or_default();
     let backup = read_text(&target.backup)?;
     let mut file = parse(&target, &current, &target.path)?;
-    let gateways: Vec<String> = file
-        .entries()
-        .into_iter()
-        .filter(|(_, v)| client_file::is_gateway(layout, v))
-        .map(|(name, _)| name)
-        .collect();
-    for name in &gateways {
-        file.remove(name);
+    let mut gateways = Vec::new();
+    let mut secrets = Vec::new();
+    for (name, value) in file.entries() {
+        if client_file::is_gateway(layout, &value) {
+            secrets.extend(entry_env(&value).into_iter().map(|(_, secret)| secret));
+            file.remove(&name);
+            gateways.push(name);
+        }
     }
     let mut restored = Vec::new();
     let change = match &backup {
@@ -77,7 +77,14 @@ pub(crate) fn run(global: &GlobalArgs, args: &UninstallArgs) -> anyhow::Result<E
         }
         Change::Remove => Some(import::unified_diff(&current, "", &target.path)),
         _ => None,
-    };
+    }
+    // The secrets stay in the client's file, but not on the terminal.
+    .map(|mut diff| {
+        for secret in secrets.iter().filter(|s| !s.expose().is_empty()) {
+            diff = diff.replace(secret.expose(), "***");
+        }
+        diff
+    });
     if !dry_run {
         match &change {
             Change::None => {}
