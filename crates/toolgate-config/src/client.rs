@@ -22,8 +22,8 @@ use crate::check::{Checker, Entry, ServerKind, optional};
 use crate::dialect::tool_names;
 use crate::error::key_path;
 use crate::model::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport,
-    ServerConfig, StdioConfig, ToolFilter, TransportConfig,
+    DEFAULT_CALL_TIMEOUT, HttpConfig, HttpTransport, ServerConfig, StdioConfig, ToolFilter,
+    TransportConfig,
 };
 use crate::value::Value;
 
@@ -214,23 +214,14 @@ fn check_server(cx: &mut Checker<'_>, parent: &str, name: &str, value: &Value) -
         }),
     };
     let server = ServerConfig {
-        name: name_ok.then(|| name.to_owned())?,
-        transport,
         prefix,
         tools: ToolFilter {
             allow: allow?.unwrap_or_default(),
             deny: [disabled_tools?, exclude?].into_iter().flatten().flatten().collect(),
         },
-        protocol: Default::default(),
-        startup_timeout: DEFAULT_STARTUP_TIMEOUT,
         timeout: timeout?.unwrap_or(DEFAULT_CALL_TIMEOUT),
-        restart_wait: DEFAULT_RESTART_WAIT,
-        required: false,
         enabled: !disabled?.unwrap_or(false),
-        integrity: None,
-        response_format: Vec::new(),
-        replica: None,
-        refresh: Default::default(),
+        ..ServerConfig::new(name_ok.then(|| name.to_owned())?, transport)
     };
     Some(Entry { server, place: cx.place(&path) })
 }

@@ -525,8 +525,6 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         return None;
     }
     let server = ServerConfig {
-        name: name_ok.then(|| name.to_owned())?,
-        transport,
         prefix: prefix?,
         protocol,
         tools: ToolFilter { allow: allow?.unwrap_or_default(), deny: deny?.unwrap_or_default() },
@@ -539,6 +537,7 @@ fn check_server(cx: &mut Checker<'_>, name: &str, value: &Value) -> Option<Entry
         response_format: response_format?.unwrap_or_default(),
         replica: replica?,
         refresh: refresh?,
+        ..ServerConfig::new(name_ok.then(|| name.to_owned())?, transport)
     };
     Some(Entry { server, place: cx.place(&path) })
 }

@@ -29,9 +29,8 @@ use crate::check::{Checker, Entry, is_header_value, optional};
 use crate::egress::{no_proxy_entry, proxy_url};
 use crate::error::{index_path, key_path};
 use crate::model::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_RESTART_WAIT, DEFAULT_STARTUP_TIMEOUT, HttpConfig, HttpTransport,
-    InterceptorConfig, ProxyChoice, ProxyConfig, Secret, ServerConfig, StdioConfig, ToolFilter,
-    TransportConfig,
+    HttpConfig, HttpTransport, InterceptorConfig, ProxyChoice, ProxyConfig, Secret, ServerConfig,
+    StdioConfig, TransportConfig,
 };
 use crate::value::{Value, text, texts};
 
@@ -261,20 +260,10 @@ fn check_server(
         }),
     };
     let server = ServerConfig {
-        name: name.filter(|_| name_ok)?,
-        transport,
         prefix: prefix?,
-        tools: ToolFilter::default(),
-        protocol: Default::default(),
-        startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-        timeout: DEFAULT_CALL_TIMEOUT,
-        restart_wait: DEFAULT_RESTART_WAIT,
         required: required?.unwrap_or(false),
-        enabled: true,
-        integrity: None,
         response_format: formats?.unwrap_or_default(),
-        replica: None,
-        refresh: Default::default(),
+        ..ServerConfig::new(name.filter(|_| name_ok)?, transport)
     };
     Some(Entry { server, place: cx.place(&place) })
 }

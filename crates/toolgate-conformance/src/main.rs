@@ -106,28 +106,22 @@ async fn run() -> anyhow::Result<()> {
 /// The scenario server as one streamable HTTP upstream.
 fn server_config(url: url::Url) -> ServerConfig {
     ServerConfig {
-        name: "conformance".into(),
-        transport: TransportConfig::Http(HttpConfig {
-            url,
-            transport: HttpTransport::StreamableHttp,
-            headers: Default::default(),
-            pool: true,
-            oauth: Default::default(),
-            proxy: Default::default(),
-            tls: Default::default(),
-        }),
         prefix: String::new(),
-        tools: Default::default(),
-        protocol: Default::default(),
         startup_timeout: STARTUP_TIMEOUT,
         timeout: CALL_TIMEOUT,
-        restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
         required: true,
-        enabled: true,
-        integrity: None,
-        response_format: Vec::new(),
-        replica: None,
-        refresh: Default::default(),
+        ..ServerConfig::new(
+            "conformance",
+            TransportConfig::Http(HttpConfig {
+                url,
+                transport: HttpTransport::StreamableHttp,
+                headers: Default::default(),
+                pool: true,
+                oauth: Default::default(),
+                proxy: Default::default(),
+                tls: Default::default(),
+            }),
+        )
     }
 }
 

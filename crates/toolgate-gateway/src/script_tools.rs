@@ -179,23 +179,12 @@ impl ScriptTools {
 
     fn server(&self, name: &str, script: Arc<Script>) -> InProcess {
         let config = ServerConfig {
-            name: name.to_owned(),
-            transport: TransportConfig::InProcess(InProcessConfig {
-                origin: script.path().to_owned(),
-            }),
-            prefix: name.to_owned(),
-            tools: Default::default(),
-            protocol: Default::default(),
-            startup_timeout: toolgate_config::DEFAULT_STARTUP_TIMEOUT,
             // The script's own limit ends it first; this only covers the pipe.
             timeout: self.tool_timeout + Duration::from_secs(5),
-            restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
-            required: false,
-            enabled: true,
-            integrity: None,
-            response_format: Vec::new(),
-            replica: None,
-            refresh: Default::default(),
+            ..ServerConfig::new(
+                name.to_owned(),
+                TransportConfig::InProcess(InProcessConfig { origin: script.path().to_owned() }),
+            )
         };
         let caller: Arc<dyn ToolCaller> = self.caller.clone();
         let server =

@@ -81,28 +81,22 @@ async fn every_page_of_every_list_is_fetched() {
     });
 
     let config = Server {
-        name: "paging".into(),
-        transport: TransportConfig::Http(HttpConfig {
-            url: format!("http://{address}/mcp").parse().expect("url"),
-            transport: HttpTransport::StreamableHttp,
-            headers: Default::default(),
-            pool: true,
-            oauth: Default::default(),
-            proxy: Default::default(),
-            tls: Default::default(),
-        }),
         prefix: "p".into(),
-        tools: Default::default(),
-        protocol: Default::default(),
         startup_timeout: Duration::from_secs(20),
         timeout: Duration::from_secs(20),
-        restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
         required: true,
-        enabled: true,
-        integrity: None,
-        response_format: Vec::new(),
-        replica: None,
-        refresh: Default::default(),
+        ..Server::new(
+            "paging",
+            TransportConfig::Http(HttpConfig {
+                url: format!("http://{address}/mcp").parse().expect("url"),
+                transport: HttpTransport::StreamableHttp,
+                headers: Default::default(),
+                pool: true,
+                oauth: Default::default(),
+                proxy: Default::default(),
+                tls: Default::default(),
+            }),
+        )
     };
     let upstream = Upstream::connect(&config).await.expect("connects");
     let catalog = upstream.catalog();

@@ -126,23 +126,15 @@ pub(crate) fn load(global: &GlobalArgs) -> anyhow::Result<Option<toolgate_config
 fn demo_config() -> anyhow::Result<Config> {
     let exe = std::env::current_exe().context("cannot find toolgate's own executable")?;
     let server = ServerConfig {
-        name: "demo".into(),
-        transport: TransportConfig::Stdio(StdioConfig {
-            env_remove: vec!["*".into()],
-            ..StdioConfig::new(exe.to_string_lossy(), vec!["demo-server".into()])
-        }),
-        prefix: "demo".into(),
-        tools: Default::default(),
-        protocol: Default::default(),
         startup_timeout: Duration::from_secs(10),
-        timeout: toolgate_config::DEFAULT_CALL_TIMEOUT,
-        restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
         required: true,
-        enabled: true,
-        integrity: None,
-        response_format: Vec::new(),
-        replica: None,
-        refresh: Default::default(),
+        ..ServerConfig::new(
+            "demo",
+            TransportConfig::Stdio(StdioConfig {
+                env_remove: vec!["*".into()],
+                ..StdioConfig::new(exe.to_string_lossy(), vec!["demo-server".into()])
+            }),
+        )
     };
     Ok(Config { servers: vec![server], ..Config::default() })
 }

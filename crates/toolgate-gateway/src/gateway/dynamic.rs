@@ -455,22 +455,7 @@ fn dynamic_config(server: &DynamicServer, headers: BTreeMap<String, Secret>) -> 
     http.transport = HttpTransport::Auto;
     http.headers = headers;
     http.oauth = OAuthConfig { enabled: false, ..OAuthConfig::default() };
-    ServerConfig {
-        name: server.label.clone(),
-        transport: TransportConfig::Http(http),
-        prefix: server.label.clone(),
-        tools: Default::default(),
-        protocol: Default::default(),
-        startup_timeout: toolgate_config::DEFAULT_STARTUP_TIMEOUT,
-        timeout: toolgate_config::DEFAULT_CALL_TIMEOUT,
-        restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
-        required: false,
-        enabled: true,
-        integrity: None,
-        response_format: Vec::new(),
-        replica: None,
-        refresh: Default::default(),
-    }
+    ServerConfig::new(server.label.clone(), TransportConfig::Http(http))
 }
 
 #[cfg(test)]

@@ -220,22 +220,14 @@ mod tests {
         use toolgate_intercept::{CallContext, Hook, Phase, Pipeline, Principal};
         let tools = vec![tool("alice_a", "1"), tool("alice_b", "2"), tool("bob_a", "3")];
         let config = toolgate_config::ServerConfig {
-            name: "s".to_owned(),
-            transport: toolgate_config::TransportConfig::InProcess(
-                toolgate_config::InProcessConfig { origin: "test".into() },
-            ),
-            prefix: "s".to_owned(),
-            tools: Default::default(),
-            protocol: Default::default(),
-            startup_timeout: toolgate_config::DEFAULT_STARTUP_TIMEOUT,
             timeout: std::time::Duration::from_secs(10),
-            restart_wait: toolgate_config::DEFAULT_RESTART_WAIT,
             required: true,
-            enabled: true,
-            integrity: None,
-            response_format: Vec::new(),
-            replica: None,
-            refresh: Default::default(),
+            ..toolgate_config::ServerConfig::new(
+                "s".to_owned(),
+                toolgate_config::TransportConfig::InProcess(toolgate_config::InProcessConfig {
+                    origin: "test".into(),
+                }),
+            )
         };
         let server: Arc<dyn toolgate_upstream::InProcessServer> = Arc::new(Served(tools));
         let hooks = vec![Hook::new(["tools/list"], Phase::Response).expect("a literal event")];

@@ -27,20 +27,13 @@ const TIMING: Timing = Timing {
 
 fn server() -> ServerConfig {
     ServerConfig {
-        name: "fx".to_owned(),
-        transport: TransportConfig::InProcess(InProcessConfig { origin: "test".into() }),
-        prefix: "fx".to_owned(),
-        tools: Default::default(),
-        protocol: Default::default(),
-        startup_timeout: toolgate_config::DEFAULT_STARTUP_TIMEOUT,
         timeout: Duration::from_secs(30),
         restart_wait: Duration::ZERO,
-        required: false,
-        enabled: true,
-        integrity: None,
-        response_format: Vec::new(),
         replica: Some("a".to_owned()),
-        refresh: Default::default(),
+        ..ServerConfig::new(
+            "fx",
+            TransportConfig::InProcess(InProcessConfig { origin: "test".into() }),
+        )
     }
 }
 
