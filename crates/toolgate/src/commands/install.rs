@@ -167,9 +167,7 @@ pub(crate) fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result
     for (name, _) in &moved {
         file.remove(name);
     }
-    let exe = std::env::current_exe()
-        .and_then(|exe| exe.canonicalize())
-        .map_err(|error| anyhow::anyhow!("cannot tell where the toolgate binary is: {error}"))?;
+    let exe = binary_path()?;
     let entry = GatewayEntry::new(&exe, &config, env_vars);
     file.put(gateway_entry::NAME, &client_file::gateway_value(layout, &entry));
     let new_text = file.render();
@@ -219,6 +217,21 @@ pub(crate) fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result
         report.text(&mut err)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The path the client should run toolgate by: the `toolgate` found on PATH when it is this
+/// very binary (a package manager's link, which outlives an upgrade), else this binary's own.
+fn binary_path() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()
+        .and_then(|exe| exe.canonicalize())
+        .map_err(|error| anyhow::anyhow!("cannot tell where the toolgate binary is: {error}"))?;
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("toolgate"))
+        .find(|candidate| candidate.canonicalize().is_ok_and(|real| real == exe));
+    Ok(on_path.unwrap_or(exe))
 }
 
 /// Stops the install when the servers cannot all move: the file has a server toolgate cannot

@@ -124,7 +124,12 @@ impl Home {
 
     /// `toolgate --config <project>/toolgate.toml ARGS`, with this HOME.
     fn toolgate(&self, args: &[&str]) -> Output {
-        Command::new(toolgate_bin())
+        self.toolgate_as(&toolgate_bin(), args)
+    }
+
+    /// [`Home::toolgate`], run as `program`.
+    fn toolgate_as(&self, program: &Path, args: &[&str]) -> Output {
+        Command::new(program)
             .arg("--config")
             .arg(self.config())
             .args(args)
@@ -327,4 +332,40 @@ fn a_name_toolgate_uses_for_another_server_stops_the_install() {
     let diff = String::from_utf8_lossy(&output.stdout);
     assert!(diff.contains("toolgate.toml") && diff.contains("mcp.json"), "{diff}");
     assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
+}
+
+/// A toolgate reached through a link on PATH (as a package manager installs it) is written
+/// as that link, which stays right when the package is upgraded; one that is not on PATH as
+/// the binary itself.
+#[test]
+fn the_entry_runs_toolgate_by_its_name_on_path() {
+    let home = Home::new();
+    let bin = home.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let link = bin.join("toolgate");
+    std::os::unix::fs::symlink(toolgate_bin(), &link).expect("symlink");
+    let path = std::env::join_paths(
+        std::iter::once(bin)
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .expect("PATH");
+    let output = Command::new(&link)
+        .arg("--config")
+        .arg(home.config())
+        .args(["install", "--client", "cursor"])
+        .env("HOME", home.home())
+        .env("PATH", path)
+        .env_remove("TOOLGATE_CONFIG")
+        .output()
+        .expect("run toolgate");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let (command, _, _) = entry_in(&home.home().join(".cursor/mcp.json"), "mcpServers");
+    assert_eq!(Path::new(&command), link);
+
+    let other = Home::new();
+    let output = other.toolgate_as(&link, &["install", "--client", "cursor"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let (command, _, _) = entry_in(&other.home().join(".cursor/mcp.json"), "mcpServers");
+    let real = toolgate_bin().canonicalize().expect("the binary");
+    assert_eq!(Path::new(&command), real, "not on PATH: the binary itself");
 }
