@@ -92,6 +92,11 @@ enum Command {
     /// VS Code, Windsurf, Gemini CLI, Zed, Continue, goose, Codex) to toolgate.toml, keeping its
     /// comments; literal secrets become ${VAR} references to set.
     Import(commands::import::ImportArgs),
+    /// Check the installation: toolgate's config, node/npx/uv/python/docker on PATH, each MCP
+    /// client (installed, config files, toolgate in it), and whether each configured server
+    /// starts, with the cause of a failure and the next step (--json for scripts).
+    #[command(long_about = commands::doctor::LONG_ABOUT)]
+    Doctor(commands::doctor::DoctorArgs),
     /// Work with the config file.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
@@ -139,6 +144,7 @@ fn main() -> ExitCode {
             Command::Interceptors(args) => commands::interceptors::run(&cli.global, args).await,
             Command::Script(command) => commands::script::run(&cli.global, command).await,
             Command::Import(args) => commands::import::run(&cli.global, &args),
+            Command::Doctor(args) => commands::doctor::run(&cli.global, args).await,
             Command::Config(command) => commands::config::run(&cli.global, command),
             Command::Audit(command) => commands::audit::run(&cli.global, command).await,
             Command::Trust(args) => commands::trust::run(&cli.global, args),
