@@ -44,7 +44,7 @@ npm error 404  The requested resource '@modelcontextprotocol/server-doesnotexist
 npm error 404
 npm error 404 Note that you can also install from a
 npm error 404 tarball, folder, http url, or git url.
-npm error A complete log of this run can be found in: /root/.npm/_logs/2026-11-29T20_20_05_030Z-debug-0.log";
+npm error A complete log of this run can be found in: /home/ada/.npm/_logs/2026-11-29T20_20_05_030Z-debug-0.log";
 
 /// npm 10's wording of the same.
 const NPM_10_E404: &str = "\
