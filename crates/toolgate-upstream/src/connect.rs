@@ -196,6 +196,7 @@ async fn connect_service(
         TransportConfig::Stdio(stdio) => {
             let child = stdio::spawn(stdio, stderr.clone(), shared)?;
             let mut group = child.group;
+            let mut exit = child.exit;
             let mut served =
                 handler.clone().serve(child.transport, lifecycle(config.protocol)).await;
             if let Err(error) = &served
@@ -211,16 +212,31 @@ async fn connect_service(
                 group.kill();
                 let child = stdio::spawn(stdio, stderr.clone(), shared)?;
                 group = child.group;
+                exit = child.exit;
                 served = handler.serve(child.transport, ClientLifecycleMode::Initialize).await;
             }
             match served {
                 Ok(service) => Ok(Served { group: Some(group), ..Served::new(service, "stdio") }),
                 Err(source) => {
                     // Its last words on stderr usually say why: wait (briefly) until they are
-                    // all read.
-                    let _ = tokio::time::timeout(STDERR_GRACE, stderr.closed()).await;
+                    // all read. Once they are, it has usually exited: how, when it did by
+                    // itself, is noted as its transport goes.
+                    let closed = tokio::time::timeout(STDERR_GRACE, stderr.closed()).await;
+                    let mut exit = exit.subscribe();
+                    if closed.is_ok() {
+                        let noted = exit.wait_for(Option::is_some);
+                        let _ = tokio::time::timeout(stdio::EXIT_NOTICE, noted).await;
+                    }
+                    let exited = *exit.borrow();
                     group.kill();
                     tracing::debug!(upstream = %name, error = ?source, "handshake failed");
+                    if let Some(exit) = exited {
+                        return Err(ConnectError::Exited {
+                            endpoint: endpoint(config),
+                            exit,
+                            stderr: stderr.tail(),
+                        });
+                    }
                     Err(ConnectError::Failed {
                         endpoint: endpoint(config),
                         cause: crate::cause::describe(&source, None),

@@ -100,6 +100,9 @@ pub enum ConnectError {
     /// The server could not be reached, or its handshake failed.
     #[error("{}{cause}{stderr}", endpoint.failed_prefix())]
     Failed { endpoint: Endpoint, cause: String, stderr: StderrTail },
+    /// A child process ended before completing the MCP handshake, in the way `exit` says.
+    #[error("{endpoint}: the process exited {exit} before completing the MCP handshake{stderr}")]
+    Exited { endpoint: Endpoint, exit: ExitReason, stderr: StderrTail },
     /// The supervisor stopped before the first attempt ended.
     #[error("stopped before connecting")]
     Stopped,
@@ -167,6 +170,39 @@ impl UpstreamError {
             | UpstreamError::Restarting { upstream, .. }
             | UpstreamError::Disconnected { upstream }
             | UpstreamError::NeedsLogin { upstream } => upstream,
+        }
+    }
+}
+
+/// How a child process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReason {
+    /// It exited with this status.
+    Status(i32),
+    /// A signal ended it.
+    Signal(i32),
+}
+
+impl From<std::process::ExitStatus> for ExitReason {
+    fn from(status: std::process::ExitStatus) -> ExitReason {
+        use std::os::unix::process::ExitStatusExt as _;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => ExitReason::Status(code),
+            (None, Some(signal)) => ExitReason::Signal(signal),
+            // Neither is for a stopped or continued child, which `wait` does not report.
+            (None, None) => ExitReason::Status(-1),
+        }
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitReason::Status(code) => write!(f, "with status {code}"),
+            ExitReason::Signal(signal) => match nix::sys::signal::Signal::try_from(*signal) {
+                Ok(name) => write!(f, "on signal {signal} ({name})"),
+                Err(_) => write!(f, "on signal {signal}"),
+            },
         }
     }
 }

@@ -38,7 +38,7 @@ pub use call::{CallOptions, Caller, RoundRefused, unsupported};
 pub use catalog::Catalog;
 pub use connect::UpstreamInfo;
 pub use egress::EgressError;
-pub use error::{ConnectError, Endpoint, StderrTail, UpstreamError};
+pub use error::{ConnectError, Endpoint, ExitReason, StderrTail, UpstreamError};
 pub use event::{ChangedLists, EventSender, UpstreamEvent};
 pub use in_process::InProcessServer;
 pub use inventory::{Collision, Contribution, Inventory, Route};

@@ -23,12 +23,14 @@ mod wire;
 
 pub use environment::{child_environment, child_environment_names};
 pub(crate) use stderr::StderrLog;
-pub(crate) use wire::ChildWire;
+pub(crate) use wire::{ChildWire, EXIT_NOTICE, ExitNote};
 
-/// A spawned child: the MCP transport over its pipes, its process group, its stderr tail.
+/// A spawned child: the MCP transport over its pipes, its process group, and where how it
+/// ended is noted.
 pub(crate) struct SpawnedChild {
     pub(crate) transport: ChildWire,
     pub(crate) group: ProcessGroupHandle,
+    pub(crate) exit: ExitNote,
 }
 
 /// Spawns the server described by `config`.
@@ -63,7 +65,8 @@ pub(crate) fn spawn(
         }));
     }
     let transport = ChildWire::new(child, shared.clone()).map_err(spawn_error)?;
-    Ok(SpawnedChild { transport, group: ProcessGroupHandle { pgid: pid } })
+    let exit = transport.exit_note();
+    Ok(SpawnedChild { transport, group: ProcessGroupHandle { pgid: pid }, exit })
 }
 
 /// The process group a child leads. Ending it ends every process the child started.

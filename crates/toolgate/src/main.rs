@@ -101,6 +101,11 @@ enum Command {
     /// Take toolgate out of an MCP client's config and put the client's own servers back from
     /// the backup `install` kept (they stay in toolgate.toml too).
     Uninstall(commands::install::UninstallArgs),
+    /// Check the installation: toolgate's config, node/npx/uv/python/docker on PATH, each MCP
+    /// client (installed, config files, toolgate in it), and whether each configured server
+    /// starts, with the cause of a failure and the next step (--json for scripts).
+    #[command(long_about = commands::doctor::LONG_ABOUT)]
+    Doctor(commands::doctor::DoctorArgs),
     /// Work with the config file.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
@@ -150,6 +155,7 @@ fn main() -> ExitCode {
             Command::Import(args) => commands::import::run(&cli.global, &args),
             Command::Install(args) => commands::install::install(&cli.global, &args),
             Command::Uninstall(args) => commands::install::uninstall(&cli.global, &args),
+            Command::Doctor(args) => commands::doctor::run(&cli.global, args).await,
             Command::Config(command) => commands::config::run(&cli.global, command),
             Command::Audit(command) => commands::audit::run(&cli.global, command).await,
             Command::Trust(args) => commands::trust::run(&cli.global, args),

@@ -40,7 +40,7 @@ fn detector() -> Arc<Detector> {
 }
 
 /// `text` scrubbed.
-fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
     detector().redact(text).text
 }
 

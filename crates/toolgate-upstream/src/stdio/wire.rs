@@ -21,6 +21,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use toolgate_core::mcp;
 
+use crate::error::ExitReason;
 use crate::raw;
 use crate::shared::Shared;
 
@@ -29,6 +30,20 @@ pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// How long a closing child gets to exit, before `SIGTERM` and again before it is killed.
 const EXIT_WAIT: Duration = Duration::from_secs(3);
+
+/// How long a child whose output ended, or whose transport was dropped, is given to exit by
+/// itself, so that how it ended is known ([`ExitNote`]).
+pub(crate) const EXIT_NOTICE: Duration = Duration::from_millis(200);
+
+/// How the child ended, once it exited by itself: noted when its output ends or its
+/// transport is dropped, if it exits within [`EXIT_NOTICE`] (never when toolgate killed it).
+pub(crate) type ExitNote = Arc<tokio::sync::watch::Sender<Option<ExitReason>>>;
+
+fn note(exit: &ExitNote, status: std::process::ExitStatus) {
+    let reason = ExitReason::from(status);
+    tracing::debug!("an upstream's process exited {reason}");
+    exit.send_replace(Some(reason));
+}
 
 /// The MCP transport over a child's pipes. Dropped, it kills the child.
 pub(crate) struct ChildWire {
@@ -42,6 +57,8 @@ pub(crate) struct ChildWire {
     /// Dropping the rest of a line longer than `max_line`.
     skipping: bool,
     shared: Arc<Shared>,
+    /// How the child ended, once it exited by itself.
+    exit: ExitNote,
 }
 
 impl ChildWire {
@@ -50,15 +67,30 @@ impl ChildWire {
         let taken = |what: &str| io::Error::other(format!("the child's {what} is not a pipe"));
         let stdin = child.stdin().take().ok_or_else(|| taken("stdin"))?;
         let stdout = child.stdout().take().ok_or_else(|| taken("stdout"))?;
+        let exit = ExitNote::default();
         Ok(ChildWire {
-            child: ChildGuard(Some(child)),
+            child: ChildGuard { child: Some(child), exit: exit.clone() },
             stdin: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             stdout: BufReader::with_capacity(64 * 1024, stdout),
             line: Vec::new(),
             max_line: MAX_LINE,
             skipping: false,
             shared,
+            exit,
         })
+    }
+
+    /// Where how the child ended is noted, once it exits by itself.
+    pub(crate) fn exit_note(&self) -> ExitNote {
+        self.exit.clone()
+    }
+
+    /// Its output ended: waits (briefly) for it to exit, and notes how.
+    async fn note_exit(&mut self) {
+        let Some(child) = self.child.child.as_mut() else { return };
+        if let Ok(Ok(status)) = tokio::time::timeout(EXIT_NOTICE, child.wait()).await {
+            note(&self.exit, status);
+        }
     }
 
     /// Reads until a whole line is in `self.line` (`true`), or the output ends (`false`).
@@ -149,7 +181,10 @@ impl Transport<RoleClient> for ChildWire {
         loop {
             match self.read_line().await {
                 Ok(true) => {}
-                Ok(false) => return None,
+                Ok(false) => {
+                    self.note_exit().await;
+                    return None;
+                }
                 Err(error) => {
                     tracing::debug!(upstream = %self.shared.name, %error, "reading the server's output failed");
                     return None;
@@ -166,7 +201,7 @@ impl Transport<RoleClient> for ChildWire {
     /// Closes the child's input and waits for it to exit; then `SIGTERM`; then kills it.
     async fn close(&mut self) -> Result<(), io::Error> {
         drop(self.stdin.lock().await.take());
-        let Some(child) = self.child.0.as_mut() else { return Ok(()) };
+        let Some(child) = self.child.child.as_mut() else { return Ok(()) };
         if exited(child).await?.is_none() {
             let term = nix::sys::signal::Signal::SIGTERM as i32;
             let stopped = match child.signal(term) {
@@ -181,7 +216,7 @@ impl Transport<RoleClient> for ChildWire {
             }
         }
         // Exited or killed: nothing is left for the guard to kill.
-        self.child.0 = None;
+        self.child.child = None;
         Ok(())
     }
 }
@@ -194,16 +229,35 @@ async fn exited(child: &mut Box<dyn ChildWrapper>) -> io::Result<Option<std::pro
     }
 }
 
-/// Kills the child when dropped, unless it was closed.
-struct ChildGuard(Option<Box<dyn ChildWrapper>>);
+/// Kills the child when dropped, unless it was closed; how a child that was ending anyway
+/// ended is noted first.
+struct ChildGuard {
+    child: Option<Box<dyn ChildWrapper>>,
+    exit: ExitNote,
+}
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        let Some(mut child) = self.0.take() else { return };
+        let Some(mut child) = self.child.take() else { return };
+        if let Ok(Some(status)) = child.try_wait() {
+            note(&self.exit, status);
+        }
         // `kill` also reaps it (no zombie); it needs the runtime, which is gone only when the
         // process is ending, and then the process group is killed by the supervisor anyway.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let exit = self.exit.clone();
             runtime.spawn(async move {
+                // A child whose pipe broke as it exited may not be reaped yet: a moment lets
+                // its own status be known. A status from a signal may be the kill of the
+                // caller that dropped the transport (the supervisor kills the process
+                // group), so only an exit code is noted here.
+                let unknown = exit.borrow().is_none();
+                if unknown
+                    && let Ok(Ok(status)) = tokio::time::timeout(EXIT_NOTICE, child.wait()).await
+                    && status.code().is_some()
+                {
+                    note(&exit, status);
+                }
                 if let Err(error) = Box::into_pin(child.kill()).await {
                     tracing::debug!(%error, "killing a child failed");
                 }

@@ -69,6 +69,15 @@ fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let checked = toolgate_config::check_file(&path, &env);
+    let (problems, warnings) = review(&checked);
+    let report = Report { path: Some(&checked.path), problems, warnings: &warnings };
+    print(args, &report, Some(&checked.config))
+}
+
+/// Every problem `serve` would refuse in a checked file (the file's own, the pipeline's,
+/// `[audit]`'s, the audit log's place), and the warnings: what `config check` prints (and
+/// `doctor` reports).
+pub(crate) fn review(checked: &toolgate_config::Checked) -> (Vec<ConfigError>, Vec<String>) {
     let config = &checked.config;
     let mut problems: Vec<ConfigError> = checked.errors.errors().to_vec();
     // An [admin] section with a problem of its own still counts as written: `approval` is not
@@ -87,8 +96,7 @@ fn check(global: &GlobalArgs, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let mut warnings = config.warnings.clone();
     warnings.extend(events::log_file_warning(&config.audit));
     warnings.extend(crate::setup::script_tool_problems(config, config_dir));
-    let report = Report { path: Some(&checked.path), problems, warnings: &warnings };
-    print(args, &report, Some(config))
+    (problems, warnings)
 }
 
 /// Prints `report` (and, for a valid `config`, what it holds); the exit code says whether it

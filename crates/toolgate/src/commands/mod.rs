@@ -7,6 +7,7 @@ pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod config;
 pub(crate) mod demo;
+pub(crate) mod doctor;
 pub(crate) mod import;
 pub(crate) mod install;
 pub(crate) mod interceptors;

@@ -186,8 +186,12 @@ async fn toolgate_toml_in_the_working_directory_is_found_once_trusted() {
 }
 
 /// The visible subcommands, which completions and the manual must all know.
-const SUBCOMMANDS: [&str; 12] = [
+const SUBCOMMANDS: [&str; 16] = [
     "serve",
+    "import",
+    "install",
+    "uninstall",
+    "doctor",
     "tools",
     "call",
     "servers",

@@ -19,6 +19,7 @@ mod cut_off;
 mod demo;
 mod denials;
 mod deps;
+mod doctor;
 mod egress;
 mod emit;
 mod enrich;

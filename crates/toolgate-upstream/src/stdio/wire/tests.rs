@@ -145,3 +145,38 @@ async fn a_child_that_keeps_running_after_its_input_closes_gets_sigterm() {
     let message = wire.receive().await.expect("its last words");
     assert_eq!(method_of(&message), "notifications/tools/list_changed");
 }
+
+/// A child that runs `script` with its stdout piped.
+fn wire_running(script: &str, shared: &Arc<Shared>) -> ChildWire {
+    let mut command = tokio::process::Command::new("sh");
+    command.args(["-c", script]);
+    let mut wrapped = CommandWrap::from(command);
+    wrapped.wrap(ProcessGroup::leader());
+    wrapped.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    ChildWire::new(wrapped.spawn().expect("spawn sh"), shared.clone()).expect("piped")
+}
+
+#[tokio::test]
+async fn how_a_child_whose_output_ended_exited_is_noted() {
+    let shared = shared();
+    let mut wire = wire_running("exit 3", &shared);
+    let note = wire.exit_note();
+    assert!(wire.receive().await.is_none(), "the output ended");
+    assert_eq!(*note.borrow(), Some(ExitReason::Status(3)));
+
+    let mut killed = wire_running("kill -9 $$", &shared);
+    let note = killed.exit_note();
+    assert!(killed.receive().await.is_none());
+    assert_eq!(*note.borrow(), Some(ExitReason::Signal(9)));
+    assert_eq!(ExitReason::Signal(9).to_string(), "on signal 9 (SIGKILL)");
+}
+
+#[tokio::test]
+async fn a_child_that_closes_its_output_and_runs_on_is_noted_as_nothing() {
+    let shared = shared();
+    let mut wire = wire_running("exec 1>&-; sleep 5", &shared);
+    let note = wire.exit_note();
+    assert!(wire.receive().await.is_none(), "the output ended");
+    assert_eq!(*note.borrow(), None, "it has not exited");
+    drop(wire); // kills it
+}
