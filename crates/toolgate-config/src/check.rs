@@ -63,6 +63,11 @@ pub(crate) struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
+    /// The directory toolgate runs in, as its environment says.
+    pub(crate) fn current_dir(&self) -> Option<PathBuf> {
+        self.env.current_dir()
+    }
+
     pub(crate) fn new(
         env: &'a dyn Environment,
         syntax: Syntax,

@@ -3,6 +3,9 @@
 //! - Claude Desktop, Cursor, Claude Code (`.mcp.json`): `{"mcpServers": {"name": {...}}}`, with
 //!   `command`/`args`/`env`/`cwd` or `url`/`headers` and an optional `type`
 //!   (`stdio`, `http`, `streamable-http`, `sse`).
+//! - Claude Code's `~/.claude.json`: the same `mcpServers` (user scope), and the local scope of
+//!   the directory toolgate runs in, `projects.<directory>.mcpServers`, whose servers stand in
+//!   for user-wide ones of their names.
 //! - VS Code (`.vscode/mcp.json`): `{"servers": {...}, "inputs": [...]}`, the same entries.
 //! - Windsurf (`~/.codeium/windsurf/mcp_config.json`): `serverUrl` is read as `url`.
 //! - Gemini CLI (`~/.gemini/settings.json`): `httpUrl` is `url` with streamable HTTP;
@@ -76,9 +79,11 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Vec<Entry> {
     let mut servers = Vec::new();
     let mut found = false;
     let mut gemini = None;
+    let mut projects = None;
     for (key, value) in entries {
         match key.as_str() {
             "mcp" => gemini = Some(value),
+            "projects" => projects = Some(value),
             "mcpServers" | "servers" => {
                 found = true;
                 let Some(table) = cx.table(value, key) else { continue };
@@ -96,10 +101,40 @@ pub(crate) fn check(cx: &mut Checker<'_>, root: &Value) -> Vec<Entry> {
     if !found {
         cx.warn("", "no mcpServers or servers object: no servers defined");
     }
+    if let Some(value) = projects {
+        claude_code_local(cx, value, &mut servers);
+    }
     if let Some(value) = gemini {
         gemini_lists(cx, value, &mut servers);
     }
     servers
+}
+
+/// Claude Code's local scope (where `claude mcp add` puts a server by default):
+/// `projects.<directory>.mcpServers` of `~/.claude.json`, read for the directory toolgate runs
+/// in. Such a server stands in for a user-wide one of its name, as in Claude Code; the other
+/// projects' servers, and the rest of Claude Code's per-project state, are not this
+/// directory's and are passed over in silence.
+fn claude_code_local(cx: &mut Checker<'_>, value: &Value, servers: &mut Vec<Entry>) {
+    let Value::Table(projects) = value else { return };
+    let Some(dir) = cx.current_dir() else { return };
+    let real = dir.canonicalize().ok();
+    let here = |key: &str| {
+        let key = std::path::Path::new(key);
+        key == dir || real.as_deref() == Some(key)
+    };
+    let Some((key, Value::Table(project))) = projects.iter().find(|(key, _)| here(key)) else {
+        return;
+    };
+    let Some((_, table)) = project.iter().find(|(field, _)| field == "mcpServers") else { return };
+    let parent = key_path(&key_path("projects", key), "mcpServers");
+    let Some(table) = cx.table(table, &parent) else { return };
+    for (name, value) in table {
+        if let Some(entry) = check_server(cx, &parent, name, value) {
+            servers.retain(|other| other.server.name != entry.server.name);
+            servers.push(entry);
+        }
+    }
 }
 
 /// Gemini CLI's `mcp` settings: `allowed` (only these servers run) and `excluded` (these do

@@ -13,6 +13,8 @@ mod codex;
 mod json;
 mod yaml;
 
+use std::path::Path;
+
 use serde_json::{Map, Value, json};
 
 use crate::clients::{JsonShape, Layout};
@@ -26,11 +28,18 @@ pub(crate) enum ClientFile {
 }
 
 impl ClientFile {
-    /// `text` read as a file of `layout` (an empty text is a new, empty file). The error says
+    /// `text` read as a file of `layout` (an empty text is a new, empty file), for the
+    /// directory `project` (whose Claude Code local scope the file may hold). The error says
     /// what is wrong, without the file's name.
-    pub(crate) fn parse(layout: Layout, text: &str) -> Result<ClientFile, String> {
+    pub(crate) fn parse(
+        layout: Layout,
+        text: &str,
+        project: Option<&Path>,
+    ) -> Result<ClientFile, String> {
         Ok(match layout {
-            Layout::Json { key, .. } => ClientFile::Json(json::JsonFile::parse(text, key)?),
+            Layout::Json { key, .. } => {
+                ClientFile::Json(json::JsonFile::parse(text, key, project)?)
+            }
             Layout::CodexToml => ClientFile::Codex(codex::CodexFile::parse(text)?),
             Layout::GooseYaml => ClientFile::Yaml(yaml::YamlFile::parse(text, yaml::Kind::Goose)?),
             Layout::ContinueYaml => {
@@ -69,6 +78,28 @@ impl ClientFile {
             ClientFile::Json(file) => file.put(name, value),
             ClientFile::Codex(file) => file.put(name, value),
             ClientFile::Yaml(file) => file.put(name, value),
+        }
+    }
+
+    /// Whether the entry called `name` is where `from` (an earlier state of this file) had it.
+    pub(crate) fn holds_like(&self, name: &str, from: &ClientFile) -> bool {
+        match (self, from) {
+            (ClientFile::Json(file), ClientFile::Json(from)) => {
+                file.has_at(from.place_of(name).unwrap_or(json::Place::Top), name)
+            }
+            (file, _) => file.entry(name).is_some(),
+        }
+    }
+
+    /// Sets the entry called `name` to `value` where `from` (an earlier state of this file)
+    /// had it: a Claude Code server of the local scope goes back there.
+    pub(crate) fn restore(&mut self, name: &str, value: &Value, from: &ClientFile) {
+        match (self, from) {
+            (ClientFile::Json(file), ClientFile::Json(from)) => {
+                let place = from.place_of(name).unwrap_or(json::Place::Top);
+                file.put_at(place, name, value);
+            }
+            (file, _) => file.put(name, value),
         }
     }
 

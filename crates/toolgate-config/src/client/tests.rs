@@ -1,4 +1,4 @@
-//! The `mcpServers` keys of Windsurf and Gemini CLI.
+//! The `mcpServers` keys of Windsurf and Gemini CLI, and Claude Code's local scope.
 
 use std::path::Path;
 
@@ -81,4 +81,28 @@ fn one_url_per_server() {
     ] {
         assert!(errors.contains(expected), "{expected} not in:\n{errors}");
     }
+}
+
+#[test]
+fn claude_codes_local_scope_is_read_for_this_directory() {
+    let text = r#"{
+        "numStartups": 7,
+        "mcpServers": {"shared": {"command": "user-wide"}, "docs": {"command": "docs-user"}},
+        "projects": {
+            "/work/app": {"allowedTools": [], "mcpServers": {"docs": {"command": "docs-local"}, "db": {"command": "db"}}},
+            "/work/other": {"mcpServers": {"elsewhere": {"command": "x"}}}
+        }
+    }"#;
+    let env = FixedEnvironment::new().with_current_dir("/work/app");
+    let config = crate::parse_str(text, Format::Json, Path::new("/home/ada"), &env).unwrap();
+    let mut names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["db", "docs", "shared"], "another project's servers are not read");
+    let docs = config.servers.iter().find(|s| s.name == "docs").expect("docs");
+    let TransportConfig::Stdio(docs) = &docs.transport else { panic!() };
+    assert_eq!(docs.command, "docs-local", "the local one stands in for the user-wide one");
+    // Elsewhere, only the user-wide servers.
+    let env = FixedEnvironment::new().with_current_dir("/somewhere");
+    let config = crate::parse_str(text, Format::Json, Path::new("/home/ada"), &env).unwrap();
+    assert_eq!(config.servers.len(), 2);
 }

@@ -115,7 +115,8 @@ pub(super) fn read_text(path: &Path) -> anyhow::Result<Option<String>> {
 }
 
 pub(super) fn parse(target: &Target, text: &str, what: &Path) -> anyhow::Result<ClientFile> {
-    ClientFile::parse(target.client.layout, text).map_err(|error| {
+    let project = SystemEnvironment.current_dir();
+    ClientFile::parse(target.client.layout, text, project.as_deref()).map_err(|error| {
         crate::usage::usage(format!(
             "{} is not a {} config file toolgate can edit: {error}",
             what.display(),
@@ -179,7 +180,12 @@ pub(crate) fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result
             import::write_file(&import.target, &import.new)?;
         }
         if changed {
-            save_backup(&target, original.as_deref(), &moved)?;
+            save_backup(
+                &target,
+                original.as_deref(),
+                &moved,
+                &parse(&target, &text, &target.path)?,
+            )?;
             import::write_file(&target.path, &new_text)?;
         }
     }
@@ -283,6 +289,7 @@ fn save_backup(
     target: &Target,
     original: Option<&str>,
     moved: &[(String, Value)],
+    before: &ClientFile,
 ) -> anyhow::Result<()> {
     match read_text(&target.backup)? {
         None => {
@@ -292,8 +299,8 @@ fn save_backup(
         Some(backup) if !moved.is_empty() => {
             let mut file = parse(target, &backup, &target.backup)?;
             for (name, value) in moved {
-                if file.entry(name).is_none() {
-                    file.put(name, value);
+                if !file.holds_like(name, before) {
+                    file.restore(name, value, before);
                 }
             }
             import::write_file(&target.backup, &file.render())?;

@@ -369,3 +369,55 @@ fn the_entry_runs_toolgate_by_its_name_on_path() {
     let real = toolgate_bin().canonicalize().expect("the binary");
     assert_eq!(Path::new(&command), real, "not on PATH: the binary itself");
 }
+
+/// Claude Code keeps the servers `claude mcp add` adds by default (its local scope) per
+/// directory in `~/.claude.json`, which it rewrites all the time: install moves this
+/// directory's along with the user-wide ones, and uninstall, on a file Claude Code has changed
+/// since, puts each back in its own scope; another directory's stay where they are.
+#[test]
+fn claude_codes_local_servers_move_and_come_back_to_their_scope() {
+    let home = Home::new();
+    let project = home.dir.path().join("project").canonicalize().expect("project");
+    let key = project.display().to_string();
+    let fixture = fixture_bin().display().to_string();
+    let text = serde_json::to_string_pretty(&json!({
+        "numStartups": 3,
+        "mcpServers": { "u": { "type": "stdio", "command": fixture, "args": [] } },
+        "projects": {
+            key.clone(): { "allowedTools": [], "mcpServers": { "l": { "type": "stdio", "command": fixture, "args": ["l"] } } },
+            "/elsewhere": { "mcpServers": { "x": { "command": "x" } } }
+        }
+    }))
+    .expect("JSON");
+    let path = home.write(".claude.json", &text);
+    let report = home.json(&["install", "--client", "claude-code"]);
+    assert_eq!(report["moved"], json!(["u", "l"]), "{report:#}");
+    let read = || -> Value {
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON")
+    };
+    let installed = read();
+    let top: Vec<&String> = installed["mcpServers"].as_object().expect("servers").keys().collect();
+    assert_eq!(top, ["toolgate"]);
+    assert_eq!(installed["projects"][&key]["mcpServers"], json!({}));
+    assert_eq!(installed["projects"]["/elsewhere"]["mcpServers"]["x"]["command"], "x");
+    let config = std::fs::read_to_string(home.config()).expect("toolgate.toml");
+    assert!(config.contains("[servers.u]") && config.contains("[servers.l]"), "{config}");
+
+    // Claude Code writes the file again, as it does on every start.
+    let mut changed = read();
+    changed["numStartups"] = json!(4);
+    std::fs::write(&path, serde_json::to_string_pretty(&changed).expect("JSON")).expect("write");
+    let report = home.json(&["uninstall", "--client", "claude-code"]);
+    assert_eq!(report["restored"], json!(["u", "l"]), "{report:#}");
+    let after = read();
+    assert_eq!(after["numStartups"], 4, "Claude Code's change stays");
+    assert_eq!(after["mcpServers"]["u"]["command"], fixture.as_str());
+    assert!(after["mcpServers"].get("toolgate").is_none());
+    assert_eq!(
+        after["projects"][&key]["mcpServers"]["l"]["args"],
+        json!(["l"]),
+        "back in its scope"
+    );
+    assert!(after["mcpServers"].get("l").is_none());
+    assert_eq!(after["projects"]["/elsewhere"]["mcpServers"]["x"]["command"], "x");
+}

@@ -55,8 +55,8 @@ pub(crate) fn run(global: &GlobalArgs, args: &UninstallArgs) -> anyhow::Result<E
         Some(backup) => {
             let before = parse(&target, backup, &target.backup)?;
             for (name, value) in before.entries() {
-                if file.entry(&name).is_none() {
-                    file.put(&name, &value);
+                if !file.holds_like(&name, &before) {
+                    file.restore(&name, &value, &before);
                     restored.push(name);
                 }
             }
