@@ -10,8 +10,10 @@
 //! toolgate's entry out and puts the backup's servers back; a file nobody edited since is the
 //! backup again, byte for byte (`uninstall.rs`).
 
+mod target;
 mod uninstall;
 
+use target::{ClientArgs, Target, entry_env, parse, read_text};
 pub(crate) use uninstall::{UninstallArgs, run as uninstall};
 
 use std::io::Write as _;
@@ -20,37 +22,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{Value, json};
-use toolgate_config::{Environment, Secret, SystemEnvironment};
+use toolgate_config::{Secret, SystemEnvironment};
 
 use crate::GlobalArgs;
 use crate::client_file::{self, ClientFile};
-use crate::clients::{self, Client};
 use crate::commands::import::{self, Import, Source};
 use crate::gateway_entry::{self, GatewayEntry};
 use crate::setup;
-
-/// Which client file to edit: shared by install and uninstall.
-#[derive(Debug, Args)]
-pub(crate) struct ClientArgs {
-    /// The client: claude-desktop, claude-code, cursor, vscode, windsurf, gemini, zed,
-    /// continue, goose or codex.
-    #[arg(long, value_name = "CLIENT")]
-    client: String,
-    /// The client's file for this project (Claude Code's .mcp.json, Cursor's .cursor/mcp.json,
-    /// VS Code's .vscode/mcp.json, Gemini CLI's .gemini/settings.json) instead of the
-    /// user-wide one.
-    #[arg(long, conflicts_with = "file")]
-    project: bool,
-    /// This file, in the client's format, instead of the client's standard one.
-    #[arg(long, value_name = "FILE")]
-    file: Option<PathBuf>,
-    /// Print the changes as diffs and write nothing.
-    #[arg(long)]
-    dry_run: bool,
-    /// Print the report as JSON on stdout.
-    #[arg(long)]
-    json: bool,
-}
 
 #[derive(Debug, Args)]
 pub(crate) struct InstallArgs {
@@ -60,69 +38,6 @@ pub(crate) struct InstallArgs {
     /// (without it, install stops and says which).
     #[arg(long)]
     force: bool,
-}
-
-/// The client file an install or uninstall edits.
-pub(super) struct Target {
-    pub(super) client: &'static Client,
-    pub(super) path: PathBuf,
-    pub(super) backup: PathBuf,
-}
-
-impl ClientArgs {
-    pub(super) fn target(&self, env: &dyn Environment) -> anyhow::Result<Target> {
-        let client = clients::find(&self.client).ok_or_else(|| {
-            crate::usage::usage(format!(
-                "unknown client {:?} (clients: {})",
-                self.client,
-                clients::names()
-            ))
-        })?;
-        let path = match &self.file {
-            Some(file) => std::path::absolute(file)?,
-            None => client
-                .install_path(env.home_dir().as_deref(), env.current_dir().as_deref(), self.project)
-                .ok_or_else(|| {
-                    crate::usage::usage(if self.project {
-                        format!(
-                            "{} has no per-project file toolgate knows: leave out --project",
-                            client.title
-                        )
-                    } else {
-                        "no home directory (HOME is not set): give the file with --file".to_owned()
-                    })
-                })?,
-        };
-        let backup = backup_path(&path);
-        Ok(Target { client, path, backup })
-    }
-}
-
-/// `<file>.toolgate-backup`.
-pub(super) fn backup_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".toolgate-backup");
-    PathBuf::from(name)
-}
-
-/// A file's text, empty when it does not exist.
-pub(super) fn read_text(path: &Path) -> anyhow::Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => anyhow::bail!("cannot read {}: {error}", path.display()),
-    }
-}
-
-pub(super) fn parse(target: &Target, text: &str, what: &Path) -> anyhow::Result<ClientFile> {
-    let project = SystemEnvironment.current_dir();
-    ClientFile::parse(target.client.layout, text, project.as_deref()).map_err(|error| {
-        crate::usage::usage(format!(
-            "{} is not a {} config file toolgate can edit: {error}",
-            what.display(),
-            target.client.title
-        ))
-    })
 }
 
 pub(crate) fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> {
@@ -271,15 +186,6 @@ fn check_import(import: &Import, target: &Target, expected: usize) -> anyhow::Re
         );
     }
     Ok(())
-}
-
-/// The variables an earlier install put into toolgate's entry.
-pub(super) fn entry_env(value: &Value) -> Vec<(String, Secret)> {
-    let env = value.get("env").or_else(|| value.get("envs")).and_then(Value::as_object);
-    env.into_iter()
-        .flatten()
-        .filter_map(|(name, value)| Some((name.clone(), Secret::new(value.as_str()?))))
-        .collect()
 }
 
 /// Keeps the client's file as it was before toolgate came, once: a later install adds the

@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use toolgate_config::SystemEnvironment;
 
-use super::{ClientArgs, Target, entry_env, parse, read_text};
+use super::target::{ClientArgs, Target, entry_env, parse, read_text};
 use crate::GlobalArgs;
 use crate::client_file;
 use crate::commands::import;
