@@ -89,11 +89,11 @@ fn claude_codes_local_scope_is_read_for_this_directory() {
         "numStartups": 7,
         "mcpServers": {"shared": {"command": "user-wide"}, "docs": {"command": "docs-user"}},
         "projects": {
-            "/work/app": {"allowedTools": [], "mcpServers": {"docs": {"command": "docs-local"}, "db": {"command": "db"}}},
-            "/work/other": {"mcpServers": {"elsewhere": {"command": "x"}}}
+            "/projects/app": {"allowedTools": [], "mcpServers": {"docs": {"command": "docs-local"}, "db": {"command": "db"}}},
+            "/projects/other": {"mcpServers": {"elsewhere": {"command": "x"}}}
         }
     }"#;
-    let env = FixedEnvironment::new().with_current_dir("/work/app");
+    let env = FixedEnvironment::new().with_current_dir("/projects/app");
     let config = crate::parse_str(text, Format::Json, Path::new("/home/ada"), &env).unwrap();
     let mut names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();

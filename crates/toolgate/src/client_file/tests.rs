@@ -150,12 +150,12 @@ fn claude_codes_local_scope_is_this_directorys_and_goes_back_there() {
   "numStartups": 3,
   "mcpServers": {"user": {"command": "u"}, "docs": {"command": "docs-user"}},
   "projects": {
-    "/work/app": {"mcpServers": {"docs": {"command": "docs-local"}, "db": {"command": "db"}}},
-    "/work/other": {"mcpServers": {"elsewhere": {"command": "x"}}}
+    "/projects/app": {"mcpServers": {"docs": {"command": "docs-local"}, "db": {"command": "db"}}},
+    "/projects/other": {"mcpServers": {"elsewhere": {"command": "x"}}}
   }
 }"#;
     let claude = layout("claude-code");
-    let here = std::path::Path::new("/work/app");
+    let here = std::path::Path::new("/projects/app");
     let before = ClientFile::parse(claude, text, Some(here)).expect("parses");
     let names: Vec<String> = before.entries().into_iter().map(|(name, _)| name).collect();
     assert_eq!(names, ["user", "docs", "db"], "another project's are not this directory's");
@@ -173,8 +173,8 @@ fn claude_codes_local_scope_is_this_directorys_and_goes_back_there() {
         back.restore(&name, &value, &before);
     }
     let value: serde_json::Value = serde_json::from_str(&back.render()).expect("JSON");
-    assert_eq!(value["projects"]["/work/app"]["mcpServers"]["db"]["command"], "db");
-    assert_eq!(value["projects"]["/work/app"]["mcpServers"]["docs"]["command"], "docs-local");
+    assert_eq!(value["projects"]["/projects/app"]["mcpServers"]["db"]["command"], "db");
+    assert_eq!(value["projects"]["/projects/app"]["mcpServers"]["docs"]["command"], "docs-local");
     assert_eq!(value["mcpServers"]["user"]["command"], "u");
     // Elsewhere, the file's servers are the user-wide ones.
     let there = ClientFile::parse(claude, text, Some(std::path::Path::new("/x"))).expect("parses");
