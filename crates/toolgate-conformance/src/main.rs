@@ -113,13 +113,8 @@ fn server_config(url: url::Url) -> ServerConfig {
         ..ServerConfig::new(
             "conformance",
             TransportConfig::Http(HttpConfig {
-                url,
                 transport: HttpTransport::StreamableHttp,
-                headers: Default::default(),
-                pool: true,
-                oauth: Default::default(),
-                proxy: Default::default(),
-                tls: Default::default(),
+                ..HttpConfig::new(url)
             }),
         )
     }

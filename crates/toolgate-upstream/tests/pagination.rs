@@ -88,13 +88,8 @@ async fn every_page_of_every_list_is_fetched() {
         ..Server::new(
             "paging",
             TransportConfig::Http(HttpConfig {
-                url: format!("http://{address}/mcp").parse().expect("url"),
                 transport: HttpTransport::StreamableHttp,
-                headers: Default::default(),
-                pool: true,
-                oauth: Default::default(),
-                proxy: Default::default(),
-                tls: Default::default(),
+                ..HttpConfig::new(format!("http://{address}/mcp").parse().expect("url"))
             }),
         )
     };
